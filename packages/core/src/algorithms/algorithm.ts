@@ -1,0 +1,96 @@
+/**
+ * The contract every limiting algorithm implements.
+ *
+ * An algorithm is a set of pure functions over a small numeric state that the caller owns
+ * (a slice of a `Float64Array`), so that MemoryStore can pack millions of keys into flat
+ * arrays and the Redis Lua scripts can mirror the same arithmetic. Time is always passed in
+ * as integer milliseconds (`nowMs`), never read inside.
+ *
+ * An all-zero state is always the fresh state (nothing consumed), so a store never needs
+ * an explicit "init" step.
+ */
+
+/** Names of the algorithms core ships. */
+export type AlgorithmName =
+  | 'token-bucket'
+  | 'gcra'
+  | 'fixed-window'
+  | 'sliding-window-log'
+  | 'sliding-window-counter'
+  | 'leaky-bucket'
+  | 'concurrency'
+
+/** Numeric parameters of one rule, resolved once when the rule is compiled. */
+export interface AlgorithmParams {
+  /** Requests (or cost units) allowed per `windowMs`; the refill amount for buckets; slots for concurrency. */
+  readonly limit: number
+  /** Length of the window, or the time a bucket takes to refill `limit` tokens. */
+  readonly windowMs: number
+  /** Bucket capacity (token bucket, GCRA, leaky bucket). Equals `limit` unless the rule sets `burst`. */
+  readonly burst: number
+}
+
+/**
+ * Outcome of one consume call. Stores reuse one instance per call site, so algorithms write
+ * every field on every call.
+ */
+export interface AlgorithmResult {
+  /** True when the request is admitted, now or (when `waitMs > 0`) after a reservation. */
+  allowed: boolean
+  /** With a reservation (queueing): how long the request must wait before it proceeds. 0 otherwise. */
+  waitMs: number
+  /** The rule's limit as advertised to clients (capacity for buckets). */
+  limit: number
+  /** Whole units left after this call, never negative. */
+  remaining: number
+  /** Milliseconds until the state is back to its fresh, fully available value. */
+  resetMs: number
+  /** When refused: milliseconds until the same request could pass. 0 when allowed. */
+  retryAfterMs: number
+}
+
+/** A fresh result object, for callers that need their own. */
+export function newResult(): AlgorithmResult {
+  return { allowed: false, waitMs: 0, limit: 0, remaining: 0, resetMs: 0, retryAfterMs: 0 }
+}
+
+/** The functions one algorithm provides. All take the state as `(state, offset)`. */
+export interface Algorithm {
+  readonly name: AlgorithmName
+  /** Whether a refused request can reserve capacity in advance (needed for the `queue` action). */
+  readonly canReserve: boolean
+  /** Number of `Float64Array` slots one key's state needs under these params. */
+  stateSize(params: AlgorithmParams): number
+  /**
+   * Decide one request of `cost` units at `nowMs`.
+   *
+   * With `commit` false the state is left untouched (a dry run, used to decide several rules
+   * all-or-nothing); with `commit` true an admitted request is recorded. A refused request
+   * never changes the meaning of the state.
+   *
+   * `maxWaitMs > 0` lets a request that would be refused reserve capacity instead, when it
+   * could proceed within `maxWaitMs`: it is then `allowed` with `waitMs` set, and the state
+   * goes into debt (algorithms with `canReserve` only).
+   */
+  consume(
+    state: Float64Array,
+    offset: number,
+    params: AlgorithmParams,
+    cost: number,
+    nowMs: number,
+    maxWaitMs: number,
+    commit: boolean,
+    out: AlgorithmResult,
+  ): void
+  /** Give back `cost` units: a concurrency slot at release, or a reservation a queued client abandoned. */
+  refund(state: Float64Array, offset: number, params: AlgorithmParams, cost: number, nowMs: number): void
+  /** Epoch ms at which the state becomes equal to the fresh state again (used for eviction and TTLs). */
+  idleAtMs(state: Float64Array, offset: number, params: AlgorithmParams, nowMs: number): number
+}
+
+/**
+ * Tolerance for comparisons of fractional token counts: refill arithmetic such as
+ * `elapsed * limit / windowMs` may land a hair off a whole number, and a request costing
+ * exactly what is left must still pass. Lua scripts use the same constant.
+ */
+export const EPSILON = 1e-9

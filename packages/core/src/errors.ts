@@ -1,0 +1,49 @@
+/**
+ * Every error and warning Floodgate raises, in one table. Codes are stable and each has a
+ * section in docs/error-codes.md; messages name the field and the value received.
+ */
+const DOCS = 'https://github.com/floodgate/floodgate/blob/main/docs/error-codes.md'
+
+export const errorCodes = {
+  FG_ERR_RULES_INVALID: 'invalid rules',
+  FG_ERR_OPTIONS_INVALID: 'invalid options',
+  FG_ERR_KEY_BUILDER_UNKNOWN: 'a rule refers to a key builder that is not registered',
+  FG_ERR_DURATION_INVALID: 'invalid duration',
+  FG_ERR_RULES_SOURCE: 'the rules source failed',
+  FG_ERR_STORE_TIMEOUT: 'the store missed its deadline',
+  FG_WRN_STORE_FAILED_OPEN: 'the store failed; requests pass unjudged (fail-open)',
+  FG_WRN_KEY_MISSING: 'a request had no value for a rule key',
+} as const
+
+/** A Floodgate error or warning code. */
+export type ErrorCode = keyof typeof errorCodes
+
+/** Base class of Floodgate's errors: `code` is stable, `message` names what is wrong. */
+export class FloodgateError extends Error {
+  readonly code: ErrorCode
+
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions) {
+    super(`${message} (${code}, see ${DOCS}#${code.toLowerCase()})`, options)
+    this.name = 'FloodgateError'
+    this.code = code
+  }
+}
+
+/** A rule set that failed validation; `issues` lists every problem as `path: message`. */
+export class RulesValidationError extends FloodgateError {
+  readonly issues: readonly string[]
+
+  constructor(issues: readonly string[]) {
+    super('FG_ERR_RULES_INVALID', issues.join('; '))
+    this.name = 'RulesValidationError'
+    this.issues = issues
+  }
+}
+
+/** Bad options passed to a factory; thrown at construction, never on a request. */
+export class OptionsError extends FloodgateError {
+  constructor(message: string) {
+    super('FG_ERR_OPTIONS_INVALID', message)
+    this.name = 'OptionsError'
+  }
+}

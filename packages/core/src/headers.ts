@@ -1,0 +1,78 @@
+import type { Decision, RuleOutcome } from './decision.js'
+
+/**
+ * Which rate-limit header fields to send.
+ * - `ietf`: `RateLimit-Policy` and `RateLimit` from draft-ietf-httpapi-ratelimit-headers.
+ * - `legacy`: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (seconds).
+ * - `both`: all of them.
+ */
+export type HeaderDraft = 'ietf' | 'legacy' | 'both'
+
+/** Options of {@link formatHeaders}. */
+export interface FormatHeadersOptions {
+  /** @default 'ietf' */
+  readonly draft?: HeaderDraft | undefined
+}
+
+/** A header name and value, ready for `res.setHeader`. */
+export type HeaderPair = readonly [name: string, value: string]
+
+const seconds = (ms: number): number => (ms <= 0 ? 0 : Math.ceil(ms / 1000))
+
+// Rule ids are restricted to [A-Za-z0-9._-] by the schema, so they are valid sf-strings as is.
+function policyItem(o: RuleOutcome): string {
+  const r = o.rule
+  return r.algorithm === 'concurrency'
+    ? `"${r.id}";q=${r.limit}`
+    : `"${r.id}";q=${r.limit};w=${seconds(r.windowMs)}`
+}
+
+function limitItem(o: RuleOutcome): string {
+  // A refused rule tells the client when it may try again; an open one when the quota resets.
+  const t = o.allowed ? seconds(o.resetMs) : seconds(o.retryAfterMs)
+  return `"${o.rule.id}";r=${o.remaining};t=${t}`
+}
+
+/**
+ * Turn a decision into response header pairs.
+ *
+ * Every enforced (non-shadow) matched rule appears in `RateLimit-Policy` and `RateLimit`;
+ * `Retry-After` (whole seconds, rounded up, at least 1) is set when the request is refused.
+ * A decision that failed open carries no rate-limit fields at all: claiming a full quota
+ * while the store is down would mislead clients.
+ *
+ * @param decision - the limiter's decision
+ * @param options - which header draft to use
+ * @returns header pairs, possibly empty
+ * @example
+ * for (const [name, value] of formatHeaders(decision)) res.setHeader(name, value)
+ */
+export function formatHeaders(
+  decision: Decision,
+  options: FormatHeadersOptions = {},
+): HeaderPair[] {
+  const out: HeaderPair[] = []
+  if (decision.failedOpen) return out
+  const draft = options.draft ?? 'ietf'
+  let policy = ''
+  let limit = ''
+  for (const o of decision.outcomes) {
+    if (o.shadow) continue
+    policy = policy === '' ? policyItem(o) : `${policy}, ${policyItem(o)}`
+    limit = limit === '' ? limitItem(o) : `${limit}, ${limitItem(o)}`
+  }
+  if (policy !== '' && draft !== 'legacy') {
+    out.push(['RateLimit-Policy', policy], ['RateLimit', limit])
+  }
+  if (policy !== '' && draft !== 'ietf') {
+    out.push(
+      ['X-RateLimit-Limit', String(decision.limit)],
+      ['X-RateLimit-Remaining', String(decision.remaining)],
+      ['X-RateLimit-Reset', String(seconds(decision.resetMs))],
+    )
+  }
+  if (!decision.allowed && (decision.action === 'reject' || decision.action === 'drop')) {
+    out.push(['Retry-After', String(Math.max(1, seconds(decision.retryAfterMs)))])
+  }
+  return out
+}

@@ -1,0 +1,102 @@
+import { FloodgateError } from '../errors.js'
+import type { RequestFacts } from '../request-facts.js'
+import type { KeyPart, Rule } from '../rules/rule.js'
+import { boundKey } from './hash-key.js'
+import { ipKey } from './ip-key.js'
+
+/**
+ * Turns a request into one part of a client key: a user id, a tenant, an API key.
+ * Returning `undefined`, `null` or `''` means the request has no such key.
+ */
+export type KeyBuilder<Req = unknown> = (
+  req: Req,
+  facts: RequestFacts<Req>,
+) => string | number | undefined | null
+
+/**
+ * Key builders registered by name, so rules (plain data) can refer to code: `user` serves the
+ * `user` key part, any other name serves `custom:<name>`.
+ */
+export type KeyBuilders<Req = unknown> = Readonly<Record<string, KeyBuilder<Req> | undefined>>
+
+/** A compiled key function: the client key for a rule, or undefined when the rule does not apply. */
+export type KeyFn = (facts: RequestFacts) => string | undefined
+
+type PartFn = (facts: RequestFacts) => string | undefined
+
+// Fallback keys carry a prefix no IP, header value or builder output starts with by accident.
+const FALLBACK_IP = '\u0000ip:'
+const SHARED = '\u0000shared'
+const SEP = '\u001f'
+
+function text(v: string | number | undefined | null): string | undefined {
+  if (v === undefined || v === null) return undefined
+  const s = typeof v === 'string' ? v : String(v)
+  return s.length > 0 ? s : undefined
+}
+
+function partFn<Req>(part: KeyPart, builders: KeyBuilders<Req>, ipv6Subnet: number, path: string): PartFn {
+  if (part === 'ip') return (f) => ipKey(f.ip, ipv6Subnet)
+  if (part.startsWith('header:')) {
+    const name = part.slice('header:'.length).toLowerCase()
+    return (f) => {
+      const v = f.headers[name]
+      return typeof v === 'string' ? text(v) : Array.isArray(v) ? text(v.join(',')) : undefined
+    }
+  }
+  const name = part === 'user' ? 'user' : part.slice('custom:'.length)
+  const builder = Object.hasOwn(builders, name) ? builders[name] : undefined
+  if (typeof builder !== 'function') {
+    throw new FloodgateError(
+      'FG_ERR_KEY_BUILDER_UNKNOWN',
+      `${path}: key "${part}" needs a key builder registered as keys.${name}`,
+    )
+  }
+  return (f) => text(builder(f.request as Req, f as RequestFacts<Req>))
+}
+
+/**
+ * Compile a rule's key into one function, once per rules revision.
+ *
+ * @param rule - the rule whose `key` and `fallbackKey` to compile
+ * @param builders - registered key builders
+ * @param ipv6Subnet - prefix IPv6 client addresses are grouped by
+ * @param path - where the rule sits, for error messages (`rules[2]`)
+ * @returns the key function
+ * @throws FloodgateError FG_ERR_KEY_BUILDER_UNKNOWN when a part names a builder that is not registered
+ */
+export function compileKey<Req>(
+  rule: Rule,
+  builders: KeyBuilders<Req>,
+  ipv6Subnet: number,
+  path = `rule "${rule.id}"`,
+): KeyFn {
+  const parts = rule.key.map((p) => partFn(p, builders, ipv6Subnet, `${path}.key`))
+  const fallback: KeyFn =
+    rule.fallbackKey === 'skip'
+      ? () => undefined
+      : rule.fallbackKey === 'shared'
+        ? () => SHARED
+        : (f) => {
+            const ip = ipKey(f.ip, ipv6Subnet)
+            return ip === undefined ? SHARED : FALLBACK_IP + ip
+          }
+  if (parts.length === 1) {
+    const only = parts[0]!
+    return (f) => {
+      const v = only(f)
+      return v === undefined ? fallback(f) : boundKey(v)
+    }
+  }
+  return (f) => {
+    let key = ''
+    for (let i = 0; i < parts.length; i++) {
+      const v = parts[i]!(f)
+      if (v === undefined) return fallback(f)
+      // Escape the separator so two different tuples can never join into the same key.
+      const safe = v.includes(SEP) || v.includes('\\') ? v.replaceAll('\\', '\\\\').replaceAll(SEP, '\\s') : v
+      key = i === 0 ? safe : key + SEP + safe
+    }
+    return boundKey(key)
+  }
+}

@@ -1,0 +1,45 @@
+import type { AlgorithmResult } from '../algorithms/algorithm.js'
+import type { CompiledRule } from '../rules/compiled-rules.js'
+
+/** One rule to decide for one key within a request. */
+export interface ConsumeEntry {
+  readonly rule: CompiledRule
+  /** The client key (already bounded in length by core). */
+  readonly key: string
+  readonly cost: number
+  /** Reservation allowed up to this wait (the rule queues and its queue has room); else 0. */
+  readonly maxWaitMs: number
+  /** Shadow entries are decided and recorded but never gate the request. */
+  readonly shadow: boolean
+}
+
+/** Something to give back: a concurrency slot, or a reservation a queued client abandoned. */
+export interface RefundEntry {
+  readonly rule: CompiledRule
+  readonly key: string
+  readonly cost: number
+}
+
+/**
+ * Where limiter state lives. One `consume` call decides every rule of a request at once:
+ *
+ * - every entry is evaluated against its own state;
+ * - when every non-shadow entry is allowed (possibly with a reservation), all non-shadow
+ *   entries are recorded, and so is each shadow entry that allowed on its own;
+ * - otherwise nothing at all is recorded: a refused request leaves no rule charged.
+ *
+ * The result has one `AlgorithmResult` per entry, in order. A store may answer
+ * synchronously (MemoryStore: no promise on the hot path) or with a promise (Redis); callers
+ * must not keep the result array past the next call, since synchronous stores reuse it.
+ */
+export interface Store {
+  consume(
+    entries: readonly ConsumeEntry[],
+    nowMs: number,
+  ): readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
+  refund(entries: readonly RefundEntry[], nowMs: number): void | Promise<void>
+  /** Drop the state of rules whose `stateId` is no longer in force (after a rules swap). Optional. */
+  retain?(stateIds: ReadonlySet<string>): void
+  /** Release connections and timers. */
+  close?(): void | Promise<void>
+}
