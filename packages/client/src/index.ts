@@ -1,0 +1,14 @@
+/**
+ * @module @floodgate/client
+ *
+ * A fetch wrapper that retries refused requests with exponential backoff and full jitter,
+ * honouring the server's `Retry-After` and `RateLimit` headers.
+ */
+export { backoffCeilingMs, backoffDelayMs, DEFAULT_BASE_MS, DEFAULT_CAP_MS } from './backoff.js'
+export type { BackoffOptions, Jitter } from './backoff.js'
+export { parseRateLimit, parseRetryAfter, serverWaitMs } from './server-wait.js'
+export type { HeaderReader } from './server-wait.js'
+export { sleep } from './sleep.js'
+export type { Sleep } from './sleep.js'
+export { fetchWithRetry, withRetry } from './with-retry.js'
+export type { FetchInput, FetchLike, RetryEvent, RetryOptions } from './with-retry.js'
