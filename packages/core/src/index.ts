@@ -1,0 +1,45 @@
+/**
+ * @module @floodgate/core
+ * Algorithms, rules, keys, stores and the limiter engine of Floodgate. Framework adapters
+ * (`@floodgate/express`, `@floodgate/fastify`, `@floodgate/koa`) and the Redis store build on it.
+ */
+
+// Algorithms
+export type { Algorithm, AlgorithmName, AlgorithmParams, AlgorithmResult } from './algorithms/algorithm.js'
+export { EPSILON, newResult } from './algorithms/algorithm.js'
+export { tokenBucket } from './algorithms/token-bucket.js'
+
+// Requests and decisions
+export type { HeaderBag, RequestFacts } from './request-facts.js'
+export type { Decision, DecisionAction, RuleOutcome } from './decision.js'
+export type { FormatHeadersOptions, HeaderDraft, HeaderPair } from './headers.js'
+export { formatHeaders } from './headers.js'
+
+// Rules
+export type { FallbackKey, KeyPart, OverLimit, Rule, RuleMatch } from './rules/rule.js'
+export type { CompiledRule, CompiledRules } from './rules/compiled-rules.js'
+export type { RulesSource } from './rules/sources/rules-source.js'
+
+// Keys
+export type { KeyBuilder, KeyBuilders, KeyFn } from './keys/build-key.js'
+export { compileKey } from './keys/build-key.js'
+export { ipKey } from './keys/ip-key.js'
+export { MAX_KEY_LENGTH, boundKey } from './keys/hash-key.js'
+
+// Stores
+export type { ConsumeEntry, RefundEntry, Store } from './stores/store.js'
+export type { MemoryStoreOptions } from './stores/memory-store.js'
+export { MemoryStore } from './stores/memory-store.js'
+
+// Limiter
+export type { Limiter, LimiterOptions } from './limiter.js'
+export { createLimiter } from './limiter.js'
+export type { CountersSnapshot, DecisionCounts } from './limiter-counters.js'
+
+// Infrastructure
+export type { Clock } from './clock.js'
+export { monotonicClock } from './clock.js'
+export type { Logger } from './logger.js'
+export { silentLogger } from './logger.js'
+export type { ErrorCode } from './errors.js'
+export { FloodgateError, OptionsError, RulesValidationError, errorCodes } from './errors.js'

@@ -1,0 +1,30 @@
+/** Decisions counted for one rule (or in total). */
+export interface DecisionCounts {
+  allowed: number
+  rejected: number
+  queued: number
+  dropped: number
+  /** Shadow rules that would have refused. */
+  shadowRejected: number
+  /** Requests that passed unjudged because the store failed or missed its deadline. */
+  failedOpen: number
+}
+
+/** A snapshot of the limiter's counters, for a metrics exporter. */
+export interface CountersSnapshot {
+  readonly total: Readonly<DecisionCounts>
+  readonly byRule: ReadonlyMap<string, Readonly<DecisionCounts>>
+}
+
+export function zeroCounts(): DecisionCounts {
+  return { allowed: 0, rejected: 0, queued: 0, dropped: 0, shadowRejected: 0, failedOpen: 0 }
+}
+
+export function addCounts(into: DecisionCounts, from: Readonly<DecisionCounts>): void {
+  into.allowed += from.allowed
+  into.rejected += from.rejected
+  into.queued += from.queued
+  into.dropped += from.dropped
+  into.shadowRejected += from.shadowRejected
+  into.failedOpen += from.failedOpen
+}

@@ -1,0 +1,198 @@
+import fc from 'fast-check'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AlgorithmName, AlgorithmResult } from '../algorithms/algorithm.js'
+import type { CompiledRule } from '../rules/compiled-rules.js'
+import type { ConsumeEntry, Store } from '../stores/store.js'
+import { referenceModels } from './reference-models.js'
+import { testRule } from './test-rule.js'
+import { vectors } from './vectors.js'
+
+/** Options of {@link describeStoreConformance}. */
+export interface StoreConformanceOptions {
+  /** Property runs per algorithm. @default 60 */
+  readonly numRuns?: number
+  /** Algorithms the store does not implement (none, for a complete store). */
+  readonly skipAlgorithms?: readonly AlgorithmName[]
+}
+
+let keySeq = 0
+const freshKey = (): string => `k${++keySeq}:${process.pid}:${Date.now().toString(36)}`
+
+async function consume(
+  store: Store,
+  entries: readonly ConsumeEntry[],
+  nowMs: number,
+): Promise<AlgorithmResult[]> {
+  // Copy: synchronous stores reuse their result objects.
+  return (await store.consume(entries, nowMs)).map((r) => ({ ...r }))
+}
+
+function entry(rule: CompiledRule, key: string, cost = 1, extra: Partial<ConsumeEntry> = {}): ConsumeEntry {
+  return { rule, key, cost, maxWaitMs: 0, shadow: rule.rule.shadow, ...extra }
+}
+
+/**
+ * The store conformance suite: shared vectors, all-or-nothing semantics, shadow entries,
+ * refunds, reservations, and fast-check properties against the brute-force reference models
+ * of every algorithm. Every Store (memory, Redis, synced) runs the same suite, so their
+ * arithmetic can never disagree silently.
+ *
+ * The store must honour the `nowMs` it is given (a Redis store in its injected-clock mode).
+ *
+ * @param name - suite name
+ * @param makeStore - creates the store under test (called once)
+ * @param options - property run count, algorithms to leave out
+ * @example
+ * describeStoreConformance('MemoryStore', () => new MemoryStore())
+ */
+export function describeStoreConformance(
+  name: string,
+  makeStore: () => Store | Promise<Store>,
+  options: StoreConformanceOptions = {},
+): void {
+  const skip = new Set(options.skipAlgorithms ?? [])
+  const numRuns = options.numRuns ?? 60
+
+  describe(`${name}: store conformance`, () => {
+    let store: Store
+    beforeAll(async () => {
+      store = await makeStore()
+    })
+    afterAll(async () => {
+      await store.close?.()
+    })
+
+    for (const v of vectors) {
+      if (skip.has(v.algorithm)) continue
+      it(`vector: ${v.name}`, async () => {
+        const rule = testRule(v.algorithm, v.params.limit, v.params.windowMs, { burst: v.params.burst })
+        const key = freshKey()
+        for (const [i, step] of v.steps.entries()) {
+          const [r] = await consume(store, [entry(rule, key, step.cost, { maxWaitMs: step.maxWaitMs ?? 0 })], step.atMs)
+          const got: Record<string, unknown> = {}
+          for (const k of Object.keys(step.expect)) got[k] = r![k as keyof AlgorithmResult]
+          expect(got, `step ${i} at ${step.atMs} ms`).toEqual(step.expect)
+        }
+      })
+    }
+
+    it('charges no rule when one of the rules refuses (all-or-nothing)', async () => {
+      const wide = testRule('token-bucket', 10, 1000)
+      const narrow = testRule('fixed-window', 1, 1000)
+      const key = freshKey()
+      const first = await consume(store, [entry(wide, key), entry(narrow, key)], 0)
+      expect(first.map((r) => r.allowed)).toEqual([true, true])
+      const second = await consume(store, [entry(wide, key), entry(narrow, key)], 1)
+      expect(second[1]!.allowed).toBe(false)
+      // The wide rule alone shows it was charged once, not twice.
+      const [alone] = await consume(store, [entry(wide, key)], 2)
+      expect(alone!.remaining).toBe(8)
+    })
+
+    it('shadow entries never gate, and are recorded only when they allow', async () => {
+      const real = testRule('token-bucket', 5, 1000)
+      const shadow = testRule('fixed-window', 1, 1000, { shadow: true })
+      const key = freshKey()
+      const a = await consume(store, [entry(real, key), entry(shadow, key)], 0)
+      expect(a.map((r) => r.allowed)).toEqual([true, true])
+      const b = await consume(store, [entry(real, key), entry(shadow, key)], 1)
+      expect(b.map((r) => r.allowed)).toEqual([true, false])
+      expect(b[0]!.remaining).toBe(3)
+    })
+
+    it('a refused shadow entry does not stop the real ones being charged', async () => {
+      const real = testRule('fixed-window', 3, 1000)
+      const shadow = testRule('fixed-window', 0 + 1, 1000, { shadow: true })
+      const key = freshKey()
+      await consume(store, [entry(shadow, key)], 0)
+      const r = await consume(store, [entry(real, key), entry(shadow, key)], 1)
+      expect(r[0]!.allowed).toBe(true)
+      expect(r[1]!.allowed).toBe(false)
+      const [after] = await consume(store, [entry(real, key)], 2)
+      expect(after!.remaining).toBe(1)
+    })
+
+    it('keeps keys and rules apart', async () => {
+      const rule = testRule('fixed-window', 1, 1000)
+      const other = testRule('fixed-window', 1, 1000)
+      const k1 = freshKey()
+      const k2 = freshKey()
+      expect((await consume(store, [entry(rule, k1)], 0))[0]!.allowed).toBe(true)
+      expect((await consume(store, [entry(rule, k1)], 0))[0]!.allowed).toBe(false)
+      expect((await consume(store, [entry(rule, k2)], 0))[0]!.allowed).toBe(true)
+      expect((await consume(store, [entry(other, k1)], 0))[0]!.allowed).toBe(true)
+    })
+
+    if (!skip.has('concurrency')) {
+      it('concurrency slots are taken and released', async () => {
+        const rule = testRule('concurrency', 2, 1000)
+        const key = freshKey()
+        expect((await consume(store, [entry(rule, key)], 0))[0]!.allowed).toBe(true)
+        expect((await consume(store, [entry(rule, key)], 0))[0]!.allowed).toBe(true)
+        expect((await consume(store, [entry(rule, key)], 0))[0]!.allowed).toBe(false)
+        await store.refund([{ rule, key, cost: 1 }], 1)
+        expect((await consume(store, [entry(rule, key)], 2))[0]!.allowed).toBe(true)
+      })
+    }
+
+    it('a reservation admits with a wait, goes into debt, and is paid back', async () => {
+      const rule = testRule('token-bucket', 10, 1000, {
+        onLimit: { action: 'queue', maxWaitMs: 500, maxQueue: 10 },
+      })
+      const key = freshKey()
+      await consume(store, [entry(rule, key, 10)], 0)
+      const [queued] = await consume(store, [entry(rule, key, 2, { maxWaitMs: 500 })], 0)
+      expect(queued).toMatchObject({ allowed: true, waitMs: 200 })
+      // Debt of 2 tokens: 200 ms later the bucket is back at zero, not at two.
+      const [after] = await consume(store, [entry(rule, key, 1)], 200)
+      expect(after!.allowed).toBe(false)
+      const [later] = await consume(store, [entry(rule, key, 1)], 300)
+      expect(later!.allowed).toBe(true)
+    })
+
+    it('a refund gives reserved units back', async () => {
+      const rule = testRule('token-bucket', 4, 1000)
+      const key = freshKey()
+      await consume(store, [entry(rule, key, 4)], 0)
+      await store.refund([{ rule, key, cost: 3 }], 0)
+      const [r] = await consume(store, [entry(rule, key, 3)], 0)
+      expect(r!.allowed).toBe(true)
+    })
+
+    for (const model of referenceModels) {
+      if (skip.has(model.algorithm)) continue
+      it(`matches the reference model: ${model.algorithm}`, async () => {
+        await fc.assert(
+          fc.asyncProperty(
+            fc.integer({ min: 1, max: 8 }),
+            fc.integer({ min: 100, max: 2000 }),
+            fc.array(fc.tuple(fc.integer({ min: 0, max: 400 }), fc.integer({ min: 1, max: 3 })), {
+              minLength: 1,
+              maxLength: 30,
+            }),
+            async (limit, windowMs, steps) => {
+              const rule = testRule(model.algorithm, limit, windowMs)
+              const ref = model.create(rule.params)
+              const key = freshKey()
+              let now = 1_000
+              for (const [dt, cost] of steps) {
+                now += dt
+                const [got] = await consume(store, [entry(rule, key, cost)], now)
+                const want = ref.consume(cost, now)
+                expect({ allowed: got!.allowed, remaining: got!.remaining }).toEqual({
+                  allowed: want.allowed,
+                  remaining: want.remaining,
+                })
+                if (model.algorithm === 'concurrency' && got!.allowed && dt % 2 === 0) {
+                  await store.refund([{ rule, key, cost }], now)
+                  ref.refund(cost, now)
+                }
+              }
+            },
+          ),
+          { numRuns },
+        )
+      })
+    }
+  })
+}
