@@ -1,0 +1,107 @@
+import { EPSILON, type Algorithm, type AlgorithmParams } from './algorithm.js'
+
+// State layout: [windowStartMs, count]. Windows are aligned to multiples of `windowMs`
+// (`floor(now / windowMs) × windowMs`), so the start needs no "unset" marker: a zero count
+// means fresh whatever the start says, even at nowMs = 0. `count` above `limit` is a
+// reservation that carries into the following windows.
+const START = 0
+const COUNT = 1
+
+// Scratch outputs of `view`, so the hot path allocates nothing.
+let viewStart = 0
+let viewCount = 0
+
+/** The current window's start and count at `nowMs`, after carrying over elapsed windows. */
+function view(state: Float64Array, o: number, p: AlgorithmParams, nowMs: number): void {
+  const stored = state[o + START]!
+  const count = state[o + COUNT]!
+  const start = Math.floor(nowMs / p.windowMs) * p.windowMs
+  if (count <= 0) {
+    viewStart = start
+    viewCount = 0
+  } else if (start > stored) {
+    // Each elapsed window absorbs `limit` units of the count (reservations carry over).
+    const windows = Math.floor((start - stored) / p.windowMs)
+    const left = count - windows * p.limit
+    viewStart = start
+    viewCount = left > 0 ? left : 0
+  } else {
+    // Same window, or a clock that went backwards: stay in the stored window.
+    viewStart = stored
+    viewCount = count
+  }
+}
+
+/** Milliseconds from `nowMs` until the window in which a count of `units` has drained. */
+function msUntilDrained(units: number, p: AlgorithmParams, nowMs: number): number {
+  if (units <= EPSILON) return 0
+  const windows = Math.ceil((units - EPSILON) / p.limit)
+  return viewStart + windows * p.windowMs - nowMs
+}
+
+/**
+ * Fixed window: a counter per aligned window of `windowMs`; a request passes while the
+ * window's count plus its cost stays within `limit`. A reservation lets the count exceed
+ * `limit`; the excess carries into the next windows (each elapsed window absorbs `limit`),
+ * and the request waits for the first window that has room for it.
+ *
+ * Pro: the cheapest algorithm there is (two numbers, integer arithmetic), easy to explain
+ * ("100 per minute, resets on the minute"), and `resetMs` is the same for every client.
+ * Con: bursts at the boundary: up to `2 × limit` can pass within a few milliseconds around
+ * a window change; every client's allowance refills at the same instant (thundering herd).
+ * Pick it for coarse quotas (per hour, per day) where boundary bursts do not matter.
+ *
+ * Formulas: `count' = max(0, count - k × limit)` after `k` whole windows; allowed when
+ * `count' + cost <= limit + EPSILON`; a refused or reserved request waits until the window
+ * `m = ceil((count' + cost - limit - EPSILON) / limit)` windows ahead starts:
+ * `waitMs = windowStart + m × windowMs - now`; `resetMs` likewise with
+ * `ceil((count - EPSILON) / limit)` windows; `remaining = floor(limit - count + EPSILON)`.
+ */
+export const fixedWindow: Algorithm = {
+  name: 'fixed-window',
+  canReserve: true,
+  stateSize: () => 2,
+  consume(state, o, p, cost, nowMs, maxWaitMs, commit, out) {
+    view(state, o, p, nowMs)
+    const count = viewCount
+    const after = count + cost
+    out.limit = p.limit
+    if (after <= p.limit + EPSILON) {
+      out.allowed = true
+      out.waitMs = 0
+      out.retryAfterMs = 0
+    } else {
+      const waitMs = msUntilDrained(after - p.limit, p, nowMs)
+      const fits = cost <= p.limit + EPSILON
+      if (maxWaitMs > 0 && fits && waitMs <= maxWaitMs) {
+        out.allowed = true
+        out.waitMs = waitMs
+        out.retryAfterMs = 0
+      } else {
+        out.allowed = false
+        out.waitMs = 0
+        out.retryAfterMs =
+          maxWaitMs > 0 && fits ? Math.max(1, Math.ceil(waitMs - maxWaitMs)) : Math.max(1, waitMs)
+        out.remaining = Math.max(0, Math.floor(p.limit - count + EPSILON))
+        out.resetMs = msUntilDrained(count, p, nowMs)
+        return
+      }
+    }
+    out.remaining = Math.max(0, Math.floor(p.limit - after + EPSILON))
+    out.resetMs = msUntilDrained(after, p, nowMs)
+    if (commit) {
+      state[o + START] = viewStart
+      state[o + COUNT] = after
+    }
+  },
+  refund(state, o, p, cost, nowMs) {
+    view(state, o, p, nowMs)
+    state[o + START] = viewStart
+    state[o + COUNT] = viewCount > cost ? viewCount - cost : 0
+  },
+  idleAtMs(state, o, p) {
+    const count = state[o + COUNT]!
+    if (count <= EPSILON) return 0
+    return state[o + START]! + Math.ceil((count - EPSILON) / p.limit) * p.windowMs
+  },
+}

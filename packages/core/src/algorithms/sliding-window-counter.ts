@@ -1,0 +1,124 @@
+import { EPSILON, type Algorithm, type AlgorithmParams } from './algorithm.js'
+
+// State layout: [windowStartMs, prevCount, currCount], windows aligned to multiples of
+// `windowMs`. All zeros: both counts empty, i.e. fresh, even at nowMs = 0.
+const START = 0
+const PREV = 1
+const CURR = 2
+
+// Scratch outputs of `view`, so the hot path allocates nothing.
+let viewStart = 0
+let viewPrev = 0
+let viewCurr = 0
+let viewElapsed = 0
+
+/** Rolls the stored counts forward to the window containing `nowMs`. */
+function view(state: Float64Array, o: number, p: AlgorithmParams, nowMs: number): void {
+  const w = p.windowMs
+  const stored = state[o + START]!
+  const start = Math.floor(nowMs / w) * w
+  if (start <= stored) {
+    // Same window, or a clock that went backwards: stay in the stored window. Going back
+    // within a window only weighs the previous window more, never admits more.
+    viewStart = stored
+    viewPrev = state[o + PREV]!
+    viewCurr = state[o + CURR]!
+  } else if (start - stored < 2 * w) {
+    viewStart = start
+    viewPrev = state[o + CURR]!
+    viewCurr = 0
+  } else {
+    viewStart = start
+    viewPrev = 0
+    viewCurr = 0
+  }
+  const elapsed = nowMs - viewStart
+  viewElapsed = elapsed > 0 ? elapsed : 0
+}
+
+/** Milliseconds from the view's `now` until the state is fresh with `curr` in this window. */
+function msUntilFresh(prev: number, curr: number, w: number): number {
+  if (curr > 0) return 2 * w - viewElapsed
+  if (prev > 0) return w - viewElapsed
+  return 0
+}
+
+/**
+ * Sliding window counter: approximates a sliding window with two fixed-window counters.
+ * The estimate at `now` is `prev × (1 - elapsedInWindow / windowMs) + curr`: the previous
+ * window's count weighted by how much of it the sliding window still overlaps.
+ *
+ * Pro: O(1) memory (three numbers) whatever the limit; no 2× boundary burst of the fixed
+ * window; smooth refill.
+ * Con: an approximation: it assumes the previous window's requests were evenly spread, so
+ * it can over- or under-count a real sliding window (it never admits more than `limit`
+ * within one aligned window); no reservations (`canReserve` false).
+ * Pick it for large limits where a sliding log would cost too much memory, e.g. 1000/min
+ * per API key: the usual choice of CDNs and API gateways.
+ *
+ * Formulas: `estimate = prev × (windowMs - elapsed) / windowMs + curr`; allowed when
+ * `estimate + cost <= limit + EPSILON`; `remaining = floor(limit - estimate - cost + EPSILON)`;
+ * refused: with `R = limit + EPSILON - curr - cost >= 0`,
+ * `retryAfterMs = ceil(windowMs - R × windowMs / prev - elapsed)`; with `R < 0` the request waits
+ * for the next window: `R2 = limit + EPSILON - cost`, `retryAfterMs = windowMs - elapsed` when
+ * `curr <= R2`, else `ceil(2 × windowMs - R2 × windowMs / curr - elapsed)`;
+ * `resetMs = 2 × windowMs - elapsed` when `curr > 0`, `windowMs - elapsed` when only `prev > 0`.
+ */
+export const slidingWindowCounter: Algorithm = {
+  name: 'sliding-window-counter',
+  canReserve: false,
+  stateSize: () => 3,
+  consume(state, o, p, cost, nowMs, _maxWaitMs, commit, out) {
+    const w = p.windowMs
+    view(state, o, p, nowMs)
+    const prev = viewPrev
+    const curr = viewCurr
+    const estimate = (prev * (w - viewElapsed)) / w + curr
+    const after = estimate + cost
+    out.limit = p.limit
+    out.waitMs = 0
+    if (after <= p.limit + EPSILON) {
+      out.allowed = true
+      out.retryAfterMs = 0
+      out.remaining = Math.max(0, Math.floor(p.limit - after + EPSILON))
+      out.resetMs = msUntilFresh(prev, curr + cost, w)
+      if (commit) {
+        state[o + START] = viewStart
+        state[o + PREV] = prev
+        state[o + CURR] = curr + cost
+      }
+      return
+    }
+    out.allowed = false
+    out.remaining = Math.max(0, Math.floor(p.limit - estimate + EPSILON))
+    out.resetMs = msUntilFresh(prev, curr, w)
+    const room = p.limit + EPSILON - curr - cost
+    if (cost > p.limit + EPSILON) {
+      // Can never pass; hint at the time the state is fresh again.
+      out.retryAfterMs = Math.max(1, out.resetMs, w - viewElapsed)
+    } else if (room >= 0) {
+      // Wait in this window until the previous window's weight has fallen enough.
+      out.retryAfterMs = Math.max(1, Math.ceil(w - (room * w) / prev - viewElapsed))
+    } else {
+      // Wait for the next window, where this window's count becomes the weighted one.
+      const nextRoom = p.limit + EPSILON - cost
+      out.retryAfterMs =
+        curr <= nextRoom
+          ? w - viewElapsed
+          : Math.ceil(2 * w - (nextRoom * w) / curr - viewElapsed)
+    }
+  },
+  refund(state, o, p, cost, nowMs) {
+    // Only units of the current window can be given back.
+    view(state, o, p, nowMs)
+    state[o + START] = viewStart
+    state[o + PREV] = viewPrev
+    state[o + CURR] = viewCurr > cost ? viewCurr - cost : 0
+  },
+  idleAtMs(state, o, p) {
+    const start = state[o + START]!
+    if (state[o + CURR]! > 0) return start + 2 * p.windowMs
+    if (state[o + PREV]! > 0) return start + p.windowMs
+    return 0
+  },
+}

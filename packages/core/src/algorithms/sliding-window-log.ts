@@ -1,0 +1,121 @@
+import { EPSILON, type Algorithm, type AlgorithmParams } from './algorithm.js'
+
+// State layout: [count, head, t0 … t(limit-1)]: a ring of `limit` timestamps, oldest at
+// `head`, `count` of them valid, in chronological order. All zeros: an empty log (the count
+// slot is what tells a timestamp of 0 from "no entry"). The ring never needs more than
+// `limit` entries because at most `limit` units are ever inside one window.
+const COUNT = 0
+const HEAD = 1
+const RING = 2
+
+/** Ring capacity for these params: one slot per unit of the limit. */
+function ringSize(p: AlgorithmParams): number {
+  return Math.max(1, Math.ceil(p.limit - EPSILON))
+}
+
+/** Timestamp of the `i`-th oldest entry (0-based). */
+function entry(state: Float64Array, o: number, size: number, head: number, i: number): number {
+  return state[o + RING + ((head + i) % size)]!
+}
+
+// Scratch outputs of `view`, so the hot path allocates nothing.
+let viewNow = 0
+let viewFirst = 0
+
+/**
+ * Finds the oldest entry still inside the window ending at `nowMs`. A clock that went
+ * backwards is treated as standing still at the newest entry, which also keeps the ring
+ * sorted.
+ */
+function view(state: Float64Array, o: number, p: AlgorithmParams, size: number, nowMs: number): void {
+  const count = state[o + COUNT]!
+  const head = state[o + HEAD]!
+  const newest = count > 0 ? entry(state, o, size, head, count - 1) : nowMs
+  const now = nowMs > newest ? nowMs : newest
+  const cutoff = now - p.windowMs
+  // Binary search: entries are sorted, so find the first one with t > now - windowMs.
+  let lo = 0
+  let hi = count
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (entry(state, o, size, head, mid) > cutoff) hi = mid
+    else lo = mid + 1
+  }
+  viewNow = now
+  viewFirst = lo
+}
+
+/**
+ * Sliding window log: exact "no more than `limit` units in any window of `windowMs`". Each
+ * admitted unit is logged with its timestamp in a ring of `limit` slots; a request passes
+ * when the units logged in `(now - windowMs, now]` plus its cost stay within `limit`. A cost
+ * of `c` logs `c` entries (costs are rounded up to whole units; a cost above `limit` never
+ * passes).
+ *
+ * Pro: exact; no boundary burst (with limit 10/s, ten requests at 0.90 … 0.99 s pass and
+ * requests at 1.00 and 1.01 s are refused, where a fixed window would admit them).
+ * Con: memory grows with the limit: `(limit + 2) × 8` bytes per key (10 000/hour costs
+ * 80 kB per key), so keep it for small limits. No reservations (`canReserve` false):
+ * use a token bucket, GCRA or leaky bucket for queueing.
+ * Pick it for small, strict limits where fairness at the boundary matters: logins,
+ * password resets, OTP and signup endpoints.
+ *
+ * Formulas: `now' = max(now, newest entry)`; `n` = entries with `t > now' - windowMs`;
+ * allowed when `n + cost <= limit`; refused: `retryAfterMs = t[k] + windowMs - now'` where
+ * `t[k]` is the `(n + cost - limit)`-th oldest entry in the window;
+ * `resetMs = newest + windowMs - now'` (0 when empty); `remaining = limit - n - cost`.
+ */
+export const slidingWindowLog: Algorithm = {
+  name: 'sliding-window-log',
+  canReserve: false,
+  stateSize: (p) => ringSize(p) + RING,
+  consume(state, o, p, cost, nowMs, _maxWaitMs, commit, out) {
+    const size = ringSize(p)
+    view(state, o, p, size, nowMs)
+    const now = viewNow
+    const count = state[o + COUNT]!
+    const head = state[o + HEAD]!
+    const inWindow = count - viewFirst
+    const units = cost > EPSILON ? Math.ceil(cost - EPSILON) : 0
+    const after = inWindow + units
+    const newest = inWindow > 0 ? entry(state, o, size, head, count - 1) : 0
+    out.limit = size
+    out.waitMs = 0
+    if (after <= size) {
+      out.allowed = true
+      out.retryAfterMs = 0
+      out.remaining = size - after
+      out.resetMs = units > 0 ? p.windowMs : inWindow > 0 ? newest + p.windowMs - now : 0
+      if (commit && units > 0) {
+        // Drop the expired entries, then append one entry per unit at `now`.
+        const start = (head + viewFirst) % size
+        for (let i = 0; i < units; i++) state[o + RING + ((start + inWindow + i) % size)] = now
+        state[o + HEAD] = start
+        state[o + COUNT] = after
+      }
+      return
+    }
+    out.allowed = false
+    out.remaining = size - inWindow
+    out.resetMs = inWindow > 0 ? newest + p.windowMs - now : 0
+    if (units > size) {
+      // Can never pass; hint at the time the log is empty again.
+      out.retryAfterMs = inWindow > 0 ? out.resetMs : p.windowMs
+    } else {
+      // The request fits once the (after - limit) oldest entries in the window have left it.
+      const leaving = entry(state, o, size, head, viewFirst + after - size - 1)
+      out.retryAfterMs = leaving + p.windowMs - now
+    }
+  },
+  refund(state, o, _p, cost) {
+    // Forget the newest entries (there are no reservations to cancel, only slots to return).
+    const count = state[o + COUNT]!
+    const units = cost > EPSILON ? Math.ceil(cost - EPSILON) : 0
+    state[o + COUNT] = count > units ? count - units : 0
+  },
+  idleAtMs(state, o, p) {
+    const count = state[o + COUNT]!
+    if (count <= 0) return 0
+    return entry(state, o, ringSize(p), state[o + HEAD]!, count - 1) + p.windowMs
+  },
+}
