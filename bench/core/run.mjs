@@ -1,0 +1,91 @@
+// Decisions per second of Floodgate's MemoryStore and full check(), beside the peers'
+// in-memory stores, in one run: interleaved rounds, medians. Then heap bytes per key.
+import { execFileSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { makeCheck, storeContenders } from './contenders.mjs'
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
+const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 400)
+const HEAP_KEYS = Number(process.env.BENCH_HEAP_KEYS ?? 1_000_000)
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+
+function ipKeys(n) {
+  const keys = new Array(n)
+  for (let i = 0; i < n; i++) keys[i] = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`
+  return keys
+}
+
+async function measure(op, sync, keys) {
+  const n = keys.length
+  let ops = 0
+  const start = performance.now()
+  const deadline = start + ROUND_MS
+  let i = 0
+  while (performance.now() < deadline) {
+    if (sync) {
+      for (let j = 0; j < 2000; j++) op(keys[i++ % n])
+    } else {
+      for (let j = 0; j < 2000; j++) await op(keys[i++ % n])
+    }
+    ops += 2000
+  }
+  return ops / ((performance.now() - start) / 1000)
+}
+
+async function table(title, keys, contenders) {
+  const rates = new Map(contenders.map((c) => [c.name, []]))
+  const ops = contenders.map((c) => ({ c, op: c.make(keys.length) }))
+  // Warm-up fills the 100k-key tables and lets the JIT settle.
+  for (const { c, op } of ops) await measure(op, c.sync, keys)
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const { c, op } of ops) rates.get(c.name).push(await measure(op, c.sync, keys))
+  }
+  const rows = contenders.map((c) => ({ name: c.name, perSec: median(rates.get(c.name)) }))
+  return { title, rows }
+}
+
+function print({ title, rows }, baselineName) {
+  const peers = rows.filter((r) => !r.name.startsWith('floodgate'))
+  const best = Math.max(...peers.map((r) => r.perSec))
+  console.log(`\n### ${title}\n`)
+  console.log('| contender | decisions/s | vs best peer |')
+  console.log('| --- | ---: | ---: |')
+  for (const r of rows) {
+    console.log(`| ${r.name} | ${(r.perSec / 1e6).toFixed(2)} M | ${(r.perSec / best).toFixed(2)}x |`)
+  }
+  void baselineName
+}
+
+const checkContender = {
+  name: 'floodgate check() (match + key + store)',
+  sync: true,
+  make() {
+    const check = makeCheck()
+    const cache = new Map()
+    return (ip) => {
+      let facts = cache.get(ip)
+      if (!facts) {
+        facts = { method: 'GET', path: '/api/items', ip, headers: {} }
+        cache.set(ip, facts)
+      }
+      return check(facts)
+    }
+  },
+}
+
+console.log(`# Core decisions per second (Node ${process.version}, ${ROUNDS} rounds of ${ROUND_MS} ms, median)`)
+const all = [...storeContenders, checkContender]
+print(await table('One hot key', ['10.0.0.1'], all))
+print(await table('100k keys, round robin', ipKeys(100_000), all))
+
+console.log(`\n### Heap bytes per key at ${HEAP_KEYS.toLocaleString('en')} keys\n`)
+console.log('| contender | bytes/key |')
+console.log('| --- | ---: |')
+const heapScript = fileURLToPath(new URL('./heap.mjs', import.meta.url))
+for (const c of storeContenders) {
+  const out = execFileSync(process.execPath, ['--expose-gc', '--max-old-space-size=8192', heapScript, c.name, String(HEAP_KEYS)], {
+    encoding: 'utf8',
+  })
+  console.log(`| ${c.name} | ${Number(out.trim()).toFixed(0)} |`)
+}

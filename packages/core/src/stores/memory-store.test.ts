@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest'
+import type { ConsumeEntry } from './store.js'
+import { testRule } from '../testing/test-rule.js'
+import { describeStoreConformance } from '../testing/conformance.js'
+import { MemoryStore } from './memory-store.js'
+
+describeStoreConformance('MemoryStore', () => new MemoryStore())
+
+const one = (rule: ReturnType<typeof testRule>, key: string, cost = 1): ConsumeEntry[] => [
+  { rule, key, cost, maxWaitMs: 0, shadow: false },
+]
+
+describe('MemoryStore', () => {
+  it('answers synchronously: no promise on the hot path', () => {
+    const store = new MemoryStore()
+    const result = store.consume(one(testRule('token-bucket', 5, 1000), 'a'), 0)
+    expect(Array.isArray(result)).toBe(true)
+  })
+
+  it('sweeps idle keys as new keys arrive, without a timer per key', () => {
+    const store = new MemoryStore()
+    const rule = testRule('fixed-window', 5, 1000)
+    for (let i = 0; i < 1000; i++) store.consume(one(rule, `old${i}`), 0)
+    expect(store.size).toBe(1000)
+    // Two windows later every old key is idle; new traffic sweeps them away.
+    for (let i = 0; i < 1000; i++) store.consume(one(rule, `new${i}`), 2500)
+    expect(store.size).toBeLessThan(1100)
+  })
+
+  it('holds its hard cap under a flood of random keys (P6)', () => {
+    const store = new MemoryStore({ maxKeys: 1000 })
+    const rule = testRule('token-bucket', 10, 60_000)
+    for (let i = 0; i < 50_000; i++) store.consume(one(rule, `rnd${Math.random()}`), i)
+    expect(store.size).toBeLessThanOrEqual(1000)
+  })
+
+  it('never evicts a client that is over its limit to make room (P6)', () => {
+    const store = new MemoryStore({ maxKeys: 100 })
+    const rule = testRule('token-bucket', 3, 3_600_000)
+    for (let i = 0; i < 3; i++) store.consume(one(rule, 'abuser'), 0)
+    expect(store.consume(one(rule, 'abuser'), 0)[0]!.allowed).toBe(false)
+    for (let i = 0; i < 20_000; i++) store.consume(one(rule, `flood${i}`), 1)
+    expect(store.consume(one(rule, 'abuser'), 2)[0]!.allowed).toBe(false)
+  })
+
+  it('shares an overflow state when every key is throttled, instead of growing or resetting', () => {
+    const store = new MemoryStore({ maxKeys: 10 })
+    const rule = testRule('token-bucket', 1, 3_600_000)
+    for (let i = 0; i < 10; i++) store.consume(one(rule, `k${i}`), 0)
+    expect(store.size).toBe(10)
+    const first = store.consume(one(rule, 'newcomer-1'), 0)[0]!.allowed
+    const second = store.consume(one(rule, 'newcomer-2'), 0)[0]!.allowed
+    expect([first, second]).toEqual([true, false])
+    expect(store.size).toBe(10)
+    expect(store.overflowed).toBe(2)
+    expect(store.consume(one(rule, 'k0'), 0)[0]!.allowed).toBe(false)
+  })
+
+  it('treats keys such as __proto__ and constructor as plain keys (P8)', () => {
+    const store = new MemoryStore()
+    const rule = testRule('fixed-window', 1, 1000)
+    for (const key of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      expect(store.consume(one(rule, key), 0)[0]!.allowed).toBe(true)
+      expect(store.consume(one(rule, key), 0)[0]!.allowed).toBe(false)
+    }
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+  })
+
+  it('drops the state of rules no longer in force on retain()', () => {
+    const store = new MemoryStore()
+    const a = testRule('fixed-window', 1, 1000)
+    const b = testRule('fixed-window', 1, 1000)
+    store.consume(one(a, 'x'), 0)
+    store.consume(one(b, 'x'), 0)
+    store.retain(new Set([a.stateId]))
+    expect(store.size).toBe(1)
+    expect(store.consume(one(a, 'x'), 0)[0]!.allowed).toBe(false)
+    expect(store.consume(one(b, 'x'), 0)[0]!.allowed).toBe(true)
+  })
+
+  it('refuses a bad cap by name', () => {
+    expect(() => new MemoryStore({ maxKeys: 0 })).toThrow(/MemoryStore maxKeys: expected an integer from 1 to 16777215, got 0/)
+    expect(() => new MemoryStore({ maxKeys: 2 ** 24 })).toThrow(/maxKeys/)
+  })
+})
