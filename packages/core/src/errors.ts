@@ -13,6 +13,11 @@ export const errorCodes = {
   FG_ERR_STORE_TIMEOUT: 'the store missed its deadline',
   FG_WRN_STORE_FAILED_OPEN: 'the store failed; requests pass unjudged (fail-open)',
   FG_WRN_KEY_MISSING: 'a request had no value for a rule key',
+  FG_WRN_DOUBLE_MOUNT: 'the same limiter ran twice on one request; the second mount was skipped',
+  FG_WRN_COST_INVALID: 'a route cost function threw or returned an invalid cost',
+  FG_WRN_KOA_PROXY_LEFTMOST_IP:
+    'Koa trusts X-Forwarded-For (app.proxy) with maxIpsCount 0: the client picks its own IP',
+  FG_WRN_OPTION_UNKNOWN: 'an unknown option was ignored',
 } as const
 
 /** A Floodgate error or warning code. */

@@ -43,3 +43,7 @@ export type { Logger } from './logger.js'
 export { silentLogger } from './logger.js'
 export type { ErrorCode } from './errors.js'
 export { FloodgateError, OptionsError, RulesValidationError, errorCodes } from './errors.js'
+
+// HTTP adapters' shared flow (used by @floodgate/express, /fastify, /koa)
+export * from './http/index.js'
+export { scopeLogger } from './logger.js'

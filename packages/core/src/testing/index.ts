@@ -6,3 +6,15 @@ export type { StoreConformanceOptions } from './conformance.js'
 export { describeStoreConformance } from './conformance.js'
 export type { TestRuleOptions } from './test-rule.js'
 export { testRule } from './test-rule.js'
+export type {
+  AdapterHarness,
+  AdapterScenario,
+  HarnessSetup,
+  RunningApp,
+  ScenarioExpect,
+  ScenarioRequest,
+  ScenarioResponse,
+  ScenarioRoute,
+  ScenarioStep,
+} from './adapter-scenarios.js'
+export { adapterScenarios, describeAdapterScenarios } from './adapter-scenarios.js'

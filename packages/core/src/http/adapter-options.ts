@@ -1,0 +1,192 @@
+import { OptionsError } from '../errors.js'
+import type { Logger } from '../logger.js'
+import type { Decision } from '../decision.js'
+import type { LimiterOptions } from '../limiter.js'
+
+/**
+ * Which rate-limit headers an adapter writes: `true` means `'ietf'` (`RateLimit-Policy` and
+ * `RateLimit` from draft-ietf-httpapi-ratelimit-headers), `'legacy'` the `X-RateLimit-*` trio,
+ * `'both'` both sets, `false` none. `Retry-After` is sent on every refusal regardless: it is
+ * part of what 429 and 503 mean (RFC 9110).
+ */
+export type HeadersOption = boolean | 'ietf' | 'legacy' | 'both'
+
+/** A route's cost: a number, or a function of the request (e.g. by page size). */
+export type RouteCost<Req> = number | ((req: Req) => number)
+
+/** The JSON body of a refusal (RFC 9457 problem details), sent as `application/problem+json`. */
+export interface ProblemDetails {
+  readonly type: string
+  readonly title: string
+  readonly status: 429 | 503
+  readonly detail: string
+  /** Ids of the rules that refused the request. */
+  readonly 'violated-policies': readonly string[]
+  /** Whole seconds until the request could pass; equals the `Retry-After` header. */
+  readonly retryAfter: number
+}
+
+/**
+ * Everything an adapter knows about a refusal, handed to the app's `onLimited` handler. The
+ * headers (`Retry-After`, and the RateLimit headers unless turned off) are already set on the
+ * response when the handler runs.
+ */
+export interface Rejection {
+  readonly status: 429 | 503
+  readonly body: ProblemDetails
+  readonly decision: Decision
+}
+
+/**
+ * Limiter options an adapter accepts when it builds its own limiter from rules: `store`,
+ * `keys`, `ipv6Subnet`, `clock`, `timeoutMs`, `onDecision` (see `createLimiter`).
+ */
+export type AdapterLimiterOptions<Req> = Omit<LimiterOptions<Req>, 'rules' | 'logger'>
+
+/**
+ * Options every adapter (`@floodgate/express`, `@floodgate/fastify`, `@floodgate/koa`) accepts
+ * under the same names. Limiter options (`store`, `keys`, …) are only allowed when the adapter
+ * builds its own limiter from rules; a shared `Limiter` carries its own.
+ *
+ * @typeParam Req - the framework's request type, handed to `keys`, `skip` and `cost`
+ */
+export interface AdapterOptions<Req> extends AdapterLimiterOptions<Req> {
+  /**
+   * Requests for which the limiter is not consulted at all (health checks, internal callers).
+   * @default undefined (no request is skipped)
+   */
+  readonly skip?: ((req: Req) => boolean) | undefined
+  /**
+   * Which rate-limit headers to write.
+   * @default true (the IETF draft's `RateLimit-Policy` and `RateLimit`)
+   */
+  readonly headers?: HeadersOption | undefined
+  /**
+   * Write `Floodgate-Shadow: <rule ids>` when a shadow rule would have refused the request.
+   * Off by default because it tells clients about rules you are still trying out.
+   * @default false
+   */
+  readonly shadowHeader?: boolean | undefined
+  /**
+   * The cost of each request through this mount, multiplying every matched rule's cost. Use it
+   * when mounting on one route (`app.post('/export', rateLimit(limiter, { cost: 10 }), h)`).
+   * @default 1
+   */
+  readonly cost?: RouteCost<Req> | undefined
+  /**
+   * Where adapter warnings go (a double mount, a bad cost function). A limiter built from rules
+   * logs here too.
+   * @default a silent logger (Fastify: `fastify.log`)
+   */
+  readonly logger?: Logger | undefined
+}
+
+/** Option names known to {@link validateAdapterOptions}, beyond the adapter's own. */
+export const ADAPTER_OPTION_KEYS: readonly string[] = [
+  'skip',
+  'headers',
+  'shadowHeader',
+  'cost',
+  'logger',
+  'onLimited',
+]
+
+/** Options a limiter is built from; refused next to a shared Limiter. */
+export const LIMITER_OPTION_KEYS: readonly string[] = [
+  'store',
+  'keys',
+  'ipv6Subnet',
+  'clock',
+  'timeoutMs',
+  'onDecision',
+]
+
+/** Adapter options after validation; internal to adapters. */
+export interface ResolvedAdapterOptions<Req> {
+  readonly skip: ((req: Req) => boolean) | undefined
+  readonly draft: 'ietf' | 'legacy' | 'both' | undefined
+  readonly shadowHeader: boolean
+  readonly cost: RouteCost<Req> | undefined
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value)
+  if (typeof value === 'function') return 'a function'
+  if (value === null) return 'null'
+  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object'
+  return String(value)
+}
+
+/**
+ * Check a route cost, throwing at startup when it is not a positive finite number or a function.
+ *
+ * @param cost - the cost to check
+ * @param path - where it was given, for the message (`options.cost`)
+ * @returns the cost, unchanged
+ * @throws OptionsError when the cost is invalid
+ */
+export function validateCost<Req>(cost: unknown, path: string): RouteCost<Req> | undefined {
+  if (cost === undefined) return undefined
+  if (typeof cost === 'function') return cost as (req: Req) => number
+  if (typeof cost !== 'number' || !Number.isFinite(cost) || cost <= 0) {
+    throw new OptionsError(`${path}: expected a positive number or a function, got ${describe(cost)}`)
+  }
+  return cost
+}
+
+/**
+ * Validate the shared adapter options once, at construction: bad values throw, unknown keys
+ * are reported through `warn` (a typo such as `header: false` would otherwise be ignored).
+ *
+ * @param options - the options the app passed
+ * @param ownKeys - option names the adapter itself adds (`rules`, `onLimited`, …)
+ * @param warn - called once per unknown option name
+ * @returns the normalised options
+ * @throws OptionsError naming the option and the value received
+ */
+export function validateAdapterOptions<Req>(
+  options: AdapterOptions<Req>,
+  ownKeys: readonly string[],
+  warn: (message: string) => void,
+): ResolvedAdapterOptions<Req> {
+  if (typeof options !== 'object' || options === null) {
+    throw new OptionsError(`options: expected an object, got ${describe(options)}`)
+  }
+  for (const key of Object.keys(options)) {
+    if (
+      !ADAPTER_OPTION_KEYS.includes(key) &&
+      !LIMITER_OPTION_KEYS.includes(key) &&
+      !ownKeys.includes(key)
+    ) {
+      warn(`options.${key} is not a Floodgate option and is ignored`)
+    }
+  }
+  const { skip, headers = true, shadowHeader = false, cost } = options
+  if (skip !== undefined && typeof skip !== 'function') {
+    throw new OptionsError(`options.skip: expected a function, got ${describe(skip)}`)
+  }
+  if (
+    headers !== true &&
+    headers !== false &&
+    headers !== 'ietf' &&
+    headers !== 'legacy' &&
+    headers !== 'both'
+  ) {
+    throw new OptionsError(
+      `options.headers: expected true, false, 'ietf', 'legacy' or 'both', got ${describe(headers)}`,
+    )
+  }
+  if (typeof shadowHeader !== 'boolean') {
+    throw new OptionsError(`options.shadowHeader: expected a boolean, got ${describe(shadowHeader)}`)
+  }
+  const onLimited = (options as Record<string, unknown>)['onLimited']
+  if (onLimited !== undefined && typeof onLimited !== 'function') {
+    throw new OptionsError(`options.onLimited: expected a function, got ${describe(onLimited)}`)
+  }
+  return {
+    skip,
+    draft: headers === true ? 'ietf' : headers === false ? undefined : headers,
+    shadowHeader,
+    cost: validateCost<Req>(cost, 'options.cost'),
+  }
+}

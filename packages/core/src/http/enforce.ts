@@ -1,0 +1,171 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Decision } from '../decision.js'
+import { formatHeaders } from '../headers.js'
+import type { RequestFacts } from '../request-facts.js'
+import type { Rejection } from './adapter-options.js'
+import { PROBLEM_CONTENT_TYPE, problemDetails, retryAfterSeconds } from './problem-details.js'
+
+/** The part of a `Limiter` the HTTP flow uses; any core `Limiter` satisfies it. */
+export interface EnforcingLimiter<Req = unknown> {
+  check(facts: RequestFacts<Req>): Decision | Promise<Decision>
+  release(decision: Decision): void
+  waitInQueue(decision: Decision, signal?: AbortSignal): Promise<boolean>
+}
+
+/**
+ * How an adapter plugs its framework into {@link enforce}. One static object per adapter: the
+ * per-request state travels in `ctx`, so no closure is allocated per request.
+ *
+ * @typeParam C - the adapter's per-request context (Express: `{ req, res, next }`, Koa: `ctx`)
+ * @typeParam R - what the adapter's middleware returns (Koa: the `next()` promise)
+ */
+export interface HttpIo<C, R> {
+  /** Node's response under the framework's; headers are set on it, and its `close` is watched. */
+  response(ctx: C): ServerResponse
+  /** Node's request: the double-count guard marks it. */
+  request(ctx: C): IncomingMessage
+  /** Continue to the route handler. */
+  proceed(ctx: C): R
+  /** Answer a refusal. Headers are already set; write `rejection.status` and the body. */
+  reject(ctx: C, rejection: Rejection): R
+  /**
+   * The connection is gone (dropped by a rule, or closed by the client while queued): make sure
+   * the framework writes nothing and the handler never runs (Koa: `ctx.respond = false`).
+   */
+  abandon(ctx: C): R
+}
+
+/** Per-mount settings {@link enforce} needs, resolved once at startup. */
+export interface EnforceSettings {
+  /** Header draft, or undefined for no RateLimit headers (Retry-After is still sent). */
+  readonly draft: 'ietf' | 'legacy' | 'both' | undefined
+  readonly shadowHeader: boolean
+}
+
+/** Name of the header that reports shadow rules that would have refused (opt-in). */
+export const SHADOW_HEADER = 'Floodgate-Shadow'
+
+function setHeaders(res: ServerResponse, decision: Decision, settings: EnforceSettings): void {
+  if (settings.draft !== undefined) {
+    // formatHeaders returns nothing for a failed-open decision: no quota claims during an outage.
+    const pairs = formatHeaders(decision, { draft: settings.draft })
+    for (let i = 0; i < pairs.length; i++) res.setHeader(pairs[i]![0], pairs[i]![1])
+  } else if (decision.action === 'reject') {
+    res.setHeader('Retry-After', String(retryAfterSeconds(decision.retryAfterMs)))
+  }
+  if (settings.shadowHeader) {
+    let ids = ''
+    for (const o of decision.outcomes) {
+      if (o.shadow && !o.allowed) ids = ids === '' ? o.rule.id : `${ids}, ${o.rule.id}`
+    }
+    if (ids !== '') res.setHeader(SHADOW_HEADER, ids)
+  }
+}
+
+// A concurrency slot stays taken until the response ends; only then may it be given back.
+function holdsSlot(decision: Decision): boolean {
+  const outcomes = decision.outcomes
+  for (let i = 0; i < outcomes.length; i++) {
+    if (outcomes[i]!.rule.algorithm === 'concurrency') return true
+  }
+  return false
+}
+
+/**
+ * Write a refusal as `application/problem+json` on a raw Node response. Adapters whose
+ * framework has its own reply API use that instead; the bytes are the same.
+ *
+ * @param res - the response (headers from {@link enforce} already set)
+ * @param rejection - the refusal
+ */
+export function writeProblem(res: ServerResponse, rejection: Rejection): void {
+  res.statusCode = rejection.status
+  res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE)
+  res.end(JSON.stringify(rejection.body))
+}
+
+function apply<Req, C, R>(
+  limiter: EnforcingLimiter<Req>,
+  decision: Decision,
+  ctx: C,
+  io: HttpIo<C, R>,
+  settings: EnforceSettings,
+): R | Promise<R> {
+  const res = io.response(ctx)
+  const action = decision.action
+  if (action === 'drop') {
+    // No response at all: the abusive client learns nothing, and the handler never runs.
+    res.socket?.destroy()
+    return io.abandon(ctx)
+  }
+  setHeaders(res, decision, settings)
+  if (action === 'reject') {
+    return io.reject(ctx, { status: decision.status === 503 ? 503 : 429, body: problemDetails(decision), decision })
+  }
+  if (holdsSlot(decision)) {
+    // 'close' follows 'finish' and also fires when the client aborts or the handler's error
+    // ends the response; release is idempotent, so the order does not matter.
+    res.once('close', () => limiter.release(decision))
+  }
+  if (action === 'queue') return queue(limiter, decision, ctx, io, res)
+  return io.proceed(ctx)
+}
+
+async function queue<Req, C, R>(
+  limiter: EnforcingLimiter<Req>,
+  decision: Decision,
+  ctx: C,
+  io: HttpIo<C, R>,
+  res: ServerResponse,
+): Promise<R> {
+  const aborter = new AbortController()
+  const onClose = (): void => aborter.abort()
+  res.once('close', onClose)
+  let admitted: boolean
+  try {
+    admitted = await limiter.waitInQueue(decision, aborter.signal)
+  } finally {
+    res.off('close', onClose)
+  }
+  // A client that left while queued gets nothing written; its reservation was refunded.
+  if (!admitted || res.destroyed) {
+    limiter.release(decision)
+    return io.abandon(ctx)
+  }
+  return io.proceed(ctx)
+}
+
+/**
+ * The framework-neutral enforcement flow every adapter runs: check the request, then
+ *
+ * - allow → RateLimit headers, then `proceed`;
+ * - queue → wait for the reservation (`limiter.waitInQueue`), then `proceed`; a client that
+ *   disconnects meanwhile frees its place and nothing is written;
+ * - reject → `Retry-After` and RateLimit headers, then `reject` with a problem+json body;
+ * - drop → destroy the socket; nothing is written and the handler never runs;
+ * - failed open (store error or timeout) → `proceed` with no RateLimit headers.
+ *
+ * Concurrency slots are released exactly once, when the response closes (finished, aborted,
+ * or ended by an error). With a synchronous store (MemoryStore) and an allowed request, no
+ * promise is created.
+ *
+ * @param limiter - the limiter to consult
+ * @param facts - the request's facts
+ * @param ctx - the adapter's per-request context
+ * @param io - the adapter's framework bindings
+ * @param settings - header settings resolved at startup
+ * @returns whatever `io` returned (a promise when the check or the queue was asynchronous)
+ */
+export function enforce<Req, C, R>(
+  limiter: EnforcingLimiter<Req>,
+  facts: RequestFacts<Req>,
+  ctx: C,
+  io: HttpIo<C, R>,
+  settings: EnforceSettings,
+): R | Promise<R> {
+  const decision = limiter.check(facts)
+  if (decision instanceof Promise) {
+    return decision.then((d) => apply(limiter, d, ctx, io, settings))
+  }
+  return apply(limiter, decision, ctx, io, settings)
+}

@@ -1,0 +1,31 @@
+/**
+ * The HTTP enforcement flow and option handling shared by the Express, Fastify and Koa adapters.
+ * @module
+ */
+export {
+  validateAdapterOptions,
+  validateCost,
+  ADAPTER_OPTION_KEYS,
+  LIMITER_OPTION_KEYS,
+  type AdapterOptions,
+  type AdapterLimiterOptions,
+  type HeadersOption,
+  type ProblemDetails,
+  type Rejection,
+  type ResolvedAdapterOptions,
+  type RouteCost,
+} from './adapter-options.js'
+export { alreadyChecked } from './double-count-guard.js'
+export {
+  enforce,
+  writeProblem,
+  SHADOW_HEADER,
+  type EnforceSettings,
+  type EnforcingLimiter,
+  type HttpIo,
+} from './enforce.js'
+export { PROBLEM_CONTENT_TYPE, problemDetails, retryAfterSeconds } from './problem-details.js'
+export { isLimiter, resolveLimiter, type LimiterInput } from './resolve-limiter.js'
+export { routeCost } from './route-cost.js'
+export { warnOnce, type WarnOnce } from './warn-once.js'
+export type { RuleInput } from '../rules/schema.js'

@@ -1,0 +1,42 @@
+import type { Decision } from '../decision.js'
+import type { ProblemDetails } from './adapter-options.js'
+
+/** Content type of a refusal body (charset spelled out, as Fastify would add it anyway). */
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8'
+
+/**
+ * Whole seconds a client should wait, never 0 or fractional (RFC 9110 §10.2.3 wants a
+ * non-negative integer, and 0 invites an immediate retry storm).
+ *
+ * @param retryAfterMs - the decision's wait in milliseconds
+ * @returns seconds, at least 1
+ */
+export function retryAfterSeconds(retryAfterMs: number): number {
+  return Math.max(1, Math.ceil(retryAfterMs / 1000))
+}
+
+/**
+ * The problem+json body for a refused decision: `type`, `title`, `status`, `detail`,
+ * `violated-policies` (ids of the refusing rules) and `retryAfter` (seconds, as in the
+ * `Retry-After` header).
+ *
+ * @param decision - a decision whose action is `reject`
+ * @returns the body, ready for `JSON.stringify`
+ */
+export function problemDetails(decision: Decision): ProblemDetails {
+  const status = decision.status === 503 ? 503 : 429
+  const violated: string[] = []
+  for (const o of decision.outcomes) {
+    if (!o.allowed && !o.shadow && !violated.includes(o.rule.id)) violated.push(o.rule.id)
+  }
+  if (violated.length === 0 && decision.rule) violated.push(decision.rule.id)
+  const retryAfter = retryAfterSeconds(decision.retryAfterMs)
+  return {
+    type: 'about:blank',
+    title: status === 503 ? 'Service Unavailable' : 'Too Many Requests',
+    status,
+    detail: `Rate limit exceeded (${violated.join(', ')}); retry in ${retryAfter} s.`,
+    'violated-policies': violated,
+    retryAfter,
+  }
+}

@@ -1,0 +1,44 @@
+// Uses from @floodgate/core: RequestFacts (what the limiter reads about a request).
+import type { HeaderBag, RequestFacts } from '@floodgate/core'
+import type { Request } from 'express'
+
+/**
+ * An Express request as `RequestFacts`. Fields are read lazily, so a rule set that never looks
+ * at the host does not pay for `req.hostname`.
+ */
+export class ExpressFacts implements RequestFacts<Request> {
+  constructor(
+    readonly request: Request,
+    readonly cost: number | undefined,
+  ) {}
+
+  get method(): string {
+    return this.request.method
+  }
+
+  /** The full path, also under a router mounted at a prefix (`req.path` would drop the prefix). */
+  get path(): string {
+    const url = this.request.originalUrl
+    const q = url.indexOf('?')
+    return q < 0 ? url : url.slice(0, q)
+  }
+
+  /** The route pattern when mounted on a route (`/users/:id`); unknown in app-level middleware. */
+  get route(): string | undefined {
+    const path: unknown = (this.request.route as { path?: unknown } | undefined)?.path
+    return typeof path === 'string' ? this.request.baseUrl + path : undefined
+  }
+
+  /** Express's own resolution: `trust proxy` decides whether X-Forwarded-For counts. */
+  get ip(): string | undefined {
+    return this.request.ip
+  }
+
+  get headers(): HeaderBag {
+    return this.request.headers
+  }
+
+  get host(): string | undefined {
+    return this.request.hostname?.toLowerCase()
+  }
+}

@@ -1,0 +1,100 @@
+// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, alreadyChecked.
+import {
+  alreadyChecked,
+  enforce,
+  resolveLimiter,
+  routeCost,
+  scopeLogger,
+  validateAdapterOptions,
+  warnOnce,
+  writeProblem,
+  type AdapterOptions,
+  type HttpIo,
+  type Limiter,
+  type LimiterInput,
+  type Rejection,
+} from '@floodgate/core'
+import type { NextFunction, Request, RequestHandler, Response } from 'express'
+import { ExpressFacts } from './facts.js'
+
+/**
+ * Options of the Express middleware: the options shared by every Floodgate adapter, plus an
+ * Express-shaped rejection handler.
+ */
+export interface ExpressRateLimitOptions extends AdapterOptions<Request> {
+  /**
+   * Answer a refused request yourself. `Retry-After` and the RateLimit headers are already set.
+   * @default a problem+json body with the decision's status (429 or 503)
+   * @example
+   * onLimited: (req, res, _next, { status, body }) => res.status(status).json({ error: body.detail })
+   */
+  readonly onLimited?:
+    | ((req: Request, res: Response, next: NextFunction, rejection: Rejection) => void)
+    | undefined
+}
+
+/** The middleware, with the limiter it uses (to share it, read counters, or `close()` it). */
+export type RateLimitMiddleware = RequestHandler & { readonly limiter: Limiter<Request> }
+
+interface Ctx {
+  readonly req: Request
+  readonly res: Response
+  readonly next: NextFunction
+}
+
+/**
+ * Rate-limit Express requests with Floodgate.
+ *
+ * Mount it app-wide, on a router, or on one route. Client IPs come from `req.ip`, so Express's
+ * `trust proxy` setting decides whether `X-Forwarded-For` counts. A route's cost comes from a
+ * rule (`match: 'POST /export', cost: 10`) or from mounting on the route with `cost`. One
+ * limiter mounted twice on a request path charges once (the first mount decides).
+ *
+ * @param rules - rule inputs, a `RulesSource`, or a `Limiter` shared with other mounts
+ * @param options - adapter options; limiter options only when `rules` is not a Limiter
+ * @returns the middleware, a function named `rateLimit`
+ * @throws RulesValidationError or OptionsError at construction, never on a request
+ * @example
+ * app.use(rateLimit([{ id: 'per-ip', limit: 100, window: '1m' }]))
+ * app.post('/export', rateLimit(limiter, { cost: 10 }), exportHandler)
+ */
+export function rateLimit(
+  rules: LimiterInput<Request>,
+  options: ExpressRateLimitOptions = {},
+): RateLimitMiddleware {
+  const logger = scopeLogger(options.logger)
+  const warn = warnOnce(logger)
+  const resolved = validateAdapterOptions(options, ['onLimited'], (message) =>
+    warn('FG_WRN_OPTION_UNKNOWN', message),
+  )
+  const { limiter } = resolveLimiter(rules, options, logger)
+  const { skip, cost } = resolved
+  const onLimited = options.onLimited
+
+  const io: HttpIo<Ctx, void> = {
+    response: (c) => c.res,
+    request: (c) => c.req,
+    proceed: (c) => c.next(),
+    reject: onLimited
+      ? (c, rejection) => onLimited(c.req, c.res, c.next, rejection)
+      : (c, rejection) => writeProblem(c.res, rejection),
+    abandon: () => {},
+  }
+
+  const middleware = function rateLimit(req: Request, res: Response, next: NextFunction): void {
+    if (skip?.(req)) return next()
+    if (alreadyChecked(req, limiter)) {
+      warn(
+        'FG_WRN_DOUBLE_MOUNT',
+        'one limiter is mounted twice on this request path; it charged once, at the first mount (route costs belong in a rule or on the route mount only)',
+        { path: req.originalUrl },
+      )
+      return next()
+    }
+    const facts = new ExpressFacts(req, routeCost(cost, req, warn))
+    const result = enforce(limiter, facts, { req, res, next }, io, resolved)
+    // Express 4 ignores a returned promise; hand any failure to the error handler ourselves.
+    if (result instanceof Promise) result.catch(next)
+  }
+  return Object.assign(middleware, { limiter })
+}
