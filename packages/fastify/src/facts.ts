@@ -1,0 +1,39 @@
+// Uses from @floodgate/core: RequestFacts, CompiledRules (per-route rules compiled at startup).
+import type { CompiledRules, HeaderBag, RequestFacts } from '@floodgate/core'
+import type { FastifyRequest } from 'fastify'
+
+/**
+ * A Fastify request as `RequestFacts`. The route pattern and per-route rules are known from
+ * `onRoute`, at startup; the rest is read lazily from the request.
+ */
+export class FastifyFacts implements RequestFacts<FastifyRequest> {
+  constructor(
+    readonly request: FastifyRequest,
+    readonly route: string,
+    readonly cost: number | undefined,
+    readonly routeRules: CompiledRules | undefined,
+  ) {}
+
+  get method(): string {
+    return this.request.method
+  }
+
+  get path(): string {
+    const url = this.request.url
+    const q = url.indexOf('?')
+    return q < 0 ? url : url.slice(0, q)
+  }
+
+  /** Fastify's own resolution: `trustProxy` decides whether X-Forwarded-For counts. */
+  get ip(): string | undefined {
+    return this.request.ip
+  }
+
+  get headers(): HeaderBag {
+    return this.request.headers
+  }
+
+  get host(): string | undefined {
+    return this.request.hostname.toLowerCase()
+  }
+}

@@ -1,0 +1,154 @@
+// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, alreadyChecked.
+import {
+  OptionsError,
+  PROBLEM_CONTENT_TYPE,
+  alreadyChecked,
+  enforce,
+  resolveLimiter,
+  routeCost,
+  scopeLogger,
+  validateAdapterOptions,
+  validateCost,
+  warnOnce,
+  type AdapterOptions,
+  type HttpIo,
+  type LimiterInput,
+  type Rejection,
+  type RouteCost,
+  type RuleInput,
+} from '@floodgate/core'
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+  RouteOptions,
+} from 'fastify'
+import fp from 'fastify-plugin'
+import { FastifyFacts } from './facts.js'
+
+/** Per-route settings: `config: { rateLimit: { cost: 10 } }`, or `false` to exempt the route. */
+export interface RouteRateLimit {
+  /**
+   * The route's cost, multiplying every matched rule's cost: a number or a function of the request.
+   * @default the plugin's `cost` option, else 1
+   */
+  readonly cost?: RouteCost<FastifyRequest> | undefined
+  /** Extra rules for this route only, validated at startup and decided with the global ones. */
+  readonly rules?: readonly RuleInput[] | undefined
+}
+
+/** Options of the Fastify plugin. The logger defaults to `fastify.log`. */
+export interface FastifyRateLimitOptions extends AdapterOptions<FastifyRequest> {
+  /** Rule inputs, a `RulesSource`, or a `Limiter` shared with other apps or adapters. */
+  readonly rules: LimiterInput<FastifyRequest>
+  /**
+   * Answer a refused request yourself with `reply`. `Retry-After` and the RateLimit headers are
+   * already set.
+   * @default a problem+json body with the decision's status (429 or 503)
+   */
+  readonly onLimited?:
+    | ((request: FastifyRequest, reply: FastifyReply, rejection: Rejection) => void)
+    | undefined
+}
+
+interface Ctx {
+  readonly request: FastifyRequest
+  readonly reply: FastifyReply
+  readonly done: HookHandlerDoneFunction
+}
+
+const ROUTE_KEYS = ['cost', 'rules']
+
+function routeName(route: RouteOptions): string {
+  return `route ${Array.isArray(route.method) ? route.method.join(',') : route.method} ${route.url}`
+}
+
+// Read and validate a route's config once, in onRoute: a bad value fails startup, not a request.
+function routeSettings(route: RouteOptions): RouteRateLimit | false {
+  const value: unknown = (route.config as { rateLimit?: unknown } | undefined)?.rateLimit
+  if (value === undefined) return {}
+  if (value === false) return false
+  const where = `${routeName(route)}: config.rateLimit`
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new OptionsError(`${where}: expected false or an object, got ${JSON.stringify(value)}`)
+  }
+  for (const key of Object.keys(value)) {
+    if (!ROUTE_KEYS.includes(key)) throw new OptionsError(`${where}.${key}: unknown setting`)
+  }
+  const { cost, rules } = value as RouteRateLimit
+  validateCost(cost, `${where}.cost`)
+  if (rules !== undefined && !Array.isArray(rules)) {
+    throw new OptionsError(`${where}.rules: expected an array of rules`)
+  }
+  return { cost, rules }
+}
+
+async function floodgate(fastify: FastifyInstance, options: FastifyRateLimitOptions): Promise<void> {
+  const logger = scopeLogger(options.logger ?? fastify.log)
+  const warn = warnOnce(logger)
+  const resolved = validateAdapterOptions(options, ['rules', 'onLimited'], (message) =>
+    warn('FG_WRN_OPTION_UNKNOWN', message),
+  )
+  const { limiter, owned } = resolveLimiter(options.rules, options, logger)
+  if (owned) fastify.addHook('onClose', () => limiter.close())
+  await limiter.ready
+  const { skip } = resolved
+  const onLimited = options.onLimited
+
+  const io: HttpIo<Ctx, void> = {
+    response: (c) => c.reply.raw,
+    request: (c) => c.request.raw,
+    proceed: (c) => c.done(),
+    reject: onLimited
+      ? (c, rejection) => onLimited(c.request, c.reply, rejection)
+      : (c, rejection) => {
+          void c.reply.code(rejection.status).header('content-type', PROBLEM_CONTENT_TYPE).send(rejection.body)
+        },
+    // Not calling done() ends the lifecycle here: the handler never runs.
+    abandon: () => {},
+  }
+
+  // One hook per route, built at startup with the route's pattern, cost and rules bound in:
+  // exempt routes pay nothing, and nothing is looked up per request. onRequest runs before the
+  // body is parsed, so a refusal costs the least; auth hooks the `user` key needs must be
+  // registered as onRequest hooks before this plugin.
+  fastify.addHook('onRoute', (route) => {
+    const settings = routeSettings(route)
+    if (settings === false) return
+    const cost = settings.cost ?? resolved.cost
+    let routeRules
+    try {
+      routeRules = settings.rules ? limiter.compileRules(settings.rules) : undefined
+    } catch (err) {
+      throw new OptionsError(`${routeName(route)}: config.rateLimit.rules: ${(err as Error).message}`)
+    }
+    const pattern = route.url
+    const hook = function rateLimit(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      done: HookHandlerDoneFunction,
+    ): void {
+      if (skip?.(request) || alreadyChecked(request.raw, limiter)) return done()
+      const facts = new FastifyFacts(request, pattern, routeCost(cost, request, warn), routeRules)
+      const result = enforce(limiter, facts, { request, reply, done }, io, resolved)
+      if (result instanceof Promise) result.catch(done)
+    }
+    const existing = route.onRequest
+    route.onRequest = existing === undefined ? [hook] : [...(Array.isArray(existing) ? existing : [existing]), hook]
+  })
+}
+
+/**
+ * Rate-limit a Fastify 5 app with Floodgate. Register it before the routes it should cover.
+ *
+ * Each route gets an `onRequest` hook built at startup; `config: { rateLimit: false }` exempts a
+ * route, `config: { rateLimit: { cost, rules } }` sets its cost and extra rules. Rules match the
+ * route pattern (`/users/:id`). Client IPs come from `request.ip`, so `trustProxy` decides
+ * whether `X-Forwarded-For` counts.
+ *
+ * @example
+ * await app.register(rateLimit, { rules: [{ id: 'per-ip', limit: 100, window: '1m' }] })
+ * app.post('/export', { config: { rateLimit: { cost: 10 } } }, exportHandler)
+ */
+export const rateLimit = fp(floodgate, { fastify: '5.x', name: '@floodgate/fastify' })

@@ -1,0 +1,41 @@
+// Uses from @floodgate/core: RequestFacts (what the limiter reads about a request).
+import type { HeaderBag, RequestFacts } from '@floodgate/core'
+import type { Context } from 'koa'
+
+/** A Koa context as `RequestFacts`, read lazily. */
+export class KoaFacts implements RequestFacts<Context> {
+  constructor(
+    readonly request: Context,
+    readonly cost: number | undefined,
+  ) {}
+
+  get method(): string {
+    return this.request.method
+  }
+
+  /** The full path, also under koa-mount (which rewrites `ctx.path`). */
+  get path(): string {
+    const url = this.request.originalUrl
+    const q = url.indexOf('?')
+    return q < 0 ? url : url.slice(0, q)
+  }
+
+  /** The route pattern @koa/router matched (`/users/:id`), when mounted after routing. */
+  get route(): string | undefined {
+    const matched: unknown = (this.request as { _matchedRoute?: unknown })._matchedRoute
+    return typeof matched === 'string' ? matched : undefined
+  }
+
+  /** Koa's own resolution: `app.proxy` (and `maxIpsCount`) decide whether X-Forwarded-For counts. */
+  get ip(): string | undefined {
+    return this.request.ip
+  }
+
+  get headers(): HeaderBag {
+    return this.request.headers
+  }
+
+  get host(): string | undefined {
+    return this.request.hostname.toLowerCase()
+  }
+}

@@ -1,0 +1,111 @@
+// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, alreadyChecked.
+import {
+  PROBLEM_CONTENT_TYPE,
+  alreadyChecked,
+  enforce,
+  resolveLimiter,
+  routeCost,
+  scopeLogger,
+  validateAdapterOptions,
+  warnOnce,
+  type AdapterOptions,
+  type HttpIo,
+  type Limiter,
+  type LimiterInput,
+  type Rejection,
+} from '@floodgate/core'
+import type { Context, Middleware, Next } from 'koa'
+import { KoaFacts } from './facts.js'
+
+/** Options of the Koa middleware: the options shared by every Floodgate adapter, plus a Koa-shaped rejection handler. */
+export interface KoaRateLimitOptions extends AdapterOptions<Context> {
+  /**
+   * Answer a refused request yourself. `Retry-After` and the RateLimit headers are already set.
+   * @default a problem+json body with the decision's status (429 or 503)
+   * @example
+   * onLimited: (ctx, { status, body }) => { ctx.status = status; ctx.body = { error: body.detail } }
+   */
+  readonly onLimited?: ((ctx: Context, rejection: Rejection) => void | Promise<void>) | undefined
+}
+
+/** The middleware, with the limiter it uses (to share it, read counters, or `close()` it). */
+export type RateLimitMiddleware = Middleware & { readonly limiter: Limiter<Context> }
+
+interface Ctx {
+  readonly ctx: Context
+  readonly next: Next
+}
+
+/**
+ * Rate-limit Koa requests with Floodgate.
+ *
+ * Mount it app-wide (`app.use`) or on a @koa/router route, where rules match the route pattern.
+ * Client IPs come from `ctx.ip`: with `app.proxy` set, also set `app.maxIpsCount` to the number
+ * of proxies you trust, or the client picks its own IP (a warning says so once).
+ *
+ * @param rules - rule inputs, a `RulesSource`, or a `Limiter` shared with other mounts
+ * @param options - adapter options; limiter options only when `rules` is not a Limiter
+ * @returns the middleware, a function named `rateLimit`
+ * @throws RulesValidationError or OptionsError at construction, never on a request
+ * @example
+ * app.use(rateLimit([{ id: 'per-ip', limit: 100, window: '1m' }]))
+ * router.post('/export', rateLimit(limiter, { cost: 10 }), exportHandler)
+ */
+export function rateLimit(
+  rules: LimiterInput<Context>,
+  options: KoaRateLimitOptions = {},
+): RateLimitMiddleware {
+  const logger = scopeLogger(options.logger)
+  const warn = warnOnce(logger)
+  const resolved = validateAdapterOptions(options, ['onLimited'], (message) =>
+    warn('FG_WRN_OPTION_UNKNOWN', message),
+  )
+  const { limiter } = resolveLimiter(rules, options, logger)
+  const { skip, cost } = resolved
+  const onLimited = options.onLimited
+  let proxyChecked = false
+
+  const io: HttpIo<Ctx, void | Promise<void>> = {
+    response: (c) => c.ctx.res,
+    request: (c) => c.ctx.req,
+    proceed: (c) => c.next(),
+    reject: onLimited
+      ? (c, rejection) => onLimited(c.ctx, rejection)
+      : ({ ctx }, rejection) => {
+          ctx.status = rejection.status
+          // Set before the body, so Koa keeps it instead of guessing text/plain.
+          ctx.set('Content-Type', PROBLEM_CONTENT_TYPE)
+          ctx.body = JSON.stringify(rejection.body)
+        },
+    abandon: (c) => {
+      // The socket is gone: Koa must not try to write a 404 to it.
+      c.ctx.respond = false
+    },
+  }
+
+  const middleware = function rateLimit(ctx: Context, next: Next): void | Promise<void> {
+    if (!proxyChecked) {
+      proxyChecked = true
+      // Koa's app is only known here; with proxy on and maxIpsCount 0, ctx.ip is the leftmost
+      // X-Forwarded-For entry, which the client writes (pitfall P2).
+      if (ctx.app.proxy && !(ctx.app.maxIpsCount > 0)) {
+        warn(
+          'FG_WRN_KOA_PROXY_LEFTMOST_IP',
+          'app.proxy is on and app.maxIpsCount is 0, so ctx.ip is the leftmost X-Forwarded-For entry, which the client chooses; set app.maxIpsCount to the number of proxies in front of the app',
+        )
+      }
+    }
+    if (skip?.(ctx)) return next()
+    if (alreadyChecked(ctx.req, limiter)) {
+      warn(
+        'FG_WRN_DOUBLE_MOUNT',
+        'one limiter is mounted twice on this request path; it charged once, at the first mount (route costs belong in a rule or on the route mount only)',
+        { path: ctx.originalUrl },
+      )
+      return next()
+    }
+    const facts = new KoaFacts(ctx, routeCost(cost, ctx, warn))
+    return enforce(limiter, facts, { ctx, next }, io, resolved) as void | Promise<void>
+  }
+  return Object.assign(middleware, { limiter })
+}
