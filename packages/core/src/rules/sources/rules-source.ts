@@ -1,16 +1,59 @@
+import type { Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
 
 /**
- * Where a limiter gets its rules from: static data, a file, or the rules service. A source
- * validates what it loads and hands over only good rule sets; a bad one is reported through
- * `onError` and the previous rules stay in force.
+ * Where a limiter's rules come from: code, a file, or the rules service. A source delivers
+ * whole validated rule sets; a set that fails validation is reported through `onError` and
+ * never delivered, so the rules in force stay until a good set arrives.
  */
 export interface RulesSource {
   /**
-   * Start delivering rule sets. Resolves after the first load attempt, whether or not it
-   * succeeded (a limiter keeps running with the rules it has).
+   * Starts delivering rules.
+   *
+   * @param onRules - Called with each new validated rule set (never with an invalid one), and
+   * its revision when the source knows one.
+   * @param onError - Called when a load fails (unreadable, unreachable, invalid); the source
+   * keeps going and the rules in force stay. Called once per distinct failure, not per poll.
+   * @returns A promise that resolves once the first load attempt is over, whether it
+   * succeeded or not: a limiter keeps running with whatever rules it has.
    */
-  start(onRules: (rules: Rule[], revision?: string) => void, onError: (err: Error) => void): Promise<void>
-  /** Stop watching or polling. */
+  start(
+    onRules: (rules: Rule[], revision?: string) => void,
+    onError: (err: Error) => void,
+  ): Promise<void>
+  /** Stops watching or polling; no callback runs afterwards. Idempotent. */
   stop(): void
+}
+
+/**
+ * Remembers the last failure so that a source down for an hour logs once, not every poll,
+ * and logs once more when it recovers.
+ */
+export class FailureLog {
+  private last: string | undefined
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly what: string,
+  ) {}
+
+  /** Records a failure; returns true when it differs from the previous one (report it). */
+  fail(err: Error): boolean {
+    if (err.message === this.last) return false
+    this.last = err.message
+    this.logger.warn({ err, source: this.what }, 'rules source failed; keeping the rules in force')
+    return true
+  }
+
+  /** Records a success; logs a recovery when the previous attempt had failed. */
+  ok(): void {
+    if (this.last === undefined) return
+    this.last = undefined
+    this.logger.info({ source: this.what }, 'rules source recovered')
+  }
+}
+
+/** Wraps anything thrown into an Error. */
+export function toError(e: unknown): Error {
+  return e instanceof Error ? e : new Error(String(e))
 }

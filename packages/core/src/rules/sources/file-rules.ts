@@ -1,0 +1,205 @@
+import { createHash } from 'node:crypto'
+import { watch, type FSWatcher } from 'node:fs'
+import { readFile, stat } from 'node:fs/promises'
+import { basename, dirname, extname } from 'node:path'
+import { parse as parseYaml } from 'yaml'
+import { FloodgateError, OptionsError } from '../../errors.js'
+import { scopeLogger, type Logger } from '../../logger.js'
+import type { Rule } from '../rule.js'
+import { parseRulesDocument } from '../schema.js'
+import { FailureLog, toError, type RulesSource } from './rules-source.js'
+
+/** Options of {@link fileRules}. */
+export interface FileRulesOptions {
+  /**
+   * Reload when the file changes (`fs.watch` on its directory, so editors that save by
+   * renaming are seen too, plus a poll in case the file system sends no events).
+   * @default true
+   */
+  readonly watch?: boolean | undefined
+  /**
+   * How often to check the file's size and modification time, as a fallback to `fs.watch`
+   * (network file systems, some containers). 0 turns polling off.
+   * @default 5000
+   */
+  readonly pollIntervalMs?: number | undefined
+  /**
+   * Quiet time after a change event before reloading, so a save that writes in several
+   * steps is read once, whole.
+   * @default 100
+   */
+  readonly debounceMs?: number | undefined
+  /** Where failures and recoveries are logged (once each). @default silent */
+  readonly logger?: Logger | undefined
+}
+
+/** A file rules source; `reload()` reads the file now (a SIGHUP handler can call it). */
+export interface FileRulesSource extends RulesSource {
+  /** Reads the file now and delivers its rules if they changed. Never rejects. */
+  reload(): Promise<void>
+}
+
+function checkMs(name: string, value: number, min: number): number {
+  if (!Number.isSafeInteger(value) || value < min || value > 2 ** 31 - 1) {
+    throw new OptionsError(
+      `fileRules: ${name}: expected an integer from ${min} to 2147483647, got ${value}`,
+    )
+  }
+  return value
+}
+
+function parseText(path: string, text: string): unknown {
+  const json = extname(path).toLowerCase() === '.json'
+  try {
+    return json ? (JSON.parse(text) as unknown) : (parseYaml(text) as unknown)
+  } catch (e) {
+    throw new FloodgateError(
+      'FG_ERR_RULES_SOURCE',
+      `rules file ${path} is not valid ${json ? 'JSON' : 'YAML'}: ${toError(e).message}`,
+      { cause: e },
+    )
+  }
+}
+
+/**
+ * A rules source that reads a JSON (`.json`) or YAML (any other extension) file and reloads
+ * it when it changes. The file holds a list of rules, or `{ revision?, rules: [...] }`.
+ * A file that cannot be read, parsed or validated leaves the previous rules in force; the
+ * failure is logged and reported once, until the file changes.
+ *
+ * @param path - The rules file.
+ * @param options - Watching, polling and logging.
+ * @returns The source, to pass to `createLimiter({ rules })`.
+ * @throws OptionsError on bad options.
+ * @example
+ * ```ts
+ * const limiter = createLimiter({ rules: fileRules('./rules.yaml', { logger }) })
+ * ```
+ */
+export function fileRules(path: string, options: FileRulesOptions = {}): FileRulesSource {
+  const watchFile = options.watch ?? true
+  const pollIntervalMs = checkMs('pollIntervalMs', options.pollIntervalMs ?? 5000, 0)
+  const debounceMs = checkMs('debounceMs', options.debounceMs ?? 100, 0)
+  const logger = scopeLogger(options.logger)
+  const failures = new FailureLog(logger, `file ${path}`)
+
+  let running = false
+  let onRules: (rules: Rule[], revision?: string) => void = () => {}
+  let onError: (err: Error) => void = () => {}
+  let watcher: FSWatcher | undefined
+  let pollTimer: NodeJS.Timeout | undefined
+  let debounceTimer: NodeJS.Timeout | undefined
+  let lastText: string | undefined
+  let lastValid = false
+  let lastStamp = ''
+  let loading: Promise<void> | undefined
+  let again = false
+
+  const fail = (err: Error): void => {
+    if (failures.fail(err)) onError(err)
+  }
+
+  async function loadOnce(): Promise<void> {
+    let text: string
+    try {
+      const st = await stat(path)
+      lastStamp = `${st.mtimeMs}:${st.size}`
+      text = await readFile(path, 'utf8')
+    } catch (e) {
+      lastStamp = ''
+      fail(
+        new FloodgateError(
+          'FG_ERR_RULES_SOURCE',
+          `cannot read rules file ${path}: ${toError(e).message}`,
+          {
+            cause: e,
+          },
+        ),
+      )
+      return
+    }
+    // The same text as last time (valid or not) has nothing new to say.
+    if (!running) return
+    if (text === lastText) {
+      if (lastValid) failures.ok()
+      return
+    }
+    lastText = text
+    lastValid = false
+    try {
+      const doc = parseRulesDocument(parseText(path, text))
+      const revision = doc.revision ?? createHash('sha256').update(text).digest('hex').slice(0, 12)
+      lastValid = true
+      failures.ok()
+      onRules(doc.rules, revision)
+    } catch (e) {
+      fail(toError(e))
+    }
+  }
+
+  // One load at a time; a change during a load triggers one more, never a pile-up.
+  function reload(): Promise<void> {
+    if (loading) {
+      again = true
+      return loading
+    }
+    loading = (async () => {
+      do {
+        again = false
+        await loadOnce()
+      } while (again && running)
+    })().finally(() => {
+      loading = undefined
+    })
+    return loading
+  }
+
+  function onChange(): void {
+    if (!running) return
+    clearTimeout(debounceTimer)
+    debounceTimer = setTimeout(() => void reload(), debounceMs)
+    debounceTimer.unref()
+  }
+
+  async function poll(): Promise<void> {
+    try {
+      const st = await stat(path)
+      if (`${st.mtimeMs}:${st.size}` !== lastStamp) onChange()
+    } catch {
+      if (lastStamp !== '') onChange()
+    }
+  }
+
+  return {
+    async start(rulesCallback, errorCallback) {
+      if (running) throw new OptionsError('fileRules: start() called twice')
+      running = true
+      onRules = rulesCallback
+      onError = errorCallback
+      await reload()
+      if (!running || !watchFile) return
+      try {
+        const name = basename(path)
+        watcher = watch(dirname(path), { persistent: false }, (_event, file) => {
+          if (file === null || file === name) onChange()
+        })
+        // A watcher that breaks (directory removed) leaves the poll in charge.
+        watcher.on('error', () => watcher?.close())
+      } catch {
+        watcher = undefined
+      }
+      if (pollIntervalMs > 0) {
+        pollTimer = setInterval(() => void poll(), pollIntervalMs)
+        pollTimer.unref()
+      }
+    },
+    stop() {
+      running = false
+      watcher?.close()
+      watcher = undefined
+      clearInterval(pollTimer)
+      clearTimeout(debounceTimer)
+    },
+    reload,
+  }
+}

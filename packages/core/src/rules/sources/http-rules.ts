@@ -1,0 +1,243 @@
+import { FloodgateError, OptionsError } from '../../errors.js'
+import { scopeLogger, type Logger } from '../../logger.js'
+import type { Rule } from '../rule.js'
+import { parseRulesDocument } from '../schema.js'
+import { FailureLog, toError, type RulesSource } from './rules-source.js'
+
+/** Options of {@link httpRules}. */
+export interface HttpRulesOptions {
+  /** Time between polls. @default 10000 */
+  readonly intervalMs?: number | undefined
+  /**
+   * Each interval is stretched or shrunk by up to this fraction at random, so a fleet that
+   * started together does not poll together.
+   * @default 0.1
+   */
+  readonly jitter?: number | undefined
+  /** Extra request headers, e.g. `{ authorization: 'Bearer …' }`. */
+  readonly headers?: Readonly<Record<string, string>> | undefined
+  /** A poll with no complete answer by then fails (and the rules in force stay). @default 5000 */
+  readonly timeoutMs?: number | undefined
+  /** Largest body accepted. @default 5242880 (5 MiB) */
+  readonly maxBytes?: number | undefined
+  /** Where failures and recoveries are logged (once each). @default silent */
+  readonly logger?: Logger | undefined
+  /** The fetch implementation. @default globalThis.fetch */
+  readonly fetch?: typeof fetch | undefined
+}
+
+/** An HTTP rules source; `poll()` polls now (tests, or an admin "refresh" hook). */
+export interface HttpRulesSource extends RulesSource {
+  /** Polls now, unless a poll is in flight (then waits for it). Never rejects. */
+  poll(): Promise<void>
+}
+
+/**
+ * The delay before the next poll: `intervalMs` moved by up to `jitter` of itself either way.
+ *
+ * @param intervalMs - The nominal interval.
+ * @param jitter - The fraction, from 0 to 1.
+ * @param random - A number in [0, 1), `Math.random` by default.
+ * @returns Whole milliseconds, at least 1.
+ */
+export function jitteredDelay(
+  intervalMs: number,
+  jitter: number,
+  random: number = Math.random(),
+): number {
+  return Math.max(1, Math.round(intervalMs * (1 + jitter * (2 * random - 1))))
+}
+
+function checkNumber(
+  name: string,
+  value: number,
+  min: number,
+  max: number,
+  integer = true,
+): number {
+  if (
+    !Number.isFinite(value) ||
+    (integer && !Number.isInteger(value)) ||
+    value < min ||
+    value > max
+  ) {
+    throw new OptionsError(
+      `httpRules: ${name}: expected a number from ${min} to ${max}, got ${value}`,
+    )
+  }
+  return value
+}
+
+function describeError(e: unknown): string {
+  const err = toError(e)
+  // undici says "fetch failed" and puts the reason (ECONNREFUSED…) in `cause`.
+  const cause = err.cause as { code?: unknown; message?: unknown } | undefined
+  const detail =
+    typeof cause?.code === 'string'
+      ? cause.code
+      : typeof cause?.message === 'string'
+        ? cause.message
+        : ''
+  return detail ? `${err.message} (${detail})` : err.message
+}
+
+/**
+ * A rules source that polls an HTTP endpoint: the rules service's
+ * `GET /v1/services/:service/ruleset`, whose body is `{ service, revision, rules }` (a bare
+ * list of rules is accepted too).
+ *
+ * Each poll sends `If-None-Match` with the last ETag, so an unchanged rule set costs a 304.
+ * When the server is down, slow, or answers with something that is not a valid rule set, the
+ * rules in force stay; each distinct failure is logged and reported once, and the recovery
+ * is logged. Timers are unref'd: a poller never keeps a process alive.
+ *
+ * @param url - The endpoint (http or https).
+ * @param options - Interval, jitter, headers, timeout, logger.
+ * @returns The source, to pass to `createLimiter({ rules })`.
+ * @throws OptionsError on a bad URL or options.
+ * @example
+ * ```ts
+ * const rules = httpRules('http://rules.internal:8080/v1/services/api/ruleset', {
+ *   headers: { authorization: `Bearer ${process.env.RULES_TOKEN}` },
+ * })
+ * const limiter = createLimiter({ rules, logger })
+ * ```
+ */
+export function httpRules(url: string | URL, options: HttpRulesOptions = {}): HttpRulesSource {
+  let target: URL
+  try {
+    target = new URL(url)
+  } catch {
+    throw new OptionsError(
+      `httpRules: url: expected an absolute http(s) URL, got ${JSON.stringify(String(url))}`,
+    )
+  }
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') {
+    throw new OptionsError(
+      `httpRules: url: expected an http(s) URL, got ${JSON.stringify(target.protocol)}`,
+    )
+  }
+  const intervalMs = checkNumber('intervalMs', options.intervalMs ?? 10_000, 1, 2 ** 31 - 1)
+  const jitter = checkNumber('jitter', options.jitter ?? 0.1, 0, 1, false)
+  const timeoutMs = checkNumber('timeoutMs', options.timeoutMs ?? 5000, 1, 2 ** 31 - 1)
+  const maxBytes = checkNumber(
+    'maxBytes',
+    options.maxBytes ?? 5 * 1024 * 1024,
+    1,
+    Number.MAX_SAFE_INTEGER,
+  )
+  const fetchFn = options.fetch ?? globalThis.fetch
+  const extraHeaders = { ...options.headers }
+  // Never log the query string or credentials: tokens often travel there.
+  const where = `${target.origin}${target.pathname}`
+  const logger = scopeLogger(options.logger)
+  const failures = new FailureLog(logger, where)
+
+  let running = false
+  let onRules: (rules: Rule[], revision?: string) => void = () => {}
+  let onError: (err: Error) => void = () => {}
+  let timer: NodeJS.Timeout | undefined
+  let inFlight: Promise<void> | undefined
+  let controller: AbortController | undefined
+  let etag: string | undefined
+  let lastBody: string | undefined
+
+  const sourceError = (message: string, cause?: unknown): FloodgateError =>
+    new FloodgateError('FG_ERR_RULES_SOURCE', `rules from ${where}: ${message}`, { cause })
+
+  async function pollOnce(): Promise<void> {
+    const abort = new AbortController()
+    controller = abort
+    const deadline = setTimeout(
+      () => abort.abort(sourceError(`no complete answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    )
+    deadline.unref()
+    try {
+      const headers = new Headers(extraHeaders)
+      headers.set('accept', 'application/json')
+      if (etag !== undefined) headers.set('if-none-match', etag)
+      const res = await fetchFn(target, { headers, signal: abort.signal })
+      if (res.status === 304) {
+        await res.body?.cancel()
+        failures.ok()
+        return
+      }
+      if (!res.ok) {
+        await res.body?.cancel()
+        throw sourceError(`HTTP ${res.status}`)
+      }
+      const length = Number(res.headers.get('content-length') ?? 0)
+      if (length > maxBytes) {
+        await res.body?.cancel()
+        throw sourceError(`body of ${length} bytes exceeds maxBytes (${maxBytes})`)
+      }
+      const body = await res.text()
+      if (body.length > maxBytes) throw sourceError(`body exceeds maxBytes (${maxBytes})`)
+      if (!running) return
+      const newEtag = res.headers.get('etag') ?? undefined
+      // A server without ETags sends the same body every time: nothing to apply.
+      if (body === lastBody) {
+        etag = newEtag
+        failures.ok()
+        return
+      }
+      let data: unknown
+      try {
+        data = JSON.parse(body)
+      } catch {
+        throw sourceError(`body is not JSON (${JSON.stringify(body.slice(0, 40))})`)
+      }
+      const doc = parseRulesDocument(data)
+      onRules(doc.rules, doc.revision ?? newEtag)
+      // Remembered only once the body proved good, so a bad one is fetched (and refused) again.
+      etag = newEtag
+      lastBody = body
+      failures.ok()
+    } catch (e) {
+      if (!running) return
+      const reason: unknown = abort.signal.aborted ? abort.signal.reason : e
+      const err =
+        reason instanceof FloodgateError ? reason : sourceError(describeError(reason), reason)
+      if (failures.fail(err)) onError(err)
+    } finally {
+      clearTimeout(deadline)
+      if (controller === abort) controller = undefined
+    }
+  }
+
+  function poll(): Promise<void> {
+    inFlight ??= pollOnce().finally(() => {
+      inFlight = undefined
+    })
+    return inFlight
+  }
+
+  function schedule(): void {
+    if (!running) return
+    timer = setTimeout(
+      () => {
+        void poll().then(schedule)
+      },
+      jitteredDelay(intervalMs, jitter),
+    )
+    timer.unref()
+  }
+
+  return {
+    async start(rulesCallback, errorCallback) {
+      if (running) throw new OptionsError('httpRules: start() called twice')
+      running = true
+      onRules = rulesCallback
+      onError = errorCallback
+      await poll()
+      schedule()
+    },
+    stop() {
+      running = false
+      clearTimeout(timer)
+      controller?.abort(sourceError('stopped'))
+    },
+    poll,
+  }
+}
