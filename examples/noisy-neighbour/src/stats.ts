@@ -1,0 +1,116 @@
+import type { PoolStats } from './db-pool.js'
+import type { DecisionCounts } from './host.js'
+import type { Sample } from './traffic.js'
+
+/** Nearest-rank percentile of unsorted values; 0 for none. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return 0
+  const sorted = [...values].sort((a, b) => a - b)
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)))
+  return sorted[rank - 1]!
+}
+
+/** How a group of requests fared. */
+export interface LatencySummary {
+  readonly requests: number
+  /** Share of requests that finally succeeded (2xx), retries included. */
+  readonly successRate: number
+  readonly p50Ms: number
+  readonly p99Ms: number
+  /** Extra attempts the clients made (retries). */
+  readonly retries: number
+}
+
+/** What the noisy neighbour got. */
+export interface NoisySummary {
+  /** Requests it sent. */
+  readonly sent: number
+  /** Requests it did not send: too many of its own were in flight. */
+  readonly skipped: number
+  /** Answered 2xx. */
+  readonly admitted: number
+  /** Of the admitted, how many waited in Floodgate's queue first. */
+  readonly queued: number
+  /** Refused by the limiter (429). */
+  readonly rejected: number
+  /** Failed by the overloaded service (503) or timed out. */
+  readonly failed: number
+}
+
+/** One run (without or with the limiter), summarised. */
+export interface RunSummary {
+  readonly label: string
+  readonly well: LatencySummary
+  readonly perClient: Record<string, LatencySummary>
+  readonly noisy: NoisySummary
+  /** Share of the database's busy time each client got (0..1). */
+  readonly share: Record<string, number>
+  readonly pool: PoolStats
+  readonly decisions: Record<string, DecisionCounts>
+  readonly samples: readonly Sample[]
+}
+
+function latency(samples: readonly Sample[]): LatencySummary {
+  const ok = samples.filter((s) => s.status >= 200 && s.status < 300).length
+  return {
+    requests: samples.length,
+    successRate: samples.length === 0 ? 1 : ok / samples.length,
+    p50Ms: percentile(
+      samples.map((s) => s.latencyMs),
+      50,
+    ),
+    p99Ms: percentile(
+      samples.map((s) => s.latencyMs),
+      99,
+    ),
+    retries: samples.reduce((n, s) => n + Math.max(0, s.attempts - 1), 0),
+  }
+}
+
+/**
+ * Summarises one run.
+ *
+ * @param label - the run's name in the table
+ * @param samples - what the clients saw
+ * @param noisySkipped - noisy requests not sent (in-flight cap)
+ * @param pool - the database's own account
+ * @param decisions - the limiter's decisions per client
+ * @returns the summary
+ */
+export function summarise(
+  label: string,
+  samples: readonly Sample[],
+  noisySkipped: number,
+  pool: PoolStats,
+  decisions: Record<string, DecisionCounts>,
+): RunSummary {
+  const well = samples.filter((s) => !s.noisy)
+  const noisy = samples.filter((s) => s.noisy)
+  const perClient: Record<string, LatencySummary> = {}
+  for (const client of new Set(samples.map((s) => s.client))) {
+    perClient[client] = latency(samples.filter((s) => s.client === client))
+  }
+  const busyTotal = Object.values(pool.busyMsByClient).reduce((a, b) => a + b, 0)
+  const share: Record<string, number> = {}
+  for (const [client, ms] of Object.entries(pool.busyMsByClient)) {
+    share[client] = busyTotal === 0 ? 0 : ms / busyTotal
+  }
+  const noisyName = noisy[0]?.client ?? 'noisy'
+  return {
+    label,
+    well: latency(well),
+    perClient,
+    noisy: {
+      sent: noisy.length,
+      skipped: noisySkipped,
+      admitted: noisy.filter((s) => s.status >= 200 && s.status < 300).length,
+      queued: decisions[noisyName]?.queue ?? 0,
+      rejected: noisy.filter((s) => s.status === 429).length,
+      failed: noisy.filter((s) => s.status !== 429 && (s.status < 200 || s.status >= 300)).length,
+    },
+    share,
+    pool,
+    decisions,
+    samples,
+  }
+}
