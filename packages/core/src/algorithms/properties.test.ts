@@ -1,0 +1,296 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { referenceModel } from '../testing/reference-models.js'
+import type { Algorithm, AlgorithmParams } from './algorithm.js'
+import { runner, saneResult } from './harness.test-util.js'
+import { algorithms } from './index.js'
+
+const NUM_RUNS = 250
+
+const all = Object.values(algorithms)
+const usesBurst = (a: Algorithm): boolean =>
+  a.name === 'token-bucket' || a.name === 'gcra' || a.name === 'leaky-bucket'
+
+/** Params: small limits so that limits are hit often; a burst only where it means something. */
+function paramsFor(a: Algorithm): fc.Arbitrary<AlgorithmParams> {
+  return fc
+    .record({
+      limit: fc.integer({ min: 1, max: 12 }),
+      windowMs: fc.oneof(fc.integer({ min: 1, max: 3000 }), fc.constantFrom(100, 1000, 60_000)),
+      extra: fc.integer({ min: -3, max: 6 }),
+    })
+    .map(({ limit, windowMs, extra }) => ({
+      limit,
+      windowMs,
+      burst: usesBurst(a) ? Math.max(1, limit + extra) : limit,
+    }))
+}
+
+interface Op {
+  readonly dt: number
+  readonly cost: number
+  readonly maxWaitMs: number
+  readonly refund: boolean
+}
+
+/** Random operations; `dt` is a fraction of the window so that refills and boundaries matter. */
+function opsFor(p: AlgorithmParams, { refunds = true, waits = true, backwards = false } = {}) {
+  const w = p.windowMs
+  const cap = Math.max(p.limit, p.burst)
+  return fc.array(
+    fc.record({
+      dt: fc.oneof(
+        fc.constant(0),
+        fc.integer({ min: backwards ? -w : 0, max: Math.max(1, Math.ceil(w / 10)) }),
+        fc.integer({ min: backwards ? -2 * w : 0, max: 2 * w }),
+      ),
+      cost: fc.oneof(fc.integer({ min: 1, max: Math.min(3, cap) }), fc.integer({ min: 1, max: cap + 1 })),
+      maxWaitMs: waits ? fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 2 * w })) : fc.constant(0),
+      refund: refunds ? fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))) : fc.constant(false),
+    }),
+    { minLength: 1, maxLength: 40 },
+  )
+}
+
+const bases = fc.constantFrom(0, 1_234, 1_763_776_543_210)
+
+describe.each(all.map((a) => [a.name, a] as const))('%s', (_name, algorithm) => {
+  it('matches its brute-force reference model exactly (dry runs mutate nothing, refusals change nothing)', () => {
+    fc.assert(
+      fc.property(
+        paramsFor(algorithm).chain((p) => fc.tuple(fc.constant(p), opsFor(p), bases)),
+        ([p, ops, base]) => {
+          const run = runner(algorithm, p)
+          const ref = referenceModel(algorithm.name).create(p)
+          let now = base
+          for (const [i, op] of ops.entries()) {
+            now += op.dt
+            const at = `op ${i} at ${now - base}`
+            if (op.refund) {
+              run.refund(op.cost, now)
+              ref.refund(op.cost, now)
+              continue
+            }
+            const before = run.snapshot()
+            const dry = run.consume(op.cost, now, op.maxWaitMs, false)
+            expect(run.snapshot(), `${at}: a dry run mutated the state`).toEqual(before)
+            const got = run.consume(op.cost, now, op.maxWaitMs, true)
+            expect(dry, `${at}: dry run and commit disagree`).toEqual(got)
+            expect(saneResult(got), at).toBeUndefined()
+            if (!got.allowed) expect(run.snapshot(), `${at}: a refusal changed the state`).toEqual(before)
+            const want = ref.consume(op.cost, now, op.maxWaitMs)
+            const compared = { ...got }
+            // The reference answers Infinity for a request that can never pass (cost above capacity).
+            if (!Number.isFinite(want.retryAfterMs)) compared.retryAfterMs = want.retryAfterMs
+            expect(compared, at).toEqual(want)
+          }
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    )
+  })
+
+  it('is safe when the clock goes backwards: finite, whole, non-negative results', () => {
+    fc.assert(
+      fc.property(
+        paramsFor(algorithm).chain((p) => fc.tuple(fc.constant(p), opsFor(p, { backwards: true }))),
+        ([p, ops]) => {
+          const run = runner(algorithm, p)
+          let now = 10 * p.windowMs
+          for (const op of ops) {
+            now = Math.max(0, now + op.dt)
+            if (op.refund) run.refund(op.cost, now)
+            else expect(saneResult(run.consume(op.cost, now, op.maxWaitMs))).toBeUndefined()
+            for (const v of run.snapshot()) expect(Number.isFinite(v) && v >= 0).toBe(true)
+            expect(Number.isNaN(run.idleAtMs(now))).toBe(false)
+          }
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    )
+  })
+
+  it('is indistinguishable from a fresh state once idleAtMs has passed', () => {
+    fc.assert(
+      fc.property(
+        paramsFor(algorithm).chain((p) =>
+          fc.tuple(fc.constant(p), opsFor(p, { refunds: algorithm.name === 'concurrency' })),
+        ),
+        bases,
+        ([p, ops], base) => {
+          const run = runner(algorithm, p)
+          let now = base
+          for (const op of ops) {
+            now += op.dt
+            if (op.refund) run.refund(op.cost, now)
+            else run.consume(op.cost, now, op.maxWaitMs)
+          }
+          const idle = run.idleAtMs(now)
+          if (!Number.isFinite(idle)) {
+            // Only a concurrency key with slots held never idles by itself.
+            expect(algorithm.name).toBe('concurrency')
+            return
+          }
+          const later = Math.max(now, Math.ceil(idle))
+          const fresh = runner(algorithm, p)
+          for (let cost = 1; cost <= Math.max(p.limit, p.burst); cost++) {
+            expect(run.consume(cost, later, 0, false)).toEqual(fresh.consume(cost, later, 0, false))
+          }
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    )
+  })
+
+  it('all-zero state is fresh, even at nowMs = 0', () => {
+    for (const nowMs of [0, 1, 999, 1_763_776_543_210]) {
+      const p = { limit: 5, windowMs: 1000, burst: 5 }
+      const r = runner(algorithm, p).consume(5, nowMs)
+      expect(r).toMatchObject({ allowed: true, remaining: 0, waitMs: 0, retryAfterMs: 0 })
+      expect(runner(algorithm, p).consume(2, nowMs).remaining).toBe(3)
+    }
+  })
+})
+
+/** Sum of costs of `events` with time in the half-open or closed range. */
+const sum = (events: readonly (readonly [number, number])[], test: (t: number) => boolean): number =>
+  events.reduce((s, [t, c]) => (test(t) ? s + c : s), 0)
+
+describe('never admits more than the limit allows', () => {
+  /** Admitted (time, cost) pairs for a run without refunds, reservations or backwards time. */
+  function admitted(algorithm: Algorithm, p: AlgorithmParams, ops: readonly Op[]): [number, number][] {
+    const run = runner(algorithm, p)
+    const events: [number, number][] = []
+    let now = 0
+    for (const op of ops) {
+      now += op.dt
+      if (run.consume(op.cost, now).allowed) events.push([now, op.cost])
+    }
+    return events
+  }
+  const noExtras = { refunds: false, waits: false }
+
+  it.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)(
+    '%s: at most burst + elapsed × rate in any interval',
+    (name) => {
+      const algorithm = algorithms[name]
+      fc.assert(
+        fc.property(
+          paramsFor(algorithm).chain((p) => fc.tuple(fc.constant(p), opsFor(p, noExtras))),
+          ([p, ops]) => {
+            const events = admitted(algorithm, p, ops)
+            for (const [a] of events) {
+              for (const [b] of events) {
+                if (b < a) continue
+                const total = sum(events, (t) => t >= a && t <= b)
+                expect(total).toBeLessThanOrEqual(p.burst + ((b - a) * p.limit) / p.windowMs + 1e-6)
+              }
+            }
+          },
+        ),
+        { numRuns: NUM_RUNS },
+      )
+    },
+  )
+
+  it('fixed-window: at most limit per aligned window, 2 × limit in any window', () => {
+    const algorithm = algorithms['fixed-window']
+    fc.assert(
+      fc.property(
+        paramsFor(algorithm).chain((p) => fc.tuple(fc.constant(p), opsFor(p, noExtras))),
+        ([p, ops]) => {
+          const events = admitted(algorithm, p, ops)
+          for (const [a] of events) {
+            const start = Math.floor(a / p.windowMs) * p.windowMs
+            expect(sum(events, (t) => t >= start && t < start + p.windowMs)).toBeLessThanOrEqual(p.limit)
+            expect(sum(events, (t) => t >= a && t < a + p.windowMs)).toBeLessThanOrEqual(2 * p.limit)
+          }
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    )
+  })
+
+  it('sliding-window-log: at most limit in any window (t - windowMs, t]', () => {
+    const algorithm = algorithms['sliding-window-log']
+    fc.assert(
+      fc.property(
+        paramsFor(algorithm).chain((p) => fc.tuple(fc.constant(p), opsFor(p, noExtras))),
+        ([p, ops]) => {
+          const events = admitted(algorithm, p, ops)
+          for (const [x] of events) {
+            expect(sum(events, (t) => t > x - p.windowMs && t <= x)).toBeLessThanOrEqual(p.limit)
+          }
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    )
+  })
+
+  it('sliding-window-counter: at most limit per aligned window', () => {
+    const algorithm = algorithms['sliding-window-counter']
+    fc.assert(
+      fc.property(
+        paramsFor(algorithm).chain((p) => fc.tuple(fc.constant(p), opsFor(p, noExtras))),
+        ([p, ops]) => {
+          const events = admitted(algorithm, p, ops)
+          for (const [a] of events) {
+            const start = Math.floor(a / p.windowMs) * p.windowMs
+            expect(sum(events, (t) => t >= start && t < start + p.windowMs)).toBeLessThanOrEqual(p.limit)
+          }
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    )
+  })
+
+  it('concurrency: never more than limit in flight', () => {
+    const algorithm = algorithms.concurrency
+    fc.assert(
+      fc.property(
+        paramsFor(algorithm).chain((p) => fc.tuple(fc.constant(p), opsFor(p))),
+        ([p, ops]) => {
+          const run = runner(algorithm, p)
+          let held = 0
+          for (const op of ops) {
+            if (op.refund) {
+              const back = Math.min(held, op.cost)
+              run.refund(back, 0)
+              held -= back
+            } else if (run.consume(op.cost, 0).allowed) {
+              held += op.cost
+            }
+            expect(held).toBeLessThanOrEqual(p.limit)
+          }
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    )
+  })
+})
+
+describe('gcra and token-bucket', () => {
+  it('admit exactly the same requests, reservations included', () => {
+    fc.assert(
+      fc.property(
+        paramsFor(algorithms.gcra).chain((p) => fc.tuple(fc.constant(p), opsFor(p))),
+        bases,
+        ([p, ops], base) => {
+          const tb = runner(algorithms['token-bucket'], p)
+          const g = runner(algorithms.gcra, p)
+          let now = base
+          for (const op of ops) {
+            now += op.dt
+            if (op.refund) {
+              tb.refund(op.cost, now)
+              g.refund(op.cost, now)
+            } else {
+              expect(g.consume(op.cost, now, op.maxWaitMs)).toEqual(tb.consume(op.cost, now, op.maxWaitMs))
+            }
+          }
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    )
+  })
+})
