@@ -1,0 +1,35 @@
+import { createHash } from 'node:crypto'
+
+/**
+ * The Redis Cluster hash tag of a client key: 22 base64url characters of its SHA-256
+ * (132 bits). A hash rather than the raw key because the raw key comes from the request: a
+ * value containing `{` or `}` (say `}evil`) would otherwise change which part of the Redis
+ * key Cluster hashes, scatter one client's rules over several slots (CROSSSLOT → error →
+ * fail-open → a bypass chosen by the client). base64url never contains braces, and a fixed
+ * length keeps header-sized keys from multiplying Redis memory; no API key or user id is
+ * stored in clear in a key name either.
+ *
+ * @param clientKey - The key core built for the request (an IP, a user id, a header value).
+ * @returns A brace-free tag, the same for every rule of that client key.
+ */
+export function hashTag(clientKey: string): string {
+  return createHash('sha256').update(clientKey).digest('base64url').slice(0, 22)
+}
+
+/**
+ * The Redis key holding one rule's state for one client: `prefix:{tag}:stateId`. Every rule
+ * of one client key shares the tag, hence one Cluster slot, so one script can decide them
+ * all. Useful to inspect or delete a client's state by hand (`redis-cli GET …`).
+ *
+ * @param prefix - The store's key prefix (no braces).
+ * @param clientKey - The client key the rule was keyed by.
+ * @param stateId - The compiled rule's `stateId`.
+ * @returns The Redis key.
+ * @example
+ * ```ts
+ * redisKey('fg', '203.0.113.7', rule.stateId) // 'fg:{X3q…}:api|token-bucket|…'
+ * ```
+ */
+export function redisKey(prefix: string, clientKey: string, stateId: string): string {
+  return `${prefix}:{${hashTag(clientKey)}}:${stateId}`
+}

@@ -1,0 +1,467 @@
+import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
+import {
+  FloodgateError,
+  OptionsError,
+  scopeLogger,
+  type AlgorithmResult,
+  type ConsumeEntry,
+  type Logger,
+  type RefundEntry,
+  type Store,
+} from '@floodgate/core'
+import { hashTag } from './redis-key.js'
+import {
+  ARGV_HEADER,
+  ARGV_PER_ENTRY,
+  RESULT_FIELDS,
+  decideScript,
+} from './scripts/decide-script.js'
+import { createHash } from 'node:crypto'
+
+/** A client Floodgate can run its script on: a single Redis or a Redis Cluster. */
+export type RedisClient = Redis | Cluster
+
+/** Options of {@link RedisStore} and {@link createRedisStore}. */
+export interface RedisStoreOptions {
+  /**
+   * A client the application already has. Floodgate does not change its settings, so set
+   * the ones that matter for a limiter yourself (see docs/distributed.md):
+   * `enableOfflineQueue: false`, `maxRetriesPerRequest: 0`, `commandTimeout`,
+   * `autoResendUnfulfilledCommands: false` (and `retryDelayOnFailover: 0` on a Cluster).
+   * Floodgate never closes a client it did not create.
+   */
+  client?: RedisClient
+  /** A Redis URL (`redis://host:6379/0`, `rediss://…`); Floodgate creates and owns the client. */
+  url?: string
+  /** Seed nodes of a Redis Cluster; Floodgate creates and owns a `Redis.Cluster`. */
+  cluster?: ClusterNode[]
+  /** Extra ioredis options for a client Floodgate creates (the limiter-safe ones win). */
+  redisOptions?: RedisOptions
+  /** Extra ioredis Cluster options for a cluster Floodgate creates. */
+  clusterOptions?: ClusterOptions
+  /**
+   * Prefix of every key. Must not contain `{` or `}`.
+   * @default 'fg'
+   */
+  prefix?: string
+  /**
+   * Deadline of every call in milliseconds. Past it the call rejects (the limiter fails
+   * open) or, with `fallback`, the fallback decides.
+   * @default 50
+   */
+  timeoutMs?: number
+  /**
+   * A store asked when Redis fails or misses the deadline, typically a MemoryStore. Its
+   * answers are per host (a fleet of N hosts admits up to N × limit while Redis is down).
+   */
+  fallback?: Store
+  /**
+   * Where the time comes from. `'redis'` (production): `TIME` inside the script, so app
+   * hosts with skewed clocks agree. `'caller'` uses the `nowMs` passed to `consume`, and a
+   * function is called for every decision: both exist for tests that drive time themselves.
+   * @default 'redis'
+   */
+  clock?: 'redis' | 'caller' | (() => number)
+  /**
+   * Most calls awaiting Redis at once. Past it, calls fail at once instead of queueing
+   * behind a stalled Redis, so an outage cannot pile up pending promises.
+   * @default 1000
+   */
+  maxPending?: number
+  /**
+   * How long a concurrency slot may be held before it is presumed lost (a host that crashed
+   * mid-request never releases it). Set it above your slowest request: a lease that expires
+   * while its request still runs frees the slot early.
+   * @default 60000
+   */
+  concurrencyLeaseMs?: number
+  /** pino-compatible logger for fallback notices. */
+  logger?: Logger
+}
+
+/** ioredis settings a limiter needs, applied to every client Floodgate creates. */
+function limiterRedisOptions(timeoutMs: number): RedisOptions {
+  return {
+    // A dead Redis must fail a call now, not park it in a queue for later.
+    enableOfflineQueue: false,
+    // Reject pending commands on the first reconnect attempt instead of retrying them 20 times.
+    maxRetriesPerRequest: 0,
+    // A script whose reply was lost may have run: resending it would count a decision twice.
+    autoResendUnfulfilledCommands: false,
+    commandTimeout: timeoutMs,
+    connectTimeout: Math.max(1000, timeoutMs),
+    // Keep trying to come back, quickly but without hammering a restarting Redis.
+    retryStrategy: (times: number) => Math.min(50 * times, 1000),
+  }
+}
+
+type DecideFn = (numKeys: number, ...args: (string | number)[]) => Promise<number[]>
+
+/** How many units past the deadline a test-driven clock may run while keys must survive. */
+const CALLER_CLOCK_TTL_SLACK_MS = 60_000
+const REPORT_INTERVAL_MS = 10_000
+
+/**
+ * A Store that keeps every rule's state in Redis, so a fleet of hosts shares one limit.
+ *
+ * Each request is one EVALSHA of one Lua script that decides all its rules at once
+ * (all-or-nothing, mirroring core's algorithms exactly) with Redis `TIME` as the clock. Keys
+ * are `prefix:{tag}:stateId` with a brace-free tag hashed from the client key, so all rules
+ * of one client share a Redis Cluster slot. Every call is bounded by `timeoutMs`.
+ *
+ * @example
+ * ```ts
+ * import { createLimiter } from '@floodgate/core'
+ * import { createRedisStore } from '@floodgate/redis'
+ *
+ * const store = createRedisStore({ url: process.env.REDIS_URL, timeoutMs: 50 })
+ * const limiter = createLimiter({ rules, store })
+ * ```
+ */
+export class RedisStore implements Store {
+  /** The ioredis client in use. */
+  readonly client: RedisClient
+  /**
+   * Resolves once the client is connected (at once if it already is); never rejects. Calls
+   * made before fail at once (no offline queue), so the limiter fails open until then:
+   * await it at startup when the first requests must already be limited.
+   */
+  readonly ready: Promise<void>
+  private readonly owned: boolean
+  private readonly prefix: string
+  private readonly timeoutMs: number
+  private readonly fallback: Store | undefined
+  private readonly clock: 'redis' | 'caller' | (() => number)
+  private readonly maxPending: number
+  private readonly leaseMs: number
+  private readonly logger: Logger
+  private readonly decide: DecideFn
+  private readonly isCluster: boolean
+  private pending = 0
+  private lastReportMs = 0
+
+  /**
+   * @param options - Where Redis is and how calls are bounded; see {@link RedisStoreOptions}.
+   * @throws OptionsError when the options are inconsistent or out of range.
+   */
+  constructor(options: RedisStoreOptions) {
+    const timeoutMs = options.timeoutMs ?? 50
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      throw new OptionsError(`timeoutMs: expected a positive number, got ${String(timeoutMs)}`)
+    }
+    const prefix = options.prefix ?? 'fg'
+    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+      throw new OptionsError(`prefix: must not contain '{' or '}', got ${JSON.stringify(prefix)}`)
+    }
+    const maxPending = options.maxPending ?? 1000
+    if (!Number.isInteger(maxPending) || maxPending < 1) {
+      throw new OptionsError(`maxPending: expected a positive integer, got ${String(maxPending)}`)
+    }
+    const sources = [options.client, options.url, options.cluster].filter((s) => s !== undefined)
+    if (sources.length > 1) {
+      throw new OptionsError('client, url, cluster: give only one of them')
+    }
+    const leaseMs = options.concurrencyLeaseMs ?? 60_000
+    if (!Number.isInteger(leaseMs) || leaseMs < 1) {
+      throw new OptionsError(
+        `concurrencyLeaseMs: expected a positive integer, got ${String(leaseMs)}`,
+      )
+    }
+    const clock = options.clock ?? 'redis'
+    if (clock !== 'redis' && clock !== 'caller' && typeof clock !== 'function') {
+      throw new OptionsError(
+        `clock: expected 'redis', 'caller' or a function, got ${String(clock)}`,
+      )
+    }
+
+    this.prefix = prefix
+    this.timeoutMs = timeoutMs
+    this.fallback = options.fallback
+    this.clock = clock
+    this.maxPending = maxPending
+    this.leaseMs = leaseMs
+    this.logger = scopeLogger(options.logger, 'floodgate-redis')
+
+    if (options.client) {
+      this.client = options.client
+      this.owned = false
+    } else if (options.cluster) {
+      this.client = new Cluster(options.cluster, {
+        ...options.clusterOptions,
+        enableOfflineQueue: false,
+        // A command cut off by a dead connection may have run; never resend it (P12).
+        retryDelayOnFailover: 0,
+        redisOptions: {
+          ...options.clusterOptions?.redisOptions,
+          ...limiterRedisOptions(timeoutMs),
+        },
+      })
+      this.owned = true
+    } else {
+      const base = { ...options.redisOptions, ...limiterRedisOptions(timeoutMs) }
+      this.client = options.url ? new Redis(options.url, base) : new Redis(base)
+      this.owned = true
+    }
+    // An unhandled 'error' event would crash the process; failures surface per call instead.
+    if (this.owned) this.client.on('error', () => {})
+    const client = this.client
+    this.ready =
+      client.status === 'ready'
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => client.once('ready', () => resolve()))
+    this.isCluster = 'isCluster' in this.client && this.client.isCluster === true
+
+    // The script name carries its hash, so two Floodgate versions on one client never clash.
+    const name = `floodgate_${createHash('sha1').update(decideScript).digest('hex').slice(0, 12)}`
+    const target = this.client as unknown as Record<string, DecideFn | undefined>
+    if (typeof target[name] !== 'function') {
+      // EVALSHA, with EVAL on NOSCRIPT: a Redis that restarted empty, a SCRIPT FLUSH, a new
+      // Cluster node or a promoted replica reloads the script without an error.
+      this.client.defineCommand(name, { lua: decideScript })
+    }
+    this.decide = (target[name] as DecideFn).bind(this.client)
+  }
+
+  /** Decide every entry of a request in one script call (one per hash tag on a Cluster). */
+  consume(entries: readonly ConsumeEntry[], nowMs: number): Promise<readonly AlgorithmResult[]> {
+    if (entries.length === 0) return Promise.resolve([])
+    const now = this.now(nowMs)
+    let result: Promise<readonly AlgorithmResult[]>
+    if (!this.isCluster) {
+      result = this.run('c', now, entries)
+    } else {
+      const groups = groupByTag(entries)
+      result =
+        groups.length === 1 ? this.run('c', now, entries) : this.consumeSplit(entries, groups, now)
+    }
+    if (!this.fallback) return result
+    const fallback = this.fallback
+    return result.catch((err: unknown) => {
+      this.report(err, 'redis store failed; the fallback store decides')
+      return fallback.consume(entries, nowMs)
+    })
+  }
+
+  /** Give units back (a released concurrency slot, an abandoned reservation). Never rejects. */
+  async refund(entries: readonly RefundEntry[], nowMs: number): Promise<void> {
+    if (entries.length === 0) return
+    await this.refundRedis(entries, this.now(nowMs))
+    // The units may have been charged there while Redis was failing; a refund of units that
+    // were never charged leaves a fresh state fresh.
+    if (this.fallback) await this.fallback.refund(entries, nowMs)
+  }
+
+  private async refundRedis(entries: readonly RefundEntry[], now: string): Promise<void> {
+    const list = entries.map((e) => ({ ...e, maxWaitMs: 0, shadow: false }))
+    try {
+      if (!this.isCluster) await this.run('r', now, list)
+      else
+        await Promise.all(
+          groupByTag(list).map((g) =>
+            this.run(
+              'r',
+              now,
+              g.map((i) => list[i]!),
+            ),
+          ),
+        )
+    } catch (err) {
+      // The units stay charged until the state's TTL: stricter for a while, never looser.
+      this.report(err, 'redis store refund failed')
+    }
+  }
+
+  /** Close the client when Floodgate created it; a client passed in stays open. */
+  async close(): Promise<void> {
+    await this.fallback?.close?.()
+    if (!this.owned) return
+    try {
+      await this.client.quit()
+    } catch {
+      this.client.disconnect()
+    }
+  }
+
+  private now(nowMs: number): string {
+    if (this.clock === 'redis') return ''
+    return String(this.clock === 'caller' ? nowMs : this.clock())
+  }
+
+  /**
+   * A Cluster request whose entries have different client keys spans several slots, which no
+   * single script can touch. Each slot decides its own entries atomically, in parallel; when
+   * one slot refuses, the units the other slots recorded are refunded. Between the two calls
+   * another request may find those units taken: stricter for a moment, never over-admitting.
+   */
+  private async consumeSplit(
+    entries: readonly ConsumeEntry[],
+    groups: number[][],
+    now: string,
+  ): Promise<readonly AlgorithmResult[]> {
+    const parts = await Promise.all(
+      groups.map((g) =>
+        this.run(
+          'c',
+          now,
+          g.map((i) => entries[i]!),
+        ),
+      ),
+    )
+    const results: AlgorithmResult[] = new Array<AlgorithmResult>(entries.length)
+    let allowed = true
+    groups.forEach((g, gi) =>
+      g.forEach((entryIndex, k) => {
+        const r = parts[gi]![k]!
+        results[entryIndex] = r
+        if (!entries[entryIndex]!.shadow && !r.allowed) allowed = false
+      }),
+    )
+    if (allowed) return results
+    const undo: RefundEntry[] = []
+    groups.forEach((g) => {
+      // A group recorded only if none of its own non-shadow entries refused.
+      const recorded = g.every((i) => entries[i]!.shadow || results[i]!.allowed)
+      if (recorded) for (const i of g) if (results[i]!.allowed) undo.push(entries[i]!)
+    })
+    if (undo.length > 0) await this.refundRedis(undo, now)
+    return results
+  }
+
+  private run(
+    mode: 'c' | 'r',
+    now: string,
+    entries: readonly (ConsumeEntry | (RefundEntry & { maxWaitMs: number; shadow: boolean }))[],
+  ): Promise<AlgorithmResult[]> {
+    if (this.pending >= this.maxPending) {
+      return Promise.reject(
+        new FloodgateError(
+          'FG_ERR_STORE_TIMEOUT',
+          `redis store: ${this.pending} calls already waiting on Redis (maxPending); not sending more`,
+        ),
+      )
+    }
+    const n = entries.length
+    const args: (string | number)[] = new Array<string | number>(
+      n + ARGV_HEADER + n * ARGV_PER_ENTRY,
+    )
+    args[n] = mode
+    args[n + 1] = now
+    args[n + 2] = this.clock === 'redis' ? 0 : CALLER_CLOCK_TTL_SLACK_MS
+    args[n + 3] = this.leaseMs
+    for (let i = 0; i < n; i++) {
+      const e = entries[i]!
+      const rule = e.rule
+      args[i] = `${this.prefix}:{${hashTag(e.key)}}:${rule.stateId}`
+      const b = n + ARGV_HEADER + i * ARGV_PER_ENTRY
+      args[b] = rule.algorithm.name
+      args[b + 1] = rule.params.limit
+      args[b + 2] = rule.params.windowMs || 0
+      args[b + 3] = rule.params.burst
+      args[b + 4] = e.cost
+      args[b + 5] = e.maxWaitMs
+      args[b + 6] = e.shadow ? 1 : 0
+    }
+    this.pending++
+    const call = this.decide(n, ...args)
+    const settle = (): void => {
+      this.pending--
+    }
+    call.then(settle, settle)
+    return new Promise<AlgorithmResult[]>((resolve, reject) => {
+      let timedOut = false
+      const timer = setTimeout(() => {
+        timedOut = true
+        reject(
+          new FloodgateError(
+            'FG_ERR_STORE_TIMEOUT',
+            `redis store: no answer within ${this.timeoutMs} ms`,
+          ),
+        )
+      }, this.timeoutMs)
+      call.then(
+        (reply) => {
+          clearTimeout(timer)
+          const results = toResults(reply, n)
+          if (timedOut) this.undoLateAnswer(mode, entries, results, now)
+          else resolve(results)
+        },
+        (err: unknown) => {
+          clearTimeout(timer)
+          reject(err instanceof Error ? err : new Error(String(err)))
+        },
+      )
+    })
+  }
+
+  /**
+   * Redis ran a script after the caller gave up on it (the request passed unjudged): give back
+   * the concurrency slots it took, or they would stay taken until their lease expires. Rate
+   * units stay charged: the request did pass, and charging it once is right.
+   */
+  private undoLateAnswer(
+    mode: 'c' | 'r',
+    entries: readonly RefundEntry[],
+    results: readonly AlgorithmResult[],
+    now: string,
+  ): void {
+    if (mode !== 'c') return
+    const recorded = entries.every((e, i) => ('shadow' in e && e.shadow) || results[i]!.allowed)
+    if (!recorded) return
+    const slots = entries.filter(
+      (e, i) => e.rule.algorithm.name === 'concurrency' && results[i]!.allowed,
+    )
+    if (slots.length > 0) void this.refundRedis(slots, now)
+  }
+
+  private report(err: unknown, msg: string): void {
+    const t = Date.now()
+    if (t - this.lastReportMs < REPORT_INTERVAL_MS) return
+    this.lastReportMs = t
+    this.logger.warn({ err }, msg)
+  }
+}
+
+function toResults(reply: number[], n: number): AlgorithmResult[] {
+  const out: AlgorithmResult[] = new Array<AlgorithmResult>(n)
+  for (let i = 0; i < n; i++) {
+    const b = i * RESULT_FIELDS
+    out[i] = {
+      allowed: reply[b] === 1,
+      waitMs: reply[b + 1]!,
+      limit: reply[b + 2]!,
+      remaining: reply[b + 3]!,
+      resetMs: reply[b + 4]!,
+      retryAfterMs: reply[b + 5]!,
+    }
+  }
+  return out
+}
+
+/** Entry indices grouped by hash tag, in first-seen order. */
+function groupByTag(entries: readonly { key: string }[]): number[][] {
+  const byTag = new Map<string, number[]>()
+  entries.forEach((e, i) => {
+    const tag = hashTag(e.key)
+    const g = byTag.get(tag)
+    if (g) g.push(i)
+    else byTag.set(tag, [i])
+  })
+  return [...byTag.values()]
+}
+
+/**
+ * Create a {@link RedisStore}. With `url` or `cluster`, Floodgate creates the ioredis client
+ * with limiter-safe settings (no offline queue, no retries or resends of a script whose
+ * outcome is unknown, a command timeout of `timeoutMs`) and closes it on `close()`.
+ *
+ * @param options - See {@link RedisStoreOptions}; with none, connects to redis://127.0.0.1:6379.
+ * @returns The store, ready to pass to `createLimiter({ store })`.
+ * @example
+ * ```ts
+ * const store = createRedisStore({ url: 'redis://127.0.0.1:6379', fallback: new MemoryStore() })
+ * const cluster = createRedisStore({ cluster: [{ host: '10.0.0.1', port: 7000 }] })
+ * ```
+ */
+export function createRedisStore(options: RedisStoreOptions = {}): RedisStore {
+  return new RedisStore(options)
+}

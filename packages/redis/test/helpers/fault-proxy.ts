@@ -1,0 +1,79 @@
+import net from 'node:net'
+
+/** What the proxy does with traffic. */
+export type FaultMode =
+  /** Forward both ways. */
+  | 'pass'
+  /** Keep accepting and reading, never forward or answer (a blackholed Redis). */
+  | 'stall'
+
+/**
+ * A small TCP proxy in front of Redis that can delay, stall or reset connections, because
+ * `tc netem` is not available on these machines. Loopback only.
+ */
+export class FaultProxy {
+  private server: net.Server
+  private readonly sockets = new Set<net.Socket>()
+  private mode: FaultMode = 'pass'
+  private delayMs = 0
+  port = 0
+
+  private constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {
+    this.server = net.createServer((client) => this.accept(client))
+  }
+
+  /** Start a proxy on a free loopback port in front of `host:port`. */
+  static async start(targetHost: string, targetPort: number): Promise<FaultProxy> {
+    const proxy = new FaultProxy(targetHost, targetPort)
+    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve))
+    proxy.port = (proxy.server.address() as net.AddressInfo).port
+    return proxy
+  }
+
+  /** Forward normally, or stall every connection (bytes are swallowed, nothing comes back). */
+  setMode(mode: FaultMode): void {
+    this.mode = mode
+  }
+
+  /** Delay every chunk, both ways, by `ms`. */
+  setDelay(ms: number): void {
+    this.delayMs = ms
+  }
+
+  /** Reset (RST) every open connection. */
+  resetAll(): void {
+    for (const s of this.sockets) s.resetAndDestroy()
+    this.sockets.clear()
+  }
+
+  async close(): Promise<void> {
+    this.resetAll()
+    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+  }
+
+  private accept(client: net.Socket): void {
+    const upstream = net.connect(this.targetPort, this.targetHost)
+    this.sockets.add(client)
+    this.sockets.add(upstream)
+    const drop = (): void => {
+      this.sockets.delete(client)
+      this.sockets.delete(upstream)
+      client.destroy()
+      upstream.destroy()
+    }
+    client.on('error', drop).on('close', drop)
+    upstream.on('error', drop).on('close', drop)
+    const pipe = (from: net.Socket, to: net.Socket): void => {
+      from.on('data', (chunk: Buffer) => {
+        if (this.mode === 'stall') return
+        if (this.delayMs > 0) setTimeout(() => to.writable && to.write(chunk), this.delayMs)
+        else to.write(chunk)
+      })
+    }
+    pipe(client, upstream)
+    pipe(upstream, client)
+  }
+}

@@ -1,0 +1,47 @@
+import { Redis } from 'ioredis'
+import { randomBytes } from 'node:crypto'
+
+/** The Redis the tests use (loopback by default). */
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+/**
+ * Whether the Redis at REDIS_URL answers. Under CI=true a missing Redis is an error (the
+ * suite must not pass by skipping); elsewhere the Redis suites skip.
+ */
+export async function redisAvailable(): Promise<boolean> {
+  const probe = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1000,
+  })
+  probe.on('error', () => {})
+  try {
+    await probe.connect()
+    await probe.ping()
+    return true
+  } catch (err) {
+    if (process.env.CI === 'true') {
+      throw new Error(`Redis is required under CI but ${REDIS_URL} did not answer`, { cause: err })
+    }
+    return false
+  } finally {
+    probe.disconnect()
+  }
+}
+
+/** A key prefix unique to one test file run, so files and reruns never share state. */
+export function uniquePrefix(name: string): string {
+  return `fgtest:${name}:${randomBytes(4).toString('hex')}`
+}
+
+/** Delete every key under a prefix (cleanup; SCAN, never KEYS). */
+export async function deletePrefix(client: Redis, prefix: string): Promise<void> {
+  let cursor = '0'
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
+    cursor = next
+    if (keys.length > 0) await client.del(...keys)
+  } while (cursor !== '0')
+}

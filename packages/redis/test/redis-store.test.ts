@@ -1,0 +1,220 @@
+import fc from 'fast-check'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  MemoryStore,
+  type AlgorithmName,
+  type AlgorithmResult,
+  type ConsumeEntry,
+} from '@floodgate/core'
+import { testRule } from '@floodgate/core/testing'
+import { RedisStore, createRedisStore, hashTag, redisKey } from '@floodgate/redis'
+import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+
+const available = await redisAvailable()
+const prefix = uniquePrefix('store')
+
+const ALGORITHMS: AlgorithmName[] = [
+  'token-bucket',
+  'gcra',
+  'fixed-window',
+  'sliding-window-log',
+  'sliding-window-counter',
+  'leaky-bucket',
+  'concurrency',
+]
+
+const copy = (rs: readonly AlgorithmResult[]): AlgorithmResult[] => rs.map((r) => ({ ...r }))
+
+describe.skipIf(!available)('RedisStore on a single Redis', () => {
+  let admin: Redis
+  let store: RedisStore
+
+  beforeAll(async () => {
+    admin = new Redis(REDIS_URL)
+    store = createRedisStore({ url: REDIS_URL, prefix, clock: 'caller', timeoutMs: 1000 })
+    await store.ready
+  })
+  afterAll(async () => {
+    await store.close()
+    await deletePrefix(admin, prefix)
+    admin.disconnect()
+  })
+
+  // The Lua ports must answer exactly what core's TypeScript answers, field by field, for
+  // every algorithm, with reservations, refunds and several rules per request.
+  for (const algorithm of ALGORITHMS) {
+    it(`answers exactly as MemoryStore: ${algorithm}`, async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 12 }),
+          fc.constantFrom(7, 100, 333, 1000, 60_000),
+          fc.integer({ min: 0, max: 3 }),
+          fc.array(
+            fc.record({
+              dt: fc.integer({ min: 0, max: 700 }),
+              cost: fc.constantFrom(1, 1, 1, 2, 3, 0.5),
+              maxWaitMs: fc.constantFrom(0, 0, 50, 400),
+              refund: fc.constantFrom(false, false, false, true),
+            }),
+            { minLength: 1, maxLength: 25 },
+          ),
+          async (limit, windowMs, extraBurst, steps) => {
+            const rule = testRule(algorithm, limit, windowMs, { burst: limit + extraBurst })
+            const mem = new MemoryStore()
+            const key = `k-${Math.random()}`
+            let now = 1_763_000_000_000
+            for (const s of steps) {
+              now += s.dt
+              const e: ConsumeEntry[] = [
+                { rule, key, cost: s.cost, maxWaitMs: s.maxWaitMs, shadow: false },
+              ]
+              const want = copy(mem.consume(e, now))
+              const got = copy(await store.consume(e, now))
+              expect(got).toEqual(want)
+              if (s.refund) {
+                mem.refund(e, now)
+                await store.refund(e, now)
+              }
+            }
+          },
+        ),
+        { numRuns: Number(process.env.FG_RUNS ?? 25) },
+      )
+    })
+  }
+
+  it('decides rules of different algorithms in one call, all or nothing, as MemoryStore does', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            algorithm: fc.constantFrom(...ALGORITHMS),
+            limit: fc.integer({ min: 1, max: 5 }),
+            shadow: fc.boolean(),
+            otherKey: fc.boolean(),
+          }),
+          { minLength: 2, maxLength: 4 },
+        ),
+        fc.array(fc.integer({ min: 0, max: 300 }), { minLength: 1, maxLength: 15 }),
+        async (specs, dts) => {
+          const mem = new MemoryStore()
+          const tag = Math.random()
+          const entries: ConsumeEntry[] = specs.map((s) => ({
+            rule: testRule(s.algorithm, s.limit, 1000, { shadow: s.shadow }),
+            key: s.otherKey ? `user-${tag}` : `ip-${tag}`,
+            cost: 1,
+            maxWaitMs: 0,
+            shadow: s.shadow,
+          }))
+          let now = 5_000
+          for (const dt of dts) {
+            now += dt
+            expect(copy(await store.consume(entries, now))).toEqual(copy(mem.consume(entries, now)))
+          }
+        },
+      ),
+      { numRuns: Number(process.env.FG_RUNS ?? 30) },
+    )
+  })
+
+  it('keeps every rule of a client in one hash tag, whatever braces the key holds (P9)', () => {
+    for (const key of ['}evil', '{evil}', 'a}b{c', '{}', '}', '', '203.0.113.7']) {
+      const tag = hashTag(key)
+      expect(tag).toMatch(/^[A-Za-z0-9_-]{22}$/)
+      expect(redisKey('fg', key, 'r1')).toBe(`fg:{${tag}}:r1`)
+      expect(redisKey('fg', key, 'r2:{x}')).toBe(`fg:{${tag}}:r2:{x}`)
+    }
+    expect(hashTag('}evil')).not.toBe(hashTag('evil'))
+  })
+
+  it('gives every key a TTL equal to its useful life, and deletes state that is fresh again', async () => {
+    const rule = testRule('token-bucket', 10, 1000)
+    const key = 'ttl-client'
+    const redisTime = createRedisStore({ url: REDIS_URL, prefix })
+    await redisTime.ready
+    try {
+      await redisTime.consume([{ rule, key, cost: 4, maxWaitMs: 0, shadow: false }], 0)
+      // 4 tokens refill in 400 ms (Redis TIME, no slack).
+      const ttl = await admin.pttl(redisKey(prefix, key, rule.stateId))
+      expect(ttl).toBeGreaterThan(0)
+      expect(ttl).toBeLessThanOrEqual(400)
+      await redisTime.refund([{ rule, key, cost: 4 }], 0)
+      expect(await admin.exists(redisKey(prefix, key, rule.stateId))).toBe(0)
+    } finally {
+      await redisTime.close()
+    }
+  })
+
+  it('concurrency slots live in leases that expire (a crashed host frees its slots)', async () => {
+    const rule = testRule('concurrency', 2, 1000)
+    const leased = createRedisStore({
+      url: REDIS_URL,
+      prefix,
+      clock: 'caller',
+      concurrencyLeaseMs: 5000,
+    })
+    await leased.ready
+    try {
+      const e: ConsumeEntry[] = [{ rule, key: 'lease', cost: 1, maxWaitMs: 0, shadow: false }]
+      expect((await leased.consume(e, 0))[0]!.allowed).toBe(true)
+      expect((await leased.consume(e, 1000))[0]!.allowed).toBe(true)
+      expect((await leased.consume(e, 4999))[0]!.allowed).toBe(false)
+      // The first lease (taken at 0) has expired at 5000; the second lives until 6000.
+      expect(await leased.consume(e, 5000)).toMatchObject([{ allowed: true, remaining: 0 }])
+      // A release gives back the oldest live lease first.
+      await leased.refund(e, 5001)
+      expect(await leased.consume(e, 5002)).toMatchObject([{ allowed: true, remaining: 0 }])
+      const ttl = await admin.pttl(redisKey(prefix, 'lease', rule.stateId))
+      expect(ttl).toBeGreaterThan(0)
+    } finally {
+      await leased.close()
+    }
+  })
+
+  it('uses Redis TIME by default: the nowMs of a skewed app host is ignored', async () => {
+    const rule = testRule('fixed-window', 3, 60_000)
+    const a = createRedisStore({ url: REDIS_URL, prefix })
+    await a.ready
+    try {
+      const e: ConsumeEntry[] = [{ rule, key: 'skew', cost: 1, maxWaitMs: 0, shadow: false }]
+      // Hosts an hour apart still share one window.
+      const r1 = await a.consume(e, Date.now() - 3_600_000)
+      const r2 = await a.consume(e, Date.now() + 3_600_000)
+      expect(r1[0]!.remaining).toBe(2)
+      expect(r2[0]!.remaining).toBe(1)
+    } finally {
+      await a.close()
+    }
+  })
+
+  it('reloads its script after SCRIPT FLUSH without an error reaching the caller (P11)', async () => {
+    const rule = testRule('token-bucket', 100, 1000)
+    const e: ConsumeEntry[] = [{ rule, key: 'flush', cost: 1, maxWaitMs: 0, shadow: false }]
+    await store.consume(e, 1)
+    await admin.script('FLUSH')
+    expect((await store.consume(e, 2))[0]!.remaining).toBe(98)
+  })
+
+  it('works with a client the application already has, and leaves it open', async () => {
+    const own = new Redis(REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 0 })
+    await new Promise((r) => own.once('ready', r))
+    const shared = new RedisStore({ client: own, prefix })
+    const rule = testRule('gcra', 2, 1000)
+    const e: ConsumeEntry[] = [{ rule, key: 'shared', cost: 1, maxWaitMs: 0, shadow: false }]
+    expect((await shared.consume(e, 0)).map((r) => r.allowed)).toEqual([true])
+    // A second store on the same client reuses the defined command.
+    const again = new RedisStore({ client: own, prefix })
+    expect((await again.consume(e, 0)).map((r) => r.allowed)).toEqual([true])
+    expect((await again.consume(e, 0)).map((r) => r.allowed)).toEqual([false])
+    await shared.close()
+    expect(await own.ping()).toBe('PONG')
+    own.disconnect()
+  })
+
+  it('refuses bad options at construction', () => {
+    expect(() => new RedisStore({ url: REDIS_URL, prefix: 'a{b' })).toThrow(/prefix/)
+    expect(() => new RedisStore({ url: REDIS_URL, timeoutMs: 0 })).toThrow(/timeoutMs/)
+    expect(() => new RedisStore({ url: REDIS_URL, client: admin })).toThrow(/only one/)
+  })
+})
