@@ -149,13 +149,14 @@ function normaliseMethods(
   value: string | readonly string[],
   ctx: Ctx,
   path: PropertyKey[],
+  listed = Array.isArray(value),
 ): string[] | undefined {
   const out = new Set<string>()
   let ok = true
   asList(value).forEach((m, i) => {
     if (!METHOD.test(m)) {
       ok = false
-      expected(ctx, E.method, m, Array.isArray(value) ? [...path, i] : path)
+      expected(ctx, E.method, m, listed ? [...path, i] : path)
     } else out.add(m.toUpperCase())
   })
   return ok ? [...out] : undefined
@@ -188,7 +189,7 @@ const match = z
         expected(ctx, E.match, value)
         return z.NEVER
       }
-      const methods = parts.length === 2 ? normaliseMethods(first.split(','), ctx, []) : undefined
+      const methods = parts.length === 2 ? normaliseMethods(first.split(','), ctx, [], false) : undefined
       const paths = normalisePaths(parts.length === 2 ? second! : first, ctx, [])
       if (!paths || (parts.length === 2 && !methods)) return z.NEVER
       return freezeMatch({ methods, paths })
@@ -494,10 +495,16 @@ function distance(a: string, b: string): number {
   return row[b.length]!
 }
 
-function knownFields(path: readonly PropertyKey[]): string[] {
+function knownFields(path: readonly PropertyKey[], input: Record<string, unknown>): string[] {
   const last = path[path.length - 1]
   if (last === 'match') return MATCH_FIELDS
-  if (last === 'onLimit') return ON_LIMIT_FIELDS
+  if (last === 'onLimit') {
+    const action = input.action
+    if (action === 'reject') return ['action', 'status']
+    if (action === 'queue') return ['action', 'maxWait', 'maxQueue']
+    if (action === 'drop') return ['action']
+    return ON_LIMIT_FIELDS
+  }
   return RULE_FIELDS
 }
 
@@ -510,8 +517,8 @@ function collectIssues(
   for (const issue of issues) {
     const path = [...base, ...issue.path]
     if (issue.code === 'unrecognized_keys') {
-      const known = knownFields(path)
       const input = issue.input
+      const known = knownFields(path, input)
       for (const k of issue.keys) {
         const near = known.find((f) => distance(f.toLowerCase(), k.toLowerCase()) <= 2)
         const hint = near ? `did you mean "${near}"?` : `one of ${known.join(', ')}`
@@ -605,7 +612,7 @@ const documentSchema = z.object(
   {
     service: z.string(err('a string')).optional(),
     revision: z.union([z.string(), z.number()], err('a string or a number')).optional(),
-    rules: z.unknown(),
+    rules: z.array(z.unknown(), err(E.rules)),
   },
   err("a list of rules, or an object with a 'rules' list"),
 )
