@@ -1,0 +1,525 @@
+// The Floodgate rules admin page: plain browser JavaScript, no build step. It only talks to
+// the /v1 API of the service that serves it. Everything from the server is inserted with
+// textContent, never as HTML.
+/* global document, window, fetch, sessionStorage, location, setTimeout, URLSearchParams */
+
+const $ = (selector) => document.querySelector(selector)
+const TOKEN_KEY = 'floodgate-rules-token'
+
+const state = {
+  token: sessionStorage.getItem(TOKEN_KEY) ?? '',
+  services: [],
+  service: '',
+  revision: undefined,
+  rules: [],
+  /** The id of the rule being edited, or '' for a new one; undefined when the editor is closed. */
+  editing: undefined,
+  /** Fields of the edited rule that the form has no input for (kept as they are). */
+  extra: {},
+}
+
+// --- talking to the API ----------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem?.detail ?? `HTTP ${status}`)
+    this.status = status
+    this.problem = problem ?? {}
+  }
+}
+
+async function api(method, path, { body, ifMatch } = {}) {
+  const headers = { accept: 'application/json' }
+  if (state.token) headers.authorization = `Bearer ${state.token}`
+  if (body !== undefined) headers['content-type'] = 'application/json'
+  if (ifMatch !== undefined) headers['if-match'] = `"${ifMatch}"`
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    cache: 'no-store',
+  })
+  const text = await response.text()
+  let data
+  try {
+    data = text ? JSON.parse(text) : undefined
+  } catch {
+    data = undefined
+  }
+  if (!response.ok) throw new ApiError(response.status, data)
+  return data
+}
+
+const servicePath = (service) => `/v1/services/${encodeURIComponent(service)}`
+
+// --- status line -----------------------------------------------------------------------------
+
+function say(message, isError = false) {
+  const status = $('#status')
+  status.textContent = message
+  status.classList.toggle('error', isError)
+}
+
+function explain(err) {
+  if (!(err instanceof ApiError)) return `Could not reach the service: ${err.message}`
+  if (err.status === 401) return `${err.message}. Paste a token at the top of the page.`
+  if (err.status === 403) return `${err.message}. Use a token that may change this service.`
+  return err.message
+}
+
+// --- services --------------------------------------------------------------------------------
+
+async function loadServices() {
+  try {
+    const data = await api('GET', '/v1/services')
+    state.services = data.services
+  } catch (err) {
+    state.services = []
+    say(explain(err), true)
+  }
+  const select = $('#service')
+  select.replaceChildren()
+  for (const s of state.services) {
+    const option = document.createElement('option')
+    option.value = s.name
+    option.textContent = `${s.name} (${s.rules} rule${s.rules === 1 ? '' : 's'})`
+    select.append(option)
+  }
+  const wanted = new URLSearchParams(location.hash.slice(1)).get('service')
+  const names = state.services.map((s) => s.name)
+  state.service = names.includes(wanted) ? wanted : (names[0] ?? '')
+  select.value = state.service
+  $('#new-service').open = state.services.length === 0
+  if (state.services.length === 0) {
+    say('No services yet. Create one below with an admin token.')
+  }
+  await loadService()
+}
+
+async function createService(event) {
+  event.preventDefault()
+  const name = $('#new-service-name').value.trim()
+  try {
+    await api('PUT', servicePath(name))
+    location.hash = `service=${encodeURIComponent(name)}`
+    $('#new-service-name').value = ''
+    say(`Service ${name} is ready.`)
+    await loadServices()
+  } catch (err) {
+    say(explain(err), true)
+  }
+}
+
+// --- rules -----------------------------------------------------------------------------------
+
+function describeLimit(rule) {
+  if (rule.rate) return String(rule.rate)
+  if (rule.limit === undefined) return ''
+  return rule.window === undefined ? `${rule.limit} in flight` : `${rule.limit} / ${rule.window}`
+}
+
+function describeMatch(match) {
+  if (match === undefined) return 'every request'
+  return typeof match === 'string' ? match : JSON.stringify(match)
+}
+
+function describeOnLimit(onLimit) {
+  if (onLimit === undefined) return 'reject 429'
+  if (typeof onLimit === 'string') return onLimit
+  if (onLimit.action === 'reject') return `reject ${onLimit.status ?? 429}`
+  if (onLimit.action === 'queue') return `queue ≤ ${onLimit.maxWait}`
+  return onLimit.action
+}
+
+function cell(text, code = false) {
+  const td = document.createElement('td')
+  if (code) {
+    const c = document.createElement('code')
+    c.textContent = text
+    td.append(c)
+  } else td.textContent = text
+  return td
+}
+
+function renderRules() {
+  const body = $('#rules tbody')
+  body.replaceChildren()
+  for (const rule of state.rules) {
+    const tr = document.createElement('tr')
+    tr.dataset.ruleId = rule.id
+    tr.append(
+      cell(rule.id, true),
+      cell(describeMatch(rule.match)),
+      cell(describeLimit(rule)),
+      cell(Array.isArray(rule.key) ? rule.key.join(', ') : (rule.key ?? 'ip')),
+      cell(rule.algorithm ?? 'token-bucket'),
+      cell(describeOnLimit(rule.onLimit) + (rule.shadow ? ' (shadow)' : '')),
+    )
+    const actions = document.createElement('td')
+    const edit = document.createElement('button')
+    edit.type = 'button'
+    edit.textContent = 'Edit'
+    edit.setAttribute('aria-label', `Edit rule ${rule.id}`)
+    edit.addEventListener('click', () => openEditor(rule))
+    const del = document.createElement('button')
+    del.type = 'button'
+    del.className = 'danger'
+    del.textContent = 'Delete'
+    del.setAttribute('aria-label', `Delete rule ${rule.id}`)
+    del.addEventListener('click', () => confirmDelete(del, rule.id))
+    actions.append(edit, ' ', del)
+    tr.append(actions)
+    body.append(tr)
+  }
+  $('#rules-empty').hidden = state.rules.length > 0 || !state.service
+  $('#rules').hidden = state.rules.length === 0
+  $('#revision').textContent = state.revision === undefined ? '' : `revision ${state.revision}`
+  $('#new-rule').disabled = !state.service
+}
+
+async function loadService() {
+  if (!state.service) {
+    state.rules = []
+    state.revision = undefined
+    renderRules()
+    renderAudit([])
+    return
+  }
+  try {
+    const set = await api('GET', `${servicePath(state.service)}/rules`)
+    state.rules = set.rules
+    state.revision = set.revision
+    renderRules()
+    await loadAudit()
+  } catch (err) {
+    say(explain(err), true)
+  }
+}
+
+// Deleting takes two clicks on the same button, so a slip does not remove a rule.
+function confirmDelete(button, id) {
+  if (button.dataset.armed !== 'true') {
+    button.dataset.armed = 'true'
+    button.textContent = 'Really delete?'
+    setTimeout(() => {
+      button.dataset.armed = 'false'
+      button.textContent = 'Delete'
+    }, 5000)
+    return
+  }
+  void deleteRule(id)
+}
+
+async function deleteRule(id) {
+  try {
+    const result = await api('DELETE', `${servicePath(state.service)}/rules/${encodeURIComponent(id)}`, {
+      ifMatch: state.revision,
+    })
+    say(`Deleted rule ${id} (revision ${result.revision}).`)
+    if (state.editing === id) closeEditor()
+    await loadService()
+  } catch (err) {
+    if (err.status === 412) await conflict()
+    else say(explain(err), true)
+  }
+}
+
+// --- the editor ------------------------------------------------------------------------------
+
+const FORM_FIELDS = ['id', 'description', 'match', 'key', 'limit', 'window', 'rate', 'algorithm', 'burst', 'cost', 'onLimit', 'shadow']
+const field = (name) => $(`#f-${name}`)
+
+/** Fill the form from a rule; fields the form cannot show stay in `state.extra`. */
+function fillForm(rule) {
+  const extra = { ...rule }
+  const set = (name, value) => {
+    field(name).value = value === undefined ? '' : String(value)
+    delete extra[name]
+  }
+  set('id', rule.id)
+  set('description', rule.description)
+  if (rule.match === undefined || typeof rule.match === 'string') set('match', rule.match)
+  else field('match').value = ''
+  if (rule.key === undefined || typeof rule.key === 'string' || Array.isArray(rule.key)) {
+    set('key', Array.isArray(rule.key) ? rule.key.join(', ') : rule.key)
+  }
+  for (const name of ['limit', 'window', 'rate', 'burst', 'cost']) {
+    if (rule[name] === undefined || typeof rule[name] !== 'object') set(name, rule[name])
+  }
+  if (rule.algorithm === undefined || typeof rule.algorithm === 'string') set('algorithm', rule.algorithm ?? '')
+  field('shadow').checked = rule.shadow === true
+  if (rule.shadow === undefined || typeof rule.shadow === 'boolean') delete extra.shadow
+  const on = rule.onLimit
+  let choice
+  if (on === undefined) choice = ''
+  else if (on === 'reject' || on === 'drop') choice = on
+  else if (typeof on === 'object' && on !== null) {
+    if (on.action === 'reject') choice = on.status === 503 ? 'reject-503' : 'reject'
+    else if (on.action === 'drop') choice = 'drop'
+    else if (on.action === 'queue') {
+      choice = 'queue'
+      field('maxWait').value = on.maxWait ?? ''
+      field('maxQueue').value = on.maxQueue ?? ''
+    }
+  }
+  if (choice !== undefined) {
+    field('onLimit').value = choice
+    delete extra.onLimit
+  }
+  $('#queue-fields').hidden = field('onLimit').value !== 'queue'
+  state.extra = extra
+}
+
+/** A number when the text is one, else the text itself (so the server names the bad value). */
+function numberOrText(text) {
+  return text !== '' && Number.isFinite(Number(text)) ? Number(text) : text
+}
+
+/** The rule the form describes, plus the fields only the JSON editor knows. */
+function readForm() {
+  const rule = { ...state.extra }
+  const text = (name) => field(name).value.trim()
+  const put = (name, value) => {
+    if (value === '' || value === undefined) delete rule[name]
+    else rule[name] = value
+  }
+  put('id', text('id'))
+  put('description', text('description'))
+  if (text('match') !== '' || typeof rule.match !== 'object') put('match', text('match'))
+  const parts = text('key').split(',').map((p) => p.trim()).filter(Boolean)
+  put('key', parts.length > 1 ? parts : parts[0])
+  put('limit', numberOrText(text('limit')))
+  put('window', numberOrText(text('window')))
+  put('rate', text('rate'))
+  put('algorithm', text('algorithm'))
+  put('burst', numberOrText(text('burst')))
+  put('cost', numberOrText(text('cost')))
+  const on = text('onLimit')
+  if (on === '') delete rule.onLimit
+  else if (on === 'reject-503') rule.onLimit = { action: 'reject', status: 503 }
+  else if (on === 'queue') {
+    rule.onLimit = { action: 'queue', maxWait: numberOrText(text('maxWait')) }
+    if (text('maxQueue') !== '') rule.onLimit.maxQueue = numberOrText(text('maxQueue'))
+  } else rule.onLimit = on
+  if (field('shadow').checked) rule.shadow = true
+  else delete rule.shadow
+  // Keep the id first in the JSON view, as people read it.
+  const { id, ...rest } = rule
+  return id === undefined ? rest : { id, ...rest }
+}
+
+function syncJson() {
+  field('json').value = JSON.stringify(readForm(), null, 2)
+  showFieldError('json', '')
+}
+
+function syncFromJson() {
+  let rule
+  try {
+    rule = JSON.parse(field('json').value)
+  } catch (err) {
+    showFieldError('json', `Not valid JSON yet: ${err.message}`)
+    return
+  }
+  if (rule === null || typeof rule !== 'object' || Array.isArray(rule)) {
+    showFieldError('json', 'A rule is a JSON object { … }')
+    return
+  }
+  showFieldError('json', '')
+  fillForm(rule)
+}
+
+function showFieldError(name, message) {
+  const slot = document.querySelector(`.field-error[data-for="${name}"]`)
+  if (slot) slot.textContent = message
+  const input = name === 'json' ? field('json') : field(name)
+  if (input) input.setAttribute('aria-invalid', message ? 'true' : 'false')
+}
+
+function clearErrors() {
+  for (const slot of document.querySelectorAll('.field-error')) slot.textContent = ''
+  for (const input of document.querySelectorAll('[aria-invalid]')) input.setAttribute('aria-invalid', 'false')
+  const box = $('#editor-errors')
+  box.hidden = true
+  box.replaceChildren()
+}
+
+/** Show the server's `rules[0].limit: …` messages next to the fields they name. */
+function showErrors(title, messages) {
+  clearErrors()
+  const box = $('#editor-errors')
+  const heading = document.createElement('strong')
+  heading.textContent = title
+  const list = document.createElement('ul')
+  for (const message of messages) {
+    const li = document.createElement('li')
+    li.textContent = message
+    list.append(li)
+    const m = /^rules?(?:\[\d+\])?\.([A-Za-z]+)[^:]*:\s*(.*)$/.exec(message)
+    const name = m && FORM_FIELDS.includes(m[1]) ? m[1] : 'json'
+    const slot = document.querySelector(`.field-error[data-for="${name}"]`)
+    const text = m ? m[2] : message
+    if (slot) slot.textContent = slot.textContent ? `${slot.textContent}; ${text}` : text
+    const input = name === 'json' ? field('json') : field(name)
+    input?.setAttribute('aria-invalid', 'true')
+    if (name === 'json') $('#json-details').open = true
+  }
+  box.append(heading, list)
+  box.hidden = false
+}
+
+function openEditor(rule) {
+  state.editing = rule ? rule.id : ''
+  clearErrors()
+  for (const name of [...FORM_FIELDS, 'maxWait', 'maxQueue']) {
+    const input = field(name)
+    if (input.type === 'checkbox') input.checked = false
+    else input.value = ''
+  }
+  fillForm(rule ?? {})
+  field('id').readOnly = Boolean(rule)
+  $('#editor-title').textContent = rule ? `Edit rule ${rule.id}` : 'New rule'
+  $('#editor').hidden = false
+  syncJson()
+  if (Object.keys(state.extra).length > 0) $('#json-details').open = true
+  field(rule ? 'limit' : 'id').focus()
+}
+
+function closeEditor() {
+  state.editing = undefined
+  $('#editor').hidden = true
+  clearErrors()
+}
+
+async function saveRule(event) {
+  event.preventDefault()
+  if ($('#json-details').open) syncFromJson()
+  const rule = readForm()
+  const isNew = state.editing === ''
+  try {
+    const path = isNew
+      ? `${servicePath(state.service)}/rules`
+      : `${servicePath(state.service)}/rules/${encodeURIComponent(state.editing)}`
+    const result = await api(isNew ? 'POST' : 'PUT', path, { body: rule, ifMatch: state.revision })
+    say(`${isNew ? 'Created' : 'Saved'} rule ${result.rule.id} (revision ${result.revision}).`)
+    closeEditor()
+    await loadService()
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 412) await conflict()
+    else if (err instanceof ApiError && Array.isArray(err.problem.errors)) {
+      showErrors('The service refused this rule:', err.problem.errors)
+      say('Not saved: fix the fields marked below.', true)
+    } else if (err instanceof ApiError && err.status < 500) {
+      showErrors('The service refused this rule:', [err.message])
+      say(explain(err), true)
+    } else say(explain(err), true)
+  }
+}
+
+/** Someone else changed the set since it was loaded: reload it, keep the draft. */
+async function conflict() {
+  const mine = state.revision
+  const draft = state.editing === undefined ? undefined : readForm()
+  const editing = state.editing
+  await loadService()
+  say(`Someone changed these rules (revision ${mine} → ${state.revision}). The list is reloaded; check it and save again.`, true)
+  if (draft !== undefined) {
+    state.editing = editing
+    $('#editor').hidden = false
+    fillForm(draft)
+    syncJson()
+  }
+}
+
+// --- audit trail -----------------------------------------------------------------------------
+
+function json(value) {
+  const pre = document.createElement('pre')
+  pre.textContent = value === null ? '—' : JSON.stringify(value, null, 2)
+  return pre
+}
+
+function renderAudit(entries) {
+  const body = $('#audit tbody')
+  body.replaceChildren()
+  for (const e of entries) {
+    const tr = document.createElement('tr')
+    const when = cell(new Date(e.at).toLocaleString())
+    when.title = e.at
+    const change = document.createElement('td')
+    const details = document.createElement('details')
+    const summary = document.createElement('summary')
+    summary.textContent = 'before / after'
+    const diff = document.createElement('div')
+    diff.className = 'diff'
+    diff.append(json(e.before), json(e.after))
+    details.append(summary, diff)
+    change.append(details)
+    tr.append(when, cell(e.actor), cell(e.action), cell(e.ruleId ?? '', true), cell(String(e.revision)), change)
+    body.append(tr)
+  }
+  $('#audit-empty').hidden = entries.length > 0
+  $('#audit').hidden = entries.length === 0
+}
+
+async function loadAudit() {
+  try {
+    const data = await api('GET', `${servicePath(state.service)}/audit?limit=50`)
+    renderAudit(data.entries)
+  } catch (err) {
+    say(explain(err), true)
+  }
+}
+
+// --- token -----------------------------------------------------------------------------------
+
+function showToken() {
+  $('#token-state').textContent = state.token ? 'token set (kept for this tab only)' : 'no token: read-only'
+}
+
+async function useToken(event) {
+  event.preventDefault()
+  state.token = $('#token').value.trim()
+  $('#token').value = ''
+  if (state.token) sessionStorage.setItem(TOKEN_KEY, state.token)
+  else sessionStorage.removeItem(TOKEN_KEY)
+  showToken()
+  say('')
+  await loadServices()
+}
+
+// --- wiring ----------------------------------------------------------------------------------
+
+function main() {
+  $('#token-form').addEventListener('submit', (e) => void useToken(e))
+  $('#new-service-form').addEventListener('submit', (e) => void createService(e))
+  $('#service').addEventListener('change', () => {
+    state.service = $('#service').value
+    location.hash = `service=${encodeURIComponent(state.service)}`
+    closeEditor()
+    void loadService()
+  })
+  $('#reload').addEventListener('click', () => void loadServices())
+  $('#new-rule').addEventListener('click', () => openEditor(undefined))
+  $('#cancel').addEventListener('click', closeEditor)
+  $('#rule-form').addEventListener('submit', (e) => void saveRule(e))
+  $('#rule-form').addEventListener('input', (e) => {
+    if (e.target === field('json')) syncFromJson()
+    else {
+      $('#queue-fields').hidden = field('onLimit').value !== 'queue'
+      syncJson()
+    }
+  })
+  window.addEventListener('hashchange', () => {
+    const wanted = new URLSearchParams(location.hash.slice(1)).get('service')
+    if (wanted && wanted !== state.service && state.services.some((s) => s.name === wanted)) {
+      state.service = wanted
+      $('#service').value = wanted
+      void loadService()
+    }
+  })
+  showToken()
+  void loadServices()
+}
+
+main()

@@ -1,0 +1,72 @@
+import pg from 'pg'
+import { checkSchemaName, type Db, type DbSession } from './db.js'
+
+/** Options of {@link openPgDb}. */
+export interface PgDbOptions {
+  /** A `postgres://` URL. */
+  databaseUrl: string
+  /**
+   * Schema to create and use instead of `public` (tests use one per run).
+   * @default undefined (public)
+   */
+  schema?: string | undefined
+  /**
+   * Most connections the pool opens.
+   * @default 10
+   */
+  maxConnections?: number | undefined
+}
+
+/**
+ * Connect to a PostgreSQL server through a `pg` pool.
+ *
+ * @param options - the URL and pool settings
+ * @returns a {@link Db} over the pool
+ * @example
+ * ```ts
+ * const db = await openPgDb({ databaseUrl: process.env.DATABASE_URL! })
+ * ```
+ */
+export async function openPgDb(options: PgDbOptions): Promise<Db> {
+  const schema = options.schema === undefined ? undefined : checkSchemaName(options.schema)
+  const pool = new pg.Pool({
+    connectionString: options.databaseUrl,
+    max: options.maxConnections ?? 10,
+    // Every connection starts in the schema, so no query has to name it.
+    ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
+  })
+  // An idle client losing its server must not crash the process; the next query reports it.
+  pool.on('error', () => {})
+  try {
+    if (schema !== undefined) await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
+    else await pool.query('SELECT 1')
+  } catch (err) {
+    await pool.end()
+    throw err
+  }
+  const session = (client: pg.Pool | pg.PoolClient): DbSession => ({
+    async query<Row extends object>(sql: string, params: readonly unknown[] = []) {
+      const result = await client.query<Row & pg.QueryResultRow>(sql, [...params])
+      return result.rows
+    },
+  })
+  return {
+    kind: 'postgres',
+    ...session(pool),
+    async transaction(fn) {
+      const client = await pool.connect()
+      try {
+        await client.query('BEGIN')
+        const value = await fn(session(client))
+        await client.query('COMMIT')
+        return value
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {})
+        throw err
+      } finally {
+        client.release()
+      }
+    },
+    close: () => pool.end(),
+  }
+}

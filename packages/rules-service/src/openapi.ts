@@ -1,0 +1,266 @@
+/**
+ * The OpenAPI 3.1 description served at `/openapi.json`, written by hand next to the routes
+ * it describes. A rule's own schema is core's (see docs/rules.md); here it is an object with an
+ * `id`, since the service stores what its author wrote and core validates it.
+ */
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+
+const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` })
+const problem = (description: string): Json => ({
+  description,
+  content: { 'application/problem+json': { schema: ref('Problem') } },
+})
+const json = (schema: Json, description: string, headers?: Json): Json => ({
+  description,
+  content: { 'application/json': { schema } },
+  ...(headers ? { headers } : {}),
+})
+const etag: Json = { ETag: { description: 'The set\'s revision, e.g. `"7"`', schema: { type: 'string' } } }
+
+const serviceParam: Json = {
+  name: 'service',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$' },
+  description: 'The application that enforces the rules',
+}
+const idParam: Json = { name: 'id', in: 'path', required: true, schema: { type: 'string' } }
+const ifNoneMatch: Json = {
+  name: 'If-None-Match',
+  in: 'header',
+  schema: { type: 'string' },
+  description: 'An ETag from an earlier read; 304 when the set has not changed since',
+}
+const ifMatch: Json = {
+  name: 'If-Match',
+  in: 'header',
+  schema: { type: 'string' },
+  description: 'The ETag the change is based on; 412 when the set changed in between',
+}
+const common = {
+  '400': problem('Malformed JSON, unknown fields or an invalid rule (`errors` lists `path: message`)'),
+  '401': problem('Missing or unknown bearer token'),
+  '403': problem('The token may not do this for this service'),
+  '404': problem('Unknown service or rule'),
+}
+const writeErrors = {
+  ...common,
+  '409': problem('A rule with this id exists'),
+  '412': problem('If-Match did not match the current revision'),
+  '413': problem('Body larger than the limit'),
+  '415': problem('Body is not JSON'),
+}
+const ruleResponse = (description: string): Json =>
+  json(
+    {
+      type: 'object',
+      required: ['service', 'revision', 'rule'],
+      properties: { service: { type: 'string' }, revision: { type: 'integer' }, rule: ref('Rule') },
+    },
+    description,
+    etag,
+  )
+
+/**
+ * @returns the OpenAPI 3.1 document of the `/v1` API
+ */
+export function openApiDocument(): Json {
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Floodgate rules service',
+      version: '1',
+      description:
+        'Service owners manage rate-limiting rules; hosts poll `GET /v1/services/{service}/ruleset` with If-None-Match. Every change bumps the service\'s revision, which is also the ETag.',
+    },
+    security: [{ bearer: [] }],
+    paths: {
+      '/v1/services': {
+        get: {
+          summary: 'List services',
+          responses: {
+            '200': json(
+              { type: 'object', properties: { services: { type: 'array', items: ref('ServiceSummary') } } },
+              'Services the token may read',
+            ),
+            '401': common['401'],
+          },
+        },
+      },
+      '/v1/services/{service}': {
+        put: {
+          summary: 'Create a service (admin token)',
+          parameters: [serviceParam],
+          responses: {
+            '200': json(ref('ServiceCreated'), 'It existed already'),
+            '201': json(ref('ServiceCreated'), 'Created with an empty set'),
+            '400': common['400'],
+            '401': common['401'],
+            '403': common['403'],
+          },
+        },
+      },
+      '/v1/services/{service}/ruleset': {
+        get: {
+          summary: 'The whole set (what hosts poll)',
+          parameters: [serviceParam, ifNoneMatch],
+          responses: {
+            '200': json(ref('Ruleset'), 'The set, in order', etag),
+            '304': { description: 'Not modified since the ETag in If-None-Match' },
+            ...common,
+          },
+        },
+      },
+      '/v1/services/{service}/rules': {
+        get: {
+          summary: 'List rules (same body as /ruleset)',
+          parameters: [serviceParam, ifNoneMatch],
+          responses: { '200': json(ref('Ruleset'), 'The set', etag), '304': { description: 'Not modified' }, ...common },
+        },
+        post: {
+          summary: 'Create a rule (appended)',
+          parameters: [serviceParam, ifMatch],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('Rule') } } },
+          responses: { '201': ruleResponse('Created'), ...writeErrors },
+        },
+        put: {
+          summary: 'Replace the whole set (rules absent from the body are deleted)',
+          parameters: [serviceParam, ifMatch],
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['rules'],
+                  properties: { rules: { type: 'array', items: ref('Rule') } },
+                },
+              },
+            },
+          },
+          responses: { '200': json(ref('Ruleset'), 'The new set', etag), ...writeErrors },
+        },
+      },
+      '/v1/services/{service}/rules/{id}': {
+        get: {
+          summary: 'Get a rule',
+          parameters: [serviceParam, idParam, ifNoneMatch],
+          responses: { '200': ruleResponse('The rule'), '304': { description: 'Not modified' }, ...common },
+        },
+        put: {
+          summary: 'Replace (or create) a rule',
+          parameters: [serviceParam, idParam, ifMatch],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('Rule') } } },
+          responses: { '200': ruleResponse('Replaced'), '201': ruleResponse('Created'), ...writeErrors },
+        },
+        patch: {
+          summary: 'Change some fields of a rule (JSON merge patch, RFC 7396: null deletes a field)',
+          parameters: [serviceParam, idParam, ifMatch],
+          requestBody: {
+            required: true,
+            content: {
+              'application/merge-patch+json': { schema: { type: 'object' } },
+              'application/json': { schema: { type: 'object' } },
+            },
+          },
+          responses: { '200': ruleResponse('Patched'), ...writeErrors },
+        },
+        delete: {
+          summary: 'Delete a rule',
+          parameters: [serviceParam, idParam, ifMatch],
+          responses: {
+            '200': json(
+              {
+                type: 'object',
+                properties: { service: { type: 'string' }, revision: { type: 'integer' }, deleted: { type: 'string' } },
+              },
+              'Deleted',
+              etag,
+            ),
+            ...common,
+            '412': writeErrors['412'],
+          },
+        },
+      },
+      '/v1/services/{service}/audit': {
+        get: {
+          summary: 'The audit trail, newest first',
+          parameters: [
+            serviceParam,
+            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 } },
+            { name: 'before', in: 'query', schema: { type: 'integer' }, description: 'Entries with a smaller id (paging)' },
+            { name: 'rule', in: 'query', schema: { type: 'string' }, description: 'Only this rule id' },
+          ],
+          responses: {
+            '200': json(
+              { type: 'object', properties: { service: { type: 'string' }, entries: { type: 'array', items: ref('AuditEntry') } } },
+              'Entries',
+            ),
+            ...common,
+          },
+        },
+      },
+    },
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      schemas: {
+        Rule: {
+          type: 'object',
+          required: ['id'],
+          properties: { id: { type: 'string' } },
+          additionalProperties: true,
+          description: 'A rule as core\'s schema accepts it (RuleInput; see docs/rules.md). Unknown fields are refused.',
+        },
+        Ruleset: {
+          type: 'object',
+          required: ['service', 'revision', 'rules'],
+          properties: {
+            service: { type: 'string' },
+            revision: { type: 'integer', description: 'Bumped by every change' },
+            rules: { type: 'array', items: ref('Rule') },
+          },
+        },
+        ServiceSummary: {
+          type: 'object',
+          properties: {
+            name: { type: 'string' },
+            revision: { type: 'integer' },
+            rules: { type: 'integer' },
+            updatedAt: { type: 'string', format: 'date-time' },
+          },
+        },
+        ServiceCreated: {
+          type: 'object',
+          properties: { service: { type: 'string' }, revision: { type: 'integer' }, created: { type: 'boolean' } },
+        },
+        AuditEntry: {
+          type: 'object',
+          properties: {
+            id: { type: 'integer' },
+            service: { type: 'string' },
+            ruleId: { type: ['string', 'null'] },
+            actor: { type: 'string', description: 'The name of the token that made the change' },
+            action: { enum: ['create', 'replace', 'patch', 'delete'] },
+            revision: { type: 'integer' },
+            before: { oneOf: [ref('Rule'), { type: 'null' }] },
+            after: { oneOf: [ref('Rule'), { type: 'null' }] },
+            at: { type: 'string', format: 'date-time' },
+          },
+        },
+        Problem: {
+          type: 'object',
+          required: ['type', 'title', 'status', 'detail'],
+          properties: {
+            type: { type: 'string', format: 'uri' },
+            title: { type: 'string' },
+            status: { type: 'integer' },
+            detail: { type: 'string' },
+            errors: { type: 'array', items: { type: 'string' }, description: 'Each invalid field as `path: message`' },
+            revision: { type: 'integer', description: 'The current revision (412)' },
+          },
+        },
+      },
+    },
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Errors the API answers with, as RFC 9457 problem details (`application/problem+json`).
+ * The `type` URIs are stable identifiers; the `title` is the same for every instance of a type
+ * and the `detail` says what was wrong with this request.
+ */
+export type ProblemType =
+  | 'bad-request'
+  | 'invalid-json'
+  | 'invalid-rules'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not-found'
+  | 'conflict'
+  | 'precondition-failed'
+  | 'precondition-required'
+  | 'payload-too-large'
+  | 'unsupported-media-type'
+  | 'internal'
+
+const TITLES: Record<ProblemType, [number, string]> = {
+  'bad-request': [400, 'Bad request'],
+  'invalid-json': [400, 'Malformed JSON'],
+  'invalid-rules': [400, 'Invalid rules'],
+  unauthorized: [401, 'Missing or unknown token'],
+  forbidden: [403, 'Token not allowed here'],
+  'not-found': [404, 'Not found'],
+  conflict: [409, 'Conflict'],
+  'precondition-failed': [412, 'The rule set changed'],
+  'precondition-required': [428, 'If-Match required'],
+  'payload-too-large': [413, 'Body too large'],
+  'unsupported-media-type': [415, 'Unsupported media type'],
+  internal: [500, 'Internal error'],
+}
+
+/** The JSON body of a problem response. */
+export interface ProblemBody {
+  type: string
+  title: string
+  status: number
+  detail: string
+  /** Every validation issue as `path: message` (present for `invalid-rules`). */
+  errors?: string[]
+  /** The set's revision, when the problem is about it (412). */
+  revision?: number
+}
+
+/** Base URI of problem types; each type has a section in docs/rules-service.md. */
+export const PROBLEM_BASE = 'https://github.com/floodgate/floodgate/blob/main/docs/rules-service.md#problem-'
+
+/** An error the API turns into a problem+json response with its status. */
+export class ProblemError extends Error {
+  readonly status: number
+  readonly problem: ProblemType
+  readonly errors: readonly string[] | undefined
+  readonly revision: number | undefined
+
+  /**
+   * @param problem - the problem type (picks the status and title)
+   * @param detail - what was wrong with this request
+   * @param extra - validation issues or the current revision
+   */
+  constructor(
+    problem: ProblemType,
+    detail: string,
+    extra: { errors?: readonly string[]; revision?: number } = {},
+  ) {
+    super(detail)
+    this.name = 'ProblemError'
+    this.problem = problem
+    this.status = TITLES[problem][0]
+    this.errors = extra.errors
+    this.revision = extra.revision
+  }
+
+  /** @returns the response body */
+  toBody(): ProblemBody {
+    return problemBody(this.problem, this.message, {
+      ...(this.errors ? { errors: [...this.errors] } : {}),
+      ...(this.revision !== undefined ? { revision: this.revision } : {}),
+    })
+  }
+}
+
+/**
+ * Build a problem body.
+ *
+ * @param problem - the type
+ * @param detail - what was wrong
+ * @param extra - extension members
+ * @returns the body to send with status `body.status`
+ */
+export function problemBody(
+  problem: ProblemType,
+  detail: string,
+  extra: Partial<Pick<ProblemBody, 'errors' | 'revision'>> = {},
+): ProblemBody {
+  const [status, title] = TITLES[problem]
+  return { type: PROBLEM_BASE + problem, title, status, detail, ...extra }
+}

@@ -1,0 +1,236 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { canRead, canWrite, type Principal, type TokenRegistry } from '../auth.js'
+import { etagOf, ifMatchRevisions, noneMatchHits } from '../etag.js'
+import { ProblemError } from '../problem.js'
+import type { RuleBody, RulesRepository, RulesValidator } from '../rules-repository.js'
+
+/** What the API routes need from the service. */
+export interface RulesRoutesOptions {
+  repository: RulesRepository
+  tokens: TokenRegistry
+  validate: RulesValidator
+  requireReadToken: boolean
+}
+
+interface ServiceParams {
+  service: string
+}
+interface RuleParams extends ServiceParams {
+  id: string
+}
+
+const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value)
+
+/** Register the `/v1` API. */
+export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): void {
+  const { repository, tokens, validate, requireReadToken } = options
+
+  // --- auth -----------------------------------------------------------------------------------
+
+  const principalOf = (request: FastifyRequest): Principal | undefined =>
+    tokens.authenticate(request.headers.authorization)
+
+  const unauthorized = (reply: FastifyReply, detail: string): ProblemError => {
+    reply.header('www-authenticate', 'Bearer realm="floodgate-rules"')
+    return new ProblemError('unauthorized', detail)
+  }
+
+  /** The caller allowed to read `service`; anonymous reads pass unless a read token is required. */
+  const reader = (request: FastifyRequest, reply: FastifyReply, service: string): Principal | undefined => {
+    const principal = principalOf(request)
+    if (request.headers.authorization !== undefined && principal === undefined) {
+      throw unauthorized(reply, 'the bearer token is not one this service knows')
+    }
+    if (principal === undefined) {
+      if (requireReadToken) throw unauthorized(reply, 'reading rules needs a bearer token (Authorization: Bearer …)')
+      return undefined
+    }
+    if (service !== '' && !canRead(principal, service)) {
+      throw new ProblemError('forbidden', `token ${JSON.stringify(principal.name)} may not read service ${JSON.stringify(service)}`)
+    }
+    return principal
+  }
+
+  const writer = (request: FastifyRequest, reply: FastifyReply, service: string): Principal => {
+    const principal = principalOf(request)
+    if (principal === undefined) {
+      throw unauthorized(
+        reply,
+        request.headers.authorization === undefined
+          ? 'changing rules needs a bearer token (Authorization: Bearer …)'
+          : 'the bearer token is not one this service knows',
+      )
+    }
+    if (!canWrite(principal, service)) {
+      throw new ProblemError('forbidden', `token ${JSON.stringify(principal.name)} may not change service ${JSON.stringify(service)}`)
+    }
+    return principal
+  }
+
+  // --- body checks ----------------------------------------------------------------------------
+
+  /** Validate one rule on its own first, so the error names its fields, not its position. */
+  const checkRule = (body: unknown, id?: string): RuleBody => {
+    if (!isObject(body)) throw new ProblemError('bad-request', 'expected a JSON object (one rule) as the body')
+    const rule = id !== undefined && body.id === undefined ? { ...body, id } : body
+    const issues = validate([rule])
+    if (issues.length > 0) throw new ProblemError('invalid-rules', issues.join('; '), { errors: [...issues] })
+    if (typeof rule.id !== 'string') throw new ProblemError('invalid-rules', 'rules[0].id: expected a string', { errors: ['rules[0].id: expected a string'] })
+    if (id !== undefined && rule.id !== id) {
+      const issue = `rules[0].id: the body's id ${JSON.stringify(rule.id)} differs from the URL's ${JSON.stringify(id)}; ids cannot be changed (delete and create instead)`
+      throw new ProblemError('invalid-rules', issue, { errors: [issue] })
+    }
+    return rule as RuleBody
+  }
+
+  const serviceParam = (params: ServiceParams): string => {
+    if (!SERVICE_NAME.test(params.service)) {
+      throw new ProblemError('not-found', `no service named ${JSON.stringify(params.service)}`)
+    }
+    return params.service
+  }
+
+  const sendWithEtag = (reply: FastifyReply, revision: number, status = 200): FastifyReply =>
+    reply.code(status).header('etag', etagOf(revision)).header('cache-control', 'no-cache')
+
+  /** Answer 304 when the client's copy is current; true when it did. */
+  const notModified = (request: FastifyRequest, reply: FastifyReply, revision: number): boolean => {
+    if (!noneMatchHits(request.headers['if-none-match'], revision)) return false
+    void sendWithEtag(reply, revision, 304).send()
+    return true
+  }
+
+  // --- services -------------------------------------------------------------------------------
+
+  app.get('/v1/services', async (request, reply) => {
+    const principal = reader(request, reply, '')
+    const list = await repository.listServices()
+    return { services: list.filter((s) => principal === undefined || canRead(principal, s.name)) }
+  })
+
+  app.put<{ Params: ServiceParams }>('/v1/services/:service', async (request, reply) => {
+    const principal = writer(request, reply, request.params.service)
+    if (principal.role !== 'admin') throw new ProblemError('forbidden', 'only an admin token creates services')
+    if (!SERVICE_NAME.test(request.params.service)) {
+      throw new ProblemError('bad-request', `service names are 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit; got ${JSON.stringify(request.params.service)}`)
+    }
+    const created = await repository.ensureService(request.params.service)
+    const set = await repository.ruleset(request.params.service)
+    return sendWithEtag(reply, set.revision, created ? 201 : 200).send({ service: set.service, revision: set.revision, created })
+  })
+
+  // --- whole set ------------------------------------------------------------------------------
+
+  const getSet = async (request: FastifyRequest<{ Params: ServiceParams }>, reply: FastifyReply) => {
+    const service = serviceParam(request.params)
+    reader(request, reply, service)
+    // The poll path: a current client costs one indexed lookup, never the rules themselves.
+    const revision = await repository.revision(service)
+    if (revision === undefined) throw new ProblemError('not-found', `no service named ${JSON.stringify(service)}`)
+    if (notModified(request, reply, revision)) return reply
+    const set = await repository.ruleset(service)
+    return sendWithEtag(reply, set.revision).send(set)
+  }
+  app.get<{ Params: ServiceParams }>('/v1/services/:service/ruleset', getSet)
+  app.get<{ Params: ServiceParams }>('/v1/services/:service/rules', getSet)
+
+  app.put<{ Params: ServiceParams }>('/v1/services/:service/rules', async (request, reply) => {
+    const service = serviceParam(request.params)
+    const principal = writer(request, reply, service)
+    const body = request.body
+    if (!isObject(body) || !Array.isArray(body.rules)) {
+      throw new ProblemError('bad-request', 'expected a JSON object { "rules": [ … ] } as the body')
+    }
+    const extra = Object.keys(body).filter((k) => k !== 'rules' && k !== 'service' && k !== 'revision')
+    if (extra.length > 0) throw new ProblemError('bad-request', `unknown field(s) ${extra.map((k) => JSON.stringify(k)).join(', ')}; expected { "rules": [ … ] }`)
+    const rules = body.rules as unknown[]
+    const issues = rules.every(isObject) ? validate(rules) : ['rules: expected an array of objects']
+    if (issues.length > 0) throw new ProblemError('invalid-rules', issues.join('; '), { errors: [...issues] })
+    const change = await repository.replaceAll(service, rules as RuleBody[], principal.name, ifMatchRevisions(request.headers['if-match']))
+    const set = await repository.ruleset(service)
+    return sendWithEtag(reply, change.revision).send({ ...set, changed: change.changed })
+  })
+
+  // --- one rule -------------------------------------------------------------------------------
+
+  app.post<{ Params: ServiceParams }>('/v1/services/:service/rules', async (request, reply) => {
+    const service = serviceParam(request.params)
+    const principal = writer(request, reply, service)
+    const rule = checkRule(request.body)
+    const change = await repository.create(service, rule, principal.name, ifMatchRevisions(request.headers['if-match']))
+    return sendWithEtag(reply, change.revision, 201)
+      .header('location', `/v1/services/${encodeURIComponent(service)}/rules/${encodeURIComponent(rule.id)}`)
+      .send({ service, revision: change.revision, rule })
+  })
+
+  app.get<{ Params: RuleParams }>('/v1/services/:service/rules/:id', async (request, reply) => {
+    const service = serviceParam(request.params)
+    reader(request, reply, service)
+    const { revision, rule } = await repository.rule(service, request.params.id)
+    if (notModified(request, reply, revision)) return reply
+    return sendWithEtag(reply, revision).send({ service, revision, rule })
+  })
+
+  app.put<{ Params: RuleParams }>('/v1/services/:service/rules/:id', async (request, reply) => {
+    const service = serviceParam(request.params)
+    const principal = writer(request, reply, service)
+    const rule = checkRule(request.body, request.params.id)
+    const existed = (await repository.ruleset(service)).rules.some((r) => r.id === rule.id)
+    const change = await repository.replace(service, rule.id, rule, principal.name, ifMatchRevisions(request.headers['if-match']))
+    return sendWithEtag(reply, change.revision, existed ? 200 : 201).send({ service, revision: change.revision, rule })
+  })
+
+  app.patch<{ Params: RuleParams }>('/v1/services/:service/rules/:id', async (request, reply) => {
+    const service = serviceParam(request.params)
+    const principal = writer(request, reply, service)
+    if (!isObject(request.body)) throw new ProblemError('bad-request', 'expected a JSON merge patch (an object) as the body')
+    let patched: RuleBody | undefined
+    const change = await repository.patch(
+      service,
+      request.params.id,
+      request.body,
+      principal.name,
+      ifMatchRevisions(request.headers['if-match']),
+      (candidate) => (patched = checkRule(candidate, request.params.id)),
+    )
+    return sendWithEtag(reply, change.revision).send({ service, revision: change.revision, rule: patched })
+  })
+
+  app.delete<{ Params: RuleParams }>('/v1/services/:service/rules/:id', async (request, reply) => {
+    const service = serviceParam(request.params)
+    const principal = writer(request, reply, service)
+    const change = await repository.delete(service, request.params.id, principal.name, ifMatchRevisions(request.headers['if-match']))
+    return sendWithEtag(reply, change.revision).send({ service, revision: change.revision, deleted: request.params.id })
+  })
+
+  // --- audit ----------------------------------------------------------------------------------
+
+  app.get<{ Params: ServiceParams; Querystring: Record<string, string | undefined> }>(
+    '/v1/services/:service/audit',
+    async (request, reply) => {
+      const service = serviceParam(request.params)
+      reader(request, reply, service)
+      const q = request.query
+      const int = (name: string, max: number): number | undefined => {
+        const raw = q[name]
+        if (raw === undefined) return undefined
+        const n = Number(raw)
+        if (!Number.isInteger(n) || n < 1 || n > max) {
+          throw new ProblemError('bad-request', `${name}: expected an integer from 1 to ${max}, got ${JSON.stringify(raw)}`)
+        }
+        return n
+      }
+      const unknown = Object.keys(q).filter((k) => !['limit', 'before', 'rule'].includes(k))
+      if (unknown.length > 0) throw new ProblemError('bad-request', `unknown query parameter(s): ${unknown.join(', ')} (expected limit, before, rule)`)
+      const entries = await repository.audit(service, {
+        ...(q.limit !== undefined ? { limit: int('limit', 500) } : {}),
+        ...(q.before !== undefined ? { before: int('before', Number.MAX_SAFE_INTEGER) } : {}),
+        ...(q.rule !== undefined ? { ruleId: q.rule } : {}),
+      })
+      return { service, entries }
+    },
+  )
+}

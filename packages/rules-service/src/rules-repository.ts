@@ -1,0 +1,455 @@
+import type { Db, DbSession } from './db/db.js'
+import { ProblemError } from './problem.js'
+
+/** A rule as stored: the JSON its author wrote (core's `RuleInput`), with its `id`. */
+export type RuleBody = Record<string, unknown> & { id: string }
+
+/** The whole rule set of a service: what a host's retriever polls. */
+export interface Ruleset {
+  service: string
+  revision: number
+  rules: RuleBody[]
+}
+
+/** One service and the size of its rule set. */
+export interface ServiceSummary {
+  name: string
+  revision: number
+  rules: number
+  updatedAt: string
+}
+
+/** What an audit entry records. */
+export type AuditAction = 'create' | 'replace' | 'patch' | 'delete'
+
+/** One change to one rule: who, when, and the rule before and after. */
+export interface AuditEntry {
+  id: number
+  service: string
+  ruleId: string | null
+  actor: string
+  action: AuditAction
+  /** The set's revision this change produced. */
+  revision: number
+  before: RuleBody | null
+  after: RuleBody | null
+  at: string
+}
+
+/**
+ * Validates a whole rule set and returns its problems as `path: message` (none when valid).
+ * The default wraps core's `parseRules`.
+ */
+export type RulesValidator = (rules: readonly unknown[]) => readonly string[]
+
+/** The outcome of a change: the new set plus what it changed. */
+export interface Change {
+  /** The new revision (unchanged when the write changed nothing). */
+  revision: number
+  /** False when the write left the set as it was (no revision bump, no audit). */
+  changed: boolean
+}
+
+interface PlannedChange {
+  /** The whole set after the change, in order. */
+  next: RuleBody[]
+  /** The action recorded for rules whose body changed. */
+  action: (before: RuleBody | undefined, after: RuleBody | undefined) => AuditAction
+}
+
+/** Key order does not matter in jsonb, so compare bodies in a canonical form. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`
+  }
+  return JSON.stringify(value)
+}
+
+/**
+ * Apply an RFC 7396 JSON merge patch: objects merge key by key, `null` deletes, everything
+ * else (arrays included) replaces.
+ *
+ * @param target - the document
+ * @param patch - the patch
+ * @returns the patched document (the inputs are not modified)
+ */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch
+  const result: Record<string, unknown> =
+    target !== null && typeof target === 'object' && !Array.isArray(target)
+      ? { ...(target as Record<string, unknown>) }
+      : {}
+  for (const [key, value] of Object.entries(patch as Record<string, unknown>)) {
+    if (value === null) delete result[key]
+    else result[key] = mergePatch(result[key], value)
+  }
+  return result
+}
+
+const toIso = (value: unknown): string =>
+  value instanceof Date ? value.toISOString() : new Date(String(value)).toISOString()
+
+/**
+ * Storage of services, rules and the audit trail. Every write runs in one transaction that
+ * locks the service row, checks the expected revision, validates the whole resulting set,
+ * writes the rules, bumps the revision and appends the audit entries — or changes nothing.
+ */
+export class RulesRepository {
+  readonly #db: Db
+  readonly #validate: RulesValidator
+
+  /**
+   * @param db - the database (migrated)
+   * @param validate - whole-set validator
+   */
+  constructor(db: Db, validate: RulesValidator) {
+    this.#db = db
+    this.#validate = validate
+  }
+
+  /** @returns every service, by name */
+  async listServices(): Promise<ServiceSummary[]> {
+    const rows = await this.#db.query<{
+      name: string
+      revision: unknown
+      rules: unknown
+      updated_at: unknown
+    }>(
+      `SELECT s.name, s.revision, s.updated_at,
+        (SELECT count(*) FROM rules r WHERE r.service = s.name) AS rules
+       FROM services s ORDER BY s.name`,
+    )
+    return rows.map((r) => ({
+      name: r.name,
+      revision: Number(r.revision),
+      rules: Number(r.rules),
+      updatedAt: toIso(r.updated_at),
+    }))
+  }
+
+  /**
+   * Create a service with an empty rule set (revision 0) unless it exists.
+   *
+   * @param name - the service name
+   * @returns true when it was created
+   */
+  async ensureService(name: string): Promise<boolean> {
+    const rows = await this.#db.query(
+      'INSERT INTO services (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING name',
+      [name],
+    )
+    return rows.length > 0
+  }
+
+  /**
+   * @param service - the service name
+   * @returns its revision, or undefined when there is no such service
+   */
+  async revision(service: string): Promise<number | undefined> {
+    const rows = await this.#db.query<{ revision: unknown }>(
+      'SELECT revision FROM services WHERE name = $1',
+      [service],
+    )
+    return rows[0] === undefined ? undefined : Number(rows[0].revision)
+  }
+
+  /**
+   * Read a service's whole set in one statement, so the revision and the rules agree.
+   *
+   * @param service - the service name
+   * @returns the set; throws a 404 problem for an unknown service
+   */
+  async ruleset(service: string): Promise<Ruleset> {
+    const rows = await this.#db.query<{ revision: unknown; body: RuleBody | null }>(
+      `SELECT s.revision, r.body FROM services s
+       LEFT JOIN rules r ON r.service = s.name
+       WHERE s.name = $1 ORDER BY r.position`,
+      [service],
+    )
+    if (rows[0] === undefined) throw unknownService(service)
+    return {
+      service,
+      revision: Number(rows[0].revision),
+      rules: rows.flatMap((r) => (r.body === null ? [] : [r.body])),
+    }
+  }
+
+  /**
+   * @param service - the service name
+   * @param id - the rule id
+   * @returns the rule and the set's revision; 404 problems for an unknown service or rule
+   */
+  async rule(service: string, id: string): Promise<{ revision: number; rule: RuleBody }> {
+    const set = await this.ruleset(service)
+    const rule = set.rules.find((r) => r.id === id)
+    if (!rule) throw unknownRule(service, id)
+    return { revision: set.revision, rule }
+  }
+
+  /**
+   * Add a rule at the end of the set.
+   *
+   * @param service - the service name
+   * @param body - the rule
+   * @param actor - who (the token's name), for the audit trail
+   * @param ifMatch - the revisions the writer accepts (If-Match), if any
+   */
+  create(service: string, body: RuleBody, actor: string, ifMatch?: readonly number[]): Promise<Change> {
+    return this.#change(service, actor, ifMatch, (current) => {
+      if (current.some((r) => r.id === body.id)) {
+        throw new ProblemError(
+          'conflict',
+          `rule ${JSON.stringify(body.id)} already exists in service ${JSON.stringify(service)}; use PUT to replace it`,
+        )
+      }
+      return { next: [...current, body], action: () => 'create' }
+    })
+  }
+
+  /**
+   * Replace a rule (or create it at the end when `upsert` and it does not exist).
+   *
+   * @param service - the service name
+   * @param id - the rule id (the body's id must equal it)
+   * @param body - the new rule
+   * @param actor - who, for the audit trail
+   * @param ifMatch - the revisions the writer accepts (If-Match), if any
+   */
+  replace(service: string, id: string, body: RuleBody, actor: string, ifMatch?: readonly number[]): Promise<Change> {
+    return this.#change(service, actor, ifMatch, (current) => {
+      const index = current.findIndex((r) => r.id === id)
+      const next = [...current]
+      if (index < 0) next.push(body)
+      else next[index] = body
+      return { next, action: (before) => (before === undefined ? 'create' : 'replace') }
+    })
+  }
+
+  /**
+   * Apply a JSON merge patch to a rule.
+   *
+   * @param service - the service name
+   * @param id - the rule id
+   * @param patch - RFC 7396 merge patch
+   * @param actor - who, for the audit trail
+   * @param ifMatch - the revisions the writer accepts (If-Match), if any
+   * @param check - validates the patched body before the set is (400 problems)
+   */
+  patch(
+    service: string,
+    id: string,
+    patch: Record<string, unknown>,
+    actor: string,
+    ifMatch: readonly number[] | undefined,
+    check: (patched: unknown) => RuleBody,
+  ): Promise<Change> {
+    return this.#change(service, actor, ifMatch, (current) => {
+      const index = current.findIndex((r) => r.id === id)
+      const before = current[index]
+      if (before === undefined) throw unknownRule(service, id)
+      const next = [...current]
+      next[index] = check(mergePatch(before, patch))
+      return { next, action: () => 'patch' }
+    })
+  }
+
+  /**
+   * Delete a rule.
+   *
+   * @param service - the service name
+   * @param id - the rule id
+   * @param actor - who, for the audit trail
+   * @param ifMatch - the revisions the writer accepts (If-Match), if any
+   */
+  delete(service: string, id: string, actor: string, ifMatch?: readonly number[]): Promise<Change> {
+    return this.#change(service, actor, ifMatch, (current) => {
+      if (!current.some((r) => r.id === id)) throw unknownRule(service, id)
+      return { next: current.filter((r) => r.id !== id), action: () => 'delete' }
+    })
+  }
+
+  /**
+   * Replace the whole set (order included): rules missing from `rules` are deleted.
+   *
+   * @param service - the service name
+   * @param rules - the new set
+   * @param actor - who, for the audit trail
+   * @param ifMatch - the revisions the writer accepts (If-Match), if any
+   */
+  replaceAll(service: string, rules: RuleBody[], actor: string, ifMatch?: readonly number[]): Promise<Change> {
+    return this.#change(service, actor, ifMatch, () => ({
+      next: rules,
+      action: (before, after) => (before === undefined ? 'create' : after === undefined ? 'delete' : 'replace'),
+    }))
+  }
+
+  /**
+   * Read the audit trail, newest first.
+   *
+   * @param service - the service name
+   * @param options - page size and cursor (entries with an id below `before`)
+   * @returns the entries; a 404 problem for an unknown service
+   */
+  async audit(
+    service: string,
+    options: { limit?: number; before?: number; ruleId?: string } = {},
+  ): Promise<AuditEntry[]> {
+    if ((await this.revision(service)) === undefined) throw unknownService(service)
+    const rows = await this.#db.query<{
+      id: unknown
+      rule_id: string | null
+      actor: string
+      action: AuditAction
+      revision: unknown
+      before: RuleBody | null
+      after: RuleBody | null
+      at: unknown
+    }>(
+      `SELECT id, rule_id, actor, action, revision, before, after, at FROM audit
+       WHERE service = $1 AND ($2::bigint IS NULL OR id < $2::bigint)
+         AND ($3::text IS NULL OR rule_id = $3::text)
+       ORDER BY id DESC LIMIT $4`,
+      [service, options.before ?? null, options.ruleId ?? null, options.limit ?? 50],
+    )
+    return rows.map((r) => ({
+      id: Number(r.id),
+      service,
+      ruleId: r.rule_id,
+      actor: r.actor,
+      action: r.action,
+      revision: Number(r.revision),
+      before: r.before,
+      after: r.after,
+      at: toIso(r.at),
+    }))
+  }
+
+  async #change(
+    service: string,
+    actor: string,
+    ifMatch: readonly number[] | undefined,
+    plan: (current: RuleBody[]) => PlannedChange,
+  ): Promise<Change> {
+    return this.#db.transaction(async (tx) => {
+      // The row lock serialises writers of one service; readers are never blocked.
+      const locked = await tx.query<{ revision: unknown }>(
+        'SELECT revision FROM services WHERE name = $1 FOR UPDATE',
+        [service],
+      )
+      if (locked[0] === undefined) throw unknownService(service)
+      const revision = Number(locked[0].revision)
+      if (ifMatch !== undefined && !ifMatch.includes(revision)) {
+        throw new ProblemError(
+          'precondition-failed',
+          `the rule set of ${JSON.stringify(service)} is at revision ${revision}, not ${ifMatch.join(' or ') || 'the one given'}; reload and retry`,
+          { revision },
+        )
+      }
+      const current = (
+        await tx.query<{ body: RuleBody }>(
+          'SELECT body FROM rules WHERE service = $1 ORDER BY position',
+          [service],
+        )
+      ).map((r) => r.body)
+      const { next, action } = plan(current)
+      this.#check(next)
+      const entries = diff(current, next)
+      const reordered = current.map((r) => r.id).join('\n') !== next.map((r) => r.id).join('\n')
+      if (entries.length === 0 && !reordered) return { revision, changed: false }
+      const nextRevision = revision + 1
+      await write(tx, service, current, next)
+      await tx.query('UPDATE services SET revision = $2, updated_at = now() WHERE name = $1', [
+        service,
+        nextRevision,
+      ])
+      for (const { id, before, after } of entries) {
+        await tx.query(
+          `INSERT INTO audit (service, rule_id, actor, action, revision, before, after)
+           VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb)`,
+          [
+            service,
+            id,
+            actor,
+            action(before, after),
+            nextRevision,
+            before === undefined ? null : JSON.stringify(before),
+            after === undefined ? null : JSON.stringify(after),
+          ],
+        )
+      }
+      return { revision: nextRevision, changed: true }
+    })
+  }
+
+  /** Refuse a set that core would refuse, or that repeats an id. */
+  #check(next: readonly RuleBody[]): void {
+    const seen = new Map<string, number>()
+    const issues: string[] = []
+    next.forEach((rule, index) => {
+      const first = seen.get(rule.id)
+      if (first !== undefined) {
+        issues.push(`rules[${index}].id: duplicate id ${JSON.stringify(rule.id)} (also rules[${first}])`)
+      } else seen.set(rule.id, index)
+    })
+    if (issues.length === 0) issues.push(...this.#validate(next))
+    if (issues.length > 0) {
+      throw new ProblemError('invalid-rules', issues.join('; '), { errors: issues })
+    }
+  }
+}
+
+function diff(
+  current: readonly RuleBody[],
+  next: readonly RuleBody[],
+): { id: string; before: RuleBody | undefined; after: RuleBody | undefined }[] {
+  const before = new Map(current.map((r) => [r.id, r]))
+  const after = new Map(next.map((r) => [r.id, r]))
+  const out: { id: string; before: RuleBody | undefined; after: RuleBody | undefined }[] = []
+  for (const rule of next) {
+    const old = before.get(rule.id)
+    if (old === undefined || canonical(old) !== canonical(rule)) {
+      out.push({ id: rule.id, before: old, after: rule })
+    }
+  }
+  for (const rule of current) {
+    if (!after.has(rule.id)) out.push({ id: rule.id, before: rule, after: undefined })
+  }
+  return out
+}
+
+async function write(
+  tx: DbSession,
+  service: string,
+  current: readonly RuleBody[],
+  next: readonly RuleBody[],
+): Promise<void> {
+  const keep = new Set(next.map((r) => r.id))
+  for (const rule of current) {
+    if (!keep.has(rule.id)) {
+      await tx.query('DELETE FROM rules WHERE service = $1 AND id = $2', [service, rule.id])
+    }
+  }
+  let position = 0
+  for (const rule of next) {
+    await tx.query(
+      `INSERT INTO rules (service, id, body, position) VALUES ($1, $2, $3::jsonb, $4)
+       ON CONFLICT (service, id) DO UPDATE SET body = EXCLUDED.body, position = EXCLUDED.position`,
+      [service, rule.id, JSON.stringify(rule), position++],
+    )
+  }
+}
+
+function unknownService(service: string): ProblemError {
+  return new ProblemError('not-found', `no service named ${JSON.stringify(service)}`)
+}
+
+function unknownRule(service: string, id: string): ProblemError {
+  return new ProblemError(
+    'not-found',
+    `no rule ${JSON.stringify(id)} in service ${JSON.stringify(service)}`,
+  )
+}

@@ -1,0 +1,266 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { DestinationStream, LoggerOptions } from 'pino'
+import { TokenRegistry, type TokenOptions } from './auth.js'
+import { validateWithCore } from './core-validator.js'
+import type { Db } from './db/db.js'
+import { migrate } from './db/migrations.js'
+import { openPgDb } from './db/pg-db.js'
+import { openPgliteDb } from './db/pglite-db.js'
+import { openApiDocument } from './openapi.js'
+import { ProblemError, problemBody } from './problem.js'
+import { adminRoutes } from './routes/admin-routes.js'
+import { rulesRoutes } from './routes/rules-routes.js'
+import { RulesRepository, type RulesValidator } from './rules-repository.js'
+
+/** Options of {@link createRulesService}. */
+export interface RulesServiceOptions {
+  /**
+   * A PostgreSQL server (`postgres://…`). When absent the service embeds PGlite.
+   * @default undefined (embedded PGlite)
+   */
+  databaseUrl?: string | undefined
+  /**
+   * PGlite's data directory; ignored with `databaseUrl`.
+   * @default undefined (in memory: rules are lost when the process exits)
+   */
+  dataDir?: string | undefined
+  /**
+   * PostgreSQL schema for the tables (created when missing).
+   * @default undefined (the connection's search path, normally `public`)
+   */
+  schema?: string | undefined
+  /**
+   * An open database instead of `databaseUrl`/`dataDir`; the caller closes it.
+   * @default undefined
+   */
+  db?: Db | undefined
+  /**
+   * Bearer tokens accepted. Without any, the API is read-only.
+   * @default []
+   */
+  tokens?: readonly TokenOptions[] | undefined
+  /**
+   * Whether reads (the hosts' polls, the admin page's lists) need a token.
+   * @default true when some token has the `read` role, else false
+   */
+  requireReadToken?: boolean | undefined
+  /**
+   * Services created (empty) at start, besides those named by tokens.
+   * @default []
+   */
+  services?: readonly string[] | undefined
+  /**
+   * Largest request body in bytes; larger ones get 413.
+   * @default 65536
+   */
+  bodyLimit?: number | undefined
+  /**
+   * pino options (the `authorization` header is always redacted), or false for no logs.
+   * @default false
+   */
+  logger?: boolean | LoggerOptions | undefined
+  /**
+   * Where logs go (with `logger`); pino writes to stdout by default.
+   * @default undefined
+   */
+  logStream?: DestinationStream | undefined
+  /**
+   * Serve the admin page at `/admin`.
+   * @default true
+   */
+  admin?: boolean | undefined
+  /**
+   * Validates every write's resulting set.
+   * @default core's `parseRules`
+   */
+  validate?: RulesValidator | undefined
+}
+
+/** The running service's Fastify application. */
+export type RulesServiceApp = FastifyInstance
+
+// Paths pino must never print: a bearer token in a log line is a leaked credential.
+const REDACT = [
+  'req.headers.authorization',
+  'request.headers.authorization',
+  'headers.authorization',
+  'authorization',
+]
+
+/**
+ * Build the rules service: open (and migrate) the database, then register the `/v1` API,
+ * `/openapi.json`, `/healthz` and the `/admin` page. Call `app.listen()` to serve, or
+ * {@link startRulesService} to do both. Closing the app closes the database it opened.
+ *
+ * @param options - storage, tokens and limits
+ * @returns the Fastify application, ready
+ * @example
+ * ```ts
+ * const app = await createRulesService({
+ *   dataDir: './.floodgate-data',
+ *   tokens: [{ name: 'ops', token: process.env.FLOODGATE_ADMIN_TOKEN!, role: 'admin' }],
+ * })
+ * await app.listen({ port: 8080 })
+ * ```
+ */
+export async function createRulesService(options: RulesServiceOptions = {}): Promise<RulesServiceApp> {
+  const tokens = new TokenRegistry(options.tokens ?? [])
+  const validate = options.validate ?? validateWithCore
+  const ownDb = options.db === undefined
+  const db =
+    options.db ??
+    (options.databaseUrl !== undefined
+      ? await openPgDb({ databaseUrl: options.databaseUrl, schema: options.schema })
+      : await openPgliteDb({ dataDir: options.dataDir, schema: options.schema }))
+
+  const repository = new RulesRepository(db, validate)
+  let app: FastifyInstance
+  try {
+    await migrate(db)
+    for (const name of [...(options.services ?? []), ...tokens.namedServices]) {
+      await repository.ensureService(name)
+    }
+
+    const logger: FastifyServerOptions['logger'] =
+      options.logger === undefined || options.logger === false
+        ? false
+        : {
+            ...(options.logger === true ? {} : options.logger),
+            redact: { paths: REDACT, censor: '[redacted]' },
+            ...(options.logStream ? { stream: options.logStream } : {}),
+          }
+    app = Fastify({
+      logger,
+      bodyLimit: options.bodyLimit ?? 65_536,
+      // Reject `__proto__`/`constructor` keys in JSON rather than silently strip them.
+      onProtoPoisoning: 'error',
+      onConstructorPoisoning: 'error',
+    })
+  } catch (err) {
+    if (ownDb) await db.close()
+    throw err
+  }
+
+  if (ownDb) app.addHook('onClose', () => db.close())
+
+  // A merge patch is JSON with another media type (RFC 7396).
+  app.addContentTypeParser(
+    'application/merge-patch+json',
+    { parseAs: 'string' },
+    app.getDefaultJsonParser('error', 'error'),
+  )
+
+  app.setErrorHandler((err, request, reply) => {
+    const { status, body } = toProblem(err)
+    if (status >= 500) request.log.error({ err }, 'request failed')
+    return reply.code(status).type('application/problem+json').send(body)
+  })
+  app.setNotFoundHandler((request, reply) =>
+    reply
+      .code(404)
+      .type('application/problem+json')
+      .send(problemBody('not-found', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`)),
+  )
+
+  const requireReadToken = options.requireReadToken ?? tokens.hasReadTokens
+  rulesRoutes(app, { repository, tokens, validate, requireReadToken })
+
+  const openapi = openApiDocument()
+  app.get('/openapi.json', () => openapi)
+  app.get('/healthz', async () => {
+    await db.query('SELECT 1')
+    return { status: 'ok', storage: db.kind }
+  })
+  if (options.admin !== false) adminRoutes(app)
+
+  if (tokens.namedServices.length === 0 && (options.tokens ?? []).length === 0) {
+    app.log.warn('no tokens configured: the API is read-only (see docs/rules-service.md#tokens)')
+  }
+  if (options.db === undefined && options.databaseUrl === undefined && options.dataDir === undefined) {
+    app.log.warn('no dataDir or databaseUrl: rules live in memory and are lost on exit')
+  }
+  await app.ready()
+  return app
+}
+
+interface FastifyLikeError {
+  statusCode?: number
+  code?: string
+  message?: string
+  validation?: unknown
+}
+
+function toProblem(err: unknown): { status: number; body: ReturnType<typeof problemBody> } {
+  if (err instanceof ProblemError) return { status: err.status, body: err.toBody() }
+  const e = (typeof err === 'object' && err !== null ? err : {}) as FastifyLikeError
+  const message = e.message ?? 'unknown error'
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, body: problemBody('payload-too-large', message) }
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return {
+        status: 415,
+        body: problemBody('unsupported-media-type', `${message}; send Content-Type: application/json`),
+      }
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { status: 400, body: problemBody('invalid-json', message) }
+  }
+  if (e.statusCode === 400 && err instanceof SyntaxError) {
+    return { status: 400, body: problemBody('invalid-json', `the body is not valid JSON: ${message}`) }
+  }
+  if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500) {
+    return { status: e.statusCode, body: { ...problemBody('bad-request', message), status: e.statusCode } }
+  }
+  return { status: 500, body: problemBody('internal', 'the service failed; see its logs') }
+}
+
+/** Options of {@link startRulesService}: the service's plus where to listen. */
+export interface StartRulesServiceOptions extends RulesServiceOptions {
+  /**
+   * TCP port; 0 picks a free one.
+   * @default 8080
+   */
+  port?: number | undefined
+  /**
+   * Interface to bind.
+   * @default '127.0.0.1'
+   */
+  host?: string | undefined
+}
+
+/** A listening rules service. */
+export interface RunningRulesService {
+  app: RulesServiceApp
+  /** Base URL, e.g. `http://127.0.0.1:8080`. */
+  url: string
+  /** Stop listening, finish in-flight requests, close the database. */
+  stop(): Promise<void>
+}
+
+/**
+ * Create the service and listen.
+ *
+ * @param options - service options plus `port` and `host`
+ * @returns the app, its URL and `stop()`
+ * @example
+ * ```ts
+ * const service = await startRulesService({ port: 0, tokens })
+ * console.log(service.url)
+ * await service.stop()
+ * ```
+ */
+export async function startRulesService(options: StartRulesServiceOptions = {}): Promise<RunningRulesService> {
+  const app = await createRulesService(options)
+  const host = options.host ?? '127.0.0.1'
+  try {
+    await app.listen({ port: options.port ?? 8080, host })
+  } catch (err) {
+    await app.close()
+    throw err
+  }
+  const address = app.server.address()
+  const port = typeof address === 'object' && address !== null ? address.port : (options.port ?? 8080)
+  const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host
+  return { app, url: `http://${shownHost}:${port}`, stop: () => app.close() }
+}
