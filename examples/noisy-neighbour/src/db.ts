@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process'
-import { DbPool, PoolTimeoutError } from './db-pool.js'
+import { PoolTimeoutError } from './db-pool.js'
+import type { DbPool } from './db-pool.js'
 
 /** What an app host needs from the database: run a query of some work for a client. */
 export interface Db {

@@ -1,6 +1,7 @@
 import { once } from 'node:events'
 import { createServer } from 'node:http'
 import type { Server } from 'node:http'
+import type { RequestHandler } from 'express'
 import type { AddressInfo } from 'node:net'
 import { createLimiter } from '@floodgate/core'
 import type { HeaderBag, Limiter, RuleInput, RulesSource, Store } from '@floodgate/core'
@@ -23,7 +24,7 @@ export interface HostConfig {
   readonly redisPrefix?: string | undefined
   /** Static rules, used when no rules service URL is given. */
   readonly rules: readonly RuleInput[]
-  /** Base URL of a rules service to poll for rules (as in production). */
+  /** URL of the rule set in a rules service, polled for the rules (as in production). */
   readonly rulesUrl?: string | undefined
 }
 
@@ -80,9 +81,10 @@ async function createStore(config: HostConfig): Promise<Store | undefined> {
   return store
 }
 
-// Until the rules-service retriever lands, rules are static. TODO(rules-service)
-function createRulesSource(config: HostConfig): readonly RuleInput[] | RulesSource {
-  return config.rules
+async function createRulesSource(config: HostConfig): Promise<readonly RuleInput[] | RulesSource> {
+  if (config.rulesUrl === undefined) return config.rules
+  const { httpRulesSource } = await import('./rules-from-service.js')
+  return httpRulesSource(config.rulesUrl)
 }
 
 async function listen(server: Server): Promise<string> {
@@ -109,7 +111,7 @@ async function startExpress(db: Db, limiter: Limiter | undefined): Promise<Start
   const app = express()
   app.disable('x-powered-by')
   // Mounted per route: the export route's mount carries its cost.
-  const guard = (cost: number): import('express').RequestHandler[] =>
+  const guard = (cost: number): RequestHandler[] =>
     limiter ? [rateLimit(limiter, cost === 1 ? {} : { cost })] : []
   for (const endpoint of ['items', 'export'] as const) {
     app.get(`/${endpoint}`, ...guard(endpoint === 'export' ? EXPORT_COST : 1), (req, res, next) => {
@@ -146,7 +148,8 @@ async function startKoa(db: Db, limiter: Limiter | undefined): Promise<Started> 
     ctx.body = { ok: true }
   })
   app.use(router.routes())
-  const server = createServer(app.callback())
+  const handler = app.callback()
+  const server = createServer((req, res) => void handler(req, res))
   const url = await listen(server)
   return { url, close: () => closeServer(server) }
 }
@@ -184,7 +187,7 @@ export async function startHost(config: HostConfig, db: Db): Promise<RunningHost
   let limiter: Limiter | undefined
   if (config.limiter === 'floodgate') {
     limiter = createLimiter({
-      rules: createRulesSource(config),
+      rules: await createRulesSource(config),
       store: await createStore(config),
       // Redis on loopback answers in well under a millisecond; allow for a busy laptop.
       timeoutMs: 200,

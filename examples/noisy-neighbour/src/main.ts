@@ -1,0 +1,52 @@
+/**
+ * `pnpm demo`: one noisy neighbour versus several well-behaved clients, run twice with the
+ * same traffic — without a limiter, then behind Floodgate — with a table and an HTML report.
+ */
+import { mkdir, writeFile } from 'node:fs/promises'
+import { join, relative, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseDemoArgs, USAGE } from './args.js'
+import type { DemoArgs } from './args.js'
+import { renderReport } from './report.js'
+import { runDemo } from './run-demo.js'
+import { formatTable } from './table.js'
+
+let args: DemoArgs
+try {
+  args = parseDemoArgs(process.argv.slice(2), process.env)
+} catch (error) {
+  console.error(`${(error as Error).message}\n\n${USAGE}`)
+  process.exit(2)
+}
+if (args.help) {
+  console.log(USAGE)
+  process.exit(0)
+}
+
+const rulesService = args.rules === 'service' ? await startDemoRulesService() : undefined
+try {
+  const result = await runDemo({
+    durationMs: args.durationMs,
+    framework: args.framework,
+    store: args.store,
+    redisUrl: args.redisUrl,
+    hosts: args.hosts,
+    rulesUrl: rulesService?.url,
+    log: (line) => console.log(line),
+  })
+  console.log(`\n${formatTable(result)}\n`)
+  const dir = resolve(args.reportDir ?? fileURLToPath(new URL('../reports', import.meta.url)))
+  await mkdir(dir, { recursive: true })
+  const file = join(dir, `noisy-neighbour-${new Date().toISOString().replace(/[:.]/g, '-')}.html`)
+  await writeFile(file, renderReport(result))
+  console.log(`HTML report: ${relative(process.cwd(), file) || file}\n  (file://${file})`)
+} finally {
+  await rulesService?.stop()
+}
+
+async function startDemoRulesService(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const { startRulesServiceWithDemoRules } = await import('./rules-from-service.js')
+  const service = await startRulesServiceWithDemoRules()
+  console.log(`rules service (PGlite, in memory) at ${service.url}: hosts poll it for their rules`)
+  return service
+}
