@@ -1,0 +1,158 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import type { RequestFacts } from '../request-facts.js'
+import { compileRules } from './compile-rules.js'
+import type { Rule } from './rule.js'
+import { parseRules, type RuleInput } from './schema.js'
+
+// A deliberately plain reference: split, filter, recurse. It shares no code with the matcher.
+function refSegments(path: string): string[] {
+  return path
+    .split(/[?#]/)[0]!
+    .split('/')
+    .filter((s) => s.length > 0)
+    .map((s) => s.toLowerCase())
+}
+
+function refPatternMatches(pattern: string, path: string): boolean {
+  const p = refSegments(pattern)
+  const s = refSegments(path)
+  const go = (i: number, j: number): boolean => {
+    if (i === p.length) return j === s.length
+    if (p[i] === '**') return true
+    if (j === s.length) return false
+    if (p[i] === '*' || p[i]!.startsWith(':') || p[i] === s[j]) return go(i + 1, j + 1)
+    return false
+  }
+  return go(0, 0)
+}
+
+function refMatches(rule: Rule, f: RequestFacts): boolean {
+  const m = rule.match
+  if (m.methods) {
+    const methods = m.methods.includes('GET') ? [...m.methods, 'HEAD'] : m.methods
+    if (!methods.includes(f.method)) return false
+  }
+  if (m.paths) {
+    const hit = m.paths.some(
+      (p) =>
+        refPatternMatches(p, f.path) || (f.route !== undefined && refPatternMatches(p, f.route)),
+    )
+    if (!hit) return false
+  }
+  for (const [name, want] of Object.entries(m.headers ?? {})) {
+    const got = f.headers[name]
+    if (got === undefined) return false
+    if (want !== true && !(Array.isArray(got) ? got.includes(want) : got === want)) return false
+  }
+  if (m.hosts) {
+    const host = f.host
+    if (host === undefined) return false
+    const ok = m.hosts.some((h) =>
+      h.startsWith('*.') ? host.endsWith(h.slice(1)) && host.length > h.length - 1 : host === h,
+    )
+    if (!ok) return false
+  }
+  return true
+}
+
+const words = ['a', 'b', 'users', 'B', '42']
+const literal = fc.constantFrom(...words)
+const patternSegment = fc.oneof(
+  { weight: 4, arbitrary: literal },
+  { weight: 1, arbitrary: fc.constant(':id') },
+  { weight: 1, arbitrary: fc.constant('*') },
+)
+const pattern = fc
+  .tuple(fc.array(patternSegment, { maxLength: 4 }), fc.boolean(), fc.boolean())
+  .map(([segs, rest, slash]) => {
+    const all = rest ? [...segs, '**'] : segs
+    const p = `/${all.join('/')}`
+    return slash && p !== '/' ? `${p}/` : p
+  })
+
+const ruleInput: fc.Arbitrary<Omit<RuleInput, 'id'>> = fc
+  .record(
+    {
+      methods: fc.subarray(['GET', 'POST', 'DELETE'], { minLength: 1 }),
+      paths: fc.array(pattern, { minLength: 1, maxLength: 3 }),
+      headers: fc.dictionary(
+        fc.constantFrom('x-a', 'x-b'),
+        fc.oneof(fc.constant(true as const), fc.constantFrom('1', '2')),
+      ),
+      hosts: fc.array(fc.constantFrom('api.example.com', '*.example.com', 'other.org'), {
+        minLength: 1,
+        maxLength: 2,
+      }),
+    },
+    { requiredKeys: [] },
+  )
+  .map((match) => ({ match, limit: 5, window: '1s' }))
+
+// A concrete path: segments, with sometimes a doubled slash, a trailing slash or a query.
+const path = fc
+  .tuple(
+    fc.array(fc.constantFrom(...words, 'c', 'USERS'), { maxLength: 5 }),
+    fc.constantFrom('', '/', '?q=1', '#f'),
+    fc.boolean(),
+  )
+  .map(([segs, tail, dbl]) => `/${segs.join(dbl ? '//' : '/')}${tail}`)
+
+// A route and a concrete path that is an instance of it (what a framework would report).
+const routed = fc
+  .array(fc.oneof(literal, fc.constant(':id'), fc.constant('*')), { maxLength: 4 })
+  .chain((segs) =>
+    fc.tuple(
+      fc.constant(`/${segs.join('/')}`),
+      fc
+        .tuple(
+          ...segs.map((s) =>
+            s === ':id'
+              ? fc.constantFrom(...words, 'me')
+              : s === '*'
+                ? fc.array(literal, { maxLength: 2 }).map((x) => x.join('/') || 'z')
+                : fc.constant(s),
+          ),
+        )
+        .map((parts) => `/${parts.join('/')}`),
+    ),
+  )
+
+const headers = fc.dictionary(
+  fc.constantFrom('x-a', 'x-b', 'x-c'),
+  fc.oneof(fc.constantFrom('1', '2'), fc.constant(['2', '1'])),
+)
+const host = fc.option(
+  fc.constantFrom('api.example.com', 'www.example.com', 'example.com', 'other.org'),
+  { nil: undefined },
+)
+const method = fc.constantFrom('GET', 'HEAD', 'POST', 'DELETE', 'PUT')
+
+const request: fc.Arbitrary<RequestFacts> = fc.oneof(
+  fc.record({ method, path, headers, host }).map((r) => ({ ...r, ip: '1.1.1.1' })),
+  fc
+    .record({ method, routed, headers, host })
+    .map(({ routed: [route, p], ...r }) => ({ ...r, route, path: p, ip: '1.1.1.1' })),
+)
+
+describe('RuleMatcher equals a naive reference matcher', () => {
+  it('on random rules and requests', () => {
+    fc.assert(
+      fc.property(
+        fc.array(ruleInput, { maxLength: 8 }),
+        fc.array(request, { minLength: 1, maxLength: 20 }),
+        (inputs, requests) => {
+          const rules = parseRules(inputs.map((r, i) => ({ ...r, id: `r${i}` })))
+          // A tiny cache also exercises the clearing path.
+          const compiled = compileRules(rules, { pathCacheSize: 3, routeCacheSize: 2 })
+          for (const f of [...requests, ...requests]) {
+            const got = compiled.match(f).map((c) => c.rule.id)
+            const want = rules.filter((r) => refMatches(r, f)).map((r) => r.id)
+            expect(got).toEqual(want)
+          }
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+})
