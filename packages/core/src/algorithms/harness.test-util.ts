@@ -1,5 +1,10 @@
 // Test-only helpers for the algorithm tests (not exported from the package).
-import { newResult, type Algorithm, type AlgorithmParams, type AlgorithmResult } from './algorithm.js'
+import {
+  newResult,
+  type Algorithm,
+  type AlgorithmParams,
+  type AlgorithmResult,
+} from './algorithm.js'
 
 /** One key's state for `algorithm`, placed at an offset between guard slots that must stay untouched. */
 export interface Runner {
@@ -30,7 +35,8 @@ export function runner(algorithm: Algorithm, params: AlgorithmParams): Runner {
     out.retryAfterMs = Number.NaN
   }
   const checkGuards = (): void => {
-    for (let i = 0; i < offset; i++) if (state[i] !== GUARD) throw new Error('wrote before its slice')
+    for (let i = 0; i < offset; i++)
+      if (state[i] !== GUARD) throw new Error('wrote before its slice')
     for (let i = offset + size; i < state.length; i++) {
       if (state[i] !== GUARD) throw new Error('wrote after its slice')
     }

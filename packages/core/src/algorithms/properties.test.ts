@@ -44,9 +44,16 @@ function opsFor(p: AlgorithmParams, { refunds = true, waits = true, backwards = 
         fc.integer({ min: backwards ? -w : 0, max: Math.max(1, Math.ceil(w / 10)) }),
         fc.integer({ min: backwards ? -2 * w : 0, max: 2 * w }),
       ),
-      cost: fc.oneof(fc.integer({ min: 1, max: Math.min(3, cap) }), fc.integer({ min: 1, max: cap + 1 })),
-      maxWaitMs: waits ? fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 2 * w })) : fc.constant(0),
-      refund: refunds ? fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))) : fc.constant(false),
+      cost: fc.oneof(
+        fc.integer({ min: 1, max: Math.min(3, cap) }),
+        fc.integer({ min: 1, max: cap + 1 }),
+      ),
+      maxWaitMs: waits
+        ? fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 2 * w }))
+        : fc.constant(0),
+      refund: refunds
+        ? fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false)))
+        : fc.constant(false),
     }),
     { minLength: 1, maxLength: 40 },
   )
@@ -77,7 +84,8 @@ describe.each(all.map((a) => [a.name, a] as const))('%s', (_name, algorithm) => 
             const got = run.consume(op.cost, now, op.maxWaitMs, true)
             expect(dry, `${at}: dry run and commit disagree`).toEqual(got)
             expect(saneResult(got), at).toBeUndefined()
-            if (!got.allowed) expect(run.snapshot(), `${at}: a refusal changed the state`).toEqual(before)
+            if (!got.allowed)
+              expect(run.snapshot(), `${at}: a refusal changed the state`).toEqual(before)
             const want = ref.consume(op.cost, now, op.maxWaitMs)
             const compared = { ...got }
             // The reference answers Infinity for a request that can never pass (cost above capacity).
@@ -153,12 +161,18 @@ describe.each(all.map((a) => [a.name, a] as const))('%s', (_name, algorithm) => 
 })
 
 /** Sum of costs of `events` with time in the half-open or closed range. */
-const sum = (events: readonly (readonly [number, number])[], test: (t: number) => boolean): number =>
-  events.reduce((s, [t, c]) => (test(t) ? s + c : s), 0)
+const sum = (
+  events: readonly (readonly [number, number])[],
+  test: (t: number) => boolean,
+): number => events.reduce((s, [t, c]) => (test(t) ? s + c : s), 0)
 
 describe('never admits more than the limit allows', () => {
   /** Admitted (time, cost) pairs for a run without refunds, reservations or backwards time. */
-  function admitted(algorithm: Algorithm, p: AlgorithmParams, ops: readonly Op[]): [number, number][] {
+  function admitted(
+    algorithm: Algorithm,
+    p: AlgorithmParams,
+    ops: readonly Op[],
+  ): [number, number][] {
     const run = runner(algorithm, p)
     const events: [number, number][] = []
     let now = 0
@@ -202,8 +216,12 @@ describe('never admits more than the limit allows', () => {
           const events = admitted(algorithm, p, ops)
           for (const [a] of events) {
             const start = Math.floor(a / p.windowMs) * p.windowMs
-            expect(sum(events, (t) => t >= start && t < start + p.windowMs)).toBeLessThanOrEqual(p.limit)
-            expect(sum(events, (t) => t >= a && t < a + p.windowMs)).toBeLessThanOrEqual(2 * p.limit)
+            expect(sum(events, (t) => t >= start && t < start + p.windowMs)).toBeLessThanOrEqual(
+              p.limit,
+            )
+            expect(sum(events, (t) => t >= a && t < a + p.windowMs)).toBeLessThanOrEqual(
+              2 * p.limit,
+            )
           }
         },
       ),
@@ -236,7 +254,9 @@ describe('never admits more than the limit allows', () => {
           const events = admitted(algorithm, p, ops)
           for (const [a] of events) {
             const start = Math.floor(a / p.windowMs) * p.windowMs
-            expect(sum(events, (t) => t >= start && t < start + p.windowMs)).toBeLessThanOrEqual(p.limit)
+            expect(sum(events, (t) => t >= start && t < start + p.windowMs)).toBeLessThanOrEqual(
+              p.limit,
+            )
           }
         },
       ),
@@ -285,7 +305,9 @@ describe('gcra and token-bucket', () => {
               tb.refund(op.cost, now)
               g.refund(op.cost, now)
             } else {
-              expect(g.consume(op.cost, now, op.maxWaitMs)).toEqual(tb.consume(op.cost, now, op.maxWaitMs))
+              expect(g.consume(op.cost, now, op.maxWaitMs)).toEqual(
+                tb.consume(op.cost, now, op.maxWaitMs),
+              )
             }
           }
         },

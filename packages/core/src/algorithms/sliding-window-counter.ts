@@ -103,9 +103,7 @@ export const slidingWindowCounter: Algorithm = {
       // Wait for the next window, where this window's count becomes the weighted one.
       const nextRoom = p.limit + EPSILON - cost
       out.retryAfterMs =
-        curr <= nextRoom
-          ? w - viewElapsed
-          : Math.ceil(2 * w - (nextRoom * w) / curr - viewElapsed)
+        curr <= nextRoom ? w - viewElapsed : Math.ceil(2 * w - (nextRoom * w) / curr - viewElapsed)
     }
   },
   refund(state, o, p, cost, nowMs) {

@@ -27,7 +27,13 @@ let viewFirst = 0
  * backwards is treated as standing still at the newest entry, which also keeps the ring
  * sorted.
  */
-function view(state: Float64Array, o: number, p: AlgorithmParams, size: number, nowMs: number): void {
+function view(
+  state: Float64Array,
+  o: number,
+  p: AlgorithmParams,
+  size: number,
+  nowMs: number,
+): void {
   const count = state[o + COUNT]!
   const head = state[o + HEAD]!
   const newest = count > 0 ? entry(state, o, size, head, count - 1) : nowMs

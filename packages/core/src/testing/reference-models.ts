@@ -105,7 +105,9 @@ class Reference implements ReferenceLimiter {
   consume(cost: number, nowMs: number, maxWaitMs = 0, commit = true): ReferenceResult {
     const d = this.definition
     const allowed = d.passes(this.events, nowMs, cost, maxWaitMs)
-    const history = allowed ? [...this.events, { atMs: nowMs, kind: 'take' as const, cost }] : this.events
+    const history = allowed
+      ? [...this.events, { atMs: nowMs, kind: 'take' as const, cost }]
+      : this.events
     let retryAfterMs = 0
     if (!allowed) {
       retryAfterMs =
@@ -119,7 +121,8 @@ class Reference implements ReferenceLimiter {
       waitMs: allowed ? d.waitMs(this.events, nowMs, cost, maxWaitMs) : 0,
       limit: d.capacity,
       remaining: d.remaining(history, nowMs),
-      resetMs: this.constantRetryMs === undefined ? firstTrue(0, (ms) => d.fresh(history, nowMs + ms)) : 0,
+      resetMs:
+        this.constantRetryMs === undefined ? firstTrue(0, (ms) => d.fresh(history, nowMs + ms)) : 0,
       retryAfterMs,
     }
     if (allowed && commit) this.events.push({ atMs: nowMs, kind: 'take', cost })

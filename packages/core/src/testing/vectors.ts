@@ -25,7 +25,10 @@ const ok = (remaining: number, extra: Partial<AlgorithmResult> = {}): Partial<Al
   retryAfterMs: 0,
   ...extra,
 })
-const no = (retryAfterMs: number, extra: Partial<AlgorithmResult> = {}): Partial<AlgorithmResult> => ({
+const no = (
+  retryAfterMs: number,
+  extra: Partial<AlgorithmResult> = {},
+): Partial<AlgorithmResult> => ({
   allowed: false,
   retryAfterMs,
   ...extra,
