@@ -7,7 +7,17 @@
 // Algorithms
 export type { Algorithm, AlgorithmName, AlgorithmParams, AlgorithmResult } from './algorithms/algorithm.js'
 export { EPSILON, newResult } from './algorithms/algorithm.js'
-export { tokenBucket } from './algorithms/token-bucket.js'
+export {
+  algorithms,
+  concurrency,
+  fixedWindow,
+  gcra,
+  getAlgorithm,
+  leakyBucket,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from './algorithms/index.js'
 
 // Requests and decisions
 export type { HeaderBag, RequestFacts } from './request-facts.js'
@@ -19,6 +29,16 @@ export { formatHeaders } from './headers.js'
 export type { FallbackKey, KeyPart, OverLimit, Rule, RuleMatch } from './rules/rule.js'
 export type { CompiledRule, CompiledRules } from './rules/compiled-rules.js'
 export type { RulesSource } from './rules/sources/rules-source.js'
+export type { RuleInput, RulesDocument } from './rules/schema.js'
+export { parseRule, parseRules, parseRulesDocument, ruleSchema, rulesSchema } from './rules/schema.js'
+export type { CompileRulesOptions } from './rules/compile-rules.js'
+export { compileRules } from './rules/compile-rules.js'
+export { staticRules } from './rules/sources/static-rules.js'
+export type { FileRulesOptions, FileRulesSource } from './rules/sources/file-rules.js'
+export { fileRules } from './rules/sources/file-rules.js'
+export type { HttpRulesOptions, HttpRulesSource } from './rules/sources/http-rules.js'
+export { httpRules } from './rules/sources/http-rules.js'
+export { parseDuration } from './duration.js'
 
 // Keys
 export type { KeyBuilder, KeyBuilders, KeyFn } from './keys/build-key.js'
@@ -47,3 +67,6 @@ export { FloodgateError, OptionsError, RulesValidationError, errorCodes } from '
 // HTTP adapters' shared flow (used by @floodgate/express, /fastify, /koa)
 export * from './http/index.js'
 export { scopeLogger } from './logger.js'
+
+// Adapter toolkit: the HTTP flow every framework adapter shares
+export * from './http/index.js'
