@@ -30,6 +30,23 @@ export type { FallbackKey, KeyPart, OverLimit, Rule, RuleMatch } from './rules/r
 export type { CompiledRule, CompiledRules } from './rules/compiled-rules.js'
 export type { RulesSource } from './rules/sources/rules-source.js'
 export type { RuleInput, RulesDocument } from './rules/schema.js'
+export {
+  MAX_DURATION_MS,
+  parseRule,
+  parseRules,
+  parseRulesDocument,
+  ruleSchema,
+  rulesSchema,
+} from './rules/schema.js'
+export type { CompileRulesOptions } from './rules/compile-rules.js'
+export { compileRules, stateIdOf } from './rules/compile-rules.js'
+export { staticRules } from './rules/sources/static-rules.js'
+export type { FileRulesOptions, FileRulesSource } from './rules/sources/file-rules.js'
+export { fileRules } from './rules/sources/file-rules.js'
+export type { HttpRulesOptions, HttpRulesSource } from './rules/sources/http-rules.js'
+export { httpRules } from './rules/sources/http-rules.js'
+export { parseDuration } from './duration.js'
+export type { RuleInput, RulesDocument } from './rules/schema.js'
 export { parseRule, parseRules, parseRulesDocument, ruleSchema, rulesSchema } from './rules/schema.js'
 export type { CompileRulesOptions } from './rules/compile-rules.js'
 export { compileRules } from './rules/compile-rules.js'
