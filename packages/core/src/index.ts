@@ -18,6 +18,7 @@ export {
   slidingWindowLog,
   tokenBucket,
 } from './algorithms/index.js'
+export { CONCURRENCY_RETRY_AFTER_MS } from './algorithms/concurrency.js'
 
 // Requests and decisions
 export type { HeaderBag, RequestFacts } from './request-facts.js'
@@ -40,16 +41,6 @@ export {
 } from './rules/schema.js'
 export type { CompileRulesOptions } from './rules/compile-rules.js'
 export { compileRules, stateIdOf } from './rules/compile-rules.js'
-export { staticRules } from './rules/sources/static-rules.js'
-export type { FileRulesOptions, FileRulesSource } from './rules/sources/file-rules.js'
-export { fileRules } from './rules/sources/file-rules.js'
-export type { HttpRulesOptions, HttpRulesSource } from './rules/sources/http-rules.js'
-export { httpRules } from './rules/sources/http-rules.js'
-export { parseDuration } from './duration.js'
-export type { RuleInput, RulesDocument } from './rules/schema.js'
-export { parseRule, parseRules, parseRulesDocument, ruleSchema, rulesSchema } from './rules/schema.js'
-export type { CompileRulesOptions } from './rules/compile-rules.js'
-export { compileRules } from './rules/compile-rules.js'
 export { staticRules } from './rules/sources/static-rules.js'
 export type { FileRulesOptions, FileRulesSource } from './rules/sources/file-rules.js'
 export { fileRules } from './rules/sources/file-rules.js'
