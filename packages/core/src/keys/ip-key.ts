@@ -13,6 +13,33 @@
 const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/
 const IPV4_WITH_PORT = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/
 
+/**
+ * Whether `s` is dotted IPv4 in canonical form (no leading zeros): then it is its own key.
+ * A hand-written scan, because this runs on every request and must not allocate.
+ */
+function isCanonicalIpv4(s: string): boolean {
+  const n = s.length
+  if (n < 7 || n > 15) return false
+  let dots = 0
+  let octet = 0
+  let digits = 0
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i)
+    if (c === 46) {
+      if (digits === 0 || ++dots > 3) return false
+      octet = 0
+      digits = 0
+    } else if (c >= 48 && c <= 57) {
+      if (digits === 1 && octet === 0) return false
+      octet = octet * 10 + (c - 48)
+      if (++digits > 3 || octet > 255) return false
+    } else {
+      return false
+    }
+  }
+  return dots === 3 && digits > 0
+}
+
 /** Parse dotted IPv4 into a 32-bit number, or -1 when it is not one. */
 function parseIpv4(s: string): number {
   const m = IPV4.exec(s)
@@ -83,10 +110,8 @@ function parseIpv6(input: string): number[] | undefined {
 export function ipKey(ip: string | undefined, ipv6Subnet = 64): string | undefined {
   if (!ip) return undefined
   // Fast path: the common dotted IPv4 form needs no work.
-  if (ip.indexOf(':') < 0) {
-    const v4 = parseIpv4(ip)
-    return v4 >= 0 ? formatIpv4(v4) : invalidKey(ip)
-  }
+  if (isCanonicalIpv4(ip)) return ip
+  if (ip.indexOf(':') < 0) return invalidKey(ip)
   const withPort = IPV4_WITH_PORT.exec(ip)
   if (withPort) return ipKey(withPort[1], ipv6Subnet)
   let s = ip
