@@ -7,5 +7,7 @@ export default defineProject({
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     restoreMocks: true,
     testTimeout: 20_000,
+    // Embedded PostgreSQL (PGlite) runs initdb in WebAssembly: ~1 s idle, far more on a busy machine.
+    hookTimeout: 60_000,
   },
 })

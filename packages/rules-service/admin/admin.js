@@ -189,6 +189,8 @@ async function loadService() {
     const set = await api('GET', `${servicePath(state.service)}/rules`)
     state.rules = set.rules
     state.revision = set.revision
+    const option = [...$('#service').options].find((o) => o.value === state.service)
+    if (option) option.textContent = `${state.service} (${set.rules.length} rule${set.rules.length === 1 ? '' : 's'})`
     renderRules()
     await loadAudit()
   } catch (err) {
@@ -381,7 +383,7 @@ function openEditor(rule) {
   $('#editor-title').textContent = rule ? `Edit rule ${rule.id}` : 'New rule'
   $('#editor').hidden = false
   syncJson()
-  if (Object.keys(state.extra).length > 0) $('#json-details').open = true
+  $('#json-details').open = Object.keys(state.extra).length > 0
   field(rule ? 'limit' : 'id').focus()
 }
 
@@ -409,7 +411,7 @@ async function saveRule(event) {
     else if (err instanceof ApiError && Array.isArray(err.problem.errors)) {
       showErrors('The service refused this rule:', err.problem.errors)
       say('Not saved: fix the fields marked below.', true)
-    } else if (err instanceof ApiError && err.status < 500) {
+    } else if (err instanceof ApiError && err.status < 500 && err.status !== 401 && err.status !== 403) {
       showErrors('The service refused this rule:', [err.message])
       say(explain(err), true)
     } else say(explain(err), true)

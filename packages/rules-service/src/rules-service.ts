@@ -143,6 +143,8 @@ export async function createRulesService(options: RulesServiceOptions = {}): Pro
 
   if (ownDb) app.addHook('onClose', () => db.close())
 
+  // The API speaks JSON only: a text/plain body gets 415, not a confusing 400.
+  app.removeContentTypeParser('text/plain')
   // A merge patch is JSON with another media type (RFC 7396).
   app.addContentTypeParser(
     'application/merge-patch+json',

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 
 // The page is plain files next to src/ and dist/ (no build step); CJS has __dirname, ESM
 // has import.meta.url.
@@ -34,11 +34,8 @@ export function adminRoutes(app: FastifyInstance): void {
   }
   app.get('/', (_request, reply) => reply.redirect('/admin/'))
   app.get('/admin', (_request, reply) => reply.redirect('/admin/'))
-  app.get<{ Params: { file?: string } }>('/admin/:file?', (request, reply) => {
-    const name = request.params.file === undefined || request.params.file === '' ? 'index.html' : request.params.file
-    if (!Object.hasOwn(ASSETS, name)) {
-      return reply.callNotFound()
-    }
+  const serve = (name: string, reply: FastifyReply) => {
+    if (!Object.hasOwn(ASSETS, name)) return reply.callNotFound()
     const file = send(name)
     return reply
       .type(file.type)
@@ -47,5 +44,7 @@ export function adminRoutes(app: FastifyInstance): void {
       .header('referrer-policy', 'no-referrer')
       .header('cache-control', 'no-cache')
       .send(file.body)
-  })
+  }
+  app.get('/admin/', (_request, reply) => serve('index.html', reply))
+  app.get<{ Params: { file: string } }>('/admin/:file', (request, reply) => serve(request.params.file, reply))
 }

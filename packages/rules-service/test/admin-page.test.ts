@@ -1,0 +1,134 @@
+import { existsSync, mkdirSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startRulesService, type RunningRulesService } from '@floodgate/rules-service'
+import { IS_CI, TOKENS } from './helpers.js'
+
+// The admin page in a real browser: Debian's chromium, driven by playwright-core.
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const hasChromium = existsSync(CHROMIUM)
+if (!hasChromium && IS_CI) {
+  throw new Error(`the admin page test needs chromium at ${CHROMIUM} under CI=true (apt-get install -y chromium)`)
+}
+const ARTIFACTS = fileURLToPath(new URL('../test-artifacts/', import.meta.url))
+
+describe.skipIf(!hasChromium)('admin page in chromium', () => {
+  let service: RunningRulesService
+  let browser: Browser
+  let page: Page
+  const pageErrors: string[] = []
+
+  const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}admin-${name}.png`, fullPage: true })
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true })
+    service = await startRulesService({
+      port: 0,
+      services: ['checkout', 'search'],
+      tokens: [{ name: 'ops', role: 'admin', token: TOKENS.admin }],
+    })
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    })
+    page = await browser.newPage({ viewport: { width: 1200, height: 900 } })
+    page.setDefaultTimeout(5000)
+    page.on('pageerror', (err) => pageErrors.push(err.message))
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') pageErrors.push(msg.text())
+    })
+  }, 30_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await service?.stop()
+  })
+
+  it('creates a rule, shows an invalid limit inline, and deletes the rule', async () => {
+    await page.goto(`${service.url}/admin/`)
+    await expect.poll(() => page.locator('#service option').count()).toBe(2)
+    await page.selectOption('#service', 'checkout')
+    await expect.poll(() => page.textContent('#revision')).toBe('revision 0')
+
+    // Without a token the service refuses the write, and the page says what to do.
+    await page.click('#new-rule')
+    await page.fill('#f-id', 'api-per-ip')
+    await page.fill('#f-match', 'GET /api/**')
+    await page.fill('#f-limit', '100')
+    await page.fill('#f-window', '1m')
+    await page.click('#save')
+    await expect.poll(() => page.textContent('#status')).toMatch(/token/i)
+
+    await page.fill('#token', TOKENS.admin)
+    await page.click('#token-form button[type=submit]')
+    await expect.poll(() => page.textContent('#token-state')).toMatch(/token set/)
+    await page.selectOption('#service', 'checkout')
+    await page.click('#new-rule')
+    await page.fill('#f-id', 'api-per-ip')
+    await page.fill('#f-match', 'GET /api/**')
+    await page.fill('#f-limit', '100')
+    await page.fill('#f-window', '1m')
+    await page.selectOption('#f-onLimit', 'reject-503')
+    expect(JSON.parse(await page.inputValue('#f-json'))).toEqual({
+      id: 'api-per-ip',
+      match: 'GET /api/**',
+      limit: 100,
+      window: '1m',
+      onLimit: { action: 'reject', status: 503 },
+    })
+    await page.click('#save')
+    const row = page.locator('#rules tbody tr[data-rule-id="api-per-ip"]')
+    await expect.poll(() => row.count()).toBe(1)
+    expect(await row.textContent()).toContain('GET /api/**')
+    expect(await row.textContent()).toContain('100 / 1m')
+    expect(await page.textContent('#revision')).toBe('revision 1')
+    await expect.poll(() => page.locator('#audit tbody tr').count()).toBe(1)
+    expect(await page.textContent('#audit tbody tr')).toMatch(/ops.*create.*api-per-ip/s)
+    await shot('1-created')
+
+    // An invalid limit: the service's message appears next to the limit field; nothing stored.
+    await row.getByRole('button', { name: 'Edit rule api-per-ip' }).click()
+    await page.fill('#f-limit', '-1')
+    await page.click('#save')
+    const limitError = page.locator('.field-error[data-for="limit"]')
+    await expect.poll(() => limitError.textContent()).toBe('expected a positive integer, got -1')
+    expect(await page.getAttribute('#f-limit', 'aria-invalid')).toBe('true')
+    expect(await page.textContent('#editor-errors')).toContain('rules[0].limit: expected a positive integer, got -1')
+    await shot('2-invalid-limit')
+    const stored = (await (
+      await fetch(`${service.url}/v1/services/checkout/rules/api-per-ip`)
+    ).json()) as { rule: { limit: number } }
+    expect(stored.rule.limit).toBe(100)
+
+    // Fix it and save: an edit.
+    await page.fill('#f-limit', '50')
+    await page.click('#save')
+    await expect.poll(() => row.textContent()).toContain('50 / 1m')
+    expect(await page.isHidden('#editor')).toBe(true)
+
+    // Delete takes two clicks.
+    const del = row.getByRole('button', { name: 'Delete rule api-per-ip' })
+    await del.click()
+    expect(await del.textContent()).toBe('Really delete?')
+    await del.click()
+    await expect.poll(() => row.count()).toBe(0)
+    expect(await page.textContent('#revision')).toBe('revision 3')
+    await expect.poll(() => page.locator('#audit tbody tr').count()).toBe(3)
+    expect(await page.textContent('#audit tbody tr:first-child')).toMatch(/ops.*delete.*api-per-ip/s)
+    await shot('3-deleted')
+
+    const set = (await (await fetch(`${service.url}/v1/services/checkout/ruleset`)).json()) as { rules: unknown[] }
+    expect(set.rules).toEqual([])
+    expect(pageErrors.filter((e) => !/status of 40[013]/.test(e))).toEqual([])
+  })
+})

@@ -1,0 +1,60 @@
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+
+/** The machine's PostgreSQL, as the brief names it. */
+export const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+export const IS_CI = process.env.CI === 'true'
+
+/** Is PostgreSQL reachable? Under CI a missing server is a failure, not a skip. */
+export async function postgresAvailable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: DATABASE_URL, connectionTimeoutMillis: 2000 })
+  try {
+    await client.connect()
+    await client.query('SELECT 1')
+    return true
+  } catch (err) {
+    if (IS_CI) throw new Error(`PostgreSQL is required under CI=true (${DATABASE_URL}): ${(err as Error).message}`)
+    return false
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
+/** A schema name unique to this test run, dropped afterwards. */
+export function uniqueSchema(prefix = 'fg_rules_test'): string {
+  return `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`
+}
+
+/** Drop a test schema and everything in it. */
+export async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: DATABASE_URL })
+  await client.connect()
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+  } finally {
+    await client.end()
+  }
+}
+
+/**
+ * Poll `condition` until it holds or the deadline passes (no fixed sleeps: a fast machine
+ * finishes early, a slow one gets the whole budget).
+ */
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 5000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (await condition()) return
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+export const TOKENS = {
+  admin: 'admin-token-0123456789abcdef',
+  checkout: 'checkout-writer-token-0123456789',
+  reader: 'reader-token-0123456789abcdef',
+} as const

@@ -1,0 +1,119 @@
+import Fastify, { type FastifyInstance } from 'fastify'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { httpRules, type Logger } from '@floodgate/core'
+import { rateLimit } from '@floodgate/fastify'
+import { startRulesService, type RunningRulesService } from '@floodgate/rules-service'
+import { TOKENS, waitFor } from './helpers.js'
+
+// A real host (Fastify + @floodgate/fastify) polling a real rules service over loopback HTTP
+// with core's httpRules source: the path a rule takes from an owner's API call to enforcement.
+describe('a host polling the rules service', () => {
+  const INTERVAL_MS = 100
+  let service: RunningRulesService
+  let host: FastifyInstance
+  const statuses: number[] = []
+  const warnings: string[] = []
+  let attempts = 0
+  const rulesUrl = () => `${service.url}/v1/services/checkout/ruleset`
+  const api = `/v1/services/checkout/rules`
+
+  const write = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${service.url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${TOKENS.admin}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
+    expect(res.status, `${method} ${path}: ${await res.clone().text()}`).toBeLessThan(300)
+    return (await res.json()) as { revision: number }
+  }
+  const hit = async (url = '/orders') => (await host.inject({ method: 'GET', url })).statusCode
+
+  beforeAll(async () => {
+    service = await startRulesService({
+      port: 0,
+      services: ['checkout'],
+      tokens: [
+        { name: 'ops', role: 'admin', token: TOKENS.admin },
+        { name: 'hosts', role: 'read', token: TOKENS.reader },
+      ],
+    })
+    const logger: Logger = {
+      debug: () => {},
+      info: () => {},
+      warn: (_obj, msg) => void warnings.push(msg ?? ''),
+      error: (_obj, msg) => void warnings.push(msg ?? ''),
+    }
+    const source = httpRules(rulesUrl(), {
+      intervalMs: INTERVAL_MS,
+      jitter: 0.1,
+      timeoutMs: 1000,
+      headers: { authorization: `Bearer ${TOKENS.reader}` },
+      logger,
+      fetch: async (input, init) => {
+        attempts++
+        const res = await fetch(input, init)
+        statuses.push(res.status)
+        return res
+      },
+    })
+    host = Fastify()
+    await host.register(rateLimit, { rules: source })
+    host.get('/orders', () => ({ ok: true }))
+    host.get('/search', () => ({ ok: true }))
+    await host.ready()
+  })
+
+  afterAll(async () => {
+    await host?.close()
+    await service?.stop().catch(() => {})
+  })
+
+  it('enforces a rule created through the API within one poll, and stops when it is deleted', async () => {
+    expect(await hit()).toBe(200)
+    expect(await hit()).toBe(200)
+    const before = statuses.length
+    const { revision } = await write('POST', `${api}`, { id: 'orders', match: 'GET /orders', limit: 1, window: '1h' })
+    expect(revision).toBe(1)
+    // The first request after the swap uses the one allowed; the next one is refused.
+    await waitFor(async () => (await hit()) === 429, 'the new rule to be enforced', INTERVAL_MS * 20)
+    expect(statuses.length - before).toBeLessThanOrEqual(20)
+
+    await write('DELETE', `${api}/orders`)
+    await waitFor(async () => (await hit()) === 200, 'the deleted rule to stop', INTERVAL_MS * 20)
+    expect(await hit()).toBe(200)
+    expect(await hit()).toBe(200)
+  })
+
+  it('costs a 304 per poll while nothing changes', async () => {
+    const before = statuses.filter((s) => s === 304).length
+    await waitFor(() => statuses.filter((s) => s === 304).length >= before + 3, 'three 304 polls')
+    expect(statuses.filter((s) => s >= 400)).toEqual([])
+  })
+
+  it('keeps the counters of unchanged rules across a swap', async () => {
+    await write('POST', api, { id: 'orders', match: 'GET /orders', limit: 2, window: '1h' })
+    await waitFor(async () => (await hit()) === 429, 'the orders rule', INTERVAL_MS * 20)
+    // The orders bucket is empty now. Another rule arrives; orders must stay empty.
+    await write('POST', api, { id: 'search', match: 'GET /search', limit: 1, window: '1h' })
+    await waitFor(async () => (await hit('/search')) === 429, 'the search rule', INTERVAL_MS * 20)
+    expect(await hit()).toBe(429)
+  })
+
+  it('keeps enforcing the last rules when the service stops, and logs the failure once', async () => {
+    expect(await hit('/search')).toBe(429)
+    await service.stop()
+    const answered = statuses.length
+    await waitFor(() => warnings.length > 0, 'the poller to notice', INTERVAL_MS * 30)
+    expect(warnings[0]).toMatch(/rules source failed/)
+    // Several more failed polls: still one warning, still enforced.
+    const failed = attempts
+    await waitFor(() => attempts >= failed + 3, 'three more polls', INTERVAL_MS * 30)
+    expect(statuses.length).toBe(answered)
+    expect(warnings).toHaveLength(1)
+    expect(await hit('/search')).toBe(429)
+    expect(await hit()).toBe(429)
+  })
+})
