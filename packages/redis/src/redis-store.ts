@@ -88,7 +88,10 @@ function limiterRedisOptions(timeoutMs: number): RedisOptions {
     maxRetriesPerRequest: 0,
     // A script whose reply was lost may have run: resending it would count a decision twice.
     autoResendUnfulfilledCommands: false,
-    commandTimeout: timeoutMs,
+    // A backstop only: each call's deadline is `timeoutMs`, enforced by the store. Waiting
+    // longer for the reply lets the store see a late answer and give back the concurrency
+    // slots it took; pending calls stay bounded by `maxPending` meanwhile.
+    commandTimeout: Math.max(1000, 10 * timeoutMs),
     connectTimeout: Math.max(1000, timeoutMs),
     // Keep trying to come back, quickly but without hammering a restarting Redis.
     retryStrategy: (times: number) => Math.min(50 * times, 1000),
@@ -369,7 +372,7 @@ export class RedisStore implements Store {
     call.then(settle, settle)
     return new Promise<AlgorithmResult[]>((resolve, reject) => {
       let timedOut = false
-      const timer = setTimeout(() => {
+      const timeout = (): void => {
         timedOut = true
         reject(
           new FloodgateError(
@@ -377,7 +380,8 @@ export class RedisStore implements Store {
             `redis store: no answer within ${this.timeoutMs} ms`,
           ),
         )
-      }, this.timeoutMs)
+      }
+      const timer = setTimeout(timeout, this.timeoutMs)
       call.then(
         (reply) => {
           clearTimeout(timer)
@@ -387,7 +391,10 @@ export class RedisStore implements Store {
         },
         (err: unknown) => {
           clearTimeout(timer)
-          reject(err instanceof Error ? err : new Error(String(err)))
+          if (timedOut) return
+          // A user-supplied client's own commandTimeout may fire first: it is a missed deadline too.
+          if (err instanceof Error && err.message === 'Command timed out') timeout()
+          else reject(err instanceof Error ? err : new Error(String(err)))
         },
       )
     })

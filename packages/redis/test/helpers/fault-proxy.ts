@@ -4,7 +4,10 @@ import net from 'node:net'
 export type FaultMode =
   /** Forward both ways. */
   | 'pass'
-  /** Keep accepting and reading, never forward or answer (a blackholed Redis). */
+  /**
+   * Accept, but move no bytes either way (a blackholed or frozen link). Bytes are held back,
+   * not dropped, as TCP would: back in 'pass' they flow on.
+   */
   | 'stall'
 
 /**
@@ -36,6 +39,10 @@ export class FaultProxy {
   /** Forward normally, or stall every connection (bytes are swallowed, nothing comes back). */
   setMode(mode: FaultMode): void {
     this.mode = mode
+    for (const s of this.sockets) {
+      if (mode === 'stall') s.pause()
+      else s.resume()
+    }
   }
 
   /** Delay every chunk, both ways, by `ms`. */
@@ -68,10 +75,13 @@ export class FaultProxy {
     upstream.on('error', drop).on('close', drop)
     const pipe = (from: net.Socket, to: net.Socket): void => {
       from.on('data', (chunk: Buffer) => {
-        if (this.mode === 'stall') return
         if (this.delayMs > 0) setTimeout(() => to.writable && to.write(chunk), this.delayMs)
         else to.write(chunk)
       })
+    }
+    if (this.mode === 'stall') {
+      client.pause()
+      upstream.pause()
     }
     pipe(client, upstream)
     pipe(upstream, client)

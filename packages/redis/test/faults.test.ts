@@ -1,0 +1,182 @@
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import {
+  MemoryStore,
+  createLimiter,
+  type Decision,
+  type Limiter,
+  type RequestFacts,
+} from '@floodgate/core'
+import { testRule } from '@floodgate/core/testing'
+import { createRedisStore, type RedisStore } from '@floodgate/redis'
+import { FaultProxy } from './helpers/fault-proxy.js'
+import { RedisServer, redisBinariesAvailable } from './helpers/redis-server.js'
+
+const binaries = redisBinariesAvailable()
+if (!binaries && process.env.CI === 'true') throw new Error('redis-server is required under CI')
+
+const facts = (ip: string): RequestFacts => ({ method: 'GET', path: '/api', ip, headers: {} })
+const rules = [
+  { id: 'burst', algorithm: 'token-bucket' as const, limit: 5, window: '1m', key: ['ip' as const] },
+  {
+    id: 'minute',
+    algorithm: 'fixed-window' as const,
+    limit: 50,
+    window: '1m',
+    key: ['ip' as const],
+  },
+]
+
+/** Poll (bounded) until `probe` holds; for reconnects, whose timing the test cannot know. */
+async function eventually(probe: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+    await new Promise((r) => setTimeout(r, 25))
+  }
+}
+
+describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the test)', () => {
+  let server: RedisServer
+  let proxy: FaultProxy
+  let admin: Redis
+
+  beforeAll(async () => {
+    server = await RedisServer.start()
+    proxy = await FaultProxy.start('127.0.0.1', server.port)
+    admin = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0 })
+    admin.on('error', () => {})
+  })
+  afterAll(async () => {
+    admin.disconnect()
+    await proxy.close()
+    await server.stop()
+  })
+
+  const store = async (extra: Parameters<typeof createRedisStore>[0] = {}): Promise<RedisStore> => {
+    const s = createRedisStore({ url: `redis://127.0.0.1:${proxy.port}`, timeoutMs: 50, ...extra })
+    await s.ready
+    return s
+  }
+
+  it('spends exactly one Redis command per decision, however many rules', async () => {
+    const s = await store()
+    const limiter = createLimiter({ rules, store: s })
+    await admin.config('RESETSTAT')
+    for (let i = 0; i < 40; i++) await limiter.check(facts(`10.0.0.${i % 4}`))
+    const stats = await admin.info('commandstats')
+    const calls = (name: string): number =>
+      Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
+    // The first call on a connection is EVAL (it loads the script), every later one EVALSHA.
+    expect(calls('evalsha') + calls('eval')).toBe(40)
+    await limiter.close()
+  })
+
+  it('a killed Redis fails open at once; restarted empty, limiting resumes with scripts reloaded', async () => {
+    const s = await store()
+    const limiter = createLimiter({ rules, store: s })
+    const ip = '10.1.0.1'
+    const before: Decision[] = []
+    for (let i = 0; i < 3; i++) before.push(await limiter.check(facts(ip)))
+    expect(before.every((d) => d.allowed && !d.failedOpen)).toBe(true)
+
+    await server.kill()
+    const during: Decision[] = []
+    for (let i = 0; i < 20; i++) during.push(await limiter.check(facts(ip)))
+    // Every request passes unjudged, and says so; none rejects, none throws.
+    expect(during.every((d) => d.allowed && d.failedOpen)).toBe(true)
+
+    await server.start() // empty: no data, no scripts
+    await eventually(async () => !(await limiter.check(facts('10.1.0.99'))).failedOpen)
+    const after: Decision[] = []
+    for (let i = 0; i < 7; i++) after.push(await limiter.check(facts(ip)))
+    expect(after.map((d) => d.allowed)).toEqual([true, true, true, true, true, false, false])
+    expect(after.every((d) => !d.failedOpen)).toBe(true)
+    await limiter.close()
+  })
+
+  it('a paused Redis (CLIENT PAUSE) makes calls miss the deadline and fail open', async () => {
+    const s = await store()
+    const limiter = createLimiter({ rules, store: s, timeoutMs: 50 })
+    expect((await limiter.check(facts('10.2.0.1'))).failedOpen).toBe(false)
+    await admin.client('PAUSE', 400, 'ALL')
+    const paused = await Promise.all([1, 2, 3].map(async () => limiter.check(facts('10.2.0.1'))))
+    expect(paused.every((d) => d.allowed && d.failedOpen)).toBe(true)
+    expect(limiter.counters().total.failedOpen).toBeGreaterThanOrEqual(3)
+    await eventually(async () => !(await limiter.check(facts('10.2.0.2'))).failedOpen)
+    await limiter.close()
+  })
+
+  it('a stalled connection fails open within the deadline and pending calls stay bounded (P24)', async () => {
+    const s = await store({ maxPending: 5 })
+    const limiter = createLimiter({ rules, store: s, timeoutMs: 50 })
+    expect((await limiter.check(facts('10.3.0.1'))).failedOpen).toBe(false)
+    proxy.setMode('stall')
+    onTestFinished(() => proxy.setMode('pass'))
+    const settled = await Promise.allSettled(
+      Array.from({ length: 20 }, () =>
+        s.consume(
+          [
+            {
+              rule: testRule('token-bucket', 10, 1000),
+              key: 'stall',
+              cost: 1,
+              maxWaitMs: 0,
+              shadow: false,
+            },
+          ],
+          0,
+        ),
+      ),
+    )
+    const reasons = settled.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))
+    // Five went to Redis and missed the deadline; fifteen were refused without queueing.
+    expect(reasons.filter((r) => /maxPending/.test(r))).toHaveLength(15)
+    expect(reasons.filter((r) => /within 50 ms/.test(r))).toHaveLength(5)
+    const d = await limiter.check(facts('10.3.0.1'))
+    expect(d.allowed && d.failedOpen).toBe(true)
+    proxy.setMode('pass')
+    await eventually(async () => !(await limiter.check(facts('10.3.0.2'))).failedOpen)
+    await limiter.close()
+  })
+
+  it('never resends a script whose outcome is unknown: a decision is counted at most once (P12)', async () => {
+    const s = await store({ clock: 'caller' })
+    const rule = testRule('fixed-window', 10, 60_000)
+    const entry = { rule, key: 'replay', cost: 1, maxWaitMs: 0, shadow: false }
+    proxy.setDelay(150)
+    onTestFinished(() => proxy.setDelay(0))
+    await expect(s.consume([entry], 0)).rejects.toThrow(/within 50 ms/)
+    // The connection dies before the delayed script reaches Redis; ioredis reconnects.
+    await new Promise((r) => setTimeout(r, 60))
+    proxy.resetAll()
+    proxy.setDelay(0)
+    let first: readonly { remaining: number }[] = []
+    await eventually(async () => {
+      try {
+        first = await s.consume([entry], 0)
+        return true
+      } catch {
+        return false
+      }
+    })
+    // 9 left: only this call was counted, the timed-out one was not replayed on reconnect.
+    expect(first[0]!.remaining).toBe(9)
+    await s.close()
+  })
+
+  it('with a fallback store, decisions during an outage are made locally instead of failing open', async () => {
+    const s = await store({ fallback: new MemoryStore() })
+    const limiter: Limiter = createLimiter({ rules, store: s })
+    proxy.setMode('stall')
+    onTestFinished(() => proxy.setMode('pass'))
+    const during: Decision[] = []
+    for (let i = 0; i < 7; i++) during.push(await limiter.check(facts('10.4.0.1')))
+    expect(during.map((d) => d.allowed)).toEqual([true, true, true, true, true, false, false])
+    expect(during.some((d) => d.failedOpen)).toBe(false)
+    proxy.setMode('pass')
+    proxy.resetAll()
+    await eventually(async () => (await limiter.check(facts('10.4.0.2'))).remaining === 4)
+    await limiter.close()
+  })
+})
