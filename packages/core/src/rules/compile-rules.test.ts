@@ -190,7 +190,7 @@ describe('match', () => {
     const c = compile(
       { id: 'free', ...w, match: { headers: { 'x-tier': 'free' } } },
       { id: 'keyed', ...w, match: { headers: { 'X-Api-Key': true } } },
-      { id: 'ctor', ...w, match: { headers: { constructor: true } } },
+      { id: 'ctor', ...w, match: { headers: { constructor: true as const } } },
     )
     const h = (headers: HeaderBag) => ids(c, facts('GET', '/', { headers }))
     expect(h({ 'x-tier': 'free' })).toEqual(['free'])
@@ -220,7 +220,7 @@ describe('match', () => {
     const rules = Array.from({ length: 9 }, (_, i) => ({
       id: `h${i}`,
       ...w,
-      match: { headers: { [`x-${i}`]: true } },
+      match: { headers: { [`x-${i}`]: true as const } },
     }))
     const c = compile(...rules)
     expect(ids(c, facts('GET', '/', { headers: { 'x-1': 'a', 'x-8': 'b' } }))).toEqual(['h1', 'h8'])

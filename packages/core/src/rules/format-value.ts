@@ -9,7 +9,10 @@ export function formatValue(value: unknown, max = 60): string {
   }
   let text: string
   try {
-    text = typeof value === 'function' ? 'a function' : (JSON.stringify(value) ?? Object.prototype.toString.call(value))
+    text =
+      typeof value === 'function'
+        ? 'a function'
+        : (JSON.stringify(value) ?? Object.prototype.toString.call(value))
   } catch {
     text = Object.prototype.toString.call(value)
   }

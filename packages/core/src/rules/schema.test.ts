@@ -318,9 +318,7 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
     [
       'unknown onLimit field',
       [{ ...base, onLimit: { action: 'drop', status: 503 } }],
-      [
-        'rules[0].onLimit.status: expected a known field (one of action), got 503',
-      ],
+      ['rules[0].onLimit.status: expected a known field (one of action), got 503'],
     ],
     [
       'maxWait over P32',

@@ -189,7 +189,8 @@ const match = z
         expected(ctx, E.match, value)
         return z.NEVER
       }
-      const methods = parts.length === 2 ? normaliseMethods(first.split(','), ctx, [], false) : undefined
+      const methods =
+        parts.length === 2 ? normaliseMethods(first.split(','), ctx, [], false) : undefined
       const paths = normalisePaths(parts.length === 2 ? second! : first, ctx, [])
       if (!paths || (parts.length === 2 && !methods)) return z.NEVER
       return freezeMatch({ methods, paths })
@@ -518,7 +519,7 @@ function collectIssues(
     const path = [...base, ...issue.path]
     if (issue.code === 'unrecognized_keys') {
       const input = issue.input
-      const known = knownFields(path, input)
+      const known = knownFields(path, input ?? {})
       for (const k of issue.keys) {
         const near = known.find((f) => distance(f.toLowerCase(), k.toLowerCase()) <= 2)
         const hint = near ? `did you mean "${near}"?` : `one of ${known.join(', ')}`
