@@ -1,6 +1,6 @@
-// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, alreadyChecked.
+// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, doubleCountGuard.
 import {
-  alreadyChecked,
+  doubleCountGuard,
   enforce,
   resolveLimiter,
   routeCost,
@@ -29,8 +29,7 @@ export interface ExpressRateLimitOptions extends AdapterOptions<Request> {
    * onLimited: (req, res, _next, { status, body }) => res.status(status).json({ error: body.detail })
    */
   readonly onLimited?:
-    | ((req: Request, res: Response, next: NextFunction, rejection: Rejection) => void)
-    | undefined
+    ((req: Request, res: Response, next: NextFunction, rejection: Rejection) => void) | undefined
 }
 
 /** The middleware, with the limiter it uses (to share it, read counters, or `close()` it). */
@@ -68,6 +67,7 @@ export function rateLimit(
     warn('FG_WRN_OPTION_UNKNOWN', message),
   )
   const { limiter } = resolveLimiter(rules, options, logger)
+  const seen = doubleCountGuard(limiter)
   const { skip, cost } = resolved
   const onLimited = options.onLimited
 
@@ -83,7 +83,7 @@ export function rateLimit(
 
   const middleware = function rateLimit(req: Request, res: Response, next: NextFunction): void {
     if (skip?.(req)) return next()
-    if (alreadyChecked(req, limiter)) {
+    if (seen(req)) {
       warn(
         'FG_WRN_DOUBLE_MOUNT',
         'one limiter is mounted twice on this request path; it charged once, at the first mount (route costs belong in a rule or on the route mount only)',

@@ -1,5 +1,10 @@
 import type { AddressInfo } from 'node:net'
-import { describeAdapterScenarios, type HarnessSetup, type RunningApp, type ScenarioRoute } from '@floodgate/core/testing'
+import {
+  describeAdapterScenarios,
+  type HarnessSetup,
+  type RunningApp,
+  type ScenarioRoute,
+} from '@floodgate/core/testing'
 import type { Limiter } from '@floodgate/core'
 import { rateLimit } from '@floodgate/express'
 import express, { type NextFunction, type Request, type Response } from 'express'
@@ -35,10 +40,11 @@ export async function startExpress(setup: HarnessSetup): Promise<RunningApp> {
   return {
     url: `http://127.0.0.1:${port}`,
     async send(req) {
-      const r = await request(server)
-        [req.method === 'GET' ? 'get' : 'post'](req.path)
-        .set(req.headers ?? {})
-      return { status: r.status, headers: r.headers as Record<string, string>, text: r.text }
+      const agent = request(server)
+      const r = await (req.method === 'GET' ? agent.get(req.path) : agent.post(req.path)).set(
+        req.headers ?? {},
+      )
+      return { status: r.status, headers: r.headers, text: r.text }
     },
     close: () =>
       new Promise<void>((resolve) => {

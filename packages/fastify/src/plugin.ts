@@ -1,8 +1,8 @@
-// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, alreadyChecked.
+// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, doubleCountGuard.
 import {
   OptionsError,
   PROBLEM_CONTENT_TYPE,
-  alreadyChecked,
+  doubleCountGuard,
   enforce,
   resolveLimiter,
   routeCost,
@@ -48,8 +48,7 @@ export interface FastifyRateLimitOptions extends AdapterOptions<FastifyRequest> 
    * @default a problem+json body with the decision's status (429 or 503)
    */
   readonly onLimited?:
-    | ((request: FastifyRequest, reply: FastifyReply, rejection: Rejection) => void)
-    | undefined
+    ((request: FastifyRequest, reply: FastifyReply, rejection: Rejection) => void) | undefined
 }
 
 interface Ctx {
@@ -84,13 +83,17 @@ function routeSettings(route: RouteOptions): RouteRateLimit | false {
   return { cost, rules }
 }
 
-async function floodgate(fastify: FastifyInstance, options: FastifyRateLimitOptions): Promise<void> {
+async function floodgate(
+  fastify: FastifyInstance,
+  options: FastifyRateLimitOptions,
+): Promise<void> {
   const logger = scopeLogger(options.logger ?? fastify.log)
   const warn = warnOnce(logger)
   const resolved = validateAdapterOptions(options, ['rules', 'onLimited'], (message) =>
     warn('FG_WRN_OPTION_UNKNOWN', message),
   )
   const { limiter, owned } = resolveLimiter(options.rules, options, logger)
+  const seen = doubleCountGuard(limiter)
   if (owned) fastify.addHook('onClose', () => limiter.close())
   await limiter.ready
   const { skip } = resolved
@@ -103,7 +106,10 @@ async function floodgate(fastify: FastifyInstance, options: FastifyRateLimitOpti
     reject: onLimited
       ? (c, rejection) => onLimited(c.request, c.reply, rejection)
       : (c, rejection) => {
-          void c.reply.code(rejection.status).header('content-type', PROBLEM_CONTENT_TYPE).send(rejection.body)
+          void c.reply
+            .code(rejection.status)
+            .header('content-type', PROBLEM_CONTENT_TYPE)
+            .send(rejection.body)
         },
     // Not calling done() ends the lifecycle here: the handler never runs.
     abandon: () => {},
@@ -121,7 +127,9 @@ async function floodgate(fastify: FastifyInstance, options: FastifyRateLimitOpti
     try {
       routeRules = settings.rules ? limiter.compileRules(settings.rules) : undefined
     } catch (err) {
-      throw new OptionsError(`${routeName(route)}: config.rateLimit.rules: ${(err as Error).message}`)
+      throw new OptionsError(
+        `${routeName(route)}: config.rateLimit.rules: ${(err as Error).message}`,
+      )
     }
     const pattern = route.url
     const hook = function rateLimit(
@@ -129,13 +137,14 @@ async function floodgate(fastify: FastifyInstance, options: FastifyRateLimitOpti
       reply: FastifyReply,
       done: HookHandlerDoneFunction,
     ): void {
-      if (skip?.(request) || alreadyChecked(request.raw, limiter)) return done()
+      if (skip?.(request) || seen(request.raw)) return done()
       const facts = new FastifyFacts(request, pattern, routeCost(cost, request, warn), routeRules)
       const result = enforce(limiter, facts, { request, reply, done }, io, resolved)
       if (result instanceof Promise) result.catch(done)
     }
     const existing = route.onRequest
-    route.onRequest = existing === undefined ? [hook] : [...(Array.isArray(existing) ? existing : [existing]), hook]
+    route.onRequest =
+      existing === undefined ? [hook] : [...(Array.isArray(existing) ? existing : [existing]), hook]
   })
 }
 

@@ -1,6 +1,10 @@
 import type { AddressInfo } from 'node:net'
 import type { Limiter } from '@floodgate/core'
-import { describeAdapterScenarios, type HarnessSetup, type RunningApp } from '@floodgate/core/testing'
+import {
+  describeAdapterScenarios,
+  type HarnessSetup,
+  type RunningApp,
+} from '@floodgate/core/testing'
 import { rateLimit } from '@floodgate/fastify'
 import Fastify, { type FastifyRequest } from 'fastify'
 

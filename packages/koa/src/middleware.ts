@@ -1,7 +1,7 @@
-// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, alreadyChecked.
+// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, doubleCountGuard.
 import {
   PROBLEM_CONTENT_TYPE,
-  alreadyChecked,
+  doubleCountGuard,
   enforce,
   resolveLimiter,
   routeCost,
@@ -61,6 +61,7 @@ export function rateLimit(
     warn('FG_WRN_OPTION_UNKNOWN', message),
   )
   const { limiter } = resolveLimiter(rules, options, logger)
+  const seen = doubleCountGuard(limiter)
   const { skip, cost } = resolved
   const onLimited = options.onLimited
   let proxyChecked = false
@@ -96,7 +97,7 @@ export function rateLimit(
       }
     }
     if (skip?.(ctx)) return next()
-    if (alreadyChecked(ctx.req, limiter)) {
+    if (seen(ctx.req)) {
       warn(
         'FG_WRN_DOUBLE_MOUNT',
         'one limiter is mounted twice on this request path; it charged once, at the first mount (route costs belong in a rule or on the route mount only)',

@@ -1,7 +1,12 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Limiter } from '@floodgate/core'
-import { describeAdapterScenarios, type HarnessSetup, type RunningApp, type ScenarioRoute } from '@floodgate/core/testing'
+import {
+  describeAdapterScenarios,
+  type HarnessSetup,
+  type RunningApp,
+  type ScenarioRoute,
+} from '@floodgate/core/testing'
 import { rateLimit } from '@floodgate/koa'
 import Router from '@koa/router'
 import Koa, { type Context } from 'koa'
@@ -41,16 +46,17 @@ export async function startKoa(setup: HarnessSetup): Promise<RunningApp> {
   app.use(early.routes())
   app.use(rateLimit(limiter, setup.options))
   app.use(late.routes())
-  const server = createServer(app.callback()).listen(0, '127.0.0.1')
+  const server = createServer((req, res) => void app.callback()(req, res)).listen(0, '127.0.0.1')
   await new Promise<void>((resolve) => server.once('listening', resolve))
   const { port } = server.address() as AddressInfo
   return {
     url: `http://127.0.0.1:${port}`,
     async send(req) {
-      const r = await request(server)
-        [req.method === 'GET' ? 'get' : 'post'](req.path)
-        .set(req.headers ?? {})
-      return { status: r.status, headers: r.headers as Record<string, string>, text: r.text }
+      const agent = request(server)
+      const r = await (req.method === 'GET' ? agent.get(req.path) : agent.post(req.path)).set(
+        req.headers ?? {},
+      )
+      return { status: r.status, headers: r.headers, text: r.text }
     },
     close: () =>
       new Promise<void>((resolve) => {

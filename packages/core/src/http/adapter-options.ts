@@ -114,7 +114,10 @@ function describe(value: unknown): string {
   if (typeof value === 'function') return 'a function'
   if (value === null) return 'null'
   if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object'
-  return String(value)
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') {
+    return String(value)
+  }
+  return typeof value
 }
 
 /**
@@ -129,7 +132,9 @@ export function validateCost<Req>(cost: unknown, path: string): RouteCost<Req> |
   if (cost === undefined) return undefined
   if (typeof cost === 'function') return cost as (req: Req) => number
   if (typeof cost !== 'number' || !Number.isFinite(cost) || cost <= 0) {
-    throw new OptionsError(`${path}: expected a positive number or a function, got ${describe(cost)}`)
+    throw new OptionsError(
+      `${path}: expected a positive number or a function, got ${describe(cost)}`,
+    )
   }
   return cost
 }
@@ -177,7 +182,9 @@ export function validateAdapterOptions<Req>(
     )
   }
   if (typeof shadowHeader !== 'boolean') {
-    throw new OptionsError(`options.shadowHeader: expected a boolean, got ${describe(shadowHeader)}`)
+    throw new OptionsError(
+      `options.shadowHeader: expected a boolean, got ${describe(shadowHeader)}`,
+    )
   }
   const onLimited = (options as Record<string, unknown>)['onLimited']
   if (onLimited !== undefined && typeof onLimited !== 'function') {

@@ -1,38 +1,42 @@
-// A global symbol, so two copies of core (ESM and CJS, or two versions) still see each other's marks.
-const CHECKED: unique symbol = Symbol.for('floodgate.checked') as never
+// The registry hangs off a global symbol, so two copies of core (ESM and CJS builds, or two
+// versions) still see each other's marks.
+const REGISTRY = Symbol.for('floodgate.double-count-guard')
 
-interface Marked {
-  [CHECKED]?: object | object[]
+type Registry = WeakMap<object, WeakSet<object>>
+
+function registry(): Registry {
+  const g = globalThis as { [REGISTRY]?: Registry }
+  return (g[REGISTRY] ??= new WeakMap())
 }
 
 /**
- * The double-count guard (pitfall P13): marks a request as checked by a limiter, and reports
- * whether it already was. A limiter mounted twice on one request path (app and router, a hook
- * registered twice, app-level plus route-level mounts sharing one Limiter) charges once; the
- * first mount to run decides, the later ones pass the request through.
+ * The double-count guard (pitfall P13) for one limiter: reports whether the limiter already
+ * checked a request, and marks it. A limiter mounted twice on one request path (app and router,
+ * a hook registered twice, app-level plus route-level mounts sharing one Limiter) charges once;
+ * the first mount to run decides, later ones pass the request through.
  *
- * Marks live on Node's `IncomingMessage`, which every framework wraps, so the guard works across
- * adapters too (an Express router inside a Koa app is not a thing, but Express under Fastify's
- * middie is).
+ * Marks are kept in a WeakSet per limiter keyed by Node's `IncomingMessage`, which every
+ * framework wraps: no property is added to the request (that would cost a hidden-class change
+ * on every request), and nothing outlives the request.
  *
- * @param req - Node's request
- * @param limiter - the limiter about to check it
- * @returns true when this limiter has already checked the request (skip it), else false (and
- * the request is now marked)
+ * @param limiter - the limiter a mount uses
+ * @returns a function: true when the request was already checked by this limiter (skip it);
+ * false when not, and the request is now marked
+ * @example
+ * const seen = doubleCountGuard(limiter)
+ * if (seen(req)) return next()
  */
-export function alreadyChecked(req: object, limiter: object): boolean {
-  const r = req as Marked
-  const mark = r[CHECKED]
-  if (mark === undefined) {
-    r[CHECKED] = limiter
+export function doubleCountGuard(limiter: object): (req: object) => boolean {
+  const reg = registry()
+  let set = reg.get(limiter)
+  if (!set) {
+    set = new WeakSet()
+    reg.set(limiter, set)
+  }
+  const marks = set
+  return (req) => {
+    if (marks.has(req)) return true
+    marks.add(req)
     return false
   }
-  if (mark === limiter) return true
-  if (Array.isArray(mark)) {
-    if (mark.includes(limiter)) return true
-    mark.push(limiter)
-    return false
-  }
-  r[CHECKED] = [mark, limiter]
-  return false
 }

@@ -100,7 +100,11 @@ function apply<Req, C, R>(
   }
   setHeaders(res, decision, settings)
   if (action === 'reject') {
-    return io.reject(ctx, { status: decision.status === 503 ? 503 : 429, body: problemDetails(decision), decision })
+    return io.reject(ctx, {
+      status: decision.status === 503 ? 503 : 429,
+      body: problemDetails(decision),
+      decision,
+    })
   }
   if (holdsSlot(decision)) {
     // 'close' follows 'finish' and also fires when the client aborts or the handler's error

@@ -15,7 +15,7 @@ export {
   type ResolvedAdapterOptions,
   type RouteCost,
 } from './adapter-options.js'
-export { alreadyChecked } from './double-count-guard.js'
+export { doubleCountGuard } from './double-count-guard.js'
 export {
   enforce,
   writeProblem,

@@ -60,7 +60,7 @@ export function resolveLimiter<Req>(
       `rules: expected an array of rules, a RulesSource or a Limiter, got ${String(input)}`,
     )
   }
-  const limiterOptions: LimiterOptions<Req> = { rules: input as RuleInput[] | RulesSource }
+  const limiterOptions: LimiterOptions<Req> = { rules: input }
   const o = options as Record<string, unknown>
   const out = limiterOptions as unknown as Record<string, unknown>
   for (const k of LIMITER_OPTION_KEYS) if (o[k] !== undefined) out[k] = o[k]

@@ -231,7 +231,13 @@ export const adapterScenarios: readonly AdapterScenario[] = [
   {
     name: 'queue then pass',
     rules: [
-      { id: 'smooth', limit: 20, window: '1s', burst: 1, onLimit: { action: 'queue', maxWait: '1s', maxQueue: 5 } },
+      {
+        id: 'smooth',
+        limit: 20,
+        window: '1s',
+        burst: 1,
+        onLimit: { action: 'queue', maxWait: '1s', maxQueue: 5 },
+      },
     ],
     steps: [
       { send: GET('/'), expect: { status: 200, body: OK } },
@@ -242,7 +248,13 @@ export const adapterScenarios: readonly AdapterScenario[] = [
   {
     name: 'queue full rejects',
     rules: [
-      { id: 'smooth', limit: 4, window: '1s', burst: 1, onLimit: { action: 'queue', maxWait: '1s', maxQueue: 1 } },
+      {
+        id: 'smooth',
+        limit: 4,
+        window: '1s',
+        burst: 1,
+        onLimit: { action: 'queue', maxWait: '1s', maxQueue: 1 },
+      },
     ],
     steps: [
       { send: GET('/'), expect: { status: 200 } },
@@ -446,7 +458,11 @@ function rawRequest(
   onRequest?: (abort: () => void) => void,
 ): Promise<ScenarioResponse | 'dropped'> {
   return new Promise((resolve) => {
-    const r = httpRequest(`${url}${req.path}`, { method: req.method, headers: req.headers, agent: false })
+    const r = httpRequest(`${url}${req.path}`, {
+      method: req.method,
+      headers: req.headers,
+      agent: false,
+    })
     r.on('response', (res) => {
       let text = ''
       res.setEncoding('utf8')
@@ -512,7 +528,7 @@ export function describeAdapterScenarios(
         let entered: () => void = () => {}
         let enteredOnce = new Promise<void>((resolve) => (entered = resolve))
         const app = await harness.start({
-          limiter: limiter as Limiter<never>,
+          limiter,
           routes: scenario.routes ?? DEFAULT_ROUTES,
           trustProxy: scenario.trustProxy ?? false,
           options: scenario.options ?? {},
@@ -533,7 +549,9 @@ export function describeAdapterScenarios(
             check(res, step.expect, label)
           } else if ('sendInBackground' in step) {
             const decided = store.consumes + 1
-            background.push(app.send(step.sendInBackground).then((res) => check(res, step.expect, label)))
+            background.push(
+              app.send(step.sendInBackground).then((res) => check(res, step.expect, label)),
+            )
             await store.until(() => store.consumes >= decided)
           } else if ('abortInFlight' in step) {
             const refunded = store.refunds + 1

@@ -1,0 +1,133 @@
+/* global process, console */
+// HTTP benchmark: bare vs Floodgate vs the peer middleware, per framework, over loopback.
+//
+//   node bench/http/run.mjs            (after `pnpm build`; `pnpm bench` does both)
+//
+// Each server runs in its own child process; autocannon runs here. Rounds are interleaved
+// (every variant once per round, order rotating) and medians are reported. Server CPU time per
+// response (process.cpuUsage in the server / responses) is the headline number: on a 2-core
+// machine the load generator competes with the server, so throughput alone is noisy.
+// Env: BENCH_ROUNDS (5), BENCH_SECONDS (3), BENCH_CONNECTIONS (10), BENCH_FRAMEWORKS (all).
+import { fork, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = join(here, '..', '..')
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
+const FRAMEWORKS = (process.env.BENCH_FRAMEWORKS ?? 'express,fastify,koa').split(',')
+const PEERS = {
+  express: 'express-rate-limit',
+  fastify: '@fastify/rate-limit',
+  koa: 'koa-ratelimit',
+}
+
+for (const pkg of ['core', 'express', 'fastify', 'koa']) {
+  if (!existsSync(join(root, 'packages', pkg, 'dist', 'index.js'))) {
+    console.error(`packages/${pkg}/dist is missing: building (pnpm build)…`)
+    const r = spawnSync('pnpm', ['build'], { cwd: root, stdio: 'inherit' })
+    if (r.status !== 0) process.exit(1)
+    break
+  }
+}
+
+function start(framework, variant, mode) {
+  const child = fork(join(here, 'server.mjs'), [framework, variant, mode], {
+    cwd: here,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  return new Promise((resolve, reject) => {
+    child.once('message', (m) => resolve({ child, port: m.port, framework, variant, mode }))
+    child.once('exit', (code) =>
+      reject(new Error(`${framework}/${variant}/${mode} exited with ${code}`)),
+    )
+  })
+}
+
+const cpu = (server) =>
+  new Promise((resolve) => {
+    server.child.once('message', (m) => resolve(m.cpuUs))
+    server.child.send('cpu')
+  })
+
+async function measure(server, seconds) {
+  const before = await cpu(server)
+  const result = await autocannon({
+    url: `http://127.0.0.1:${server.port}/`,
+    connections: CONNECTIONS,
+    duration: seconds,
+  })
+  const after = await cpu(server)
+  const responses = result.requests.total
+  return {
+    rps: result.requests.average,
+    p99: result.latency.p99,
+    cpuPerResUs: (after - before) / responses,
+    non2xx: result.non2xx / Math.max(1, responses),
+    errors: result.errors,
+  }
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = s.length >> 1
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
+}
+
+const lines = []
+const out = (s = '') => {
+  lines.push(s)
+  console.log(s)
+}
+
+const started = Date.now()
+out(
+  `Node ${process.version}, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s, medians.`,
+)
+for (const framework of FRAMEWORKS) {
+  const variants = [
+    ['bare', 'pass'],
+    ['floodgate', 'pass'],
+    ['peer', 'pass'],
+    ['floodgate', 'reject'],
+    ['peer', 'reject'],
+  ]
+  const servers = await Promise.all(variants.map(([v, m]) => start(framework, v, m)))
+  // Warm-up: JIT, key creation, and (reject mode) exhausting the one client's quota.
+  for (const s of servers) await measure(s, 1)
+  const samples = servers.map(() => [])
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let j = 0; j < servers.length; j++) {
+      const i = (j + round) % servers.length
+      samples[i].push(await measure(servers[i], SECONDS))
+    }
+  }
+  for (const s of servers) s.child.send('exit')
+  const stat = samples.map((xs) => ({
+    rps: median(xs.map((x) => x.rps)),
+    p99: median(xs.map((x) => x.p99)),
+    cpu: median(xs.map((x) => x.cpuPerResUs)),
+    non2xx: median(xs.map((x) => x.non2xx)),
+    errors: xs.reduce((a, x) => a + x.errors, 0),
+  }))
+  const bare = stat[0]
+  out()
+  out(`### ${framework}`)
+  out()
+  out('| variant | path | req/s | vs bare | p99 ms | CPU µs/response | CPU vs bare | non-2xx |')
+  out('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |')
+  variants.forEach(([v, m], i) => {
+    const s = stat[i]
+    const name = v === 'peer' ? PEERS[framework] : v === 'floodgate' ? 'Floodgate' : 'bare'
+    out(
+      `| ${name} | ${m === 'pass' ? 'allow' : 'reject'} | ${Math.round(s.rps)} | ${(s.rps / bare.rps).toFixed(3)}x | ${s.p99} | ${s.cpu.toFixed(1)} | ${(s.cpu / bare.cpu).toFixed(3)}x | ${(s.non2xx * 100).toFixed(0)}% |`,
+    )
+  })
+}
+out()
+out(`(${Math.round((Date.now() - started) / 1000)} s in all)`)
+process.exit(0)

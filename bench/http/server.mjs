@@ -1,0 +1,85 @@
+/* global process */
+// One benchmark server in its own process: node server.mjs <framework> <variant> <mode>
+//   framework: express | fastify | koa
+//   variant:   bare | floodgate | peer (express-rate-limit, @fastify/rate-limit, koa-ratelimit)
+//   mode:      pass (a limit nothing reaches) | reject (one client far over its limit)
+// Reports its port, then answers 'cpu' messages with process.cpuUsage(), over IPC.
+import { createServer } from 'node:http'
+
+const [framework, variant, mode] = process.argv.slice(2)
+const limit = mode === 'reject' ? 1 : 1_000_000_000
+const windowMs = 3_600_000
+const rules = [{ id: 'per-ip', limit, window: windowMs, algorithm: 'fixed-window' }]
+const body = { hello: 'world' }
+
+async function express() {
+  const { default: express } = await import('express')
+  const app = express()
+  app.disable('x-powered-by')
+  app.disable('etag')
+  if (variant === 'floodgate') {
+    const { rateLimit } = await import('@floodgate/express')
+    app.use(rateLimit(rules))
+  } else if (variant === 'peer') {
+    const { rateLimit } = await import('express-rate-limit')
+    app.use(rateLimit({ windowMs, limit, standardHeaders: 'draft-8', legacyHeaders: false }))
+  }
+  app.get('/', (_req, res) => {
+    res.json(body)
+  })
+  return createServer(app)
+}
+
+async function fastify() {
+  const { default: Fastify } = await import('fastify')
+  const app = Fastify({ logger: false })
+  if (variant === 'floodgate') {
+    const { rateLimit } = await import('@floodgate/fastify')
+    await app.register(rateLimit, { rules })
+  } else if (variant === 'peer') {
+    const { default: rateLimit } = await import('@fastify/rate-limit')
+    await app.register(rateLimit, { max: limit, timeWindow: windowMs })
+  }
+  app.get('/', async () => body)
+  await app.ready()
+  return app.server
+}
+
+async function koa() {
+  const { default: Koa } = await import('koa')
+  const app = new Koa()
+  app.silent = true
+  if (variant === 'floodgate') {
+    const { rateLimit } = await import('@floodgate/koa')
+    app.use(rateLimit(rules))
+  } else if (variant === 'peer') {
+    const { default: ratelimit } = await import('koa-ratelimit')
+    app.use(
+      ratelimit({
+        driver: 'memory',
+        db: new Map(),
+        duration: windowMs,
+        max: limit,
+        id: (ctx) => ctx.ip,
+      }),
+    )
+  }
+  app.use((ctx) => {
+    ctx.body = body
+  })
+  return createServer(app.callback())
+}
+
+const server = await { express, fastify, koa }[framework]()
+server.keepAliveTimeout = 60_000
+server.listen(0, '127.0.0.1', () => {
+  process.send({ port: server.address().port })
+})
+process.on('message', (msg) => {
+  if (msg === 'cpu') {
+    const u = process.cpuUsage()
+    process.send({ cpuUs: u.user + u.system })
+  } else if (msg === 'exit') {
+    process.exit(0)
+  }
+})
