@@ -26,7 +26,7 @@ interface Frame {
   readonly bottom: number
 }
 
-const FRAME: Frame = { width: 560, height: 300, left: 56, right: 12, top: 28, bottom: 36 }
+const FRAME: Frame = { width: 560, height: 300, left: 56, right: 12, top: 28, bottom: 42 }
 
 function xScale(durationMs: number, f: Frame = FRAME): (t: number) => number {
   return (t) => f.left + (t / durationMs) * (f.width - f.left - f.right)
@@ -145,8 +145,8 @@ function outcomeChart(run: RunSummary, result: DemoResult, peak: number): string
   const legend = kinds
     .map(
       (k, i) =>
-        `<rect x="${f.left + 8 + i * 150}" y="${f.top + 20}" width="10" height="10" fill="${k.colour}"/>` +
-        `<text x="${f.left + 22 + i * 150}" y="${f.top + 29}">${k.name}</text>`,
+        `<rect x="${f.left + i * 150}" y="${f.height - 12}" width="10" height="10" fill="${k.colour}"/>` +
+        `<text x="${f.left + 14 + i * 150}" y="${f.height - 3}">${k.name}</text>`,
     )
     .join('')
   return svg(
