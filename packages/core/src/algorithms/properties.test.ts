@@ -5,7 +5,8 @@ import type { Algorithm, AlgorithmParams } from './algorithm.js'
 import { runner, saneResult } from './harness.test-util.js'
 import { algorithms } from './index.js'
 
-const NUM_RUNS = 250
+// FG_PROPERTY_RUNS raises the run count for a soak (the default keeps the suite around a second).
+const NUM_RUNS = Number(process.env.FG_PROPERTY_RUNS ?? 250)
 
 const all = Object.values(algorithms)
 const usesBurst = (a: Algorithm): boolean =>
