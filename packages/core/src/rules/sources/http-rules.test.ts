@@ -1,0 +1,264 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { FloodgateError, OptionsError, RulesValidationError } from '../../errors.js'
+import type { Logger } from '../../logger.js'
+import type { Rule } from '../rule.js'
+import { httpRules, jitteredDelay, type HttpRulesSource } from './http-rules.js'
+
+type Mode = 'ok' | 'garbage' | 'invalid' | 'error' | 'hang' | 'bare'
+
+interface Fake {
+  server: Server
+  url: string
+  port: number
+  mode: Mode
+  revision: number
+  limit: number
+  requests: IncomingHttpHeaders[]
+  notModified: number
+}
+
+function listen(fake: Partial<Fake> & { port?: number } = {}): Promise<Fake> {
+  const state = {
+    mode: 'ok',
+    revision: 1,
+    limit: 10,
+    requests: [] as IncomingHttpHeaders[],
+    notModified: 0,
+    ...fake,
+  } as Fake
+  const server = createServer((req, res) => {
+    state.requests.push(req.headers)
+    const etag = `"rev-${state.revision}"`
+    switch (state.mode) {
+      case 'hang':
+        return // never answers; the client's timeout must fire
+      case 'error':
+        res.statusCode = 500
+        return res.end('oops')
+      case 'garbage':
+        res.setHeader('content-type', 'application/json')
+        return res.end('{"rules": [ this is not json')
+      case 'invalid':
+        res.setHeader('etag', '"bad"')
+        return res.end(
+          JSON.stringify({
+            service: 'api',
+            revision: 'bad',
+            rules: [{ id: 'x', limit: -1, window: '1s' }],
+          }),
+        )
+      case 'bare':
+        return res.end(JSON.stringify([{ id: 'bare', limit: 3, window: '1s' }]))
+      case 'ok':
+        if (req.headers['if-none-match'] === etag) {
+          state.notModified++
+          res.statusCode = 304
+          return res.end()
+        }
+        res.setHeader('etag', etag)
+        res.setHeader('content-type', 'application/json')
+        return res.end(
+          JSON.stringify({
+            service: 'api',
+            revision: String(state.revision),
+            rules: [{ id: 'api', limit: state.limit, window: '1s' }],
+          }),
+        )
+    }
+  })
+  state.server = server
+  return new Promise((resolve) => {
+    server.listen(fake.port ?? 0, '127.0.0.1', () => {
+      state.port = (server.address() as AddressInfo).port
+      state.url = `http://127.0.0.1:${state.port}/v1/services/api/ruleset?token=secret`
+      resolve(state)
+    })
+  })
+}
+
+function close(fake: Fake): Promise<void> {
+  fake.server.closeAllConnections()
+  return new Promise((resolve) => fake.server.close(() => resolve()))
+}
+
+function spyLogger() {
+  return { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() } satisfies Logger
+}
+
+const servers: Fake[] = []
+const sources: HttpRulesSource[] = []
+
+afterEach(async () => {
+  vi.useRealTimers()
+  for (const s of sources.splice(0)) s.stop()
+  for (const f of servers.splice(0)) if (f.server.listening) await close(f)
+})
+
+async function setup(options: Parameters<typeof httpRules>[1] = {}) {
+  const fake = await listen()
+  servers.push(fake)
+  const logger = spyLogger()
+  // A long interval: these tests poll by hand, so nothing depends on timing.
+  const source = httpRules(fake.url, { intervalMs: 60_000, logger, ...options })
+  sources.push(source)
+  const delivered: { rules: Rule[]; revision: string | undefined }[] = []
+  const errors: Error[] = []
+  await source.start(
+    (rules, revision) => delivered.push({ rules, revision }),
+    (err) => errors.push(err),
+  )
+  return { fake, logger, source, delivered, errors }
+}
+
+describe('httpRules', () => {
+  it('loads on start, then an unchanged revision costs a 304', async () => {
+    const { fake, source, delivered, errors } = await setup({
+      headers: { authorization: 'Bearer t' },
+    })
+    expect(errors).toEqual([])
+    expect(delivered).toHaveLength(1)
+    expect(delivered[0]!.revision).toBe('1')
+    expect(delivered[0]!.rules.map((r) => [r.id, r.limit])).toEqual([['api', 10]])
+    expect(fake.requests[0]!.authorization).toBe('Bearer t')
+    expect(fake.requests[0]!['if-none-match']).toBeUndefined()
+
+    await source.poll()
+    await source.poll()
+    expect(fake.requests[1]!['if-none-match']).toBe('"rev-1"')
+    expect(fake.notModified).toBe(2)
+    expect(delivered).toHaveLength(1)
+  })
+
+  it('applies a changed rule set', async () => {
+    const { fake, source, delivered } = await setup()
+    fake.revision = 2
+    fake.limit = 20
+    await source.poll()
+    expect(delivered).toHaveLength(2)
+    expect(delivered[1]!.revision).toBe('2')
+    expect(delivered[1]!.rules[0]!.limit).toBe(20)
+  })
+
+  it('accepts a bare list, with the ETag or nothing as revision', async () => {
+    const { fake, source, delivered } = await setup()
+    fake.mode = 'bare'
+    await source.poll()
+    expect(delivered[1]!.rules.map((r) => r.id)).toEqual(['bare'])
+    expect(delivered[1]!.revision).toBeUndefined()
+    // The same body again (no ETag support on the server) is not re-applied.
+    await source.poll()
+    expect(delivered).toHaveLength(2)
+  })
+
+  it('keeps the rules when the server is down, logs once, and logs the recovery', async () => {
+    const { fake, source, delivered, errors, logger } = await setup()
+    await close(fake)
+    await source.poll()
+    await source.poll()
+    await source.poll()
+    expect(delivered).toHaveLength(1)
+    expect(errors).toHaveLength(1)
+    expect(errors[0]).toBeInstanceOf(FloodgateError)
+    expect((errors[0] as FloodgateError).code).toBe('FG_ERR_RULES_SOURCE')
+    expect(errors[0]!.message).toMatch(
+      /^rules from http:\/\/127\.0\.0\.1:\d+\/v1\/services\/api\/ruleset: fetch failed/,
+    )
+    // The token in the query string is never logged.
+    expect(errors[0]!.message).not.toContain('secret')
+    expect(logger.warn).toHaveBeenCalledTimes(1)
+
+    const back = await listen({ port: fake.port, revision: 3 })
+    servers.push(back)
+    await source.poll()
+    expect(delivered.map((d) => d.revision)).toEqual(['1', '3'])
+    expect(logger.info).toHaveBeenCalledWith(
+      expect.objectContaining({ source: expect.any(String) }),
+      'rules source recovered',
+    )
+  })
+
+  it('keeps the rules on HTTP errors, garbage and invalid rules, reporting each distinct failure once', async () => {
+    const { fake, source, delivered, errors, logger } = await setup()
+    fake.mode = 'error'
+    await source.poll()
+    await source.poll()
+    fake.mode = 'garbage'
+    await source.poll()
+    await source.poll()
+    fake.mode = 'invalid'
+    await source.poll()
+    await source.poll()
+    expect(delivered).toHaveLength(1)
+    expect(errors.map((e) => e.message.replace(/ \(FG_ERR.*$/, ''))).toEqual([
+      expect.stringMatching(/: HTTP 500$/),
+      expect.stringMatching(/: body is not JSON \("\{\\"rules\\": \[ this is not json"\)$/),
+      'rules[0].limit: expected a positive integer, got -1',
+    ])
+    expect(errors[2]).toBeInstanceOf(RulesValidationError)
+    expect(logger.warn).toHaveBeenCalledTimes(3)
+    // An invalid body's ETag is not remembered: the next poll asks for the whole body again.
+    expect(fake.requests.at(-1)!['if-none-match']).toBe('"rev-1"')
+
+    fake.mode = 'ok'
+    fake.revision = 2
+    await source.poll()
+    expect(delivered).toHaveLength(2)
+  })
+
+  it('gives up on a slow server after timeoutMs and keeps the rules', async () => {
+    const { fake, source, delivered, errors } = await setup({ timeoutMs: 50 })
+    fake.mode = 'hang'
+    await source.poll()
+    expect(delivered).toHaveLength(1)
+    expect(errors).toHaveLength(1)
+    expect(errors[0]!.message).toMatch(/no complete answer within 50 ms/)
+  })
+
+  it('resolves start even when the first load fails', async () => {
+    const fake = await listen({ mode: 'error' })
+    servers.push(fake)
+    const source = httpRules(fake.url, { intervalMs: 60_000 })
+    sources.push(source)
+    const onRules = vi.fn()
+    const onError = vi.fn()
+    await source.start(onRules, onError)
+    expect(onRules).not.toHaveBeenCalled()
+    expect(onError).toHaveBeenCalledTimes(1)
+  })
+
+  it('polls on an unref-ed timer and stop() clears it', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    const { fake, source } = await setup({ intervalMs: 1000, jitter: 0 })
+    expect(fake.requests).toHaveLength(1)
+    await vi.advanceTimersByTimeAsync(1000)
+    await source.poll()
+    expect(fake.requests.length).toBeGreaterThanOrEqual(2)
+    const count = fake.requests.length
+    source.stop()
+    expect(vi.getTimerCount()).toBe(0)
+    await vi.advanceTimersByTimeAsync(5000)
+    expect(fake.requests).toHaveLength(count)
+  })
+
+  it('refuses bad options at construction', () => {
+    expect(() => httpRules('not a url')).toThrow(OptionsError)
+    expect(() => httpRules('ftp://x/rules')).toThrow(/expected an http\(s\) URL/)
+    expect(() => httpRules('http://x/', { intervalMs: 0 })).toThrow(/intervalMs/)
+    expect(() => httpRules('http://x/', { intervalMs: 2 ** 31 })).toThrow(/intervalMs/)
+    expect(() => httpRules('http://x/', { jitter: 2 })).toThrow(/jitter/)
+  })
+})
+
+describe('jitteredDelay', () => {
+  it.each([
+    [10_000, 0.1, 0, 9000],
+    [10_000, 0.1, 0.5, 10_000],
+    [10_000, 0.1, 0.999_999, 11_000],
+    [10_000, 0, 0.3, 10_000],
+    [1, 1, 0, 1],
+  ])('interval %i, jitter %d, random %d → %i', (interval, jitter, random, expected) => {
+    expect(jitteredDelay(interval, jitter, random)).toBe(expected)
+  })
+})
