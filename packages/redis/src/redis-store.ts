@@ -142,6 +142,7 @@ export class RedisStore implements Store {
   private readonly isCluster: boolean
   private pending = 0
   private lastReportMs = 0
+  private lastRefreshMs = 0
 
   /**
    * @param options - Where Redis is and how calls are bounded; see {@link RedisStoreOptions}.
@@ -194,6 +195,8 @@ export class RedisStore implements Store {
         enableOfflineQueue: false,
         // A command cut off by a dead connection may have run; never resend it (P12).
         retryDelayOnFailover: 0,
+        // Without resends, nothing else would notice a promoted replica: poll the topology.
+        slotsRefreshInterval: options.clusterOptions?.slotsRefreshInterval ?? 2000,
         redisOptions: {
           ...options.clusterOptions?.redisOptions,
           ...limiterRedisOptions(timeoutMs),
@@ -391,6 +394,7 @@ export class RedisStore implements Store {
         },
         (err: unknown) => {
           clearTimeout(timer)
+          if (this.isCluster) this.refreshTopology()
           if (timedOut) return
           // A user-supplied client's own commandTimeout may fire first: it is a missed deadline too.
           if (err instanceof Error && err.message === 'Command timed out') timeout()
@@ -418,6 +422,18 @@ export class RedisStore implements Store {
       (e, i) => e.rule.algorithm.name === 'concurrency' && results[i]!.allowed,
     )
     if (slots.length > 0) void this.refundRedis(slots, now)
+  }
+
+  /**
+   * On a Cluster, a failing call may mean a primary died and a replica took its slots. ioredis
+   * learns the new layout from a MOVED reply or a failover retry, and Floodgate disables the
+   * retry (it could replay a script): ask for the slot map instead, at most twice a second.
+   */
+  private refreshTopology(): void {
+    const t = Date.now()
+    if (t - this.lastRefreshMs < 500) return
+    this.lastRefreshMs = t
+    ;(this.client as Cluster).refreshSlotsCache()
   }
 
   private report(err: unknown, msg: string): void {

@@ -47,6 +47,8 @@ export class RedisClusterFixture {
       if (create.status !== 0)
         throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`)
       await fixture.waitUntilOk()
+      // A replica that never synced refuses to fail over: wait for every link to be up.
+      if (options.replicas) await fixture.waitForReplicas(count - primaries)
     } catch (err) {
       await fixture.stop()
       throw err
@@ -65,6 +67,17 @@ export class RedisClusterFixture {
       const states = await Promise.all(nodes.map((n) => clusterState(n.port)))
       if (states.every((s) => s === 'ok')) return
       if (Date.now() > deadline) throw new Error(`cluster not ok: ${states.join(',')}`)
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+
+  /** Wait (bounded: 15 s) until `n` replicas report `master_link_status:up`. */
+  async waitForReplicas(n: number): Promise<void> {
+    const deadline = Date.now() + 15_000
+    for (;;) {
+      const infos = await Promise.all(this.nodes.map((node) => replicationInfo(node.port)))
+      if (infos.filter((i) => /master_link_status:up/.test(i)).length >= n) return
+      if (Date.now() > deadline) throw new Error('replicas did not sync in time')
       await new Promise((r) => setTimeout(r, 100))
     }
   }
@@ -101,6 +114,23 @@ async function clusterState(port: number): Promise<string> {
     return /cluster_state:(\w+)/.exec(info)?.[1] ?? 'unknown'
   } catch {
     return 'down'
+  } finally {
+    c.disconnect()
+  }
+}
+
+async function replicationInfo(port: number): Promise<string> {
+  const c = new Redis(port, '127.0.0.1', {
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    lazyConnect: true,
+  })
+  c.on('error', () => {})
+  try {
+    await c.connect()
+    return await c.info('replication')
+  } catch {
+    return ''
   } finally {
     c.disconnect()
   }
