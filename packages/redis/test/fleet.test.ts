@@ -1,0 +1,129 @@
+import { fork, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { Redis } from 'ioredis'
+import { afterAll, describe, expect, it } from 'vitest'
+import type { AlgorithmName, CompiledRule, ConsumeEntry } from '@floodgate/core'
+import { createRedisStore } from '@floodgate/redis'
+import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+
+const available = await redisAvailable()
+const prefix = uniquePrefix('fleet')
+const HOSTS = 4
+const root = fileURLToPath(new URL('../../..', import.meta.url))
+const worker = fileURLToPath(new URL('./fleet/fleet-worker.ts', import.meta.url))
+
+const tb = {
+  algorithm: 'token-bucket' as AlgorithmName,
+  limit: 100,
+  windowMs: 1000,
+  burst: 50,
+  key: 'fleet-tb',
+  stateId: 'tb',
+}
+const fw = {
+  algorithm: 'fixed-window' as AlgorithmName,
+  limit: 40,
+  windowMs: 400,
+  burst: 40,
+  key: 'fleet-fw',
+  stateId: 'fw',
+}
+
+const entry = (r: typeof tb, cost: number): ConsumeEntry[] => [
+  {
+    rule: {
+      stateId: r.stateId,
+      algorithm: { name: r.algorithm },
+      params: r,
+    } as unknown as CompiledRule,
+    key: r.key,
+    cost,
+    maxWaitMs: 0,
+    shadow: false,
+  },
+]
+
+async function redisTimeMs(c: Redis): Promise<number> {
+  const [s, us] = await c.time()
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000)
+}
+
+describe.skipIf(!available)('a fleet of 4 hosts on one Redis', () => {
+  const children: ChildProcess[] = []
+  afterAll(async () => {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL')
+    const admin = new Redis(REDIS_URL)
+    await deletePrefix(admin, prefix)
+    admin.disconnect()
+  })
+
+  it('admits exactly what the algorithm allows for the elapsed Redis time, together', async () => {
+    const admin = new Redis(REDIS_URL)
+    const store = createRedisStore({ url: REDIS_URL, prefix, timeoutMs: 5000 })
+    await store.ready
+
+    const results: Promise<{ admitted: number[]; failed: number }>[] = []
+    const ready: Promise<void>[] = []
+    for (let i = 0; i < HOSTS; i++) {
+      const child = fork(worker, [], {
+        cwd: root,
+        execArgv: ['--import', 'tsx'],
+        env: {
+          ...process.env,
+          FG_FLEET: JSON.stringify({ url: REDIS_URL, prefix, rules: [tb, fw], inFlight: 4 }),
+        },
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      })
+      children.push(child)
+      ready.push(new Promise((resolve) => child.once('message', () => resolve())))
+      results.push(
+        new Promise((resolve) =>
+          child.on('message', (m) => typeof m === 'object' && resolve(m as never)),
+        ),
+      )
+    }
+    await Promise.all(ready)
+
+    // The parent empties the bucket and fills the current window first, so from here on
+    // demand always exceeds supply and the count depends only on Redis time.
+    const tStartMin = await redisTimeMs(admin)
+    const [first] = await store.consume(entry(tb, tb.burst), 0)
+    const [firstFw] = await store.consume(entry(fw, fw.limit), 0)
+    const tStartMax = await redisTimeMs(admin)
+    expect(first!.allowed && firstFw!.allowed).toBe(true)
+    const window0 = Math.floor(tStartMax / fw.windowMs)
+    expect(Math.floor(tStartMin / fw.windowMs)).toBe(window0)
+
+    // Stop in the middle of a later window (Redis and this host share a clock offset).
+    const stopRedis = (window0 + 3) * fw.windowMs + fw.windowMs / 2
+    const stopAtMs = Date.now() + (stopRedis - (await redisTimeMs(admin)))
+    for (const c of children) c.send({ stopAtMs })
+    const reports = await Promise.all(results)
+
+    const tEndMin = await redisTimeMs(admin)
+    const [lastTb] = await store.consume(entry(tb, 1), 0)
+    const [lastFw] = await store.consume(entry(fw, 1), 0)
+    const tEndMax = await redisTimeMs(admin)
+    expect(reports.every((r) => r.failed === 0)).toBe(true)
+
+    // Fixed window: every window from the first to the last one was filled exactly.
+    const windows = Math.floor(tEndMax / fw.windowMs) - window0 + 1
+    expect(Math.floor(tEndMin / fw.windowMs)).toBe(window0 + windows - 1)
+    const fwAdmitted =
+      fw.limit + reports.reduce((n, r) => n + r.admitted[1]!, 0) + (lastFw!.allowed ? 1 : 0)
+    expect(lastFw!.allowed).toBe(false)
+    expect(fwAdmitted).toBe(fw.limit * windows)
+
+    // Token bucket: admitted = capacity + rate × elapsed - what is left, to the unit. Left is
+    // `burst - remaining` up to one fractional token; elapsed is known to Redis's millisecond.
+    const rate = tb.limit / tb.windowMs
+    const tbAdmitted =
+      tb.burst + reports.reduce((n, r) => n + r.admitted[0]!, 0) + (lastTb!.allowed ? 1 : 0)
+    const used = tb.burst - lastTb!.remaining
+    expect(tbAdmitted).toBeLessThanOrEqual(used + rate * (tEndMax - tStartMin))
+    expect(tbAdmitted).toBeGreaterThan(used - 1 + rate * (tEndMin - tStartMax))
+
+    await store.close()
+    admin.disconnect()
+  }, 30_000)
+})
