@@ -1,3 +1,5 @@
+import { performance } from 'node:perf_hooks'
+
 /** Raised when a query could not get a connection in time: the service answers 503. */
 export class PoolTimeoutError extends Error {
   override readonly name = 'PoolTimeoutError'
@@ -16,6 +18,7 @@ export interface DbPoolOptions {
 interface Waiter {
   readonly client: string
   readonly workMs: number
+  readonly queuedAt: number
   readonly resolve: () => void
   readonly reject: (error: Error) => void
   timer: NodeJS.Timeout | undefined
@@ -26,6 +29,8 @@ export interface PoolStats {
   readonly busyMsByClient: Record<string, number>
   readonly timeouts: number
   readonly peakQueue: number
+  /** Longest time a query waited for a connection and then got one. */
+  readonly maxWaitMs: number
 }
 
 /**
@@ -40,6 +45,7 @@ export class DbPool {
   private readonly busyMs = new Map<string, number>()
   private timeouts = 0
   private peakQueue = 0
+  private maxWaitMs = 0
 
   constructor(private readonly options: DbPoolOptions) {}
 
@@ -51,7 +57,14 @@ export class DbPool {
       return Promise.reject(new PoolTimeoutError('database pool queue is full'))
     }
     return new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = { client, workMs, resolve, reject, timer: undefined }
+      const waiter: Waiter = {
+        client,
+        workMs,
+        queuedAt: performance.now(),
+        resolve,
+        reject,
+        timer: undefined,
+      }
       waiter.timer = setTimeout(() => {
         const i = this.queue.indexOf(waiter)
         if (i !== -1) this.queue.splice(i, 1)
@@ -79,6 +92,7 @@ export class DbPool {
     const waiter = this.queue.shift()
     if (waiter === undefined) return
     clearTimeout(waiter.timer)
+    this.maxWaitMs = Math.max(this.maxWaitMs, performance.now() - waiter.queuedAt)
     this.run(waiter.client, waiter.workMs).then(waiter.resolve, waiter.reject)
   }
 
@@ -88,6 +102,7 @@ export class DbPool {
       busyMsByClient: Object.fromEntries(this.busyMs),
       timeouts: this.timeouts,
       peakQueue: this.peakQueue,
+      maxWaitMs: this.maxWaitMs,
     }
   }
 

@@ -20,6 +20,7 @@ function rows(w: RunSummary, f: RunSummary, wellNames: readonly string[]): Row[]
     both('  retries', (r) => int(r.well.retries)),
     ['noisy neighbour (spiking far above its share)'],
     both('  sent', (r) => int(r.noisy.sent)),
+    both('  not sent (400 already in flight)', (r) => int(r.noisy.skipped)),
     both('  admitted', (r) => int(r.noisy.admitted)),
     both('    of which queued first', (r) => int(r.noisy.queued)),
     both('  rejected (429)', (r) => int(r.noisy.rejected)),
@@ -29,6 +30,7 @@ function rows(w: RunSummary, f: RunSummary, wellNames: readonly string[]): Row[]
     ...wellNames.map((name) => both(`    ${name}`, (r) => pct(r.share[name] ?? 0))),
     both('  noisy', (r) => pct(r.share['noisy'] ?? 0)),
     both('  queries timed out in the pool', (r) => int(r.pool.timeouts)),
+    both('  longest wait for a connection', (r) => ms(r.pool.maxWaitMs)),
   ]
 }
 
