@@ -190,7 +190,8 @@ async function loadService() {
     state.rules = set.rules
     state.revision = set.revision
     const option = [...$('#service').options].find((o) => o.value === state.service)
-    if (option) option.textContent = `${state.service} (${set.rules.length} rule${set.rules.length === 1 ? '' : 's'})`
+    if (option)
+      option.textContent = `${state.service} (${set.rules.length} rule${set.rules.length === 1 ? '' : 's'})`
     renderRules()
     await loadAudit()
   } catch (err) {
@@ -214,9 +215,13 @@ function confirmDelete(button, id) {
 
 async function deleteRule(id) {
   try {
-    const result = await api('DELETE', `${servicePath(state.service)}/rules/${encodeURIComponent(id)}`, {
-      ifMatch: state.revision,
-    })
+    const result = await api(
+      'DELETE',
+      `${servicePath(state.service)}/rules/${encodeURIComponent(id)}`,
+      {
+        ifMatch: state.revision,
+      },
+    )
     say(`Deleted rule ${id} (revision ${result.revision}).`)
     if (state.editing === id) closeEditor()
     await loadService()
@@ -228,7 +233,20 @@ async function deleteRule(id) {
 
 // --- the editor ------------------------------------------------------------------------------
 
-const FORM_FIELDS = ['id', 'description', 'match', 'key', 'limit', 'window', 'rate', 'algorithm', 'burst', 'cost', 'onLimit', 'shadow']
+const FORM_FIELDS = [
+  'id',
+  'description',
+  'match',
+  'key',
+  'limit',
+  'window',
+  'rate',
+  'algorithm',
+  'burst',
+  'cost',
+  'onLimit',
+  'shadow',
+]
 const field = (name) => $(`#f-${name}`)
 
 /** Fill the form from a rule; fields the form cannot show stay in `state.extra`. */
@@ -248,7 +266,8 @@ function fillForm(rule) {
   for (const name of ['limit', 'window', 'rate', 'burst', 'cost']) {
     if (rule[name] === undefined || typeof rule[name] !== 'object') set(name, rule[name])
   }
-  if (rule.algorithm === undefined || typeof rule.algorithm === 'string') set('algorithm', rule.algorithm ?? '')
+  if (rule.algorithm === undefined || typeof rule.algorithm === 'string')
+    set('algorithm', rule.algorithm ?? '')
   field('shadow').checked = rule.shadow === true
   if (rule.shadow === undefined || typeof rule.shadow === 'boolean') delete extra.shadow
   const on = rule.onLimit
@@ -288,7 +307,10 @@ function readForm() {
   put('id', text('id'))
   put('description', text('description'))
   if (text('match') !== '' || typeof rule.match !== 'object') put('match', text('match'))
-  const parts = text('key').split(',').map((p) => p.trim()).filter(Boolean)
+  const parts = text('key')
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)
   put('key', parts.length > 1 ? parts : parts[0])
   put('limit', numberOrText(text('limit')))
   put('window', numberOrText(text('window')))
@@ -340,7 +362,8 @@ function showFieldError(name, message) {
 
 function clearErrors() {
   for (const slot of document.querySelectorAll('.field-error')) slot.textContent = ''
-  for (const input of document.querySelectorAll('[aria-invalid]')) input.setAttribute('aria-invalid', 'false')
+  for (const input of document.querySelectorAll('[aria-invalid]'))
+    input.setAttribute('aria-invalid', 'false')
   const box = $('#editor-errors')
   box.hidden = true
   box.replaceChildren()
@@ -411,7 +434,12 @@ async function saveRule(event) {
     else if (err instanceof ApiError && Array.isArray(err.problem.errors)) {
       showErrors('The service refused this rule:', err.problem.errors)
       say('Not saved: fix the fields marked below.', true)
-    } else if (err instanceof ApiError && err.status < 500 && err.status !== 401 && err.status !== 403) {
+    } else if (
+      err instanceof ApiError &&
+      err.status < 500 &&
+      err.status !== 401 &&
+      err.status !== 403
+    ) {
       showErrors('The service refused this rule:', [err.message])
       say(explain(err), true)
     } else say(explain(err), true)
@@ -424,7 +452,10 @@ async function conflict() {
   const draft = state.editing === undefined ? undefined : readForm()
   const editing = state.editing
   await loadService()
-  say(`Someone changed these rules (revision ${mine} → ${state.revision}). The list is reloaded; check it and save again.`, true)
+  say(
+    `Someone changed these rules (revision ${mine} → ${state.revision}). The list is reloaded; check it and save again.`,
+    true,
+  )
   if (draft !== undefined) {
     state.editing = editing
     $('#editor').hidden = false
@@ -457,7 +488,14 @@ function renderAudit(entries) {
     diff.append(json(e.before), json(e.after))
     details.append(summary, diff)
     change.append(details)
-    tr.append(when, cell(e.actor), cell(e.action), cell(e.ruleId ?? '', true), cell(String(e.revision)), change)
+    tr.append(
+      when,
+      cell(e.actor),
+      cell(e.action),
+      cell(e.ruleId ?? '', true),
+      cell(String(e.revision)),
+      change,
+    )
     body.append(tr)
   }
   $('#audit-empty').hidden = entries.length > 0
@@ -476,7 +514,9 @@ async function loadAudit() {
 // --- token -----------------------------------------------------------------------------------
 
 function showToken() {
-  $('#token-state').textContent = state.token ? 'token set (kept for this tab only)' : 'no token: read-only'
+  $('#token-state').textContent = state.token
+    ? 'token set (kept for this tab only)'
+    : 'no token: read-only'
 }
 
 async function useToken(event) {

@@ -52,13 +52,18 @@ export class TokenRegistry {
       if (typeof t.name !== 'string' || t.name.length === 0) {
         throw new TypeError(`tokens[${i}].name: expected a non-empty string`)
       }
-      if (names.has(t.name)) throw new TypeError(`tokens[${i}].name: duplicate name ${JSON.stringify(t.name)}`)
+      if (names.has(t.name))
+        throw new TypeError(`tokens[${i}].name: duplicate name ${JSON.stringify(t.name)}`)
       names.add(t.name)
       if (typeof t.token !== 'string' || t.token.length < 16) {
-        throw new TypeError(`tokens[${i}].token: expected at least 16 characters (token ${JSON.stringify(t.name)})`)
+        throw new TypeError(
+          `tokens[${i}].token: expected at least 16 characters (token ${JSON.stringify(t.name)})`,
+        )
       }
       if (t.role !== 'admin' && t.role !== 'write' && t.role !== 'read') {
-        throw new TypeError(`tokens[${i}].role: expected admin, write or read, got ${JSON.stringify(t.role)}`)
+        throw new TypeError(
+          `tokens[${i}].role: expected admin, write or read, got ${JSON.stringify(t.role)}`,
+        )
       }
       if (t.role === 'write' && (t.services === undefined || t.services.length === 0)) {
         throw new TypeError(`tokens[${i}].services: a write token needs the services it may change`)
@@ -118,5 +123,9 @@ export function canWrite(principal: Principal, service: string): boolean {
  * @returns whether it may read that service's rules
  */
 export function canRead(principal: Principal, service: string): boolean {
-  return principal.role === 'admin' || principal.services === undefined || principal.services.has(service)
+  return (
+    principal.role === 'admin' ||
+    principal.services === undefined ||
+    principal.services.has(service)
+  )
 }

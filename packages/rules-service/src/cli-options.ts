@@ -41,7 +41,8 @@ export interface CliCommand {
 const intOption = (name: string, value: string | undefined): number | undefined => {
   if (value === undefined) return undefined
   const n = Number(value)
-  if (!Number.isInteger(n) || n < 0) throw new TypeError(`${name}: expected a whole number, got ${JSON.stringify(value)}`)
+  if (!Number.isInteger(n) || n < 0)
+    throw new TypeError(`${name}: expected a whole number, got ${JSON.stringify(value)}`)
   return n
 }
 
@@ -57,7 +58,8 @@ function readTokensFile(path: string, env: NodeJS.ProcessEnv): TokenOptions[] {
     throw new TypeError(`--tokens-file ${path}: ${(err as Error).message}`)
   }
   const list = Array.isArray(data) ? data : (data as { tokens?: unknown } | null)?.tokens
-  if (!Array.isArray(list)) throw new TypeError(`--tokens-file ${path}: expected a JSON list of tokens`)
+  if (!Array.isArray(list))
+    throw new TypeError(`--tokens-file ${path}: expected a JSON list of tokens`)
   return list.map((entry: unknown, i) => {
     const t = (entry ?? {}) as Partial<TokenOptions> & { tokenEnv?: string }
     const token = t.tokenEnv !== undefined ? env[t.tokenEnv] : t.token
@@ -98,18 +100,24 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
   const command = positionals[0] ?? 'help'
   if (values.help || command === 'help') return { command: 'help', options: {} }
   if (command !== 'serve' || positionals.length > 1) {
-    throw new TypeError(`unknown command ${JSON.stringify(positionals.join(' '))}; try: floodgate-rules serve`)
+    throw new TypeError(
+      `unknown command ${JSON.stringify(positionals.join(' '))}; try: floodgate-rules serve`,
+    )
   }
   const tokens: TokenOptions[] = []
-  if (env.FLOODGATE_ADMIN_TOKEN) tokens.push({ name: 'admin', role: 'admin', token: env.FLOODGATE_ADMIN_TOKEN })
-  if (env.FLOODGATE_READ_TOKEN) tokens.push({ name: 'reader', role: 'read', token: env.FLOODGATE_READ_TOKEN })
+  if (env.FLOODGATE_ADMIN_TOKEN)
+    tokens.push({ name: 'admin', role: 'admin', token: env.FLOODGATE_ADMIN_TOKEN })
+  if (env.FLOODGATE_READ_TOKEN)
+    tokens.push({ name: 'reader', role: 'read', token: env.FLOODGATE_READ_TOKEN })
   const tokensFile = values['tokens-file'] ?? env.FLOODGATE_TOKENS_FILE
   if (tokensFile) tokens.push(...readTokensFile(tokensFile, env))
   const databaseUrl = values['database-url'] ?? env.DATABASE_URL
   return {
     command: 'serve',
     options: {
-      ...(databaseUrl ? { databaseUrl } : { dataDir: values['data-dir'] ?? env.FLOODGATE_DATA_DIR ?? '.floodgate-data' }),
+      ...(databaseUrl
+        ? { databaseUrl }
+        : { dataDir: values['data-dir'] ?? env.FLOODGATE_DATA_DIR ?? '.floodgate-data' }),
       schema: values.schema ?? env.FLOODGATE_SCHEMA,
       port: intOption('--port', values.port ?? env.PORT) ?? 8080,
       host: values.host ?? env.HOST ?? '127.0.0.1',

@@ -21,7 +21,11 @@ async function main(): Promise<void> {
   }
   const service = await startRulesService(parsed.options)
   service.app.log.info(
-    { url: service.url, admin: `${service.url}/admin/`, storage: parsed.options.databaseUrl ? 'postgres' : `pglite ${parsed.options.dataDir ?? ''}` },
+    {
+      url: service.url,
+      admin: `${service.url}/admin/`,
+      storage: parsed.options.databaseUrl ? 'postgres' : `pglite ${parsed.options.dataDir ?? ''}`,
+    },
     'floodgate rules service listening',
   )
   let stopping = false

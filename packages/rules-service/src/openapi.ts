@@ -16,7 +16,9 @@ const json = (schema: Json, description: string, headers?: Json): Json => ({
   content: { 'application/json': { schema } },
   ...(headers ? { headers } : {}),
 })
-const etag: Json = { ETag: { description: 'The set\'s revision, e.g. `"7"`', schema: { type: 'string' } } }
+const etag: Json = {
+  ETag: { description: 'The set\'s revision, e.g. `"7"`', schema: { type: 'string' } },
+}
 
 const serviceParam: Json = {
   name: 'service',
@@ -39,7 +41,9 @@ const ifMatch: Json = {
   description: 'The ETag the change is based on; 412 when the set changed in between',
 }
 const common = {
-  '400': problem('Malformed JSON, unknown fields or an invalid rule (`errors` lists `path: message`)'),
+  '400': problem(
+    'Malformed JSON, unknown fields or an invalid rule (`errors` lists `path: message`)',
+  ),
   '401': problem('Missing or unknown bearer token'),
   '403': problem('The token may not do this for this service'),
   '404': problem('Unknown service or rule'),
@@ -72,7 +76,7 @@ export function openApiDocument(): Json {
       title: 'Floodgate rules service',
       version: '1',
       description:
-        'Service owners manage rate-limiting rules; hosts poll `GET /v1/services/{service}/ruleset` with If-None-Match. Every change bumps the service\'s revision, which is also the ETag.',
+        "Service owners manage rate-limiting rules; hosts poll `GET /v1/services/{service}/ruleset` with If-None-Match. Every change bumps the service's revision, which is also the ETag.",
     },
     security: [{ bearer: [] }],
     paths: {
@@ -81,7 +85,10 @@ export function openApiDocument(): Json {
           summary: 'List services',
           responses: {
             '200': json(
-              { type: 'object', properties: { services: { type: 'array', items: ref('ServiceSummary') } } },
+              {
+                type: 'object',
+                properties: { services: { type: 'array', items: ref('ServiceSummary') } },
+              },
               'Services the token may read',
             ),
             '401': common['401'],
@@ -116,7 +123,11 @@ export function openApiDocument(): Json {
         get: {
           summary: 'List rules (same body as /ruleset)',
           parameters: [serviceParam, ifNoneMatch],
-          responses: { '200': json(ref('Ruleset'), 'The set', etag), '304': { description: 'Not modified' }, ...common },
+          responses: {
+            '200': json(ref('Ruleset'), 'The set', etag),
+            '304': { description: 'Not modified' },
+            ...common,
+          },
         },
         post: {
           summary: 'Create a rule (appended)',
@@ -146,16 +157,25 @@ export function openApiDocument(): Json {
         get: {
           summary: 'Get a rule',
           parameters: [serviceParam, idParam, ifNoneMatch],
-          responses: { '200': ruleResponse('The rule'), '304': { description: 'Not modified' }, ...common },
+          responses: {
+            '200': ruleResponse('The rule'),
+            '304': { description: 'Not modified' },
+            ...common,
+          },
         },
         put: {
           summary: 'Replace (or create) a rule',
           parameters: [serviceParam, idParam, ifMatch],
           requestBody: { required: true, content: { 'application/json': { schema: ref('Rule') } } },
-          responses: { '200': ruleResponse('Replaced'), '201': ruleResponse('Created'), ...writeErrors },
+          responses: {
+            '200': ruleResponse('Replaced'),
+            '201': ruleResponse('Created'),
+            ...writeErrors,
+          },
         },
         patch: {
-          summary: 'Change some fields of a rule (JSON merge patch, RFC 7396: null deletes a field)',
+          summary:
+            'Change some fields of a rule (JSON merge patch, RFC 7396: null deletes a field)',
           parameters: [serviceParam, idParam, ifMatch],
           requestBody: {
             required: true,
@@ -173,7 +193,11 @@ export function openApiDocument(): Json {
             '200': json(
               {
                 type: 'object',
-                properties: { service: { type: 'string' }, revision: { type: 'integer' }, deleted: { type: 'string' } },
+                properties: {
+                  service: { type: 'string' },
+                  revision: { type: 'integer' },
+                  deleted: { type: 'string' },
+                },
               },
               'Deleted',
               etag,
@@ -188,13 +212,33 @@ export function openApiDocument(): Json {
           summary: 'The audit trail, newest first',
           parameters: [
             serviceParam,
-            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 } },
-            { name: 'before', in: 'query', schema: { type: 'integer' }, description: 'Entries with a smaller id (paging)' },
-            { name: 'rule', in: 'query', schema: { type: 'string' }, description: 'Only this rule id' },
+            {
+              name: 'limit',
+              in: 'query',
+              schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
+            },
+            {
+              name: 'before',
+              in: 'query',
+              schema: { type: 'integer' },
+              description: 'Entries with a smaller id (paging)',
+            },
+            {
+              name: 'rule',
+              in: 'query',
+              schema: { type: 'string' },
+              description: 'Only this rule id',
+            },
           ],
           responses: {
             '200': json(
-              { type: 'object', properties: { service: { type: 'string' }, entries: { type: 'array', items: ref('AuditEntry') } } },
+              {
+                type: 'object',
+                properties: {
+                  service: { type: 'string' },
+                  entries: { type: 'array', items: ref('AuditEntry') },
+                },
+              },
               'Entries',
             ),
             ...common,
@@ -210,7 +254,8 @@ export function openApiDocument(): Json {
           required: ['id'],
           properties: { id: { type: 'string' } },
           additionalProperties: true,
-          description: 'A rule as core\'s schema accepts it (RuleInput; see docs/rules.md). Unknown fields are refused.',
+          description:
+            "A rule as core's schema accepts it (RuleInput; see docs/rules.md). Unknown fields are refused.",
         },
         Ruleset: {
           type: 'object',
@@ -232,7 +277,11 @@ export function openApiDocument(): Json {
         },
         ServiceCreated: {
           type: 'object',
-          properties: { service: { type: 'string' }, revision: { type: 'integer' }, created: { type: 'boolean' } },
+          properties: {
+            service: { type: 'string' },
+            revision: { type: 'integer' },
+            created: { type: 'boolean' },
+          },
         },
         AuditEntry: {
           type: 'object',
@@ -256,7 +305,11 @@ export function openApiDocument(): Json {
             title: { type: 'string' },
             status: { type: 'integer' },
             detail: { type: 'string' },
-            errors: { type: 'array', items: { type: 'string' }, description: 'Each invalid field as `path: message`' },
+            errors: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Each invalid field as `path: message`',
+            },
             revision: { type: 'integer', description: 'The current revision (412)' },
           },
         },

@@ -45,7 +45,8 @@ export interface ProblemBody {
 }
 
 /** Base URI of problem types; each type has a section in docs/rules-service.md. */
-export const PROBLEM_BASE = 'https://github.com/floodgate/floodgate/blob/main/docs/rules-service.md#problem-'
+export const PROBLEM_BASE =
+  'https://github.com/floodgate/floodgate/blob/main/docs/rules-service.md#problem-'
 
 /** An error the API turns into a problem+json response with its status. */
 export class ProblemError extends Error {

@@ -198,7 +198,12 @@ export class RulesRepository {
    * @param actor - who (the token's name), for the audit trail
    * @param ifMatch - the revisions the writer accepts (If-Match), if any
    */
-  create(service: string, body: RuleBody, actor: string, ifMatch?: readonly number[]): Promise<Change> {
+  create(
+    service: string,
+    body: RuleBody,
+    actor: string,
+    ifMatch?: readonly number[],
+  ): Promise<Change> {
     return this.#change(service, actor, ifMatch, (current) => {
       if (current.some((r) => r.id === body.id)) {
         throw new ProblemError(
@@ -219,7 +224,13 @@ export class RulesRepository {
    * @param actor - who, for the audit trail
    * @param ifMatch - the revisions the writer accepts (If-Match), if any
    */
-  replace(service: string, id: string, body: RuleBody, actor: string, ifMatch?: readonly number[]): Promise<Change> {
+  replace(
+    service: string,
+    id: string,
+    body: RuleBody,
+    actor: string,
+    ifMatch?: readonly number[],
+  ): Promise<Change> {
     return this.#change(service, actor, ifMatch, (current) => {
       const index = current.findIndex((r) => r.id === id)
       const next = [...current]
@@ -280,10 +291,16 @@ export class RulesRepository {
    * @param actor - who, for the audit trail
    * @param ifMatch - the revisions the writer accepts (If-Match), if any
    */
-  replaceAll(service: string, rules: RuleBody[], actor: string, ifMatch?: readonly number[]): Promise<Change> {
+  replaceAll(
+    service: string,
+    rules: RuleBody[],
+    actor: string,
+    ifMatch?: readonly number[],
+  ): Promise<Change> {
     return this.#change(service, actor, ifMatch, () => ({
       next: rules,
-      action: (before, after) => (before === undefined ? 'create' : after === undefined ? 'delete' : 'replace'),
+      action: (before, after) =>
+        before === undefined ? 'create' : after === undefined ? 'delete' : 'replace',
     }))
   }
 
@@ -392,7 +409,9 @@ export class RulesRepository {
     next.forEach((rule, index) => {
       const first = seen.get(rule.id)
       if (first !== undefined) {
-        issues.push(`rules[${index}].id: duplicate id ${JSON.stringify(rule.id)} (also rules[${first}])`)
+        issues.push(
+          `rules[${index}].id: duplicate id ${JSON.stringify(rule.id)} (also rules[${first}])`,
+        )
       } else seen.set(rule.id, index)
     })
     if (issues.length === 0) issues.push(...this.#validate(next))

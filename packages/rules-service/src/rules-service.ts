@@ -103,7 +103,9 @@ const REDACT = [
  * await app.listen({ port: 8080 })
  * ```
  */
-export async function createRulesService(options: RulesServiceOptions = {}): Promise<RulesServiceApp> {
+export async function createRulesService(
+  options: RulesServiceOptions = {},
+): Promise<RulesServiceApp> {
   const tokens = new TokenRegistry(options.tokens ?? [])
   const validate = options.validate ?? validateWithCore
   const ownDb = options.db === undefined
@@ -161,7 +163,9 @@ export async function createRulesService(options: RulesServiceOptions = {}): Pro
     reply
       .code(404)
       .type('application/problem+json')
-      .send(problemBody('not-found', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`)),
+      .send(
+        problemBody('not-found', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`),
+      ),
   )
 
   const requireReadToken = options.requireReadToken ?? tokens.hasReadTokens
@@ -175,10 +179,16 @@ export async function createRulesService(options: RulesServiceOptions = {}): Pro
   })
   if (options.admin !== false) adminRoutes(app)
 
-  if (tokens.namedServices.length === 0 && (options.tokens ?? []).length === 0) {
-    app.log.warn('no tokens configured: the API is read-only (see docs/rules-service.md#tokens)')
+  if (!(options.tokens ?? []).some((t) => t.role !== 'read')) {
+    app.log.warn(
+      'no admin or write token configured: the API is read-only (see docs/rules-service.md#tokens)',
+    )
   }
-  if (options.db === undefined && options.databaseUrl === undefined && options.dataDir === undefined) {
+  if (
+    options.db === undefined &&
+    options.databaseUrl === undefined &&
+    options.dataDir === undefined
+  ) {
     app.log.warn('no dataDir or databaseUrl: rules live in memory and are lost on exit')
   }
   await app.ready()
@@ -202,17 +212,26 @@ function toProblem(err: unknown): { status: number; body: ReturnType<typeof prob
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return {
         status: 415,
-        body: problemBody('unsupported-media-type', `${message}; send Content-Type: application/json`),
+        body: problemBody(
+          'unsupported-media-type',
+          `${message}; send Content-Type: application/json`,
+        ),
       }
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return { status: 400, body: problemBody('invalid-json', message) }
   }
   if (e.statusCode === 400 && err instanceof SyntaxError) {
-    return { status: 400, body: problemBody('invalid-json', `the body is not valid JSON: ${message}`) }
+    return {
+      status: 400,
+      body: problemBody('invalid-json', `the body is not valid JSON: ${message}`),
+    }
   }
   if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500) {
-    return { status: e.statusCode, body: { ...problemBody('bad-request', message), status: e.statusCode } }
+    return {
+      status: e.statusCode,
+      body: { ...problemBody('bad-request', message), status: e.statusCode },
+    }
   }
   return { status: 500, body: problemBody('internal', 'the service failed; see its logs') }
 }
@@ -252,7 +271,9 @@ export interface RunningRulesService {
  * await service.stop()
  * ```
  */
-export async function startRulesService(options: StartRulesServiceOptions = {}): Promise<RunningRulesService> {
+export async function startRulesService(
+  options: StartRulesServiceOptions = {},
+): Promise<RunningRulesService> {
   const app = await createRulesService(options)
   const host = options.host ?? '127.0.0.1'
   try {
@@ -262,7 +283,8 @@ export async function startRulesService(options: StartRulesServiceOptions = {}):
     throw err
   }
   const address = app.server.address()
-  const port = typeof address === 'object' && address !== null ? address.port : (options.port ?? 8080)
+  const port =
+    typeof address === 'object' && address !== null ? address.port : (options.port ?? 8080)
   const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host
   return { app, url: `http://${shownHost}:${port}`, stop: () => app.close() }
 }

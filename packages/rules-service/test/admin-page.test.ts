@@ -9,7 +9,9 @@ import { IS_CI, TOKENS } from './helpers.js'
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const hasChromium = existsSync(CHROMIUM)
 if (!hasChromium && IS_CI) {
-  throw new Error(`the admin page test needs chromium at ${CHROMIUM} under CI=true (apt-get install -y chromium)`)
+  throw new Error(
+    `the admin page test needs chromium at ${CHROMIUM} under CI=true (apt-get install -y chromium)`,
+  )
 }
 const ARTIFACTS = fileURLToPath(new URL('../test-artifacts/', import.meta.url))
 
@@ -19,7 +21,8 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
   let page: Page
   const pageErrors: string[] = []
 
-  const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}admin-${name}.png`, fullPage: true })
+  const shot = (name: string) =>
+    page.screenshot({ path: `${ARTIFACTS}admin-${name}.png`, fullPage: true })
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true })
@@ -103,7 +106,9 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
     const limitError = page.locator('.field-error[data-for="limit"]')
     await expect.poll(() => limitError.textContent()).toBe('expected a positive integer, got -1')
     expect(await page.getAttribute('#f-limit', 'aria-invalid')).toBe('true')
-    expect(await page.textContent('#editor-errors')).toContain('rules[0].limit: expected a positive integer, got -1')
+    expect(await page.textContent('#editor-errors')).toContain(
+      'rules[0].limit: expected a positive integer, got -1',
+    )
     await shot('2-invalid-limit')
     const stored = (await (
       await fetch(`${service.url}/v1/services/checkout/rules/api-per-ip`)
@@ -124,10 +129,14 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
     await expect.poll(() => row.count()).toBe(0)
     expect(await page.textContent('#revision')).toBe('revision 3')
     await expect.poll(() => page.locator('#audit tbody tr').count()).toBe(3)
-    expect(await page.textContent('#audit tbody tr:first-child')).toMatch(/ops.*delete.*api-per-ip/s)
+    expect(await page.textContent('#audit tbody tr:first-child')).toMatch(
+      /ops.*delete.*api-per-ip/s,
+    )
     await shot('3-deleted')
 
-    const set = (await (await fetch(`${service.url}/v1/services/checkout/ruleset`)).json()) as { rules: unknown[] }
+    const set = (await (await fetch(`${service.url}/v1/services/checkout/ruleset`)).json()) as {
+      rules: unknown[]
+    }
     expect(set.rules).toEqual([])
     expect(pageErrors.filter((e) => !/status of 40[013]/.test(e))).toEqual([])
   })

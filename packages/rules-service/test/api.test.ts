@@ -1,6 +1,15 @@
 import { Writable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createRulesService, type RulesServiceApp, type RulesServiceOptions } from '@floodgate/rules-service'
+import {
+  createRulesService,
+  migrate,
+  migrations,
+  openPgDb,
+  openPgliteDb,
+  type Db,
+  type RulesServiceApp,
+  type RulesServiceOptions,
+} from '@floodgate/rules-service'
 import { DATABASE_URL, TOKENS, dropSchema, postgresAvailable, uniqueSchema } from './helpers.js'
 
 // One suite, two storages: the same SQL and the same answers on embedded PGlite and on a
@@ -8,13 +17,38 @@ import { DATABASE_URL, TOKENS, dropSchema, postgresAvailable, uniqueSchema } fro
 const hasPostgres = await postgresAvailable()
 const pgSchema = uniqueSchema()
 
-const backends: { name: string; options: RulesServiceOptions; skip: boolean; cleanup?: () => Promise<void> }[] = [
-  { name: 'PGlite (in memory)', options: {}, skip: false },
+interface Backend {
+  name: string
+  skip: boolean
+  /** Service options, a second handle on the same database, and how to clean up. */
+  setup(): Promise<{ options: RulesServiceOptions; probe: Db; cleanup(): Promise<void> }>
+}
+
+const backends: Backend[] = [
+  {
+    name: 'PGlite (in memory)',
+    skip: false,
+    async setup() {
+      // The app gets an open Db (the `db` option); the test closes it.
+      const db = await openPgliteDb()
+      return { options: { db }, probe: db, cleanup: () => db.close() }
+    },
+  },
   {
     name: 'PostgreSQL',
-    options: { databaseUrl: DATABASE_URL, schema: pgSchema },
     skip: !hasPostgres,
-    cleanup: () => dropSchema(pgSchema),
+    async setup() {
+      // The app opens its own pool (the `databaseUrl` option) in a schema of its own.
+      const probe = await openPgDb({ databaseUrl: DATABASE_URL, schema: pgSchema })
+      return {
+        options: { databaseUrl: DATABASE_URL, schema: pgSchema },
+        probe,
+        async cleanup() {
+          await probe.close()
+          await dropSchema(pgSchema)
+        },
+      }
+    },
   },
 ]
 
@@ -32,12 +66,17 @@ interface CallOptions {
 for (const backend of backends) {
   describe.skipIf(backend.skip)(`rules API on ${backend.name}`, () => {
     let app: RulesServiceApp
+    let probe: Db
+    let cleanup: (() => Promise<void>) | undefined
     const logs: string[] = []
     let serviceCounter = 0
 
     beforeAll(async () => {
+      const setup = await backend.setup()
+      probe = setup.probe
+      cleanup = setup.cleanup
       app = await createRulesService({
-        ...backend.options,
+        ...setup.options,
         tokens: [
           { name: 'ops', role: 'admin', token: TOKENS.admin },
           { name: 'checkout-team', role: 'write', services: ['checkout'], token: TOKENS.checkout },
@@ -56,7 +95,7 @@ for (const backend of backends) {
 
     afterAll(async () => {
       await app?.close()
-      await backend.cleanup?.()
+      await cleanup?.()
     })
 
     const call = async (method: string, url: string, options: CallOptions = {}) => {
@@ -65,7 +104,8 @@ for (const backend of backends) {
       let payload: string | undefined
       if (options.raw !== undefined) payload = options.raw
       else if (options.body !== undefined) payload = JSON.stringify(options.body)
-      if (payload !== undefined && headers['content-type'] === undefined) headers['content-type'] = 'application/json'
+      if (payload !== undefined && headers['content-type'] === undefined)
+        headers['content-type'] = 'application/json'
       const response = await app.inject({
         method: method as 'GET',
         url,
@@ -102,7 +142,10 @@ for (const backend of backends) {
       expect(empty.body).toEqual({ service, revision: 0, rules: [] })
       expect(empty.headers.etag).toBe('"0"')
 
-      const created = await call('POST', `/v1/services/${service}/rules`, { token: TOKENS.admin, body: rule('api') })
+      const created = await call('POST', `/v1/services/${service}/rules`, {
+        token: TOKENS.admin,
+        body: rule('api'),
+      })
       expect(created.status).toBe(201)
       expect(created.headers.etag).toBe('"1"')
       expect(created.headers.location).toBe(`/v1/services/${service}/rules/api`)
@@ -149,7 +192,9 @@ for (const backend of backends) {
         body: rule('api', { limt: 5 }),
       })
       expect(unknownField.status).toBe(400)
-      expect(unknownField.body!.errors.join('\n')).toMatch(/rules\[0\]\.limt: .*did you mean "limit"/)
+      expect(unknownField.body!.errors.join('\n')).toMatch(
+        /rules\[0\]\.limt: .*did you mean "limit"/,
+      )
 
       const set = await call('GET', `/v1/services/${service}/ruleset`, { token: TOKENS.reader })
       expect(set.body).toEqual({ service, revision: 0, rules: [] })
@@ -162,18 +207,28 @@ for (const backend of backends) {
       expect(malformed.status).toBe(400)
       expect(malformed.body).toMatchObject({ title: 'Malformed JSON', status: 400 })
 
-      const big = await call('POST', url, { token: TOKENS.admin, body: rule('a', { description: 'x'.repeat(5000) }) })
+      const big = await call('POST', url, {
+        token: TOKENS.admin,
+        body: rule('a', { description: 'x'.repeat(5000) }),
+      })
       expect(big.status).toBe(413)
       expect(big.body).toMatchObject({ title: 'Body too large', status: 413 })
 
-      const text = await call('POST', url, { token: TOKENS.admin, raw: 'id=a', headers: { 'content-type': 'text/plain' } })
+      const text = await call('POST', url, {
+        token: TOKENS.admin,
+        raw: 'id=a',
+        headers: { 'content-type': 'text/plain' },
+      })
       expect(text.status).toBe(415)
       expect(text.body!.detail).toMatch(/application\/json/)
 
       const notObject = await call('POST', url, { token: TOKENS.admin, body: [rule('a')] })
       expect(notObject.status).toBe(400)
 
-      const poisoned = await call('POST', url, { token: TOKENS.admin, raw: '{"id":"a","__proto__":{"x":1}}' })
+      const poisoned = await call('POST', url, {
+        token: TOKENS.admin,
+        raw: '{"id":"a","__proto__":{"x":1}}',
+      })
       expect(poisoned.status).toBe(400)
 
       const route = await call('GET', '/v1/nope')
@@ -181,11 +236,16 @@ for (const backend of backends) {
       expect(route.headers['content-type']).toMatch(/^application\/problem\+json/)
 
       for (const path of ['ruleset', 'rules', 'rules/x', 'audit']) {
-        const missing = await call('GET', `/v1/services/no-such-service/${path}`, { token: TOKENS.admin })
+        const missing = await call('GET', `/v1/services/no-such-service/${path}`, {
+          token: TOKENS.admin,
+        })
         expect(missing.status, path).toBe(404)
         expect(missing.body!.detail).toBe('no service named "no-such-service"')
       }
-      const missingWrite = await call('POST', '/v1/services/no-such-service/rules', { token: TOKENS.admin, body: rule('a') })
+      const missingWrite = await call('POST', '/v1/services/no-such-service/rules', {
+        token: TOKENS.admin,
+        body: rule('a'),
+      })
       expect(missingWrite.status).toBe(404)
       const missingRule = await call('GET', `${url}/nope`, { token: TOKENS.reader })
       expect(missingRule.status).toBe(404)
@@ -200,10 +260,16 @@ for (const backend of backends) {
       const url = `/v1/services/${service}/rules`
       await call('POST', url, { token: TOKENS.admin, body: rule('a') })
 
-      const duplicate = await call('POST', url, { token: TOKENS.admin, body: rule('a', { limit: 5 }) })
+      const duplicate = await call('POST', url, {
+        token: TOKENS.admin,
+        body: rule('a', { limit: 5 }),
+      })
       expect(duplicate.status).toBe(409)
 
-      const bulk = await call('PUT', url, { token: TOKENS.admin, body: { rules: [rule('b'), rule('b'), rule('c')] } })
+      const bulk = await call('PUT', url, {
+        token: TOKENS.admin,
+        body: { rules: [rule('b'), rule('b'), rule('c')] },
+      })
       expect(bulk.status).toBe(400)
       expect(bulk.body!.errors.join('\n')).toMatch(/rules\[1\]\.id: duplicate id "b"/)
 
@@ -214,30 +280,53 @@ for (const backend of backends) {
       expect(partlyBad.status).toBe(400)
       expect(partlyBad.body!.errors.join('\n')).toMatch(/rules\[1\]\.window: /)
 
-      const extra = await call('PUT', url, { token: TOKENS.admin, body: { rules: [], force: true } })
+      const extra = await call('PUT', url, {
+        token: TOKENS.admin,
+        body: { rules: [], force: true },
+      })
       expect(extra.status).toBe(400)
       expect(extra.body!.detail).toMatch(/unknown field.*"force"/)
 
       const set = await call('GET', `${url}`, { token: TOKENS.reader })
       expect(set.body).toEqual({ service, revision: 1, rules: [rule('a')] })
 
-      const replaced = await call('PUT', url, { token: TOKENS.admin, body: { rules: [rule('c'), rule('a')] } })
+      const replaced = await call('PUT', url, {
+        token: TOKENS.admin,
+        body: { rules: [rule('c'), rule('a')] },
+      })
       expect(replaced.status).toBe(200)
-      expect(replaced.body).toMatchObject({ revision: 2, changed: true, rules: [rule('c'), rule('a')] })
+      expect(replaced.body).toMatchObject({
+        revision: 2,
+        changed: true,
+        rules: [rule('c'), rule('a')],
+      })
 
       // The same set again changes nothing: no new revision, so pollers keep getting 304s.
-      const again = await call('PUT', url, { token: TOKENS.admin, body: { rules: [rule('c'), rule('a')] } })
+      const again = await call('PUT', url, {
+        token: TOKENS.admin,
+        body: { rules: [rule('c'), rule('a')] },
+      })
       expect(again.body).toMatchObject({ revision: 2, changed: false })
     })
 
     it('replaces, patches (JSON merge patch) and deletes rules', async () => {
       const service = await newService()
       const url = `/v1/services/${service}/rules`
-      await call('POST', url, { token: TOKENS.admin, body: rule('a', { description: 'first', cost: 2 }) })
+      await call('POST', url, {
+        token: TOKENS.admin,
+        body: rule('a', { description: 'first', cost: 2 }),
+      })
 
-      const put = await call('PUT', `${url}/a`, { token: TOKENS.admin, body: { match: '/x', rate: '5/s' } })
+      const put = await call('PUT', `${url}/a`, {
+        token: TOKENS.admin,
+        body: { match: '/x', rate: '5/s' },
+      })
       expect(put.status).toBe(200)
-      expect(put.body).toEqual({ service, revision: 2, rule: { id: 'a', match: '/x', rate: '5/s' } })
+      expect(put.body).toEqual({
+        service,
+        revision: 2,
+        rule: { id: 'a', match: '/x', rate: '5/s' },
+      })
 
       const upsert = await call('PUT', `${url}/b`, { token: TOKENS.admin, body: rule('b') })
       expect(upsert.status).toBe(201)
@@ -248,7 +337,13 @@ for (const backend of backends) {
 
       const patched = await call('PATCH', `${url}/b`, {
         token: TOKENS.admin,
-        body: { limit: 20, window: null, rate: null, description: 'patched', onLimit: { action: 'reject', status: 503 } },
+        body: {
+          limit: 20,
+          window: null,
+          rate: null,
+          description: 'patched',
+          onLimit: { action: 'reject', status: 503 },
+        },
         headers: { 'content-type': 'application/merge-patch+json' },
       })
       expect(patched.status, JSON.stringify(patched.body)).toBe(400)
@@ -273,7 +368,10 @@ for (const backend of backends) {
       const renamed = await call('PATCH', `${url}/b`, { token: TOKENS.admin, body: { id: 'c' } })
       expect(renamed.status).toBe(400)
 
-      const missing = await call('PATCH', `${url}/nope`, { token: TOKENS.admin, body: { limit: 1 } })
+      const missing = await call('PATCH', `${url}/nope`, {
+        token: TOKENS.admin,
+        body: { limit: 1 },
+      })
       expect(missing.status).toBe(404)
 
       const deleted = await call('DELETE', `${url}/a`, { token: TOKENS.admin })
@@ -294,13 +392,25 @@ for (const backend of backends) {
     it('honours If-Match: 412 when someone changed the set first', async () => {
       const service = await newService()
       const url = `/v1/services/${service}/rules`
-      const first = await call('POST', url, { token: TOKENS.admin, body: rule('a'), headers: { 'if-match': '"0"' } })
+      const first = await call('POST', url, {
+        token: TOKENS.admin,
+        body: rule('a'),
+        headers: { 'if-match': '"0"' },
+      })
       expect(first.status).toBe(201)
 
-      const stale = await call('POST', url, { token: TOKENS.admin, body: rule('b'), headers: { 'if-match': '"0"' } })
+      const stale = await call('POST', url, {
+        token: TOKENS.admin,
+        body: rule('b'),
+        headers: { 'if-match': '"0"' },
+      })
       expect(stale.status).toBe(412)
       expect(stale.body).toMatchObject({ status: 412, revision: 1 })
-      for (const [method, path] of [['PUT', `${url}/a`], ['PATCH', `${url}/a`], ['DELETE', `${url}/a`]] as const) {
+      for (const [method, path] of [
+        ['PUT', `${url}/a`],
+        ['PATCH', `${url}/a`],
+        ['DELETE', `${url}/a`],
+      ] as const) {
         const res = await call(method, path, {
           token: TOKENS.admin,
           ...(method === 'DELETE' ? {} : { body: method === 'PUT' ? rule('a') : { limit: 3 } }),
@@ -308,18 +418,35 @@ for (const backend of backends) {
         })
         expect(res.status, method).toBe(412)
       }
-      const weak = await call('DELETE', `${url}/a`, { token: TOKENS.admin, headers: { 'if-match': 'W/"1"' } })
+      const weak = await call('DELETE', `${url}/a`, {
+        token: TOKENS.admin,
+        headers: { 'if-match': 'W/"1"' },
+      })
       expect(weak.status).toBe(412)
 
       // Two writers racing from the same revision: exactly one wins.
       const race = await Promise.all(
-        ['x', 'y'].map((id) => call('POST', url, { token: TOKENS.admin, body: rule(id), headers: { 'if-match': '"1"' } })),
+        ['x', 'y'].map((id) =>
+          call('POST', url, {
+            token: TOKENS.admin,
+            body: rule(id),
+            headers: { 'if-match': '"1"' },
+          }),
+        ),
       )
       expect(race.map((r) => r.status).sort()).toEqual([201, 412])
 
-      const star = await call('PATCH', `${url}/a`, { token: TOKENS.admin, body: { limit: 3 }, headers: { 'if-match': '*' } })
+      const star = await call('PATCH', `${url}/a`, {
+        token: TOKENS.admin,
+        body: { limit: 3 },
+        headers: { 'if-match': '*' },
+      })
       expect(star.status).toBe(200)
-      const current = await call('PATCH', `${url}/a`, { token: TOKENS.admin, body: { limit: 4 }, headers: { 'if-match': '"3"' } })
+      const current = await call('PATCH', `${url}/a`, {
+        token: TOKENS.admin,
+        body: { limit: 4 },
+        headers: { 'if-match': '"3"' },
+      })
       expect(current.status).toBe(200)
       expect(current.body!.revision).toBe(4)
     })
@@ -330,10 +457,21 @@ for (const backend of backends) {
       const none = await call('POST', url, { body: rule('a') })
       expect(none.status).toBe(401)
       expect(none.headers['www-authenticate']).toMatch(/^Bearer/)
-      expect((await call('POST', url, { token: 'not-a-token-at-all-0000', body: rule('a') })).status).toBe(401)
+      expect(
+        (await call('POST', url, { token: 'not-a-token-at-all-0000', body: rule('a') })).status,
+      ).toBe(401)
       expect((await call('POST', url, { token: TOKENS.reader, body: rule('a') })).status).toBe(403)
-      expect((await call('POST', `/v1/services/${other}/rules`, { token: TOKENS.checkout, body: rule('a') })).status).toBe(403)
-      expect((await call('PUT', '/v1/services/brand-new', { token: TOKENS.checkout })).status).toBe(403)
+      expect(
+        (
+          await call('POST', `/v1/services/${other}/rules`, {
+            token: TOKENS.checkout,
+            body: rule('a'),
+          })
+        ).status,
+      ).toBe(403)
+      expect((await call('PUT', '/v1/services/brand-new', { token: TOKENS.checkout })).status).toBe(
+        403,
+      )
 
       const ok = await call('POST', url, { token: TOKENS.checkout, body: rule('a') })
       expect(ok.status).toBe(201)
@@ -341,8 +479,12 @@ for (const backend of backends) {
       expect((await call('GET', url)).status).toBe(401)
       expect((await call('GET', url, { token: 'wrong-token-0123456789' })).status).toBe(401)
       expect((await call('GET', url, { token: TOKENS.reader })).status).toBe(200)
-      expect((await call('GET', url, { headers: { authorization: `bearer ${TOKENS.reader}` } })).status).toBe(200)
-      expect((await call('GET', `/v1/services/${other}/rules`, { token: TOKENS.checkout })).status).toBe(403)
+      expect(
+        (await call('GET', url, { headers: { authorization: `bearer ${TOKENS.reader}` } })).status,
+      ).toBe(200)
+      expect(
+        (await call('GET', `/v1/services/${other}/rules`, { token: TOKENS.checkout })).status,
+      ).toBe(403)
 
       const services = await call('GET', '/v1/services', { token: TOKENS.checkout })
       expect(services.body!.services.map((s: { name: string }) => s.name)).toEqual(['checkout'])
@@ -373,12 +515,24 @@ for (const backend of backends) {
       expect(entries[3]!.before).toBeNull()
       for (const e of entries) expect(Number.isNaN(Date.parse(e.at))).toBe(false)
 
-      const page = await call('GET', `/v1/services/${service}/audit?limit=2&before=${entries[1]!.id}`, { token: TOKENS.reader })
+      const page = await call(
+        'GET',
+        `/v1/services/${service}/audit?limit=2&before=${entries[1]!.id}`,
+        { token: TOKENS.reader },
+      )
       expect(page.body!.entries.map((e: { revision: number }) => e.revision)).toEqual([2, 1])
-      const byRule = await call('GET', `/v1/services/${service}/audit?rule=b`, { token: TOKENS.reader })
+      const byRule = await call('GET', `/v1/services/${service}/audit?rule=b`, {
+        token: TOKENS.reader,
+      })
       expect(byRule.body!.entries).toHaveLength(1)
-      expect((await call('GET', `/v1/services/${service}/audit?limit=0`, { token: TOKENS.reader })).status).toBe(400)
-      expect((await call('GET', `/v1/services/${service}/audit?since=1`, { token: TOKENS.reader })).status).toBe(400)
+      expect(
+        (await call('GET', `/v1/services/${service}/audit?limit=0`, { token: TOKENS.reader }))
+          .status,
+      ).toBe(400)
+      expect(
+        (await call('GET', `/v1/services/${service}/audit?since=1`, { token: TOKENS.reader }))
+          .status,
+      ).toBe(400)
     })
 
     it('serves OpenAPI 3.1, a health check and the admin page', async () => {
@@ -388,7 +542,7 @@ for (const backend of backends) {
       expect(Object.keys(spec.body!.paths)).toContain('/v1/services/{service}/ruleset')
 
       const health = await call('GET', '/healthz')
-      expect(health.body).toEqual({ status: 'ok', storage: backend.options.databaseUrl ? 'postgres' : 'pglite' })
+      expect(health.body).toEqual({ status: 'ok', storage: probe.kind })
 
       const page = await app.inject({ method: 'GET', url: '/admin/' })
       expect(page.statusCode).toBe(200)
@@ -399,6 +553,23 @@ for (const backend of backends) {
       expect(script.headers['content-type']).toMatch(/^text\/javascript/)
       expect((await app.inject({ method: 'GET', url: '/admin' })).statusCode).toBe(302)
       expect((await app.inject({ method: 'GET', url: '/admin/secrets.txt' })).statusCode).toBe(404)
+    })
+
+    it('applies each migration once, tracked in a table', async () => {
+      expect(await migrate(probe)).toEqual([])
+      const applied = await probe.query<{ id: number }>(
+        'SELECT id FROM floodgate_migrations ORDER BY id',
+      )
+      expect(applied.map((r) => Number(r.id))).toEqual(migrations.map((m) => m.id))
+      const tables = await probe.query<{ table_name: string }>(
+        `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`,
+      )
+      expect(tables.map((t) => t.table_name)).toEqual([
+        'audit',
+        'floodgate_migrations',
+        'rules',
+        'services',
+      ])
     })
 
     it('never logs a token', () => {

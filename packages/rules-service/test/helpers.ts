@@ -13,7 +13,10 @@ export async function postgresAvailable(): Promise<boolean> {
     await client.query('SELECT 1')
     return true
   } catch (err) {
-    if (IS_CI) throw new Error(`PostgreSQL is required under CI=true (${DATABASE_URL}): ${(err as Error).message}`)
+    if (IS_CI)
+      throw new Error(
+        `PostgreSQL is required under CI=true (${DATABASE_URL}): ${(err as Error).message}`,
+      )
     return false
   } finally {
     await client.end().catch(() => {})
@@ -48,7 +51,8 @@ export async function waitFor(
   const deadline = Date.now() + timeoutMs
   for (;;) {
     if (await condition()) return
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }

@@ -75,10 +75,19 @@ describe('a host polling the rules service', () => {
     expect(await hit()).toBe(200)
     expect(await hit()).toBe(200)
     const before = statuses.length
-    const { revision } = await write('POST', `${api}`, { id: 'orders', match: 'GET /orders', limit: 1, window: '1h' })
+    const { revision } = await write('POST', `${api}`, {
+      id: 'orders',
+      match: 'GET /orders',
+      limit: 1,
+      window: '1h',
+    })
     expect(revision).toBe(1)
     // The first request after the swap uses the one allowed; the next one is refused.
-    await waitFor(async () => (await hit()) === 429, 'the new rule to be enforced', INTERVAL_MS * 20)
+    await waitFor(
+      async () => (await hit()) === 429,
+      'the new rule to be enforced',
+      INTERVAL_MS * 20,
+    )
     expect(statuses.length - before).toBeLessThanOrEqual(20)
 
     await write('DELETE', `${api}/orders`)

@@ -66,7 +66,9 @@ export async function migrate(db: Db, list: readonly Migration[] = migrations): 
       applied_at timestamptz NOT NULL DEFAULT now()
     )`)
     const done = new Set(
-      (await tx.query<{ id: number }>('SELECT id FROM floodgate_migrations')).map((r) => Number(r.id)),
+      (await tx.query<{ id: number }>('SELECT id FROM floodgate_migrations')).map((r) =>
+        Number(r.id),
+      ),
     )
     const applied: number[] = []
     for (const migration of list) {

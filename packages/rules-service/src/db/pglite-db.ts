@@ -26,7 +26,8 @@ export interface PgliteDbOptions {
  * ```
  */
 export async function openPgliteDb(options: PgliteDbOptions = {}): Promise<Db> {
-  const pg = options.dataDir === undefined ? await PGlite.create() : await PGlite.create(options.dataDir)
+  const pg =
+    options.dataDir === undefined ? await PGlite.create() : await PGlite.create(options.dataDir)
   if (options.schema !== undefined) {
     const schema = checkSchemaName(options.schema)
     // PGlite has a single session, so setting the search path once covers every later query.

@@ -25,7 +25,10 @@ const CSP =
 /** Serve the admin page (`/admin/`, `admin.js`, `admin.css`), read once at start. */
 export function adminRoutes(app: FastifyInstance): void {
   const files = new Map(
-    Object.entries(ASSETS).map(([name, type]) => [name, { type, body: readFileSync(join(ADMIN_DIR, name)) }]),
+    Object.entries(ASSETS).map(([name, type]) => [
+      name,
+      { type, body: readFileSync(join(ADMIN_DIR, name)) },
+    ]),
   )
   const send = (name: string) => {
     const file = files.get(name)
@@ -46,5 +49,7 @@ export function adminRoutes(app: FastifyInstance): void {
       .send(file.body)
   }
   app.get('/admin/', (_request, reply) => serve('index.html', reply))
-  app.get<{ Params: { file: string } }>('/admin/:file', (request, reply) => serve(request.params.file, reply))
+  app.get<{ Params: { file: string } }>('/admin/:file', (request, reply) =>
+    serve(request.params.file, reply),
+  )
 }

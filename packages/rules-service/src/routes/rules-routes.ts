@@ -39,17 +39,25 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
   }
 
   /** The caller allowed to read `service`; anonymous reads pass unless a read token is required. */
-  const reader = (request: FastifyRequest, reply: FastifyReply, service: string): Principal | undefined => {
+  const reader = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    service: string,
+  ): Principal | undefined => {
     const principal = principalOf(request)
     if (request.headers.authorization !== undefined && principal === undefined) {
       throw unauthorized(reply, 'the bearer token is not one this service knows')
     }
     if (principal === undefined) {
-      if (requireReadToken) throw unauthorized(reply, 'reading rules needs a bearer token (Authorization: Bearer …)')
+      if (requireReadToken)
+        throw unauthorized(reply, 'reading rules needs a bearer token (Authorization: Bearer …)')
       return undefined
     }
     if (service !== '' && !canRead(principal, service)) {
-      throw new ProblemError('forbidden', `token ${JSON.stringify(principal.name)} may not read service ${JSON.stringify(service)}`)
+      throw new ProblemError(
+        'forbidden',
+        `token ${JSON.stringify(principal.name)} may not read service ${JSON.stringify(service)}`,
+      )
     }
     return principal
   }
@@ -65,7 +73,10 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       )
     }
     if (!canWrite(principal, service)) {
-      throw new ProblemError('forbidden', `token ${JSON.stringify(principal.name)} may not change service ${JSON.stringify(service)}`)
+      throw new ProblemError(
+        'forbidden',
+        `token ${JSON.stringify(principal.name)} may not change service ${JSON.stringify(service)}`,
+      )
     }
     return principal
   }
@@ -74,11 +85,16 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
 
   /** Validate one rule on its own first, so the error names its fields, not its position. */
   const checkRule = (body: unknown, id?: string): RuleBody => {
-    if (!isObject(body)) throw new ProblemError('bad-request', 'expected a JSON object (one rule) as the body')
+    if (!isObject(body))
+      throw new ProblemError('bad-request', 'expected a JSON object (one rule) as the body')
     const rule = id !== undefined && body.id === undefined ? { ...body, id } : body
     const issues = validate([rule])
-    if (issues.length > 0) throw new ProblemError('invalid-rules', issues.join('; '), { errors: [...issues] })
-    if (typeof rule.id !== 'string') throw new ProblemError('invalid-rules', 'rules[0].id: expected a string', { errors: ['rules[0].id: expected a string'] })
+    if (issues.length > 0)
+      throw new ProblemError('invalid-rules', issues.join('; '), { errors: [...issues] })
+    if (typeof rule.id !== 'string')
+      throw new ProblemError('invalid-rules', 'rules[0].id: expected a string', {
+        errors: ['rules[0].id: expected a string'],
+      })
     if (id !== undefined && rule.id !== id) {
       const issue = `rules[0].id: the body's id ${JSON.stringify(rule.id)} differs from the URL's ${JSON.stringify(id)}; ids cannot be changed (delete and create instead)`
       throw new ProblemError('invalid-rules', issue, { errors: [issue] })
@@ -113,23 +129,35 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
 
   app.put<{ Params: ServiceParams }>('/v1/services/:service', async (request, reply) => {
     const principal = writer(request, reply, request.params.service)
-    if (principal.role !== 'admin') throw new ProblemError('forbidden', 'only an admin token creates services')
+    if (principal.role !== 'admin')
+      throw new ProblemError('forbidden', 'only an admin token creates services')
     if (!SERVICE_NAME.test(request.params.service)) {
-      throw new ProblemError('bad-request', `service names are 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit; got ${JSON.stringify(request.params.service)}`)
+      throw new ProblemError(
+        'bad-request',
+        `service names are 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit; got ${JSON.stringify(request.params.service)}`,
+      )
     }
     const created = await repository.ensureService(request.params.service)
     const set = await repository.ruleset(request.params.service)
-    return sendWithEtag(reply, set.revision, created ? 201 : 200).send({ service: set.service, revision: set.revision, created })
+    return sendWithEtag(reply, set.revision, created ? 201 : 200).send({
+      service: set.service,
+      revision: set.revision,
+      created,
+    })
   })
 
   // --- whole set ------------------------------------------------------------------------------
 
-  const getSet = async (request: FastifyRequest<{ Params: ServiceParams }>, reply: FastifyReply) => {
+  const getSet = async (
+    request: FastifyRequest<{ Params: ServiceParams }>,
+    reply: FastifyReply,
+  ) => {
     const service = serviceParam(request.params)
     reader(request, reply, service)
     // The poll path: a current client costs one indexed lookup, never the rules themselves.
     const revision = await repository.revision(service)
-    if (revision === undefined) throw new ProblemError('not-found', `no service named ${JSON.stringify(service)}`)
+    if (revision === undefined)
+      throw new ProblemError('not-found', `no service named ${JSON.stringify(service)}`)
     if (notModified(request, reply, revision)) return reply
     const set = await repository.ruleset(service)
     return sendWithEtag(reply, set.revision).send(set)
@@ -144,12 +172,24 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     if (!isObject(body) || !Array.isArray(body.rules)) {
       throw new ProblemError('bad-request', 'expected a JSON object { "rules": [ … ] } as the body')
     }
-    const extra = Object.keys(body).filter((k) => k !== 'rules' && k !== 'service' && k !== 'revision')
-    if (extra.length > 0) throw new ProblemError('bad-request', `unknown field(s) ${extra.map((k) => JSON.stringify(k)).join(', ')}; expected { "rules": [ … ] }`)
+    const extra = Object.keys(body).filter(
+      (k) => k !== 'rules' && k !== 'service' && k !== 'revision',
+    )
+    if (extra.length > 0)
+      throw new ProblemError(
+        'bad-request',
+        `unknown field(s) ${extra.map((k) => JSON.stringify(k)).join(', ')}; expected { "rules": [ … ] }`,
+      )
     const rules = body.rules as unknown[]
     const issues = rules.every(isObject) ? validate(rules) : ['rules: expected an array of objects']
-    if (issues.length > 0) throw new ProblemError('invalid-rules', issues.join('; '), { errors: [...issues] })
-    const change = await repository.replaceAll(service, rules as RuleBody[], principal.name, ifMatchRevisions(request.headers['if-match']))
+    if (issues.length > 0)
+      throw new ProblemError('invalid-rules', issues.join('; '), { errors: [...issues] })
+    const change = await repository.replaceAll(
+      service,
+      rules as RuleBody[],
+      principal.name,
+      ifMatchRevisions(request.headers['if-match']),
+    )
     const set = await repository.ruleset(service)
     return sendWithEtag(reply, change.revision).send({ ...set, changed: change.changed })
   })
@@ -160,9 +200,17 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     const service = serviceParam(request.params)
     const principal = writer(request, reply, service)
     const rule = checkRule(request.body)
-    const change = await repository.create(service, rule, principal.name, ifMatchRevisions(request.headers['if-match']))
+    const change = await repository.create(
+      service,
+      rule,
+      principal.name,
+      ifMatchRevisions(request.headers['if-match']),
+    )
     return sendWithEtag(reply, change.revision, 201)
-      .header('location', `/v1/services/${encodeURIComponent(service)}/rules/${encodeURIComponent(rule.id)}`)
+      .header(
+        'location',
+        `/v1/services/${encodeURIComponent(service)}/rules/${encodeURIComponent(rule.id)}`,
+      )
       .send({ service, revision: change.revision, rule })
   })
 
@@ -179,14 +227,25 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     const principal = writer(request, reply, service)
     const rule = checkRule(request.body, request.params.id)
     const existed = (await repository.ruleset(service)).rules.some((r) => r.id === rule.id)
-    const change = await repository.replace(service, rule.id, rule, principal.name, ifMatchRevisions(request.headers['if-match']))
-    return sendWithEtag(reply, change.revision, existed ? 200 : 201).send({ service, revision: change.revision, rule })
+    const change = await repository.replace(
+      service,
+      rule.id,
+      rule,
+      principal.name,
+      ifMatchRevisions(request.headers['if-match']),
+    )
+    return sendWithEtag(reply, change.revision, existed ? 200 : 201).send({
+      service,
+      revision: change.revision,
+      rule,
+    })
   })
 
   app.patch<{ Params: RuleParams }>('/v1/services/:service/rules/:id', async (request, reply) => {
     const service = serviceParam(request.params)
     const principal = writer(request, reply, service)
-    if (!isObject(request.body)) throw new ProblemError('bad-request', 'expected a JSON merge patch (an object) as the body')
+    if (!isObject(request.body))
+      throw new ProblemError('bad-request', 'expected a JSON merge patch (an object) as the body')
     let patched: RuleBody | undefined
     const change = await repository.patch(
       service,
@@ -196,14 +255,27 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       ifMatchRevisions(request.headers['if-match']),
       (candidate) => (patched = checkRule(candidate, request.params.id)),
     )
-    return sendWithEtag(reply, change.revision).send({ service, revision: change.revision, rule: patched })
+    return sendWithEtag(reply, change.revision).send({
+      service,
+      revision: change.revision,
+      rule: patched,
+    })
   })
 
   app.delete<{ Params: RuleParams }>('/v1/services/:service/rules/:id', async (request, reply) => {
     const service = serviceParam(request.params)
     const principal = writer(request, reply, service)
-    const change = await repository.delete(service, request.params.id, principal.name, ifMatchRevisions(request.headers['if-match']))
-    return sendWithEtag(reply, change.revision).send({ service, revision: change.revision, deleted: request.params.id })
+    const change = await repository.delete(
+      service,
+      request.params.id,
+      principal.name,
+      ifMatchRevisions(request.headers['if-match']),
+    )
+    return sendWithEtag(reply, change.revision).send({
+      service,
+      revision: change.revision,
+      deleted: request.params.id,
+    })
   })
 
   // --- audit ----------------------------------------------------------------------------------
@@ -219,12 +291,19 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
         if (raw === undefined) return undefined
         const n = Number(raw)
         if (!Number.isInteger(n) || n < 1 || n > max) {
-          throw new ProblemError('bad-request', `${name}: expected an integer from 1 to ${max}, got ${JSON.stringify(raw)}`)
+          throw new ProblemError(
+            'bad-request',
+            `${name}: expected an integer from 1 to ${max}, got ${JSON.stringify(raw)}`,
+          )
         }
         return n
       }
       const unknown = Object.keys(q).filter((k) => !['limit', 'before', 'rule'].includes(k))
-      if (unknown.length > 0) throw new ProblemError('bad-request', `unknown query parameter(s): ${unknown.join(', ')} (expected limit, before, rule)`)
+      if (unknown.length > 0)
+        throw new ProblemError(
+          'bad-request',
+          `unknown query parameter(s): ${unknown.join(', ')} (expected limit, before, rule)`,
+        )
       const entries = await repository.audit(service, {
         ...(q.limit !== undefined ? { limit: int('limit', 500) } : {}),
         ...(q.before !== undefined ? { before: int('before', Number.MAX_SAFE_INTEGER) } : {}),

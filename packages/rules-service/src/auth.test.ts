@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest'
+import { TokenRegistry, canRead, canWrite } from './auth.js'
+
+const registry = new TokenRegistry([
+  { name: 'ops', role: 'admin', token: 'admin-token-0123456789' },
+  { name: 'team', role: 'write', services: ['checkout'], token: 'team-token-0123456789' },
+  { name: 'hosts', role: 'read', token: 'read-token-0123456789' },
+  { name: 'one-host', role: 'read', services: ['search'], token: 'search-read-token-0123' },
+])
+
+describe('TokenRegistry', () => {
+  it('finds the token behind a bearer header, case-insensitively for the scheme', () => {
+    expect(registry.authenticate('Bearer admin-token-0123456789')?.name).toBe('ops')
+    expect(registry.authenticate('bearer team-token-0123456789')?.name).toBe('team')
+    expect(registry.authenticate('Bearer  read-token-0123456789 ')?.name).toBe('hosts')
+  })
+
+  it.each([
+    undefined,
+    '',
+    'Bearer',
+    'Bearer ',
+    'Basic YWRtaW4=',
+    'Bearer admin-token-012345678',
+    'Bearer admin-token-0123456789x',
+    'admin-token-0123456789',
+  ])('refuses %j', (header) => {
+    expect(registry.authenticate(header)).toBeUndefined()
+  })
+
+  it('knows when reads need a token and which services tokens name', () => {
+    expect(registry.hasReadTokens).toBe(true)
+    expect(
+      new TokenRegistry([{ name: 'ops', role: 'admin', token: 'admin-token-0123456789' }])
+        .hasReadTokens,
+    ).toBe(false)
+    expect(registry.namedServices.sort()).toEqual(['checkout', 'search'])
+  })
+
+  it.each([
+    [[{ name: '', role: 'admin', token: 'x'.repeat(16) }], /tokens\[0\]\.name/],
+    [[{ name: 'a', role: 'admin', token: 'short' }], /tokens\[0\]\.token: expected at least 16/],
+    [[{ name: 'a', role: 'root', token: 'x'.repeat(16) }], /tokens\[0\]\.role/],
+    [[{ name: 'a', role: 'write', token: 'x'.repeat(16) }], /tokens\[0\]\.services/],
+    [
+      [
+        { name: 'a', role: 'admin', token: 'x'.repeat(16) },
+        { name: 'a', role: 'admin', token: 'y'.repeat(16) },
+      ],
+      /tokens\[1\]\.name: duplicate/,
+    ],
+  ])('refuses bad configuration %#', (tokens, message) => {
+    expect(() => new TokenRegistry(tokens as never)).toThrow(message)
+  })
+
+  it('never puts the secret in an error message', () => {
+    expect(() => new TokenRegistry([{ name: 'a', role: 'admin', token: 'secret' }])).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining('secret') as unknown }),
+    )
+  })
+})
+
+describe('permissions', () => {
+  const who = (header: string) => registry.authenticate(`Bearer ${header}`)!
+  it('lets admins do everything, writers their services, readers read', () => {
+    expect(canWrite(who('admin-token-0123456789'), 'anything')).toBe(true)
+    expect(canWrite(who('team-token-0123456789'), 'checkout')).toBe(true)
+    expect(canWrite(who('team-token-0123456789'), 'search')).toBe(false)
+    expect(canWrite(who('read-token-0123456789'), 'checkout')).toBe(false)
+    expect(canRead(who('read-token-0123456789'), 'checkout')).toBe(true)
+    expect(canRead(who('search-read-token-0123'), 'checkout')).toBe(false)
+    expect(canRead(who('search-read-token-0123'), 'search')).toBe(true)
+    expect(canRead(who('team-token-0123456789'), 'search')).toBe(false)
+  })
+})

@@ -1,0 +1,77 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { parseCli } from './cli-options.js'
+
+describe('parseCli', () => {
+  it('defaults to embedded storage in ./.floodgate-data on 127.0.0.1:8080', () => {
+    const { command, options } = parseCli(['serve'], {})
+    expect(command).toBe('serve')
+    expect(options).toMatchObject({
+      dataDir: '.floodgate-data',
+      port: 8080,
+      host: '127.0.0.1',
+      tokens: [],
+    })
+    expect(options.databaseUrl).toBeUndefined()
+  })
+
+  it('uses PostgreSQL when DATABASE_URL is set, and tokens from the environment', () => {
+    const { options } = parseCli(['serve', '--port', '0', '--service', 'a', '--service', 'b'], {
+      DATABASE_URL: 'postgres://db/rules',
+      FLOODGATE_ADMIN_TOKEN: 'admin-token-0123456789',
+      FLOODGATE_READ_TOKEN: 'read-token-0123456789',
+    })
+    expect(options).toMatchObject({
+      databaseUrl: 'postgres://db/rules',
+      port: 0,
+      services: ['a', 'b'],
+    })
+    expect(options.dataDir).toBeUndefined()
+    expect(options.tokens).toEqual([
+      { name: 'admin', role: 'admin', token: 'admin-token-0123456789' },
+      { name: 'reader', role: 'read', token: 'read-token-0123456789' },
+    ])
+  })
+
+  it('reads a tokens file, taking secrets from the environment when asked', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fg-cli-'))
+    const file = join(dir, 'tokens.json')
+    writeFileSync(
+      file,
+      JSON.stringify([
+        {
+          name: 'checkout-team',
+          role: 'write',
+          services: ['checkout'],
+          tokenEnv: 'CHECKOUT_TOKEN',
+        },
+        { name: 'hosts', role: 'read', token: 'read-token-0123456789' },
+      ]),
+    )
+    const { options } = parseCli(['serve', '--tokens-file', file], {
+      CHECKOUT_TOKEN: 'checkout-token-0123456789',
+    })
+    expect(options.tokens).toEqual([
+      {
+        name: 'checkout-team',
+        role: 'write',
+        services: ['checkout'],
+        token: 'checkout-token-0123456789',
+      },
+      { name: 'hosts', role: 'read', services: undefined, token: 'read-token-0123456789' },
+    ])
+    expect(() => parseCli(['serve', '--tokens-file', file], {})).toThrow(
+      /CHECKOUT_TOKEN is not set/,
+    )
+  })
+
+  it('shows help, and refuses unknown commands and bad numbers', () => {
+    expect(parseCli([], {}).command).toBe('help')
+    expect(parseCli(['serve', '--help'], {}).command).toBe('help')
+    expect(() => parseCli(['start'], {})).toThrow(/unknown command "start"/)
+    expect(() => parseCli(['serve', '--port', 'x'], {})).toThrow(/--port: expected a whole number/)
+    expect(() => parseCli(['serve', '--nope'], {})).toThrow()
+  })
+})
