@@ -7,36 +7,26 @@ import { EPSILON, type Algorithm, type AlgorithmParams } from './algorithm.js'
 const START = 0
 const COUNT = 1
 
-// Scratch outputs of `view`, so the hot path allocates nothing.
-let viewStart = 0
-let viewCount = 0
-
-/** The current window's start and count at `nowMs`, after carrying over elapsed windows. */
-function view(state: Float64Array, o: number, p: AlgorithmParams, nowMs: number): void {
-  const stored = state[o + START]!
-  const count = state[o + COUNT]!
+/**
+ * Start of the window `nowMs` falls in, for a state whose count is `count`: a clock that
+ * went backwards stays in the stored window.
+ */
+function windowStart(stored: number, count: number, p: AlgorithmParams, nowMs: number): number {
   const start = Math.floor(nowMs / p.windowMs) * p.windowMs
-  if (count <= 0) {
-    viewStart = start
-    viewCount = 0
-  } else if (start > stored) {
-    // Each elapsed window absorbs `limit` units of the count (reservations carry over).
-    const windows = Math.floor((start - stored) / p.windowMs)
-    const left = count - windows * p.limit
-    viewStart = start
-    viewCount = left > 0 ? left : 0
-  } else {
-    // Same window, or a clock that went backwards: stay in the stored window.
-    viewStart = stored
-    viewCount = count
-  }
+  return count > 0 && start <= stored ? stored : start
+}
+
+/** The count at the window `start`, after each elapsed window absorbed `limit` units. */
+function countAt(stored: number, count: number, start: number, p: AlgorithmParams): number {
+  if (count <= 0 || start <= stored) return count > 0 ? count : 0
+  const left = count - Math.floor((start - stored) / p.windowMs) * p.limit
+  return left > 0 ? left : 0
 }
 
 /** Milliseconds from `nowMs` until the window in which a count of `units` has drained. */
-function msUntilDrained(units: number, p: AlgorithmParams, nowMs: number): number {
+function msUntilDrained(units: number, start: number, p: AlgorithmParams, nowMs: number): number {
   if (units <= EPSILON) return 0
-  const windows = Math.ceil((units - EPSILON) / p.limit)
-  return viewStart + windows * p.windowMs - nowMs
+  return start + Math.ceil((units - EPSILON) / p.limit) * p.windowMs - nowMs
 }
 
 /**
@@ -62,8 +52,10 @@ export const fixedWindow: Algorithm = {
   canReserve: true,
   stateSize: () => 2,
   consume(state, o, p, cost, nowMs, maxWaitMs, commit, out) {
-    view(state, o, p, nowMs)
-    const count = viewCount
+    const stored = state[o + START]!
+    const count0 = state[o + COUNT]!
+    const start = windowStart(stored, count0, p, nowMs)
+    const count = countAt(stored, count0, start, p)
     const after = count + cost
     out.limit = p.limit
     if (after <= p.limit + EPSILON) {
@@ -71,7 +63,7 @@ export const fixedWindow: Algorithm = {
       out.waitMs = 0
       out.retryAfterMs = 0
     } else {
-      const waitMs = msUntilDrained(after - p.limit, p, nowMs)
+      const waitMs = msUntilDrained(after - p.limit, start, p, nowMs)
       const fits = cost <= p.limit + EPSILON
       if (maxWaitMs > 0 && fits && waitMs <= maxWaitMs) {
         out.allowed = true
@@ -83,21 +75,24 @@ export const fixedWindow: Algorithm = {
         out.retryAfterMs =
           maxWaitMs > 0 && fits ? Math.max(1, Math.ceil(waitMs - maxWaitMs)) : Math.max(1, waitMs)
         out.remaining = Math.max(0, Math.floor(p.limit - count + EPSILON))
-        out.resetMs = msUntilDrained(count, p, nowMs)
+        out.resetMs = msUntilDrained(count, start, p, nowMs)
         return
       }
     }
     out.remaining = Math.max(0, Math.floor(p.limit - after + EPSILON))
-    out.resetMs = msUntilDrained(after, p, nowMs)
+    out.resetMs = msUntilDrained(after, start, p, nowMs)
     if (commit) {
-      state[o + START] = viewStart
+      state[o + START] = start
       state[o + COUNT] = after
     }
   },
   refund(state, o, p, cost, nowMs) {
-    view(state, o, p, nowMs)
-    state[o + START] = viewStart
-    state[o + COUNT] = viewCount > cost ? viewCount - cost : 0
+    const stored = state[o + START]!
+    const count0 = state[o + COUNT]!
+    const start = windowStart(stored, count0, p, nowMs)
+    const count = countAt(stored, count0, start, p)
+    state[o + START] = start
+    state[o + COUNT] = count > cost ? count - cost : 0
   },
   idleAtMs(state, o, p) {
     const count = state[o + COUNT]!

@@ -1,4 +1,4 @@
-import { EPSILON, type Algorithm, type AlgorithmParams } from './algorithm.js'
+import { EPSILON, type Algorithm } from './algorithm.js'
 
 // State layout: [windowStartMs, prevCount, currCount], windows aligned to multiples of
 // `windowMs`. All zeros: both counts empty, i.e. fresh, even at nowMs = 0.
@@ -6,40 +6,20 @@ const START = 0
 const PREV = 1
 const CURR = 2
 
-// Scratch outputs of `view`, so the hot path allocates nothing.
-let viewStart = 0
-let viewPrev = 0
-let viewCurr = 0
-let viewElapsed = 0
-
-/** Rolls the stored counts forward to the window containing `nowMs`. */
-function view(state: Float64Array, o: number, p: AlgorithmParams, nowMs: number): void {
-  const w = p.windowMs
-  const stored = state[o + START]!
-  const start = Math.floor(nowMs / w) * w
-  if (start <= stored) {
-    // Same window, or a clock that went backwards: stay in the stored window. Going back
-    // within a window only weighs the previous window more, never admits more.
-    viewStart = stored
-    viewPrev = state[o + PREV]!
-    viewCurr = state[o + CURR]!
-  } else if (start - stored < 2 * w) {
-    viewStart = start
-    viewPrev = state[o + CURR]!
-    viewCurr = 0
-  } else {
-    viewStart = start
-    viewPrev = 0
-    viewCurr = 0
-  }
-  const elapsed = nowMs - viewStart
-  viewElapsed = elapsed > 0 ? elapsed : 0
+/**
+ * How far the stored counts roll to reach the window starting at `start`: 0 (same window,
+ * or a clock that went backwards: stay in the stored window; that only weighs the previous
+ * window more, never admits more), 1 (current becomes previous) or 2 (both expired).
+ */
+function shiftOf(stored: number, start: number, w: number): number {
+  if (start <= stored) return 0
+  return start - stored < 2 * w ? 1 : 2
 }
 
-/** Milliseconds from the view's `now` until the state is fresh with `curr` in this window. */
-function msUntilFresh(prev: number, curr: number, w: number): number {
-  if (curr > 0) return 2 * w - viewElapsed
-  if (prev > 0) return w - viewElapsed
+/** Milliseconds from now until the state is fresh, `elapsed` ms into its window. */
+function msUntilFresh(prev: number, curr: number, w: number, elapsed: number): number {
+  if (curr > 0) return 2 * w - elapsed
+  if (prev > 0) return w - elapsed
   return 0
 }
 
@@ -70,10 +50,14 @@ export const slidingWindowCounter: Algorithm = {
   stateSize: () => 3,
   consume(state, o, p, cost, nowMs, _maxWaitMs, commit, out) {
     const w = p.windowMs
-    view(state, o, p, nowMs)
-    const prev = viewPrev
-    const curr = viewCurr
-    const estimate = (prev * (w - viewElapsed)) / w + curr
+    const stored = state[o + START]!
+    const aligned = Math.floor(nowMs / w) * w
+    const shift = shiftOf(stored, aligned, w)
+    const start = shift === 0 ? stored : aligned
+    const prev = shift === 0 ? state[o + PREV]! : shift === 1 ? state[o + CURR]! : 0
+    const curr = shift === 0 ? state[o + CURR]! : 0
+    const elapsed = nowMs > start ? nowMs - start : 0
+    const estimate = (prev * (w - elapsed)) / w + curr
     const after = estimate + cost
     out.limit = p.limit
     out.waitMs = 0
@@ -81,9 +65,9 @@ export const slidingWindowCounter: Algorithm = {
       out.allowed = true
       out.retryAfterMs = 0
       out.remaining = Math.max(0, Math.floor(p.limit - after + EPSILON))
-      out.resetMs = msUntilFresh(prev, curr + cost, w)
+      out.resetMs = msUntilFresh(prev, curr + cost, w, elapsed)
       if (commit) {
-        state[o + START] = viewStart
+        state[o + START] = start
         state[o + PREV] = prev
         state[o + CURR] = curr + cost
       }
@@ -91,27 +75,31 @@ export const slidingWindowCounter: Algorithm = {
     }
     out.allowed = false
     out.remaining = Math.max(0, Math.floor(p.limit - estimate + EPSILON))
-    out.resetMs = msUntilFresh(prev, curr, w)
+    out.resetMs = msUntilFresh(prev, curr, w, elapsed)
     const room = p.limit + EPSILON - curr - cost
     if (cost > p.limit + EPSILON) {
       // Can never pass; hint at the time the state is fresh again.
-      out.retryAfterMs = Math.max(1, out.resetMs, w - viewElapsed)
+      out.retryAfterMs = Math.max(1, out.resetMs, w - elapsed)
     } else if (room >= 0) {
       // Wait in this window until the previous window's weight has fallen enough.
-      out.retryAfterMs = Math.max(1, Math.ceil(w - (room * w) / prev - viewElapsed))
+      out.retryAfterMs = Math.max(1, Math.ceil(w - (room * w) / prev - elapsed))
     } else {
       // Wait for the next window, where this window's count becomes the weighted one.
       const nextRoom = p.limit + EPSILON - cost
       out.retryAfterMs =
-        curr <= nextRoom ? w - viewElapsed : Math.ceil(2 * w - (nextRoom * w) / curr - viewElapsed)
+        curr <= nextRoom ? w - elapsed : Math.ceil(2 * w - (nextRoom * w) / curr - elapsed)
     }
   },
   refund(state, o, p, cost, nowMs) {
     // Only units of the current window can be given back.
-    view(state, o, p, nowMs)
-    state[o + START] = viewStart
-    state[o + PREV] = viewPrev
-    state[o + CURR] = viewCurr > cost ? viewCurr - cost : 0
+    const w = p.windowMs
+    const stored = state[o + START]!
+    const aligned = Math.floor(nowMs / w) * w
+    const shift = shiftOf(stored, aligned, w)
+    const curr = shift === 0 ? state[o + CURR]! : 0
+    state[o + PREV] = shift === 0 ? state[o + PREV]! : shift === 1 ? state[o + CURR]! : 0
+    state[o + START] = shift === 0 ? stored : aligned
+    state[o + CURR] = curr > cost ? curr - cost : 0
   },
   idleAtMs(state, o, p) {
     const start = state[o + START]!

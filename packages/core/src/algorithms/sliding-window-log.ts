@@ -15,31 +15,21 @@ function ringSize(p: AlgorithmParams): number {
 
 /** Timestamp of the `i`-th oldest entry (0-based). */
 function entry(state: Float64Array, o: number, size: number, head: number, i: number): number {
-  return state[o + RING + ((head + i) % size)]!
+  // head < size and i < size, so one subtraction replaces a (slower) modulo.
+  const at = head + i
+  return state[o + RING + (at < size ? at : at - size)]!
 }
 
-// Scratch outputs of `view`, so the hot path allocates nothing.
-let viewNow = 0
-let viewFirst = 0
-
-/**
- * Finds the oldest entry still inside the window ending at `nowMs`. A clock that went
- * backwards is treated as standing still at the newest entry, which also keeps the ring
- * sorted.
- */
-function view(
+/** Index (0 = oldest) of the first entry newer than `cutoff`; `count` when there is none. */
+function firstAfter(
   state: Float64Array,
   o: number,
-  p: AlgorithmParams,
   size: number,
-  nowMs: number,
-): void {
-  const count = state[o + COUNT]!
-  const head = state[o + HEAD]!
-  const newest = count > 0 ? entry(state, o, size, head, count - 1) : nowMs
-  const now = nowMs > newest ? nowMs : newest
-  const cutoff = now - p.windowMs
-  // Binary search: entries are sorted, so find the first one with t > now - windowMs.
+  head: number,
+  count: number,
+  cutoff: number,
+): number {
+  // Entries are sorted, so a binary search finds the window's oldest entry.
   let lo = 0
   let hi = count
   while (lo < hi) {
@@ -47,8 +37,7 @@ function view(
     if (entry(state, o, size, head, mid) > cutoff) hi = mid
     else lo = mid + 1
   }
-  viewNow = now
-  viewFirst = lo
+  return lo
 }
 
 /**
@@ -77,25 +66,29 @@ export const slidingWindowLog: Algorithm = {
   stateSize: (p) => ringSize(p) + RING,
   consume(state, o, p, cost, nowMs, _maxWaitMs, commit, out) {
     const size = ringSize(p)
-    view(state, o, p, size, nowMs)
-    const now = viewNow
     const count = state[o + COUNT]!
     const head = state[o + HEAD]!
-    const inWindow = count - viewFirst
+    // A clock that went backwards stands still at the newest entry (keeps the ring sorted).
+    const last = count > 0 ? entry(state, o, size, head, count - 1) : nowMs
+    const now = nowMs > last ? nowMs : last
+    const first = firstAfter(state, o, size, head, count, now - p.windowMs)
+    const inWindow = count - first
     const units = cost > EPSILON ? Math.ceil(cost - EPSILON) : 0
     const after = inWindow + units
-    const newest = inWindow > 0 ? entry(state, o, size, head, count - 1) : 0
     out.limit = size
     out.waitMs = 0
     if (after <= size) {
       out.allowed = true
       out.retryAfterMs = 0
       out.remaining = size - after
-      out.resetMs = units > 0 ? p.windowMs : inWindow > 0 ? newest + p.windowMs - now : 0
+      out.resetMs = units > 0 ? p.windowMs : inWindow > 0 ? last + p.windowMs - now : 0
       if (commit && units > 0) {
         // Drop the expired entries, then append one entry per unit at `now`.
-        const start = (head + viewFirst) % size
-        for (let i = 0; i < units; i++) state[o + RING + ((start + inWindow + i) % size)] = now
+        const start = head + first < size ? head + first : head + first - size
+        for (let i = 0; i < units; i++) {
+          const at = start + inWindow + i
+          state[o + RING + (at < size ? at : at - size)] = now
+        }
         state[o + HEAD] = start
         state[o + COUNT] = after
       }
@@ -103,13 +96,13 @@ export const slidingWindowLog: Algorithm = {
     }
     out.allowed = false
     out.remaining = size - inWindow
-    out.resetMs = inWindow > 0 ? newest + p.windowMs - now : 0
+    out.resetMs = inWindow > 0 ? last + p.windowMs - now : 0
     if (units > size) {
       // Can never pass; hint at the time the log is empty again.
       out.retryAfterMs = inWindow > 0 ? out.resetMs : p.windowMs
     } else {
       // The request fits once the (after - limit) oldest entries in the window have left it.
-      const leaving = entry(state, o, size, head, viewFirst + after - size - 1)
+      const leaving = entry(state, o, size, head, first + after - size - 1)
       out.retryAfterMs = leaving + p.windowMs - now
     }
   },
