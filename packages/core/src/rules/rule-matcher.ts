@@ -34,7 +34,9 @@ const INTERN_LIMIT = 10_000
 const UNION_LIMIT = 256
 
 interface Conditions {
-  readonly headers: readonly (readonly [name: string, value: string | true])[]
+  /** Header names (lower-case), and beside each the value wanted or `true` for presence. */
+  readonly headerNames: readonly string[]
+  readonly headerValues: readonly (string | true)[]
   readonly exactHosts: ReadonlySet<string> | undefined
   /** `*.example.com` stored as `.example.com`. */
   readonly hostSuffixes: readonly string[]
@@ -101,9 +103,11 @@ function headerValue(headers: HeaderBag, name: string): string | readonly string
 }
 
 function conditionsHold(c: Conditions, facts: RequestFacts): boolean {
-  for (const [name, want] of c.headers) {
-    const got = headerValue(facts.headers, name)
+  const names = c.headerNames
+  for (let i = 0; i < names.length; i++) {
+    const got = headerValue(facts.headers, names[i]!)
     if (got === undefined) return false
+    const want = c.headerValues[i]!
     if (want !== true && (typeof got === 'string' ? got !== want : !got.includes(want)))
       return false
   }
@@ -173,6 +177,12 @@ class MethodTable {
   private readonly pathCache = new Map<string, Candidates>()
   private readonly routeCache = new Map<string, RouteResult>()
   private readonly interned = new Map<string, Candidates>()
+  // One-entry memos in front of the Maps: a hot route or path is answered by comparing one
+  // string (usually the very same string object), without hashing it.
+  private lastPath: string | undefined
+  private lastPathResult: Candidates | undefined
+  private lastRoute: string | undefined
+  private lastRouteResult: RouteResult | undefined
 
   constructor(
     private readonly entries: readonly Entry[],
@@ -200,8 +210,14 @@ class MethodTable {
   }
 
   forPath(path: string): Candidates {
-    const hit = this.pathCache.get(path)
-    if (hit) return hit
+    if (path === this.lastPath) return this.lastPathResult!
+    const found = this.pathCache.get(path) ?? this.resolvePath(path)
+    this.lastPath = path
+    this.lastPathResult = found
+    return found
+  }
+
+  private resolvePath(path: string): Candidates {
     const found = this.candidatesFor(pathSegments(path))
     // Emptying the whole map is O(1) amortised and cannot be steered by a client the way an
     // eviction order could; the hot paths come back on their next request.
@@ -211,7 +227,7 @@ class MethodTable {
   }
 
   forRoute(route: string, path: string): Candidates {
-    let r = this.routeCache.get(route)
+    let r = route === this.lastRoute ? this.lastRouteResult : this.routeCache.get(route)
     if (!r) {
       const segments = pathSegments(route)
       const candidates = this.candidatesFor(segments)
@@ -226,6 +242,8 @@ class MethodTable {
       if (this.routeCache.size >= this.routeCacheSize) this.routeCache.clear()
       this.routeCache.set(route, r)
     }
+    this.lastRoute = route
+    this.lastRouteResult = r
     if (!r.needsPath) return r.candidates
     return this.union(r.candidates, this.forPath(path))
   }
@@ -276,7 +294,8 @@ function toEntry(compiled: CompiledRule, index: number): Entry {
   if (headerList.length > 0 || (hosts && hosts.length > 0)) {
     const exact = (hosts ?? []).filter((h) => !h.startsWith('*.'))
     conditions = {
-      headers: headerList.map(([n, v]) => [n.toLowerCase(), v] as const),
+      headerNames: headerList.map(([n]) => n.toLowerCase()),
+      headerValues: headerList.map(([, v]) => v),
       exactHosts: exact.length > 0 ? new Set(exact.map((h) => h.toLowerCase())) : undefined,
       hostSuffixes: (hosts ?? [])
         .filter((h) => h.startsWith('*.'))
@@ -306,6 +325,8 @@ function toEntry(compiled: CompiledRule, index: number): Entry {
 export class RuleMatcher {
   private readonly byMethod = new Map<string, MethodTable>()
   private readonly other: MethodTable
+  /** The answer for every request when no rule has any condition at all. */
+  private readonly direct: readonly CompiledRule[] | undefined
 
   /**
    * @param rules - Compiled rules in declaration order.
@@ -334,6 +355,7 @@ export class RuleMatcher {
       pathCacheSize,
       routeCacheSize,
     )
+    this.direct = named.size === 0 ? this.other.direct : undefined
   }
 
   /**
@@ -343,6 +365,7 @@ export class RuleMatcher {
    * @returns A shared frozen array: do not modify it.
    */
   match(facts: RequestFacts): readonly CompiledRule[] {
+    if (this.direct) return this.direct
     const table = this.byMethod.get(facts.method) ?? this.other
     if (table.direct) return table.direct
     const candidates =
