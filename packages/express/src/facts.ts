@@ -31,7 +31,11 @@ export class ExpressFacts implements RequestFacts<Request> {
 
   /** Express's own resolution: `trust proxy` decides whether X-Forwarded-For counts. */
   get ip(): string | undefined {
-    return this.request.ip
+    const req = this.request
+    // With `trust proxy` off (the default) Express's req.ip is the socket address; reading it
+    // directly skips parsing X-Forwarded-For on every request only to ignore it.
+    if (req.app.settings['trust proxy'] === false) return req.socket.remoteAddress
+    return req.ip
   }
 
   get headers(): HeaderBag {
