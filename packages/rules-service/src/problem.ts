@@ -12,7 +12,6 @@ export type ProblemType =
   | 'not-found'
   | 'conflict'
   | 'precondition-failed'
-  | 'precondition-required'
   | 'payload-too-large'
   | 'unsupported-media-type'
   | 'internal'
@@ -26,7 +25,6 @@ const TITLES: Record<ProblemType, [number, string]> = {
   'not-found': [404, 'Not found'],
   conflict: [409, 'Conflict'],
   'precondition-failed': [412, 'The rule set changed'],
-  'precondition-required': [428, 'If-Match required'],
   'payload-too-large': [413, 'Body too large'],
   'unsupported-media-type': [415, 'Unsupported media type'],
   internal: [500, 'Internal error'],
