@@ -1,8 +1,9 @@
 /**
  * The OpenAPI 3.1 description served at `/openapi.json`, written by hand next to the routes
- * it describes. A rule's own schema is core's (see docs/rules.md); here it is an object with an
- * `id`, since the service stores what its author wrote and core validates it.
+ * it describes. A rule's own schema is generated from core's zod schema (its input side), so
+ * the document and the validation cannot drift apart.
  */
+import { ruleSchema } from '@floodgate/core'
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 
@@ -65,6 +66,28 @@ const ruleResponse = (description: string): Json =>
     description,
     etag,
   )
+
+const RULE_DESCRIPTION =
+  "A rule as core's schema accepts it (RuleInput; see docs/rules.md). Durations are strings like '10s' or milliseconds; core's validation is the authority (e.g. ids are unique within a set, rate excludes limit and window)."
+
+/** The input side of core's rule schema as JSON Schema (draft 2020-12, which OpenAPI 3.1 uses). */
+function ruleJsonSchema(): Json {
+  try {
+    const generated = JSON.parse(
+      JSON.stringify(ruleSchema.toJSONSchema({ io: 'input', unrepresentable: 'any' })),
+    ) as Record<string, Json>
+    delete generated.$schema
+    return { ...generated, description: RULE_DESCRIPTION }
+  } catch {
+    // A schema zod cannot describe must not take the service down; say less instead.
+    return {
+      type: 'object',
+      required: ['id'],
+      properties: { id: { type: 'string' } },
+      description: RULE_DESCRIPTION,
+    }
+  }
+}
 
 /**
  * @returns the OpenAPI 3.1 document of the `/v1` API
@@ -249,14 +272,7 @@ export function openApiDocument(): Json {
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: {
-        Rule: {
-          type: 'object',
-          required: ['id'],
-          properties: { id: { type: 'string' } },
-          additionalProperties: true,
-          description:
-            "A rule as core's schema accepts it (RuleInput; see docs/rules.md). Unknown fields are refused.",
-        },
+        Rule: ruleJsonSchema(),
         Ruleset: {
           type: 'object',
           required: ['service', 'revision', 'rules'],

@@ -540,6 +540,15 @@ for (const backend of backends) {
       expect(spec.status).toBe(200)
       expect(spec.body!.openapi).toBe('3.1.0')
       expect(Object.keys(spec.body!.paths)).toContain('/v1/services/{service}/ruleset')
+      const ruleSchema = spec.body!.components.schemas.Rule
+      expect(ruleSchema).toMatchObject({
+        type: 'object',
+        required: ['id'],
+        additionalProperties: false,
+      })
+      expect(Object.keys(ruleSchema.properties)).toEqual(
+        expect.arrayContaining(['id', 'match', 'limit', 'window', 'rate', 'onLimit']),
+      )
 
       const health = await call('GET', '/healthz')
       expect(health.body).toEqual({ status: 'ok', storage: probe.kind })
