@@ -48,13 +48,15 @@ function timeAxis(durationMs: number, f: Frame = FRAME): string {
   )
 }
 
-function spikeBand(result: DemoResult, f: Frame = FRAME): string {
+function spikeBand(result: DemoResult, labelled = true, f: Frame = FRAME): string {
   const x = xScale(result.plan.durationMs, f)
   const from = x(result.plan.spikeFrom * result.plan.durationMs)
   const to = x(result.plan.spikeTo * result.plan.durationMs)
   return (
     `<rect x="${from}" y="${f.top}" width="${to - from}" height="${f.height - f.top - f.bottom}" fill="#fee2e2" opacity="0.6"/>` +
-    `<text x="${(from + to) / 2}" y="${f.top + 12}" text-anchor="middle" fill="#b91c1c">noisy neighbour spikes</text>`
+    (labelled
+      ? `<text x="${(from + to) / 2}" y="${f.top + 12}" text-anchor="middle" fill="#b91c1c">noisy neighbour spikes</text>`
+      : '')
   )
 }
 
@@ -151,7 +153,7 @@ function outcomeChart(run: RunSummary, result: DemoResult, peak: number): string
     .join('')
   return svg(
     `${esc(run.label)}: noisy neighbour's requests per 0.5 s`,
-    spikeBand(result) + grid + timeAxis(result.plan.durationMs) + bars + legend,
+    spikeBand(result, false) + grid + timeAxis(result.plan.durationMs) + bars + legend,
   )
 }
 
@@ -232,7 +234,7 @@ svg text{font-size:11px;fill:#333} pre{background:#f8fafc;padding:12px;border:1p
 </style></head><body>
 <h1>Floodgate — noisy-neighbour demo</h1>
 <p class="meta">Same traffic twice: ${result.plan.wellClients} well-behaved clients at ${result.plan.wellItemsRps} lists + ${result.plan.wellExportRps} export a second each; one neighbour spiking to ${result.plan.noisyItemsRps} lists + ${result.plan.noisyExportRps} exports a second.
-Service: ${esc(o.framework)}, ${o.hosts} host(s), a database pool of 4 connections. Floodgate: ${esc(o.store)} store, rules ${esc(o.rulesFrom)}.
+Service: ${esc(o.framework)}, ${o.hosts} host(s), a database pool of 4 connections. Floodgate: ${esc(o.store)} store, rules ${o.rulesFrom === 'static' ? 'static (in code)' : 'from the rules service (PGlite)'}.
 Generated ${new Date().toISOString()}.</p>
 <div>${legend} <span class="key">× = failed request of a well-behaved client</span></div>
 <div class="row">${runs.map((r) => latencyChart(r, result, wellNames)).join('')}</div>
