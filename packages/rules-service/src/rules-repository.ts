@@ -216,28 +216,32 @@ export class RulesRepository {
   }
 
   /**
-   * Replace a rule (or create it at the end when `upsert` and it does not exist).
+   * Replace a rule, or create it at the end of the set when it does not exist.
    *
    * @param service - the service name
    * @param id - the rule id (the body's id must equal it)
    * @param body - the new rule
    * @param actor - who, for the audit trail
    * @param ifMatch - the revisions the writer accepts (If-Match), if any
+   * @returns the change, and whether the rule was created
    */
-  replace(
+  async replace(
     service: string,
     id: string,
     body: RuleBody,
     actor: string,
     ifMatch?: readonly number[],
-  ): Promise<Change> {
-    return this.#change(service, actor, ifMatch, (current) => {
+  ): Promise<Change & { created: boolean }> {
+    let created = false
+    const change = await this.#change(service, actor, ifMatch, (current) => {
       const index = current.findIndex((r) => r.id === id)
       const next = [...current]
-      if (index < 0) next.push(body)
+      created = index < 0
+      if (created) next.push(body)
       else next[index] = body
       return { next, action: (before) => (before === undefined ? 'create' : 'replace') }
     })
+    return { ...change, created }
   }
 
   /**

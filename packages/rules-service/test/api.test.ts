@@ -488,6 +488,10 @@ for (const backend of backends) {
 
       const services = await call('GET', '/v1/services', { token: TOKENS.checkout })
       expect(services.body!.services.map((s: { name: string }) => s.name)).toEqual(['checkout'])
+      const one = await call('GET', '/v1/services/checkout', { token: TOKENS.reader })
+      expect(one.body).toMatchObject({ name: 'checkout', rules: 1 })
+      expect(one.headers.etag).toBe(`"${one.body!.revision}"`)
+      expect((await call('GET', '/v1/services/nope', { token: TOKENS.reader })).status).toBe(404)
       const all = await call('GET', '/v1/services', { token: TOKENS.admin })
       expect(all.body!.services.map((s: { name: string }) => s.name)).toContain(other)
     })
@@ -581,9 +585,10 @@ for (const backend of backends) {
       ])
     })
 
-    it('never logs a token', () => {
+    it('never logs a token, and logs each change with its actor', () => {
       const text = logs.join('')
-      expect(text.length).toBeGreaterThan(0)
+      expect(text).toMatch(/"msg":"rules changed"/)
+      expect(text).toMatch(/"actor":"checkout-team"/)
       for (const token of Object.values(TOKENS)) expect(text).not.toContain(token)
     })
   })

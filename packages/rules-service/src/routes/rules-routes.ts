@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { canRead, canWrite, type Principal, type TokenRegistry } from '../auth.js'
 import { etagOf, ifMatchRevisions, noneMatchHits } from '../etag.js'
 import { ProblemError } from '../problem.js'
-import type { RuleBody, RulesRepository, RulesValidator } from '../rules-repository.js'
+import type { Change, RuleBody, RulesRepository, RulesValidator } from '../rules-repository.js'
 
 /** What the API routes need from the service. */
 export interface RulesRoutesOptions {
@@ -53,7 +53,8 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
         throw unauthorized(reply, 'reading rules needs a bearer token (Authorization: Bearer …)')
       return undefined
     }
-    if (service !== '' && !canRead(principal, service)) {
+    // Open reads stay open to every caller; scopes only narrow reads that need a token.
+    if (requireReadToken && service !== '' && !canRead(principal, service)) {
       throw new ProblemError(
         'forbidden',
         `token ${JSON.stringify(principal.name)} may not read service ${JSON.stringify(service)}`,
@@ -109,6 +110,22 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     return params.service
   }
 
+  // One line per change, for operators; the audit trail holds the bodies.
+  const logChange = (
+    request: FastifyRequest,
+    service: string,
+    principal: Principal,
+    change: Change,
+    action: string,
+    ruleId: string,
+  ): void => {
+    if (!change.changed) return
+    request.log.info(
+      { service, ruleId, action, actor: principal.name, revision: change.revision },
+      'rules changed',
+    )
+  }
+
   const sendWithEtag = (reply: FastifyReply, revision: number, status = 200): FastifyReply =>
     reply.code(status).header('etag', etagOf(revision)).header('cache-control', 'no-cache')
 
@@ -124,7 +141,21 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
   app.get('/v1/services', async (request, reply) => {
     const principal = reader(request, reply, '')
     const list = await repository.listServices()
-    return { services: list.filter((s) => principal === undefined || canRead(principal, s.name)) }
+    return {
+      services: list.filter(
+        (s) => !requireReadToken || principal === undefined || canRead(principal, s.name),
+      ),
+    }
+  })
+
+  app.get<{ Params: ServiceParams }>('/v1/services/:service', async (request, reply) => {
+    const service = serviceParam(request.params)
+    reader(request, reply, service)
+    const summary = (await repository.listServices()).find((s) => s.name === service)
+    if (summary === undefined) {
+      throw new ProblemError('not-found', `no service named ${JSON.stringify(service)}`)
+    }
+    return sendWithEtag(reply, summary.revision).send(summary)
   })
 
   app.put<{ Params: ServiceParams }>('/v1/services/:service', async (request, reply) => {
@@ -190,8 +221,13 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       principal.name,
       ifMatchRevisions(request.headers['if-match']),
     )
-    const set = await repository.ruleset(service)
-    return sendWithEtag(reply, change.revision).send({ ...set, changed: change.changed })
+    logChange(request, service, principal, change, 'replace-all', '*')
+    return sendWithEtag(reply, change.revision).send({
+      service,
+      revision: change.revision,
+      rules,
+      changed: change.changed,
+    })
   })
 
   // --- one rule -------------------------------------------------------------------------------
@@ -206,6 +242,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       principal.name,
       ifMatchRevisions(request.headers['if-match']),
     )
+    logChange(request, service, principal, change, 'create', rule.id)
     return sendWithEtag(reply, change.revision, 201)
       .header(
         'location',
@@ -226,7 +263,6 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     const service = serviceParam(request.params)
     const principal = writer(request, reply, service)
     const rule = checkRule(request.body, request.params.id)
-    const existed = (await repository.ruleset(service)).rules.some((r) => r.id === rule.id)
     const change = await repository.replace(
       service,
       rule.id,
@@ -234,7 +270,8 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       principal.name,
       ifMatchRevisions(request.headers['if-match']),
     )
-    return sendWithEtag(reply, change.revision, existed ? 200 : 201).send({
+    logChange(request, service, principal, change, change.created ? 'create' : 'replace', rule.id)
+    return sendWithEtag(reply, change.revision, change.created ? 201 : 200).send({
       service,
       revision: change.revision,
       rule,
@@ -255,6 +292,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       ifMatchRevisions(request.headers['if-match']),
       (candidate) => (patched = checkRule(candidate, request.params.id)),
     )
+    logChange(request, service, principal, change, 'patch', request.params.id)
     return sendWithEtag(reply, change.revision).send({
       service,
       revision: change.revision,
@@ -271,6 +309,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       principal.name,
       ifMatchRevisions(request.headers['if-match']),
     )
+    logChange(request, service, principal, change, 'delete', request.params.id)
     return sendWithEtag(reply, change.revision).send({
       service,
       revision: change.revision,
