@@ -3,7 +3,7 @@
  * same traffic — without a limiter, then behind Floodgate — with a table and an HTML report.
  */
 import { mkdir, writeFile } from 'node:fs/promises'
-import { join, relative, resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseDemoArgs, USAGE } from './args.js'
 import type { DemoArgs } from './args.js'
@@ -39,7 +39,7 @@ try {
   await mkdir(dir, { recursive: true })
   const file = join(dir, `noisy-neighbour-${new Date().toISOString().replace(/[:.]/g, '-')}.html`)
   await writeFile(file, renderReport(result))
-  console.log(`HTML report: ${relative(process.cwd(), file) || file}\n  (file://${file})`)
+  console.log(`HTML report: ${file}`)
 } finally {
   await rulesService?.stop()
 }
