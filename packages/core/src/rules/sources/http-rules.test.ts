@@ -15,6 +15,7 @@ interface Fake {
   mode: Mode
   revision: number
   limit: number
+  description: string
   requests: IncomingHttpHeaders[]
   notModified: number
 }
@@ -24,6 +25,7 @@ function listen(fake: Partial<Fake> & { port?: number } = {}): Promise<Fake> {
     mode: 'ok',
     revision: 1,
     limit: 10,
+    description: '',
     requests: [] as IncomingHttpHeaders[],
     notModified: 0,
     ...fake,
@@ -63,7 +65,9 @@ function listen(fake: Partial<Fake> & { port?: number } = {}): Promise<Fake> {
           JSON.stringify({
             service: 'api',
             revision: String(state.revision),
-            rules: [{ id: 'api', limit: state.limit, window: '1s' }],
+            rules: [
+              { id: 'api', limit: state.limit, window: '1s', description: state.description },
+            ],
           }),
         )
     }
@@ -205,6 +209,15 @@ describe('httpRules', () => {
     fake.revision = 2
     await source.poll()
     expect(delivered).toHaveLength(2)
+  })
+
+  it('refuses a body larger than maxBytes and keeps the rules', async () => {
+    const { fake, source, delivered, errors } = await setup({ maxBytes: 100 })
+    fake.revision = 2
+    fake.description = 'x'.repeat(200)
+    await source.poll()
+    expect(delivered).toHaveLength(1)
+    expect(errors[0]!.message).toMatch(/body (of \d+ bytes )?exceeds maxBytes \(100\)/)
   })
 
   it('gives up on a slow server after timeoutMs and keeps the rules', async () => {

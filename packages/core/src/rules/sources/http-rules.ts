@@ -68,6 +68,20 @@ function checkNumber(
   return value
 }
 
+/** Reads a body as UTF-8 text, giving up (undefined) past `maxBytes` without buffering the rest. */
+async function readBounded(res: Response, maxBytes: number): Promise<string | undefined> {
+  if (!res.body) return ''
+  const chunks: Uint8Array[] = []
+  let total = 0
+  // Node's web streams are async iterables; leaving the loop early cancels the stream.
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    total += chunk.byteLength
+    if (total > maxBytes) return undefined
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
 function describeError(e: unknown): string {
   const err = toError(e)
   // undici says "fetch failed" and puts the reason (ECONNREFUSED…) in `cause`.
@@ -172,8 +186,8 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
         await res.body?.cancel()
         throw sourceError(`body of ${length} bytes exceeds maxBytes (${maxBytes})`)
       }
-      const body = await res.text()
-      if (body.length > maxBytes) throw sourceError(`body exceeds maxBytes (${maxBytes})`)
+      const body = await readBounded(res, maxBytes)
+      if (body === undefined) throw sourceError(`body exceeds maxBytes (${maxBytes})`)
       if (!running) return
       const newEtag = res.headers.get('etag') ?? undefined
       // A server without ETags sends the same body every time: nothing to apply.
