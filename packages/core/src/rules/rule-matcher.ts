@@ -73,18 +73,16 @@ class Candidates {
 
   /** The candidates whose header and host conditions hold for this request. */
   select(facts: RequestFacts): readonly CompiledRule[] {
+    const variants = this.variants
+    if (!variants) return this.build(facts)
     const conditional = this.conditional!
     let mask = 0
     for (let i = 0; i < conditional.length; i++) {
       if (conditionsHold(conditional[i]!.conditions!, facts)) mask |= 1 << i
     }
-    const variants = this.variants
-    if (variants) {
-      const cached = variants[mask]
-      if (cached) return cached
-      return (variants[mask] = this.build(facts))
-    }
-    return this.build(facts)
+    const cached = variants[mask]
+    if (cached) return cached
+    return (variants[mask] = this.build(facts))
   }
 
   private build(facts: RequestFacts): readonly CompiledRule[] {
