@@ -119,6 +119,11 @@ export function openApiDocument(): Json {
         },
       },
       '/v1/services/{service}': {
+        get: {
+          summary: 'One service: revision and rule count',
+          parameters: [serviceParam],
+          responses: { '200': json(ref('ServiceSummary'), 'The service', etag), ...common },
+        },
         put: {
           summary: 'Create a service (admin token)',
           parameters: [serviceParam],

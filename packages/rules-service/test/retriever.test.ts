@@ -1,3 +1,5 @@
+import { createServer, request as httpRequest, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { httpRules, type Logger } from '@floodgate/core'
@@ -5,16 +7,63 @@ import { rateLimit } from '@floodgate/fastify'
 import { startRulesService, type RunningRulesService } from '@floodgate/rules-service'
 import { TOKENS, waitFor } from './helpers.js'
 
+type ProxyMode = 'pass' | 'garbage' | 'slow'
+
+/**
+ * A loopback proxy between the host and the service that can turn bad on demand: answer
+ * garbage, or hold every request without answering (a stalled service).
+ */
+async function faultProxy(
+  target: () => string,
+): Promise<{ url: string; mode: ProxyMode; close(): Promise<void> }> {
+  const held: ServerResponse[] = []
+  const proxy = {
+    url: '',
+    mode: 'pass' as ProxyMode,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const res of held) res.destroy()
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
+  const server: Server = createServer((req, res) => {
+    if (proxy.mode === 'garbage') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"rules": [{"id": "x"')
+      return
+    }
+    if (proxy.mode === 'slow') {
+      held.push(res)
+      return
+    }
+    const upstream = httpRequest(
+      `${target()}${req.url ?? '/'}`,
+      { method: req.method, headers: req.headers },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers)
+        up.pipe(res)
+      },
+    )
+    upstream.on('error', () => res.destroy())
+    req.pipe(upstream)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return proxy
+}
+
 // A real host (Fastify + @floodgate/fastify) polling a real rules service over loopback HTTP
 // with core's httpRules source: the path a rule takes from an owner's API call to enforcement.
 describe('a host polling the rules service', () => {
   const INTERVAL_MS = 100
   let service: RunningRulesService
+  let proxy: Awaited<ReturnType<typeof faultProxy>>
   let host: FastifyInstance
   const statuses: number[] = []
   const warnings: string[] = []
+  const infos: string[] = []
   let attempts = 0
-  const rulesUrl = () => `${service.url}/v1/services/checkout/ruleset`
+  const rulesUrl = () => `${proxy.url}/v1/services/checkout/ruleset`
   const api = `/v1/services/checkout/rules`
 
   const write = async (method: string, path: string, body?: unknown) => {
@@ -40,16 +89,19 @@ describe('a host polling the rules service', () => {
         { name: 'hosts', role: 'read', token: TOKENS.reader },
       ],
     })
+    proxy = await faultProxy(() => service.url)
+    const line = (obj: object, msg?: string) =>
+      `${msg ?? ''} ${(obj as { err?: Error }).err?.message ?? ''}`
     const logger: Logger = {
       debug: () => {},
-      info: () => {},
-      warn: (_obj, msg) => void warnings.push(msg ?? ''),
-      error: (_obj, msg) => void warnings.push(msg ?? ''),
+      info: (obj, msg) => void infos.push(line(obj, msg)),
+      warn: (obj, msg) => void warnings.push(line(obj, msg)),
+      error: (obj, msg) => void warnings.push(line(obj, msg)),
     }
     const source = httpRules(rulesUrl(), {
       intervalMs: INTERVAL_MS,
       jitter: 0.1,
-      timeoutMs: 1000,
+      timeoutMs: 300,
       headers: { authorization: `Bearer ${TOKENS.reader}` },
       logger,
       fetch: async (input, init) => {
@@ -68,6 +120,7 @@ describe('a host polling the rules service', () => {
 
   afterAll(async () => {
     await host?.close()
+    await proxy?.close()
     await service?.stop().catch(() => {})
   })
 
@@ -111,17 +164,40 @@ describe('a host polling the rules service', () => {
     expect(await hit()).toBe(429)
   })
 
+  it('keeps the last rules through garbage and a stalled service, logging each once', async () => {
+    expect(warnings).toEqual([])
+    proxy.mode = 'garbage'
+    await waitFor(() => warnings.length === 1, 'the garbage to be noticed', INTERVAL_MS * 30)
+    expect(warnings[0]).toMatch(/rules source failed.*not JSON/)
+    let seen = attempts
+    await waitFor(() => attempts >= seen + 3, 'three more polls', INTERVAL_MS * 30)
+    expect(warnings).toHaveLength(1)
+    expect(await hit('/search')).toBe(429)
+
+    proxy.mode = 'slow'
+    await waitFor(() => warnings.length === 2, 'the stall to be noticed', INTERVAL_MS * 30)
+    expect(warnings[1]).toMatch(/within 300 ms/)
+    seen = attempts
+    await waitFor(() => attempts >= seen + 2, 'two more polls', INTERVAL_MS * 30)
+    expect(warnings).toHaveLength(2)
+    expect(await hit('/search')).toBe(429)
+
+    proxy.mode = 'pass'
+    await waitFor(() => infos.some((m) => /recovered/.test(m)), 'the recovery', INTERVAL_MS * 30)
+    expect(await hit('/search')).toBe(429)
+  })
+
   it('keeps enforcing the last rules when the service stops, and logs the failure once', async () => {
     expect(await hit('/search')).toBe(429)
+    const before = warnings.length
     await service.stop()
     const answered = statuses.length
-    await waitFor(() => warnings.length > 0, 'the poller to notice', INTERVAL_MS * 30)
-    expect(warnings[0]).toMatch(/rules source failed/)
+    await waitFor(() => warnings.length > before, 'the poller to notice', INTERVAL_MS * 30)
+    expect(warnings[before]).toMatch(/rules source failed/)
     // Several more failed polls: still one warning, still enforced.
     const failed = attempts
     await waitFor(() => attempts >= failed + 3, 'three more polls', INTERVAL_MS * 30)
-    expect(statuses.length).toBe(answered)
-    expect(warnings).toHaveLength(1)
+    expect(warnings).toHaveLength(before + 1)
     expect(await hit('/search')).toBe(429)
     expect(await hit()).toBe(429)
   })
