@@ -197,6 +197,7 @@ describe('a host polling the rules service', () => {
     // Several more failed polls: still one warning, still enforced.
     const failed = attempts
     await waitFor(() => attempts >= failed + 3, 'three more polls', INTERVAL_MS * 30)
+    expect(statuses.length).toBe(answered)
     expect(warnings).toHaveLength(before + 1)
     expect(await hit('/search')).toBe(429)
     expect(await hit()).toBe(429)
