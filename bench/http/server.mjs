@@ -35,7 +35,7 @@ async function fastify() {
   const app = Fastify({ logger: false })
   if (variant === 'floodgate') {
     const { rateLimit } = await import('@floodgate/fastify')
-    await app.register(rateLimit, { rules })
+    await app.register(rateLimit, { rules, headers: process.env.FG_HEADERS !== '0' })
   } else if (variant === 'peer') {
     const { default: rateLimit } = await import('@fastify/rate-limit')
     await app.register(rateLimit, { max: limit, timeWindow: windowMs })

@@ -83,7 +83,7 @@ export function rateLimit(
 
   const middleware = function rateLimit(req: Request, res: Response, next: NextFunction): void {
     if (skip?.(req)) return next()
-    if (seen(req)) {
+    if (seen(res.locals)) {
       warn(
         'FG_WRN_DOUBLE_MOUNT',
         'one limiter is mounted twice on this request path; it charged once, at the first mount (route costs belong in a rule or on the route mount only)',

@@ -1,5 +1,6 @@
 // Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, doubleCountGuard.
 import {
+  CHECKED_BY,
   OptionsError,
   PROBLEM_CONTENT_TYPE,
   doubleCountGuard,
@@ -94,6 +95,8 @@ async function floodgate(
   )
   const { limiter, owned } = resolveLimiter(options.rules, options, logger)
   const seen = doubleCountGuard(limiter)
+  // Declared up front, so requests are created with the guard's mark slot (no shape change).
+  if (!fastify.hasRequestDecorator(CHECKED_BY)) fastify.decorateRequest(CHECKED_BY, null)
   if (owned) fastify.addHook('onClose', () => limiter.close())
   await limiter.ready
   const { skip } = resolved
@@ -102,6 +105,7 @@ async function floodgate(
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.reply.raw,
     request: (c) => c.request.raw,
+    setHeader: (c, name, value) => void c.reply.header(name, value),
     proceed: (c) => c.done(),
     reject: onLimited
       ? (c, rejection) => onLimited(c.request, c.reply, rejection)
@@ -137,7 +141,7 @@ async function floodgate(
       reply: FastifyReply,
       done: HookHandlerDoneFunction,
     ): void {
-      if (skip?.(request) || seen(request.raw)) return done()
+      if (skip?.(request) || seen(request)) return done()
       const facts = new FastifyFacts(request, pattern, routeCost(cost, request, warn), routeRules)
       const result = enforce(limiter, facts, { request, reply, done }, io, resolved)
       if (result instanceof Promise) result.catch(done)

@@ -97,7 +97,7 @@ export function rateLimit(
       }
     }
     if (skip?.(ctx)) return next()
-    if (seen(ctx.req)) {
+    if (seen(ctx)) {
       warn(
         'FG_WRN_DOUBLE_MOUNT',
         'one limiter is mounted twice on this request path; it charged once, at the first mount (route costs belong in a rule or on the route mount only)',

@@ -107,6 +107,7 @@ export interface ResolvedAdapterOptions<Req> {
   readonly draft: 'ietf' | 'legacy' | 'both' | undefined
   readonly shadowHeader: boolean
   readonly cost: RouteCost<Req> | undefined
+  readonly formatOptions: { readonly draft: 'ietf' | 'legacy' | 'both' } | undefined
 }
 
 function describe(value: unknown): string {
@@ -190,9 +191,11 @@ export function validateAdapterOptions<Req>(
   if (onLimited !== undefined && typeof onLimited !== 'function') {
     throw new OptionsError(`options.onLimited: expected a function, got ${describe(onLimited)}`)
   }
+  const draft = headers === true ? 'ietf' : headers === false ? undefined : headers
   return {
     skip,
-    draft: headers === true ? 'ietf' : headers === false ? undefined : headers,
+    draft,
+    formatOptions: draft === undefined ? undefined : { draft },
     shadowHeader,
     cost: validateCost<Req>(cost, 'options.cost'),
   }

@@ -1,42 +1,47 @@
-// The registry hangs off a global symbol, so two copies of core (ESM and CJS builds, or two
-// versions) still see each other's marks.
-const REGISTRY = Symbol.for('floodgate.double-count-guard')
+/**
+ * The property a request's holder object carries once a limiter checked the request. A global
+ * symbol, so two copies of core (ESM and CJS builds) see each other's marks. Fastify adapters
+ * declare it as a request decorator so that requests are created with it.
+ */
+export const CHECKED_BY: unique symbol = Symbol.for('floodgate.checked-by') as never
 
-type Registry = WeakMap<object, WeakSet<object>>
-
-function registry(): Registry {
-  const g = globalThis as { [REGISTRY]?: Registry }
-  return (g[REGISTRY] ??= new WeakMap())
+interface Marked {
+  [CHECKED_BY]?: object | object[] | null
 }
 
 /**
  * The double-count guard (pitfall P13) for one limiter: reports whether the limiter already
  * checked a request, and marks it. A limiter mounted twice on one request path (app and router,
- * a hook registered twice, app-level plus route-level mounts sharing one Limiter) charges once;
- * the first mount to run decides, later ones pass the request through.
+ * a plugin registered twice, app-level plus route-level mounts sharing one Limiter) charges
+ * once; the first mount to run decides, later ones pass the request through.
  *
- * Marks are kept in a WeakSet per limiter keyed by Node's `IncomingMessage`, which every
- * framework wraps: no property is added to the request (that would cost a hidden-class change
- * on every request), and nothing outlives the request.
+ * The mark goes on a per-request object the adapter picks for speed: Express's `res.locals`
+ * (a dictionary object, so no hidden-class change), Koa's `ctx`, Fastify's `request` (declared
+ * as a decorator). Node's `IncomingMessage` is a poor holder: Express swaps its prototype, and a
+ * new property on it costs microseconds; a WeakSet of requests burdens the garbage collector.
  *
  * @param limiter - the limiter a mount uses
- * @returns a function: true when the request was already checked by this limiter (skip it);
- * false when not, and the request is now marked
+ * @returns a function of the holder: true when this limiter already checked the request (skip
+ * it); false when not, and the request is now marked
  * @example
  * const seen = doubleCountGuard(limiter)
- * if (seen(req)) return next()
+ * if (seen(res.locals)) return next()
  */
-export function doubleCountGuard(limiter: object): (req: object) => boolean {
-  const reg = registry()
-  let set = reg.get(limiter)
-  if (!set) {
-    set = new WeakSet()
-    reg.set(limiter, set)
-  }
-  const marks = set
-  return (req) => {
-    if (marks.has(req)) return true
-    marks.add(req)
+export function doubleCountGuard(limiter: object): (holder: object) => boolean {
+  return (holder) => {
+    const h = holder as Marked
+    const mark = h[CHECKED_BY]
+    if (mark === undefined || mark === null) {
+      h[CHECKED_BY] = limiter
+      return false
+    }
+    if (mark === limiter) return true
+    if (Array.isArray(mark)) {
+      if (mark.includes(limiter)) return true
+      mark.push(limiter)
+      return false
+    }
+    h[CHECKED_BY] = [mark, limiter]
     return false
   }
 }

@@ -15,7 +15,7 @@ export {
   type ResolvedAdapterOptions,
   type RouteCost,
 } from './adapter-options.js'
-export { doubleCountGuard } from './double-count-guard.js'
+export { CHECKED_BY, doubleCountGuard } from './double-count-guard.js'
 export {
   enforce,
   writeProblem,
