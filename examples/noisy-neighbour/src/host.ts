@@ -77,7 +77,16 @@ async function createStore(config: HostConfig): Promise<Store | undefined> {
   })
   // The store refuses calls until connected (no offline queue): wait, so the first requests
   // are judged rather than failed open.
-  if (store.client.status !== 'ready') await once(store.client, 'ready')
+  if (store.client.status !== 'ready') {
+    try {
+      await once(store.client, 'ready', { signal: AbortSignal.timeout(5000) })
+    } catch {
+      await store.close()
+      throw new Error(
+        `could not connect to Redis at ${config.redisUrl ?? 'redis://127.0.0.1:6379'}`,
+      )
+    }
+  }
   return store
 }
 

@@ -40,13 +40,28 @@ try {
   const file = join(dir, `noisy-neighbour-${new Date().toISOString().replace(/[:.]/g, '-')}.html`)
   await writeFile(file, renderReport(result))
   console.log(`HTML report: ${file}`)
+} catch (error) {
+  console.error(`the demo failed: ${(error as Error).message}`)
+  process.exitCode = 1
 } finally {
   await rulesService?.stop()
 }
 
-async function startDemoRulesService(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const { startRulesServiceWithDemoRules } = await import('./rules-from-service.js')
-  const service = await startRulesServiceWithDemoRules()
-  console.log(`rules service (PGlite, in memory) at ${service.url}: hosts poll it for their rules`)
-  return service
+async function startDemoRulesService(): Promise<
+  { url: string; stop: () => Promise<void> } | undefined
+> {
+  try {
+    const { startRulesServiceWithDemoRules } = await import('./rules-from-service.js')
+    const service = await startRulesServiceWithDemoRules()
+    console.log(
+      `rules service (PGlite, in memory) at ${service.url}: hosts poll it for their rules`,
+    )
+    return service
+  } catch (error) {
+    // The demo is about the limiter; without the rules service it still runs, on static rules.
+    console.warn(
+      `the rules service did not start (${(error as Error).message}); using the static rules`,
+    )
+    return undefined
+  }
 }
