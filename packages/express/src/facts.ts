@@ -34,7 +34,7 @@ export class ExpressFacts implements RequestFacts<Request> {
     const req = this.request
     // With `trust proxy` off (the default) Express's req.ip is the socket address; reading it
     // directly skips parsing X-Forwarded-For on every request only to ignore it.
-    if (req.app.settings['trust proxy'] === false) return req.socket.remoteAddress
+    if ((req.app.settings as Record<string, unknown>)['trust proxy'] === false) return req.socket.remoteAddress
     return req.ip
   }
 

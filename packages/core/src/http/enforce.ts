@@ -29,7 +29,7 @@ export interface HttpIo<C, R> {
    * `reply.header`: writing them on the raw response first would push Node's `writeHead` onto
    * its slower merging path). Default: `response(ctx).setHeader`.
    */
-  setHeader?(ctx: C, name: string, value: string): void
+  readonly setHeader?: ((ctx: C, name: string, value: string) => void) | undefined
   /** Continue to the route handler. */
   proceed(ctx: C): R
   /** Answer a refusal. Headers are already set; write `rejection.status` and the body. */
