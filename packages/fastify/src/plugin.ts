@@ -113,7 +113,8 @@ async function floodgate(
           void c.reply
             .code(rejection.status)
             .header('content-type', PROBLEM_CONTENT_TYPE)
-            .send(rejection.body)
+            // A string with a content type skips Fastify's serializer: the same bytes, less work.
+            .send(JSON.stringify(rejection.body))
         },
     // Not calling done() ends the lifecycle here: the handler never runs.
     abandon: () => {},
