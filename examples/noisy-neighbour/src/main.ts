@@ -35,6 +35,13 @@ try {
     log: (line) => console.log(line),
   })
   console.log(`\n${formatTable(result)}\n`)
+  if (args.hosts > 1) {
+    console.log(
+      args.store === 'memory'
+        ? `Each of the ${args.hosts} hosts limits alone (MemoryStore): the fleet admits up to ${args.hosts}× a client's share. --store redis shares one limit.\n`
+        : `The ${args.hosts} hosts share one limit through Redis: the fleet admits one share per client.\n`,
+    )
+  }
   const dir = resolve(args.reportDir ?? fileURLToPath(new URL('../reports', import.meta.url)))
   await mkdir(dir, { recursive: true })
   const file = join(dir, `noisy-neighbour-${new Date().toISOString().replace(/[:.]/g, '-')}.html`)

@@ -50,7 +50,11 @@ async function runOnce(
   try {
     const traffic = await runTraffic(fleet.url, plan)
     const decisions = await fleet.decisions()
-    return summarise(label, traffic.samples, traffic.noisySkipped, pool.stats(), decisions)
+    const spike = {
+      fromMs: plan.spikeFrom * plan.durationMs,
+      toMs: plan.spikeTo * plan.durationMs,
+    }
+    return summarise(label, traffic.samples, traffic.noisySkipped, pool.stats(), decisions, spike)
   } finally {
     await fleet.close()
     pool.close()

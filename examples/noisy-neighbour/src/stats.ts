@@ -1,5 +1,6 @@
 import type { PoolStats } from './db-pool.js'
 import type { DecisionCounts } from './host.js'
+import { EXPORT_COST } from './rules.js'
 import type { Sample } from './traffic.js'
 
 /** Nearest-rank percentile of unsorted values; 0 for none. */
@@ -35,6 +36,8 @@ export interface NoisySummary {
   readonly rejected: number
   /** Failed by the overloaded service (503) or timed out. */
   readonly failed: number
+  /** Limiter units admitted per second during the spike (a list 1, an export 8). */
+  readonly spikeUnitsPerSecond: number
 }
 
 /** One run (without or with the limiter), summarised. */
@@ -75,6 +78,7 @@ function latency(samples: readonly Sample[]): LatencySummary {
  * @param noisySkipped - noisy requests not sent (in-flight cap)
  * @param pool - the database's own account
  * @param decisions - the limiter's decisions per client
+ * @param spike - start and end of the noisy client's spike, ms since the run started
  * @returns the summary
  */
 export function summarise(
@@ -83,6 +87,7 @@ export function summarise(
   noisySkipped: number,
   pool: PoolStats,
   decisions: Record<string, DecisionCounts>,
+  spike: { readonly fromMs: number; readonly toMs: number },
 ): RunSummary {
   const well = samples.filter((s) => !s.noisy)
   const noisy = samples.filter((s) => s.noisy)
@@ -96,6 +101,9 @@ export function summarise(
     share[client] = busyTotal === 0 ? 0 : ms / busyTotal
   }
   const noisyName = noisy[0]?.client ?? 'noisy'
+  const spikeUnits = noisy
+    .filter((s) => s.t >= spike.fromMs && s.t < spike.toMs && s.status >= 200 && s.status < 300)
+    .reduce((n, s) => n + (s.endpoint === 'export' ? EXPORT_COST : 1), 0)
   return {
     label,
     well: latency(well),
@@ -107,6 +115,7 @@ export function summarise(
       queued: decisions[noisyName]?.queue ?? 0,
       rejected: noisy.filter((s) => s.status === 429).length,
       failed: noisy.filter((s) => s.status !== 429 && (s.status < 200 || s.status >= 300)).length,
+      spikeUnitsPerSecond: spikeUnits / Math.max(0.001, (spike.toMs - spike.fromMs) / 1000),
     },
     share,
     pool,

@@ -1,3 +1,4 @@
+import { UNITS_PER_SECOND } from './rules.js'
 import type { DemoResult } from './run-demo.js'
 import type { RunSummary } from './stats.js'
 
@@ -25,6 +26,9 @@ function rows(w: RunSummary, f: RunSummary, wellNames: readonly string[]): Row[]
     both('    of which queued first', (r) => int(r.noisy.queued)),
     both('  rejected (429)', (r) => int(r.noisy.rejected)),
     both('  failed (503 / timeout)', (r) => int(r.noisy.failed)),
+    both(`  admitted units/s in the spike (share: ${UNITS_PER_SECOND})`, (r) =>
+      r.noisy.spikeUnitsPerSecond.toFixed(1),
+    ),
     ['database (4 connections) — share of busy time'],
     both(`  well-behaved, together`, (r) => pct(wellShare(r))),
     ...wellNames.map((name) => both(`    ${name}`, (r) => pct(r.share[name] ?? 0))),
