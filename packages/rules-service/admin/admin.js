@@ -70,9 +70,11 @@ function explain(err) {
 // --- services --------------------------------------------------------------------------------
 
 async function loadServices() {
+  let loaded = false
   try {
     const data = await api('GET', '/v1/services')
     state.services = data.services
+    loaded = true
   } catch (err) {
     state.services = []
     say(explain(err), true)
@@ -89,8 +91,8 @@ async function loadServices() {
   const names = state.services.map((s) => s.name)
   state.service = names.includes(wanted) ? wanted : (names[0] ?? '')
   select.value = state.service
-  $('#new-service').open = state.services.length === 0
-  if (state.services.length === 0) {
+  $('#new-service').open = loaded && state.services.length === 0
+  if (loaded && state.services.length === 0) {
     say('No services yet. Create one below with an admin token.')
   }
   await loadService()
