@@ -1,6 +1,7 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
 import {
   FloodgateError,
+  type AlgorithmName,
   OptionsError,
   scopeLogger,
   type AlgorithmResult,
@@ -138,7 +139,8 @@ export class RedisStore implements Store {
   private readonly maxPending: number
   private readonly leaseMs: number
   private readonly logger: Logger
-  private readonly decide: DecideFn
+  /** Script callers by algorithm set ('token-bucket', 'fixed-window,token-bucket', …). */
+  private readonly scripts: Map<string, DecideFn>
   private readonly isCluster: boolean
   private pending = 0
   private lastReportMs = 0
@@ -217,15 +219,7 @@ export class RedisStore implements Store {
         : new Promise<void>((resolve) => client.once('ready', () => resolve()))
     this.isCluster = 'isCluster' in this.client && this.client.isCluster === true
 
-    // The script name carries its hash, so two Floodgate versions on one client never clash.
-    const name = `floodgate_${createHash('sha1').update(decideScript).digest('hex').slice(0, 12)}`
-    const target = this.client as unknown as Record<string, DecideFn | undefined>
-    if (typeof target[name] !== 'function') {
-      // EVALSHA, with EVAL on NOSCRIPT: a Redis that restarted empty, a SCRIPT FLUSH, a new
-      // Cluster node or a promoted replica reloads the script without an error.
-      this.client.defineCommand(name, { lua: decideScript })
-    }
-    this.decide = (target[name] as DecideFn).bind(this.client)
+    this.scripts = new Map()
   }
 
   /** Decide every entry of a request in one script call (one per hash tag on a Cluster). */
@@ -366,9 +360,12 @@ export class RedisStore implements Store {
       args[b + 4] = e.cost
       args[b + 5] = e.maxWaitMs
       args[b + 6] = e.shadow ? 1 : 0
+      // Concurrency leases are a variable-size state: 0 tells the script to take what is stored.
+      args[b + 7] =
+        rule.algorithm.name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params)
     }
     this.pending++
-    const call = this.decide(n, ...args)
+    const call = this.script(entries)(n, ...args)
     const settle = (): void => {
       this.pending--
     }
@@ -402,6 +399,32 @@ export class RedisStore implements Store {
         },
       )
     })
+  }
+
+  /**
+   * The script for the algorithms of these entries, defined on first use. One script per
+   * algorithm set keeps each call cheap (Lua allocates every function a script defines on
+   * every call) while a request whose rules mix algorithms still takes one round trip.
+   */
+  private script(entries: readonly { rule: { algorithm: { name: AlgorithmName } } }[]): DecideFn {
+    let id: string = entries[0]!.rule.algorithm.name
+    if (entries.length > 1) {
+      id = [...new Set(entries.map((e) => e.rule.algorithm.name))].sort().join(',')
+    }
+    let fn = this.scripts.get(id)
+    if (fn) return fn
+    const lua = decideScript(id.split(',') as AlgorithmName[])
+    // The name carries the script's hash, so two Floodgate versions on one client never clash.
+    const name = `floodgate_${createHash('sha1').update(lua).digest('hex').slice(0, 16)}`
+    const target = this.client as unknown as Record<string, DecideFn | undefined>
+    if (typeof target[name] !== 'function') {
+      // EVALSHA, with EVAL on NOSCRIPT: a Redis that restarted empty, a SCRIPT FLUSH, a new
+      // Cluster node or a promoted replica reloads the script without an error.
+      this.client.defineCommand(name, { lua })
+    }
+    fn = (target[name] as DecideFn).bind(this.client)
+    this.scripts.set(id, fn)
+    return fn
   }
 
   /**

@@ -3,78 +3,71 @@
  * flight) and never expires it; in Redis a host that crashes mid-request would leak its slots
  * forever. So the state is a list of `[leaseExpiryMs, units]` pairs, oldest first: slots in
  * flight are the units of the leases that have not expired, a release gives back the oldest
- * leases first, and the key's TTL is the newest lease's expiry. While leases live, the
- * answers are core's exactly; a lease older than `leaseMs` is presumed lost.
+ * leases first, and the key's TTL runs to the newest lease's expiry. While leases live, the
+ * answers are core's exactly; a lease older than `concurrencyLeaseMs` is presumed lost.
  */
 export const concurrencyLua = `
-do
-  -- The leases still alive at now, compacted; returns the list and the units in flight.
-  local function live(s, now)
-    local pairs_ = {}
-    local in_flight = 0
-    for j = 1, #s - 1, 2 do
-      if s[j] > now and s[j + 1] > 0 then
-        pairs_[#pairs_ + 1] = s[j]
-        pairs_[#pairs_ + 1] = s[j + 1]
-        in_flight = in_flight + s[j + 1]
-      end
+ALGORITHMS['concurrency'] = function(op, s, p, cost, now, max_wait, commit, out)
+  -- Keep only the live leases (compacted in place) and count their units.
+  local n = 0
+  local in_flight = 0
+  for j = 1, #s - 1, 2 do
+    local expiry, units = s[j], s[j + 1]
+    if expiry > now and units > 0 then
+      s[n + 1] = expiry
+      s[n + 2] = units
+      n = n + 2
+      in_flight = in_flight + units
     end
-    return pairs_, in_flight
   end
-
-  local function replace(s, t)
-    for j = #s, 1, -1 do s[j] = nil end
-    for j = 1, #t do s[j] = t[j] end
+  for j = #s, n + 1, -1 do s[j] = nil end
+  if op == 'i' then
+    local newest = now
+    for j = 1, n - 1, 2 do
+      if s[j] > newest then newest = s[j] end
+    end
+    return newest
   end
-
-  ALGORITHMS['concurrency'] = {
-    variable = true,
-    size = function(p) return 0 end,
-    consume = function(s, p, cost, now, max_wait, commit, out)
-      local leases, in_flight = live(s, now)
-      local after = in_flight + cost
-      out.limit = p.limit
-      out.waitMs = 0
-      out.resetMs = 0
-      if after <= p.limit + EPSILON then
-        out.allowed = true
-        out.retryAfterMs = 0
-        out.remaining = max(0, floor(p.limit - after + EPSILON))
-        if commit then
-          leases[#leases + 1] = now + LEASE_MS
-          leases[#leases + 1] = cost
-          replace(s, leases)
-        end
-      else
-        out.allowed = false
-        out.retryAfterMs = CONCURRENCY_RETRY_AFTER_MS
-        out.remaining = max(0, floor(p.limit - in_flight + EPSILON))
-      end
-    end,
-    refund = function(s, p, cost, now)
-      local leases, in_flight = live(s, now)
-      -- Snap float residue to zero, as core does, so the key can become idle.
-      if in_flight - cost <= EPSILON then
-        replace(s, {})
-        return
-      end
-      local left = cost
-      for j = 1, #leases - 1, 2 do
-        if left <= 0 then break end
-        local take = min(left, leases[j + 1])
-        leases[j + 1] = leases[j + 1] - take
+  if op == 'r' then
+    -- Snap float residue to zero, as core does, so the key can become idle.
+    if in_flight - cost <= EPSILON then
+      for j = n, 1, -1 do s[j] = nil end
+      return
+    end
+    local left = cost
+    local k = 0
+    for j = 1, n - 1, 2 do
+      local units = s[j + 1]
+      if left > 0 then
+        local take = min(left, units)
+        units = units - take
         left = left - take
       end
-      local kept = live(leases, now)
-      replace(s, kept)
-    end,
-    idle_at = function(s, p, now)
-      local newest = now
-      for j = 1, #s - 1, 2 do
-        if s[j] > newest and s[j + 1] > 0 then newest = s[j] end
+      if units > 0 then
+        s[k + 1] = s[j]
+        s[k + 2] = units
+        k = k + 2
       end
-      return newest
-    end,
-  }
+    end
+    for j = n, k + 1, -1 do s[j] = nil end
+    return
+  end
+  local after = in_flight + cost
+  out.limit = p.limit
+  out.waitMs = 0
+  out.resetMs = 0
+  if after <= p.limit + EPSILON then
+    out.allowed = true
+    out.retryAfterMs = 0
+    out.remaining = max(0, floor(p.limit - after + EPSILON))
+    if commit then
+      s[n + 1] = now + LEASE_MS
+      s[n + 2] = cost
+    end
+  else
+    out.allowed = false
+    out.retryAfterMs = CONCURRENCY_RETRY_AFTER_MS
+    out.remaining = max(0, floor(p.limit - in_flight + EPSILON))
+  end
 end
 `

@@ -1,3 +1,4 @@
+import { CONCURRENCY_RETRY_AFTER_MS, type AlgorithmName } from '@floodgate/core'
 import { concurrencyLua } from './concurrency.js'
 import { fixedWindowLua } from './fixed-window.js'
 import { gcraLua } from './gcra.js'
@@ -6,36 +7,46 @@ import { slidingWindowCounterLua } from './sliding-window-counter.js'
 import { slidingWindowLogLua } from './sliding-window-log.js'
 import { tokenBucketLua } from './token-bucket.js'
 
-/**
- * Core's `CONCURRENCY_RETRY_AFTER_MS` (the retry hint of a refused concurrency request);
- * repeated here because core's public index does not export it. The conformance suite pins it.
- */
-const CONCURRENCY_RETRY_AFTER_MS = 1000
-
 /** ARGV fields before the entries: mode ('c' consume, 'r' refund), nowMs ('' = Redis TIME), TTL slack, lease. */
 export const ARGV_HEADER = 4
 /**
- * Fields sent per entry in ARGV, after the header fields: algorithm name, limit,
- * windowMs, burst, cost, maxWaitMs, shadow (0 or 1).
+ * Fields sent per entry in ARGV, after the header fields: algorithm name, limit, windowMs,
+ * burst, cost, maxWaitMs, shadow (0 or 1), state size in doubles (0: variable).
  */
-export const ARGV_PER_ENTRY = 7
+export const ARGV_PER_ENTRY = 8
 /** Integers returned per entry: allowed, waitMs, limit, remaining, resetMs, retryAfterMs. */
 export const RESULT_FIELDS = 6
 
-/** Lua shared by every algorithm snippet: the constants and math helpers they use. */
+/** Each algorithm's Lua: one function `(op, s, p, cost, now, max_wait, commit, out)`. */
+const ALGORITHM_LUA: Readonly<Record<AlgorithmName, string>> = {
+  'token-bucket': tokenBucketLua,
+  gcra: gcraLua,
+  'fixed-window': fixedWindowLua,
+  'sliding-window-log': slidingWindowLogLua,
+  'sliding-window-counter': slidingWindowCounterLua,
+  'leaky-bucket': leakyBucketLua,
+  concurrency: concurrencyLua,
+}
+
+/** Names of the algorithms the scripts implement. */
+export const SCRIPT_ALGORITHMS: readonly AlgorithmName[] = Object.keys(
+  ALGORITHM_LUA,
+) as AlgorithmName[]
+
 const prelude = `
 local EPSILON = 1e-9
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
-local ALGORITHMS = {}
 local CONCURRENCY_RETRY_AFTER_MS = ${CONCURRENCY_RETRY_AFTER_MS}
 local LEASE_MS = tonumber(ARGV[4])
+local ALGORITHMS = {}
 `
 
 /**
  * The request-level logic: load each entry's state, dry-run every entry, then (only when
  * every non-shadow entry is allowed) commit the non-shadow entries and the shadow entries
  * that allowed on their own, and write the touched states back with a TTL equal to their
- * useful life. Mode 'r' refunds instead.
+ * useful life. Mode 'r' refunds instead. No function is defined here: Lua allocates every
+ * closure afresh on each call, and on Redis that cost dominated a small script.
  *
  * State is stored as the algorithm's Float64Array slots packed as little-endian doubles
  * (struct.pack '<d'), so values survive the round trip bit for bit: Lua's tostring keeps
@@ -55,82 +66,109 @@ end
 local slack = tonumber(ARGV[3])
 local n = (#ARGV - ${ARGV_HEADER}) / ${ARGV_PER_ENTRY}
 
-local states = {}
-local entries = {}
+-- One table per entry (its params double as the algorithm's p), one per distinct key's state.
+local E = {}
+local first_of = {}
 for i = 1, n do
   local b = ${ARGV_HEADER} + (i - 1) * ${ARGV_PER_ENTRY}
   local alg = ALGORITHMS[ARGV[b + 1]]
   if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[b + 1])) end
-  local p = { limit = tonumber(ARGV[b + 2]), windowMs = tonumber(ARGV[b + 3]), burst = tonumber(ARGV[b + 4]) }
   local key = KEYS[i]
-  local st = states[key]
-  if not st then
-    local size = alg.size(p)
+  local e = {
+    alg = alg, limit = tonumber(ARGV[b + 2]), windowMs = tonumber(ARGV[b + 3]),
+    burst = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]), max_wait = tonumber(ARGV[b + 6]),
+    shadow = ARGV[b + 7] == '1', key = key,
+    out = { allowed = false, waitMs = 0, limit = 0, remaining = 0, resetMs = 0, retryAfterMs = 0 },
+  }
+  local owner = first_of[key]
+  if owner then
+    e.s = owner.s
+  else
     local s = {}
+    local size = tonumber(ARGV[b + 8])
     local raw = redis.call('GET', key)
-    -- Variable-size states (concurrency leases) take whatever whole doubles are stored.
-    if raw and alg.variable then size = floor(#raw / 8) end
-    if raw and #raw == size * 8 then
-      local pos = 1
-      for j = 1, size do s[j], pos = struct.unpack('<d', raw, pos) end
+    if raw then
+      -- Variable-size states (concurrency leases) take whatever whole doubles are stored.
+      if size == 0 then size = floor(#raw / 8) end
+      if #raw == size * 8 then
+        if size == 2 then
+          s[1], s[2] = struct.unpack('<dd', raw)
+        elseif size == 3 then
+          s[1], s[2], s[3] = struct.unpack('<ddd', raw)
+        else
+          local pos = 1
+          for j = 1, size do s[j], pos = struct.unpack('<d', raw, pos) end
+        end
+      else
+        for j = 1, size do s[j] = 0 end
+      end
+      e.exists = true
     else
       for j = 1, size do s[j] = 0 end
     end
-    st = { s = s, alg = alg, p = p, dirty = false, exists = raw and true or false }
-    states[key] = st
+    e.s = s
+    first_of[key] = e
   end
-  entries[i] = {
-    st = st, alg = alg, p = p, cost = tonumber(ARGV[b + 5]), max_wait = tonumber(ARGV[b + 6]),
-    shadow = ARGV[b + 7] == '1',
-    out = { allowed = false, waitMs = 0, limit = 0, remaining = 0, resetMs = 0, retryAfterMs = 0 },
-  }
+  E[i] = e
 end
 
 if mode == 'c' then
   local ok = true
   for i = 1, n do
-    local e = entries[i]
-    e.alg.consume(e.st.s, e.p, e.cost, now, e.max_wait, false, e.out)
+    local e = E[i]
+    e.alg('c', e.s, e, e.cost, now, e.max_wait, false, e.out)
     if not e.shadow and not e.out.allowed then ok = false end
   end
   if ok then
     for i = 1, n do
-      local e = entries[i]
+      local e = E[i]
       if not e.shadow or e.out.allowed then
-        e.alg.consume(e.st.s, e.p, e.cost, now, e.max_wait, true, e.out)
-        e.st.dirty = true
+        e.alg('c', e.s, e, e.cost, now, e.max_wait, true, e.out)
+        first_of[e.key].dirty = true
       end
     end
   end
 else
   for i = 1, n do
-    local e = entries[i]
+    local e = E[i]
+    local owner = first_of[e.key]
     -- Like MemoryStore: a key with no state (fresh or expired) has nothing to give back.
-    if e.st.exists then
-      e.alg.refund(e.st.s, e.p, e.cost, now)
-      e.st.dirty = true
+    if owner.exists then
+      e.alg('r', e.s, e, e.cost, now, 0, true, e.out)
+      owner.dirty = true
     end
   end
 end
 
-for key, st in pairs(states) do
-  if st.dirty then
-    local idle = st.alg.idle_at(st.s, st.p, now)
+for i = 1, n do
+  local e = E[i]
+  if e.dirty then
+    local idle = e.alg('i', e.s, e, 0, now, 0, false, e.out)
     local ttl = ceil(idle - now)
     if ttl <= 0 then
       -- Already equal to the fresh state: nothing worth keeping.
-      redis.call('DEL', key)
+      redis.call('DEL', e.key)
     else
-      local parts = {}
-      for j = 1, #st.s do parts[j] = struct.pack('<d', st.s[j]) end
-      redis.call('SET', key, table.concat(parts), 'PX', ttl + slack)
+      local s = e.s
+      local size = #s
+      local packed
+      if size == 2 then
+        packed = struct.pack('<dd', s[1], s[2])
+      elseif size == 3 then
+        packed = struct.pack('<ddd', s[1], s[2], s[3])
+      else
+        local parts = {}
+        for j = 1, size do parts[j] = struct.pack('<d', s[j]) end
+        packed = table.concat(parts)
+      end
+      redis.call('SET', e.key, packed, 'PX', ttl + slack)
     end
   end
 end
 
 local reply = {}
 for i = 1, n do
-  local o = entries[i].out
+  local o = E[i].out
   local b = (i - 1) * ${RESULT_FIELDS}
   reply[b + 1] = o.allowed and 1 or 0
   reply[b + 2] = o.waitMs
@@ -144,18 +182,15 @@ return reply
 `
 
 /**
- * The one script that decides a whole request: every algorithm's Lua port, then a per-entry
- * dispatch on the algorithm name, so a request whose rules use different algorithms is
- * still one EVALSHA, one round trip and one atomic step.
+ * The script that decides a whole request: the Lua of each algorithm the request uses, then
+ * a per-entry dispatch on the algorithm name, so a request whose rules use different
+ * algorithms is still one EVALSHA, one round trip and one atomic step. Only the algorithms
+ * named are included (each costs a closure per call); with none named, all of them.
+ *
+ * @param algorithms - The algorithms the script must handle.
+ * @returns The Lua source.
  */
-export const decideScript: string = [
-  prelude,
-  tokenBucketLua,
-  gcraLua,
-  fixedWindowLua,
-  slidingWindowLogLua,
-  slidingWindowCounterLua,
-  leakyBucketLua,
-  concurrencyLua,
-  main,
-].join('\n')
+export function decideScript(algorithms: readonly AlgorithmName[] = SCRIPT_ALGORITHMS): string {
+  const names = [...new Set(algorithms)].sort()
+  return [prelude, ...names.map((a) => ALGORITHM_LUA[a]), main].join('\n')
+}

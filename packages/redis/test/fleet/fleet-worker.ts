@@ -1,7 +1,12 @@
 // One app host of the fleet test: its own process, its own Redis connection. It sends
 // requests for the parent's keys as fast as it can until the deadline the parent gives, and
 // reports how many were admitted.
-import type { AlgorithmName, CompiledRule, ConsumeEntry } from '@floodgate/core'
+import {
+  algorithms,
+  type AlgorithmName,
+  type CompiledRule,
+  type ConsumeEntry,
+} from '@floodgate/core'
 import { createRedisStore } from '../../src/index.js'
 
 interface FleetRule {
@@ -27,7 +32,7 @@ const entryOf = (r: FleetRule): ConsumeEntry[] => [
     // The store reads only the rule's stateId, algorithm name and params.
     rule: {
       stateId: r.stateId,
-      algorithm: { name: r.algorithm },
+      algorithm: algorithms[r.algorithm],
       params: { limit: r.limit, windowMs: r.windowMs, burst: r.burst },
     } as unknown as CompiledRule,
     key: r.key,

@@ -1,0 +1,366 @@
+/* global process, console, performance, URL */
+// Redis benchmark: Floodgate's RedisStore beside rate-limiter-flexible (RateLimiterRedis),
+// rate-limit-redis and @fastify/rate-limit's Redis store, in one run, on the same Redis.
+//
+//   node bench/redis/run.mjs          (after `pnpm build`; REDIS_URL, default redis://127.0.0.1:6379)
+//
+// 1. Decisions per second with 1 and 64 requests in flight (interleaved rounds, medians), the
+//    commands each decision sends (counted on the client) and the Redis commands it executes
+//    (INFO commandstats, including the ones a Lua script calls).
+// 2. Added latency when Redis is down (killed: connection refused; stalled: a proxy that
+//    accepts and never answers), timeoutMs 50.
+// 3. HTTP: Fastify bare vs Fastify + Floodgate on RedisStore vs Fastify + @fastify/rate-limit
+//    on Redis (servers in child processes, autocannon here).
+// Env: BENCH_ROUNDS (3), BENCH_ROUND_MS (1500), BENCH_SECONDS (3), BENCH_CONNECTIONS (64),
+//      BENCH_PARTS (decisions,down,http).
+import { fork, spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import net from 'node:net'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import autocannon from 'autocannon'
+import { Redis } from 'ioredis'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = join(here, '..', '..')
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 1500)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'decisions,down,http').split(','))
+const PREFIX = `fgbench${process.pid}`
+const KEYS = Array.from({ length: 10_000 }, (_, i) => `10.${(i >> 8) & 255}.${i & 255}.7`)
+
+for (const pkg of ['core', 'redis', 'fastify']) {
+  if (!existsSync(join(root, 'packages', pkg, 'dist', 'index.js'))) {
+    console.error(`packages/${pkg}/dist is missing: building (pnpm build)…`)
+    const r = spawnSync('pnpm', ['build'], { cwd: root, stdio: 'inherit' })
+    if (r.status !== 0) process.exit(1)
+    break
+  }
+}
+
+const { createLimiter } = await import('@floodgate/core')
+const { createRedisStore } = await import('@floodgate/redis')
+
+const lines = []
+const out = (s = '') => {
+  lines.push(s)
+  console.log(s)
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+
+/** An ioredis client whose sendCommand calls are counted (commands sent per decision). */
+function countedClient(options = {}) {
+  const client = new Redis(REDIS_URL, options)
+  client.sent = 0
+  const send = client.sendCommand.bind(client)
+  client.sendCommand = (...args) => {
+    client.sent++
+    return send(...args)
+  }
+  return client
+}
+
+async function commandCalls(admin) {
+  const info = await admin.info('commandstats')
+  let total = 0
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (m[1] !== 'info') total += Number(m[2])
+  }
+  return total
+}
+
+async function contenders() {
+  const list = []
+
+  {
+    const client = countedClient({
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+    })
+    await new Promise((r) => client.once('ready', r))
+    const store = createRedisStore({ client, prefix: `${PREFIX}:fg`, timeoutMs: 1000 })
+    const limiter = createLimiter({
+      store,
+      timeoutMs: 1000,
+      rules: [{ id: 'per-ip', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' }],
+    })
+    const facts = (ip) => ({ method: 'GET', path: '/', ip, headers: {} })
+    list.push({
+      name: 'Floodgate RedisStore (limiter.check, token bucket)',
+      client,
+      op: (k) => limiter.check(facts(k)),
+    })
+    const limiter2 = createLimiter({
+      store,
+      timeoutMs: 1000,
+      rules: [
+        { id: 'burst', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' },
+        { id: 'hour', algorithm: 'fixed-window', limit: 1_000_000_000, window: '1h' },
+      ],
+    })
+    list.push({
+      name: 'Floodgate RedisStore, 2 rules per request',
+      client,
+      op: (k) => limiter2.check(facts(k)),
+    })
+  }
+  {
+    const { RateLimiterRedis } = await import('rate-limiter-flexible')
+    const client = countedClient({ enableOfflineQueue: false })
+    await new Promise((r) => client.once('ready', r))
+    const rl = new RateLimiterRedis({
+      storeClient: client,
+      keyPrefix: `${PREFIX}:rlf`,
+      points: 1_000_000_000,
+      duration: 3600,
+    })
+    list.push({ name: 'rate-limiter-flexible RateLimiterRedis', client, op: (k) => rl.consume(k) })
+  }
+  {
+    const { RedisStore } = await import('rate-limit-redis')
+    const client = countedClient()
+    await new Promise((r) => client.once('ready', r))
+    const store = new RedisStore({
+      sendCommand: (...args) => client.call(...args),
+      prefix: `${PREFIX}:rlr:`,
+    })
+    store.init({ windowMs: 3_600_000 })
+    list.push({
+      name: 'rate-limit-redis (express-rate-limit)',
+      client,
+      op: (k) => store.increment(k),
+    })
+  }
+  {
+    const { default: FastifyRedisStore } = await import('@fastify/rate-limit/store/RedisStore.js')
+    const client = countedClient()
+    await new Promise((r) => client.once('ready', r))
+    const store = new FastifyRedisStore(false, false, client, `${PREFIX}:frl:`)
+    const incr = (k) =>
+      new Promise((resolve, reject) =>
+        store.incr(k, (err, res) => (err ? reject(err) : resolve(res)), 3_600_000, 1_000_000_000),
+      )
+    list.push({ name: '@fastify/rate-limit RedisStore', client, op: incr })
+  }
+  return list
+}
+
+async function measure(c, inFlight, admin) {
+  const sentBefore = c.client.sent
+  const callsBefore = await commandCalls(admin)
+  let ops = 0
+  let i = Math.floor(Math.random() * KEYS.length)
+  const start = performance.now()
+  const deadline = start + ROUND_MS
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (performance.now() < deadline) {
+        await c.op(KEYS[i++ % KEYS.length])
+        ops++
+      }
+    }),
+  )
+  const elapsed = performance.now() - start
+  const callsAfter = await commandCalls(admin)
+  return {
+    perSec: (ops / elapsed) * 1000,
+    sent: (c.client.sent - sentBefore) / ops,
+    calls: (callsAfter - callsBefore) / ops,
+  }
+}
+
+async function decisions() {
+  const admin = new Redis(REDIS_URL)
+  const list = await contenders()
+  out('### Decisions per second on one Redis')
+  out()
+  out(
+    `Node ${process.version}, redis ${(await admin.info('server')).match(/redis_version:(\S+)/)[1]}, ${ROUNDS} interleaved rounds of ${ROUND_MS} ms per cell, medians; 10 000 client keys, limits never reached.`,
+  )
+  out()
+  out(
+    '| store | in flight | decisions/s | commands sent / decision | Redis commands executed / decision |',
+  )
+  out('| --- | ---: | ---: | ---: | ---: |')
+  for (const inFlight of [1, 64]) {
+    for (const c of list) await measure(c, inFlight, admin) // warm-up: JIT, script load
+    const samples = list.map(() => [])
+    for (let r = 0; r < ROUNDS; r++) {
+      for (let j = 0; j < list.length; j++) {
+        const i = (j + r) % list.length
+        samples[i].push(await measure(list[i], inFlight, admin))
+      }
+    }
+    list.forEach((c, i) => {
+      const xs = samples[i]
+      out(
+        `| ${c.name} | ${inFlight} | ${Math.round(median(xs.map((x) => x.perSec)))} | ${median(xs.map((x) => x.sent)).toFixed(2)} | ${median(xs.map((x) => x.calls)).toFixed(2)} |`,
+      )
+    })
+  }
+  out()
+  for (const c of list) c.client.disconnect()
+  await cleanup(admin)
+  admin.disconnect()
+}
+
+async function cleanup(admin) {
+  let cursor = '0'
+  do {
+    const [next, keys] = await admin.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 5000)
+    cursor = next
+    if (keys.length) await admin.del(...keys)
+  } while (cursor !== '0')
+}
+
+/** A proxy in front of Redis that can stop moving bytes (a stalled link). */
+async function stallableProxy(port) {
+  const sockets = new Set()
+  let stalled = false
+  const server = net.createServer((client) => {
+    const up = net.connect(port, '127.0.0.1')
+    for (const s of [client, up]) {
+      sockets.add(s)
+      s.on('error', () => {})
+      s.on('close', () => sockets.delete(s))
+    }
+    client.pipe(up)
+    up.pipe(client)
+  })
+  await new Promise((r) => server.listen(0, '127.0.0.1', r))
+  return {
+    port: server.address().port,
+    stall() {
+      stalled = true
+      for (const s of sockets) s.pause()
+    },
+    close() {
+      for (const s of sockets) s.destroy()
+      server.close()
+      return stalled
+    },
+  }
+}
+
+async function down() {
+  const pct = (xs, p) =>
+    [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]
+  const rules = [{ id: 'per-ip', algorithm: 'token-bucket', limit: 100, window: '1s' }]
+  const facts = { method: 'GET', path: '/', ip: '10.0.0.1', headers: {} }
+  async function run(limiter, n, inFlight) {
+    const ms = []
+    let failedOpen = 0
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (ms.length < n) {
+          const t = performance.now()
+          const d = await limiter.check(facts)
+          ms.push(performance.now() - t)
+          if (d.failedOpen) failedOpen++
+        }
+      }),
+    )
+    return {
+      p50: pct(ms, 50),
+      p99: pct(ms, 99),
+      max: Math.max(...ms),
+      failedOpen: failedOpen / ms.length,
+    }
+  }
+  out('### Added latency with Redis down (timeoutMs 50)')
+  out()
+  out('| fault | checks | p50 ms | p99 ms | max ms | failed open |')
+  out('| --- | ---: | ---: | ---: | ---: | ---: |')
+  const row = (name, n, r) =>
+    out(
+      `| ${name} | ${n} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.max.toFixed(2)} | ${(r.failedOpen * 100).toFixed(0)}% |`,
+    )
+  {
+    // Killed: nothing listens on the port any more (connection refused, reconnecting).
+    const port = await new Promise((r) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const p = s.address().port
+        s.close(() => r(p))
+      })
+    })
+    const store = createRedisStore({ url: `redis://127.0.0.1:${port}`, timeoutMs: 50 })
+    const limiter = createLimiter({ store, rules, timeoutMs: 50 })
+    row('killed (connection refused)', 2000, await run(limiter, 2000, 16))
+    await limiter.close()
+  }
+  {
+    const url = new URL(REDIS_URL)
+    const proxy = await stallableProxy(Number(url.port || 6379))
+    const store = createRedisStore({ url: `redis://127.0.0.1:${proxy.port}`, timeoutMs: 50 })
+    await store.ready
+    const limiter = createLimiter({ store, rules, timeoutMs: 50 })
+    await run(limiter, 200, 4)
+    proxy.stall()
+    row('stalled (accepts, never answers)', 400, await run(limiter, 400, 16))
+    proxy.close()
+    await limiter.close()
+  }
+  out()
+}
+
+function startServer(variant) {
+  const child = fork(join(here, 'server.mjs'), [variant], {
+    cwd: here,
+    env: { ...process.env, REDIS_URL, BENCH_PREFIX: PREFIX },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  return new Promise((resolve, reject) => {
+    child.once('message', (m) => resolve({ child, port: m.port, variant }))
+    child.once('exit', (code) => reject(new Error(`${variant} exited with ${code}`)))
+  })
+}
+
+async function http() {
+  const variants = ['bare', 'floodgate-redis', 'peer-redis']
+  const names = {
+    bare: 'bare Fastify',
+    'floodgate-redis': 'Fastify + Floodgate (RedisStore)',
+    'peer-redis': 'Fastify + @fastify/rate-limit (Redis)',
+  }
+  const servers = await Promise.all(variants.map(startServer))
+  const hit = (s, seconds) =>
+    autocannon({ url: `http://127.0.0.1:${s.port}/`, connections: CONNECTIONS, duration: seconds })
+  for (const s of servers) await hit(s, 1)
+  const samples = servers.map(() => [])
+  for (let r = 0; r < ROUNDS; r++) {
+    for (let j = 0; j < servers.length; j++) {
+      const i = (j + r) % servers.length
+      const res = await hit(servers[i], SECONDS)
+      samples[i].push({ rps: res.requests.average, p99: res.latency.p99, non2xx: res.non2xx })
+    }
+  }
+  for (const s of servers) s.child.kill()
+  const bare = median(samples[0].map((x) => x.rps))
+  out(
+    `### HTTP: Fastify on Redis (${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s, medians)`,
+  )
+  out()
+  out('| server | req/s | vs bare | p99 ms | non-2xx |')
+  out('| --- | ---: | ---: | ---: | ---: |')
+  variants.forEach((v, i) => {
+    const rps = median(samples[i].map((x) => x.rps))
+    out(
+      `| ${names[v]} | ${Math.round(rps)} | ${(rps / bare).toFixed(2)}x | ${median(samples[i].map((x) => x.p99))} | ${samples[i].reduce((a, x) => a + x.non2xx, 0)} |`,
+    )
+  })
+  out()
+  const admin = new Redis(REDIS_URL)
+  await cleanup(admin)
+  admin.disconnect()
+}
+
+const started = Date.now()
+if (PARTS.has('decisions')) await decisions()
+if (PARTS.has('down')) await down()
+if (PARTS.has('http')) await http()
+out(`(${Math.round((Date.now() - started) / 1000)} s in all)`)
+process.exit(0)
