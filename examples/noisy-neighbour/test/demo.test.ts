@@ -12,7 +12,7 @@ function noisyUnits(run: RunSummary): number {
 
 describe('the noisy-neighbour demo', () => {
   it('shows its claims: Floodgate protects the well-behaved clients and throttles the noisy one', async () => {
-    const durationMs = 3000
+    const durationMs = 4000
     const result = await runDemo({ durationMs, framework: 'express', hosts: 1 })
     const { without, with: limited } = result
 
