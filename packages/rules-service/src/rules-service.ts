@@ -10,6 +10,7 @@ import { openApiDocument } from './openapi.js'
 import { ProblemError, problemBody } from './problem.js'
 import { adminRoutes } from './routes/admin-routes.js'
 import { rulesRoutes } from './routes/rules-routes.js'
+import { checkServiceName } from './service-name.js'
 import { RulesRepository, type RulesValidator } from './rules-repository.js'
 
 /** Options of {@link createRulesService}. */
@@ -107,6 +108,11 @@ export async function createRulesService(
   options: RulesServiceOptions = {},
 ): Promise<RulesServiceApp> {
   const tokens = new TokenRegistry(options.tokens ?? [])
+  // Bad names fail at start, before any database is opened.
+  const services = [
+    ...(options.services ?? []).map((name, i) => checkServiceName(name, `services[${i}]`)),
+    ...tokens.namedServices.map((name) => checkServiceName(name, 'tokens[].services')),
+  ]
   const validate = options.validate ?? validateWithCore
   const ownDb = options.db === undefined
   const db =
@@ -119,7 +125,7 @@ export async function createRulesService(
   let app: FastifyInstance
   try {
     await migrate(db)
-    for (const name of [...(options.services ?? []), ...tokens.namedServices]) {
+    for (const name of services) {
       await repository.ensureService(name)
     }
 

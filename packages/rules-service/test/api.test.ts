@@ -301,6 +301,21 @@ for (const backend of backends) {
         rules: [rule('c'), rule('a')],
       })
 
+      // A set read with GET can be sent back: its revision makes the write conditional.
+      const read = await call('GET', url, { token: TOKENS.reader })
+      const stale = await call('PUT', url, {
+        token: TOKENS.admin,
+        body: { ...read.body, revision: 1 },
+      })
+      expect(stale.status).toBe(412)
+      const wrongService = await call('PUT', url, {
+        token: TOKENS.admin,
+        body: { ...read.body, service: 'other' },
+      })
+      expect(wrongService.status).toBe(400)
+      const roundTrip = await call('PUT', url, { token: TOKENS.admin, body: read.body })
+      expect(roundTrip.body).toMatchObject({ revision: 2, changed: false })
+
       // The same set again changes nothing: no new revision, so pollers keep getting 304s.
       const again = await call('PUT', url, {
         token: TOKENS.admin,

@@ -490,6 +490,16 @@ function check(res: ScenarioResponse | 'dropped', want: ScenarioExpect, label: s
   if (want.body !== undefined) expect(JSON.parse(r.text), `${label}: body`).toStrictEqual(want.body)
 }
 
+/** Options of {@link describeAdapterScenarios}. */
+export interface AdapterScenarioOptions {
+  /**
+   * Builds the store of each scenario that uses the default in-memory one, to run the table
+   * on another store (a RedisStore with a fresh key prefix and the caller's clock). Called
+   * once per scenario.
+   */
+  readonly makeStore?: () => Store
+}
+
 /**
  * Run the scenario table against one adapter, through its real framework. Each adapter's test
  * calls this with a harness that builds the app its idiomatic way; the expectations are the
@@ -497,12 +507,14 @@ function check(res: ScenarioResponse | 'dropped', want: ScenarioExpect, label: s
  *
  * @param harness - builds and starts an app for a scenario
  * @param scenarios - the table (default: {@link adapterScenarios})
+ * @param options - another store for the in-memory scenarios
  * @example
  * describeAdapterScenarios({ name: 'express', start: async (setup) => startExpress(setup) })
  */
 export function describeAdapterScenarios(
   harness: AdapterHarness,
   scenarios: readonly AdapterScenario[] = adapterScenarios,
+  options: AdapterScenarioOptions = {},
 ): void {
   describe(`${harness.name}: adapter scenarios`, () => {
     let running: RunningApp | undefined
@@ -515,7 +527,8 @@ export function describeAdapterScenarios(
       it(scenario.name, async () => {
         // On a minute boundary, so fixed windows start with the scenario.
         let now = 1_699_999_980_000
-        const store = new ObservedStore(makeStore(scenario.store))
+        const custom = (scenario.store ?? 'memory') === 'memory' ? options.makeStore?.() : undefined
+        const store = new ObservedStore(custom ?? makeStore(scenario.store))
         const limiter = createLimiter({
           rules: scenario.rules,
           store,

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { canRead, canWrite, type Principal, type TokenRegistry } from '../auth.js'
 import { etagOf, ifMatchRevisions, noneMatchHits } from '../etag.js'
 import { ProblemError } from '../problem.js'
+import { SERVICE_NAME } from '../service-name.js'
 import type { Change, RuleBody, RulesRepository, RulesValidator } from '../rules-repository.js'
 
 /** What the API routes need from the service. */
@@ -18,8 +19,6 @@ interface ServiceParams {
 interface RuleParams extends ServiceParams {
   id: string
 }
-
-const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value)
@@ -211,6 +210,26 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
         'bad-request',
         `unknown field(s) ${extra.map((k) => JSON.stringify(k)).join(', ')}; expected { "rules": [ … ] }`,
       )
+    if (body.service !== undefined && body.service !== service) {
+      throw new ProblemError(
+        'bad-request',
+        `the body is for service ${JSON.stringify(body.service)}, the URL for ${JSON.stringify(service)}`,
+      )
+    }
+    // A set read with GET carries its revision: sending it back makes the write conditional,
+    // like If-Match (which wins when both are present).
+    if (
+      body.revision !== undefined &&
+      (typeof body.revision !== 'number' || !Number.isInteger(body.revision))
+    ) {
+      throw new ProblemError(
+        'bad-request',
+        `revision: expected an integer, got ${JSON.stringify(body.revision)}`,
+      )
+    }
+    const ifMatch =
+      ifMatchRevisions(request.headers['if-match']) ??
+      (body.revision === undefined ? undefined : [body.revision])
     const rules = body.rules as unknown[]
     const issues = rules.every(isObject) ? validate(rules) : ['rules: expected an array of objects']
     if (issues.length > 0)
@@ -219,7 +238,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       service,
       rules as RuleBody[],
       principal.name,
-      ifMatchRevisions(request.headers['if-match']),
+      ifMatch,
     )
     logChange(request, service, principal, change, 'replace-all', '*')
     return sendWithEtag(reply, change.revision).send({
