@@ -54,7 +54,15 @@ async function runOnce(
       fromMs: plan.spikeFrom * plan.durationMs,
       toMs: plan.spikeTo * plan.durationMs,
     }
-    return summarise(label, traffic.samples, traffic.noisySkipped, pool.stats(), decisions, spike)
+    return summarise(
+      label,
+      traffic.samples,
+      traffic.noisySkipped,
+      pool.stats(),
+      decisions,
+      spike,
+      traffic.sendWindowMs,
+    )
   } finally {
     await fleet.close()
     pool.close()

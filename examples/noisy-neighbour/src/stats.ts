@@ -51,6 +51,8 @@ export interface RunSummary {
   readonly pool: PoolStats
   readonly decisions: Record<string, DecisionCounts>
   readonly samples: readonly Sample[]
+  /** Real time over which the requests went out (see TrafficResult.sendWindowMs). */
+  readonly sendWindowMs: number
 }
 
 function latency(samples: readonly Sample[]): LatencySummary {
@@ -79,6 +81,7 @@ function latency(samples: readonly Sample[]): LatencySummary {
  * @param pool - the database's own account
  * @param decisions - the limiter's decisions per client
  * @param spike - start and end of the noisy client's spike, ms since the run started
+ * @param sendWindowMs - real time over which the requests went out
  * @returns the summary
  */
 export function summarise(
@@ -88,6 +91,7 @@ export function summarise(
   pool: PoolStats,
   decisions: Record<string, DecisionCounts>,
   spike: { readonly fromMs: number; readonly toMs: number },
+  sendWindowMs: number,
 ): RunSummary {
   const well = samples.filter((s) => !s.noisy)
   const noisy = samples.filter((s) => s.noisy)
@@ -121,5 +125,6 @@ export function summarise(
     pool,
     decisions,
     samples,
+    sendWindowMs,
   }
 }

@@ -57,6 +57,11 @@ export interface TrafficResult {
   readonly samples: Sample[]
   /** Noisy requests not sent because too many were in flight already. */
   readonly noisySkipped: number
+  /**
+   * Real time from the start to the last request sent. Longer than the plan's duration when
+   * the machine was too busy to keep the schedule (late requests go out in a catch-up burst).
+   */
+  readonly sendWindowMs: number
 }
 
 interface Stream {
@@ -132,6 +137,7 @@ export async function runTraffic(baseUrl: string, plan: TrafficPlan): Promise<Tr
   const inFlight = new Set<Promise<void>>()
   let noisyInFlight = 0
   let noisySkipped = 0
+  let lastSentAt = 0
   const start = performance.now()
 
   const send = (stream: Stream, t: number): void => {
@@ -149,6 +155,7 @@ export async function runTraffic(baseUrl: string, plan: TrafficPlan): Promise<Tr
       : withRetry(counted, { baseMs: 100, capMs: 1000, maxAttempts: 4, maxTotalMs: 3000 })
     if (stream.noisy) noisyInFlight++
     const sentAt = performance.now()
+    lastSentAt = sentAt - start
     const p = doFetch(`${baseUrl}/${stream.endpoint}`, {
       headers: { [CLIENT_HEADER]: stream.client },
       signal: AbortSignal.timeout(plan.requestTimeoutMs),
@@ -194,5 +201,5 @@ export async function runTraffic(baseUrl: string, plan: TrafficPlan): Promise<Tr
   // Every request is bounded by its timeout, so this ends.
   while (inFlight.size > 0) await Promise.all([...inFlight])
   samples.sort((a, b) => a.t - b.t)
-  return { samples, noisySkipped }
+  return { samples, noisySkipped, sendWindowMs: lastSentAt }
 }
