@@ -18,6 +18,7 @@ export type {
   ScenarioStep,
 } from './adapter-scenarios.js'
 export { adapterScenarios, describeAdapterScenarios } from './adapter-scenarios.js'
+export type { AdapterScenarioOptions } from './adapter-scenarios.js'
 export type { ReferenceLimiter, ReferenceModel, ReferenceResult } from './reference-models.js'
 export { referenceModel, referenceModels } from './reference-models.js'
 export type { AlgorithmVector, VectorStep } from './vectors.js'
