@@ -13,6 +13,8 @@ if (!hasChromium && IS_CI) {
     `the admin page test needs chromium at ${CHROMIUM} under CI=true (apt-get install -y chromium)`,
   )
 }
+// Waits for the page, bounded; generous so a loaded CI machine does not flake.
+const poll = <T>(fn: () => T | Promise<T>) => expect.poll(fn, { timeout: 10_000, interval: 50 })
 const ARTIFACTS = fileURLToPath(new URL('../test-artifacts/', import.meta.url))
 
 describe.skipIf(!hasChromium)('admin page in chromium', () => {
@@ -45,7 +47,7 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
       ],
     })
     page = await browser.newPage({ viewport: { width: 1200, height: 900 } })
-    page.setDefaultTimeout(5000)
+    page.setDefaultTimeout(10_000)
     page.on('pageerror', (err) => pageErrors.push(err.message))
     page.on('console', (msg) => {
       if (msg.type() === 'error') pageErrors.push(msg.text())
@@ -59,9 +61,9 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
 
   it('creates a rule, shows an invalid limit inline, and deletes the rule', async () => {
     await page.goto(`${service.url}/admin/`)
-    await expect.poll(() => page.locator('#service option').count()).toBe(2)
+    await poll(() => page.locator('#service option').count()).toBe(2)
     await page.selectOption('#service', 'checkout')
-    await expect.poll(() => page.textContent('#revision')).toBe('revision 0')
+    await poll(() => page.textContent('#revision')).toBe('revision 0')
 
     // Without a token the service refuses the write, and the page says what to do.
     await page.click('#new-rule')
@@ -70,11 +72,11 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
     await page.fill('#f-limit', '100')
     await page.fill('#f-window', '1m')
     await page.click('#save')
-    await expect.poll(() => page.textContent('#status')).toMatch(/token/i)
+    await poll(() => page.textContent('#status')).toMatch(/token/i)
 
     await page.fill('#token', TOKENS.admin)
     await page.click('#token-form button[type=submit]')
-    await expect.poll(() => page.textContent('#token-state')).toMatch(/token set/)
+    await poll(() => page.textContent('#token-state')).toMatch(/token set/)
     await page.selectOption('#service', 'checkout')
     await page.click('#new-rule')
     await page.fill('#f-id', 'api-per-ip')
@@ -91,11 +93,11 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
     })
     await page.click('#save')
     const row = page.locator('#rules tbody tr[data-rule-id="api-per-ip"]')
-    await expect.poll(() => row.count()).toBe(1)
+    await poll(() => row.count()).toBe(1)
     expect(await row.textContent()).toContain('GET /api/**')
     expect(await row.textContent()).toContain('100 / 1m')
     expect(await page.textContent('#revision')).toBe('revision 1')
-    await expect.poll(() => page.locator('#audit tbody tr').count()).toBe(1)
+    await poll(() => page.locator('#audit tbody tr').count()).toBe(1)
     expect(await page.textContent('#audit tbody tr')).toMatch(/ops.*create.*api-per-ip/s)
     await shot('1-created')
 
@@ -104,7 +106,7 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
     await page.fill('#f-limit', '-1')
     await page.click('#save')
     const limitError = page.locator('.field-error[data-for="limit"]')
-    await expect.poll(() => limitError.textContent()).toBe('expected a positive integer, got -1')
+    await poll(() => limitError.textContent()).toBe('expected a positive integer, got -1')
     expect(await page.getAttribute('#f-limit', 'aria-invalid')).toBe('true')
     expect(await page.textContent('#editor-errors')).toContain(
       'rules[0].limit: expected a positive integer, got -1',
@@ -118,7 +120,7 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
     // Fix it and save: an edit.
     await page.fill('#f-limit', '50')
     await page.click('#save')
-    await expect.poll(() => row.textContent()).toContain('50 / 1m')
+    await poll(() => row.textContent()).toContain('50 / 1m')
     expect(await page.isHidden('#editor')).toBe(true)
 
     // Delete takes two clicks.
@@ -126,9 +128,9 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
     await del.click()
     expect(await del.textContent()).toBe('Really delete?')
     await del.click()
-    await expect.poll(() => row.count()).toBe(0)
+    await poll(() => row.count()).toBe(0)
     expect(await page.textContent('#revision')).toBe('revision 3')
-    await expect.poll(() => page.locator('#audit tbody tr').count()).toBe(3)
+    await poll(() => page.locator('#audit tbody tr').count()).toBe(3)
     expect(await page.textContent('#audit tbody tr:first-child')).toMatch(
       /ops.*delete.*api-per-ip/s,
     )
