@@ -33,7 +33,11 @@ const decision = (outcomes: RuleOutcome[], over: Partial<Decision> = {}): Decisi
 
 describe('formatHeaders', () => {
   it('writes the IETF draft fields for every enforced rule', () => {
-    const d = decision([outcome('per-ip'), outcome('per-user', { remaining: 7, resetMs: 900 }), outcome('trial', { shadow: true })])
+    const d = decision([
+      outcome('per-ip'),
+      outcome('per-user', { remaining: 7, resetMs: 900 }),
+      outcome('trial', { shadow: true }),
+    ])
     expect(formatHeaders(d)).toEqual([
       ['RateLimit-Policy', '"per-ip";q=100;w=60, "per-user";q=100;w=60'],
       ['RateLimit', '"per-ip";r=42;t=17, "per-user";r=7;t=1'],
@@ -42,10 +46,20 @@ describe('formatHeaders', () => {
 
   it('adds Retry-After in whole seconds, rounded up, at least 1, when refused (P29)', () => {
     const refused = outcome('per-ip', { allowed: false, remaining: 0, retryAfterMs: 1_001 })
-    const d = decision([refused], { allowed: false, action: 'reject', status: 429, retryAfterMs: 1_001 })
+    const d = decision([refused], {
+      allowed: false,
+      action: 'reject',
+      status: 429,
+      retryAfterMs: 1_001,
+    })
     expect(formatHeaders(d)).toContainEqual(['Retry-After', '2'])
     expect(formatHeaders(d)).toContainEqual(['RateLimit', '"per-ip";r=0;t=2'])
-    const tiny = decision([refused], { allowed: false, action: 'reject', status: 429, retryAfterMs: 3 })
+    const tiny = decision([refused], {
+      allowed: false,
+      action: 'reject',
+      status: 429,
+      retryAfterMs: 3,
+    })
     expect(formatHeaders(tiny)).toContainEqual(['Retry-After', '1'])
   })
 

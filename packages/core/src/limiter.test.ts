@@ -37,12 +37,19 @@ describe('createLimiter', () => {
     expect(check()).toMatchObject({ allowed: true, action: 'allow', remaining: 1 })
     expect(check()).toMatchObject({ allowed: true, remaining: 0 })
     const refused = check()
-    expect(refused).toMatchObject({ allowed: false, action: 'reject', status: 429, retryAfterMs: 500 })
+    expect(refused).toMatchObject({
+      allowed: false,
+      action: 'reject',
+      status: 429,
+      retryAfterMs: 500,
+    })
     expect(refused.rule?.id).toBe('per-ip')
   })
 
   it('answers 503 or drops when the rule says so', () => {
-    const a = clocked([{ id: 'r', limit: 1, window: '1s', onLimit: { action: 'reject', status: 503 } }])
+    const a = clocked([
+      { id: 'r', limit: 1, window: '1s', onLimit: { action: 'reject', status: 503 } },
+    ])
     a.check()
     expect(a.check()).toMatchObject({ action: 'reject', status: 503 })
     const b = clocked([{ id: 'r', limit: 1, window: '1s', onLimit: 'drop' }])
@@ -70,7 +77,12 @@ describe('createLimiter', () => {
 
   it('queues within maxWait and a bounded queue, reserving tokens, then rejects', async () => {
     const { limiter, check } = clocked([
-      { id: 'q', limit: 1, window: '1s', onLimit: { action: 'queue', maxWait: '1500ms', maxQueue: 1 } },
+      {
+        id: 'q',
+        limit: 1,
+        window: '1s',
+        onLimit: { action: 'queue', maxWait: '1500ms', maxQueue: 1 },
+      },
     ])
     check()
     const queued = check()
@@ -132,7 +144,10 @@ describe('createLimiter', () => {
       },
       refund: () => {},
     }
-    const { limiter, check } = clocked([{ id: 'r', limit: 1, window: '1s' }], { store: broken, logger: log })
+    const { limiter, check } = clocked([{ id: 'r', limit: 1, window: '1s' }], {
+      store: broken,
+      logger: log,
+    })
     for (let i = 0; i < 5; i++) expect(check()).toMatchObject({ allowed: true, failedOpen: true })
     expect(log.warn).toHaveBeenCalledTimes(1)
     expect(log.warn.mock.calls[0]![0]).toMatchObject({ code: 'FG_WRN_STORE_FAILED_OPEN' })
@@ -140,8 +155,15 @@ describe('createLimiter', () => {
   })
 
   it('fails open when an asynchronous store misses its deadline', async () => {
-    const hanging: Store = { consume: () => new Promise<AlgorithmResult[]>(() => {}), refund: () => {} }
-    const limiter = createLimiter({ rules: [{ id: 'r', limit: 1, window: '1s' }], store: hanging, timeoutMs: 5 })
+    const hanging: Store = {
+      consume: () => new Promise<AlgorithmResult[]>(() => {}),
+      refund: () => {},
+    }
+    const limiter = createLimiter({
+      rules: [{ id: 'r', limit: 1, window: '1s' }],
+      store: hanging,
+      timeoutMs: 5,
+    })
     const d = await limiter.check(facts())
     expect(d).toMatchObject({ allowed: true, failedOpen: true, outcomes: [] })
   })
@@ -175,9 +197,9 @@ describe('createLimiter', () => {
   })
 
   it('refuses a rule whose key builder is not registered', () => {
-    expect(() => createLimiter({ rules: [{ id: 'u', key: 'user', limit: 1, window: '1s' }] })).toThrow(
-      /rules\[0\]\.key: key "user" needs a key builder registered as keys\.user/,
-    )
+    expect(() =>
+      createLimiter({ rules: [{ id: 'u', key: 'user', limit: 1, window: '1s' }] }),
+    ).toThrow(/rules\[0\]\.key: key "user" needs a key builder registered as keys\.user/)
   })
 
   it('keys by user through a registered builder, falling back to the IP', () => {
@@ -185,8 +207,7 @@ describe('createLimiter', () => {
       rules: [{ id: 'u', key: 'user', limit: 1, window: '1m' }],
       keys: { user: (req) => req.user },
     })
-    const as = (user?: string) =>
-      limiter.check({ ...facts(), request: { user } }) as Decision
+    const as = (user?: string) => limiter.check({ ...facts(), request: { user } }) as Decision
     expect(as('alice').allowed).toBe(true)
     expect(as('alice').allowed).toBe(false)
     expect(as('bob').allowed).toBe(true)

@@ -99,6 +99,16 @@ interface RuleRuntime {
   readonly counts: DecisionCounts
 }
 
+/** A store entry plus the rule's runtime, so the decision needs no second lookup. */
+interface Entry extends ConsumeEntry {
+  rule: CompiledRule
+  key: string
+  cost: number
+  maxWaitMs: number
+  shadow: boolean
+  rt: RuleRuntime
+}
+
 interface Lease {
   released: boolean
   /** Entries recorded for the request: refunded when a queued client goes away. */
@@ -122,7 +132,7 @@ function baseDecision(failedOpen: boolean): Decision {
     retryAfterMs: 0,
     waitMs: 0,
     rule: undefined,
-    outcomes: Object.freeze([]) as readonly RuleOutcome[],
+    outcomes: Object.freeze([]),
     failedOpen,
   })
 }
@@ -188,6 +198,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private readonly total = zeroCounts()
   private readonly leases = new WeakMap<Decision, Lease>()
   private readonly queued = new Map<string, number>()
+  private readonly scratch: Entry[] = []
+  private busy = false
   private lastFailOpenLogMs = -Infinity
   private suppressedFailOpenLogs = 0
 
@@ -215,7 +227,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
       this.ready = rules.start(
         (next, revision) => this.applySource(next, revision),
         (err) =>
-          this.logger.error({ err, code: 'FG_ERR_RULES_SOURCE' }, 'rules source failed; keeping the rules in force'),
+          this.logger.error(
+            { err, code: 'FG_ERR_RULES_SOURCE' },
+            'rules source failed; keeping the rules in force',
+          ),
       )
     } else {
       this.source = undefined
@@ -268,7 +283,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private retainState(): void {
     if (!this.store.retain) return
     const ids = new Set<string>()
-    for (const set of [this.compiled, ...this.routeSets]) for (const c of set.rules) ids.add(c.stateId)
+    for (const set of [this.compiled, ...this.routeSets])
+      for (const c of set.rules) ids.add(c.stateId)
     this.store.retain(ids)
   }
 
@@ -305,8 +321,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
     }
     if (!rts) return this.report(NO_RULES, facts)
 
-    const entries: ConsumeEntry[] = []
-    const used: RuleRuntime[] = []
+    // A synchronous store keeps nothing past its call: reuse the entry objects.
+    const reuse = this.store.synchronous === true && !this.busy
+    const entries: Entry[] = reuse ? this.scratch : []
+    let n = 0
     const routeCost = facts.cost ?? 1
     for (let i = 0; i < rts.length; i++) {
       const rt = rts[i]!
@@ -318,25 +336,45 @@ class LimiterEngine<Req> implements Limiter<Req> {
         const waiting = this.queued.get(queueKey(rt.compiled, key)) ?? 0
         if (waiting < rule.onLimit.maxQueue) maxWaitMs = rule.onLimit.maxWaitMs
       }
-      entries.push({ rule: rt.compiled, key, cost: rule.cost * routeCost, maxWaitMs, shadow: rule.shadow })
-      used.push(rt)
+      const cost = rule.cost * routeCost
+      const e = entries[n]
+      if (reuse && e) {
+        e.rule = rt.compiled
+        e.key = key
+        e.cost = cost
+        e.maxWaitMs = maxWaitMs
+        e.shadow = rule.shadow
+        e.rt = rt
+      } else {
+        entries[n] = { rule: rt.compiled, key, cost, maxWaitMs, shadow: rule.shadow, rt }
+      }
+      n++
     }
-    if (entries.length === 0) return this.report(NO_RULES, facts)
+    if (n === 0) return this.report(NO_RULES, facts)
+    if (entries.length !== n) entries.length = n
 
     let results: readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
     try {
       results = this.store.consume(entries, this.clock())
     } catch (err) {
-      return this.failOpen(err, used, facts)
+      return this.failOpen(err, entries, facts)
     }
-    if (isThenable(results)) return this.awaitStore(results, entries, used, facts)
-    return this.decide(entries, used, results, facts)
+    if (isThenable(results)) {
+      // A store that broke its `synchronous` promise must not see its entries reused.
+      return this.awaitStore(results, reuse ? entries.map((e) => ({ ...e })) : entries, facts)
+    }
+    // decide() may run onDecision, which may call check() again: keep the scratch ours until then.
+    this.busy = reuse
+    try {
+      return this.decide(entries, results, facts)
+    } finally {
+      if (reuse) this.busy = false
+    }
   }
 
   private awaitStore(
     pending: Promise<readonly AlgorithmResult[]>,
-    entries: ConsumeEntry[],
-    used: RuleRuntime[],
+    entries: Entry[],
     facts: RequestFacts<Req>,
   ): Promise<Decision> {
     return new Promise<Decision>((resolve) => {
@@ -347,7 +385,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
           'FG_ERR_STORE_TIMEOUT',
           `store did not answer within timeoutMs (${this.timeoutMs} ms)`,
         )
-        resolve(this.failOpen(err, used, facts))
+        resolve(this.failOpen(err, entries, facts))
       }, this.timeoutMs)
       pending.then(
         (results) => {
@@ -357,13 +395,13 @@ class LimiterEngine<Req> implements Limiter<Req> {
           }
           settled = true
           clearTimeout(timer)
-          resolve(this.decide(entries, used, results, facts))
+          resolve(this.decide(entries, results, facts))
         },
         (err: unknown) => {
           if (settled) return
           settled = true
           clearTimeout(timer)
-          resolve(this.failOpen(err, used, facts))
+          resolve(this.failOpen(err, entries, facts))
         },
       )
     })
@@ -373,18 +411,17 @@ class LimiterEngine<Req> implements Limiter<Req> {
    * The store answered after the deadline and the request already passed unjudged: give back
    * the concurrency slots it recorded, or they would stay taken until their lease expires.
    */
-  private undoLateAnswer(entries: ConsumeEntry[], results: readonly AlgorithmResult[]): void {
-    const slots = entries.filter(
-      (e, i) => e.rule.algorithm.name === 'concurrency' && results[i]?.allowed === true,
-    )
+  private undoLateAnswer(entries: Entry[], results: readonly AlgorithmResult[]): void {
+    const slots = entries
+      .filter((e, i) => e.rule.algorithm.name === 'concurrency' && results[i]?.allowed === true)
+      .map(refundOf)
     if (slots.length > 0 && entries.every((e, i) => e.shadow || results[i]?.allowed)) {
       this.refund(slots)
     }
   }
 
   private decide(
-    entries: ConsumeEntry[],
-    used: RuleRuntime[],
+    entries: Entry[],
     results: readonly AlgorithmResult[],
     facts: RequestFacts<Req>,
   ): Decision {
@@ -449,7 +486,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     }
 
     for (let i = 0; i < n; i++) {
-      const c = used[i]!.counts
+      const c = entries[i]!.rt.counts
       const o = outcomes[i]!
       if (o.shadow) {
         if (!o.allowed) c.shadowRejected++
@@ -466,7 +503,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
   }
 
   /** Track what an admitted request holds: concurrency slots, queue places, charged units. */
-  private openLease(decision: Decision, entries: ConsumeEntry[], outcomes: RuleOutcome[]): void {
+  private openLease(decision: Decision, entries: Entry[], outcomes: RuleOutcome[]): void {
     let lease: Lease | undefined
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!
@@ -474,9 +511,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
       const concurrency = e.rule.algorithm.name === 'concurrency' && o.allowed
       if (!concurrency && decision.action !== 'queue') continue
       lease ??= { released: false, charged: [], slots: [], queueKeys: [] }
-      if (concurrency) lease.slots.push(e)
+      // Copies: the entry objects may be reused by the next check.
+      if (concurrency) lease.slots.push(refundOf(e))
       if (decision.action === 'queue' && o.allowed) {
-        lease.charged.push(e)
+        lease.charged.push(refundOf(e))
         if (o.waitMs > 0) {
           const k = queueKey(e.rule, e.key)
           this.queued.set(k, (this.queued.get(k) ?? 0) + 1)
@@ -504,8 +542,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
     return decision
   }
 
-  private failOpen(err: unknown, used: RuleRuntime[], facts: RequestFacts<Req>): Decision {
-    for (const rt of used) rt.counts.failedOpen++
+  private failOpen(err: unknown, entries: Entry[], facts: RequestFacts<Req>): Decision {
+    for (const e of entries) e.rt.counts.failedOpen++
     const now = this.clock()
     if (now - this.lastFailOpenLogMs >= this.failOpenLogIntervalMs) {
       this.logger.warn(
@@ -587,6 +625,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
     this.source?.stop()
     await this.store.close?.()
   }
+}
+
+function refundOf(e: Entry): RefundEntry {
+  return { rule: e.rule, key: e.key, cost: e.cost }
 }
 
 function queueKey(rule: CompiledRule, key: string): string {

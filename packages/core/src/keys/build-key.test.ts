@@ -18,7 +18,9 @@ const rule = (key: Rule['key'], fallbackKey: Rule['fallbackKey'] = 'ip'): Rule =
   shadow: false,
 })
 
-const facts = (over: Partial<RequestFacts<{ user?: string }>> = {}): RequestFacts<{ user?: string }> => ({
+const facts = (
+  over: Partial<RequestFacts<{ user?: string }>> = {},
+): RequestFacts<{ user?: string }> => ({
   method: 'GET',
   path: '/',
   ip: '203.0.113.9',
@@ -32,8 +34,16 @@ const builders = { user: (req: { user?: string }) => req.user, tenant: () => 'ac
 describe('compileKey', () => {
   it('builds ip, header, user and custom keys', () => {
     expect(compileKey(rule(['ip']), builders, 64)(facts())).toBe('203.0.113.9')
-    expect(compileKey(rule(['header:x-api-key']), builders, 64)(facts({ headers: { 'x-api-key': 'k1' } }))).toBe('k1')
-    expect(compileKey(rule(['user']), builders, 64)(facts({ request: { user: 'bob' } }))).toBe('bob')
+    expect(
+      compileKey(
+        rule(['header:x-api-key']),
+        builders,
+        64,
+      )(facts({ headers: { 'x-api-key': 'k1' } })),
+    ).toBe('k1')
+    expect(compileKey(rule(['user']), builders, 64)(facts({ request: { user: 'bob' } }))).toBe(
+      'bob',
+    )
     expect(compileKey(rule(['custom:tenant']), builders, 64)(facts())).toBe('acme')
   })
 
@@ -49,7 +59,9 @@ describe('compileKey', () => {
     expect(compileKey(rule(['user'], 'ip'), builders, 64)(anon)).toBe('\u0000ip:203.0.113.9')
     expect(compileKey(rule(['user'], 'skip'), builders, 64)(anon)).toBeUndefined()
     expect(compileKey(rule(['user'], 'shared'), builders, 64)(anon)).toBe('\u0000shared')
-    expect(compileKey(rule(['user'], 'ip'), builders, 64)(facts({ ip: undefined }))).toBe('\u0000shared')
+    expect(compileKey(rule(['user'], 'ip'), builders, 64)(facts({ ip: undefined }))).toBe(
+      '\u0000shared',
+    )
   })
 
   it('hashes long keys to a bounded length', () => {
@@ -63,7 +75,9 @@ describe('compileKey', () => {
     expect(() => compileKey(rule(['custom:nope']), builders, 64, 'rules[3]')).toThrow(
       /rules\[3\]\.key: key "custom:nope" needs a key builder registered as keys\.nope/,
     )
-    expect(() => compileKey(rule(['custom:toString']), builders, 64)).toThrow(/FG_ERR_KEY_BUILDER_UNKNOWN/)
+    expect(() => compileKey(rule(['custom:toString']), builders, 64)).toThrow(
+      /FG_ERR_KEY_BUILDER_UNKNOWN/,
+    )
     expect(() => compileKey(rule(['user']), {}, 64)).toThrow(/keys\.user/)
   })
 })

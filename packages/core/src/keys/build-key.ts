@@ -35,8 +35,25 @@ function text(v: string | number | undefined | null): string | undefined {
   return s.length > 0 ? s : undefined
 }
 
-function partFn<Req>(part: KeyPart, builders: KeyBuilders<Req>, ipv6Subnet: number, path: string): PartFn {
-  if (part === 'ip') return (f) => ipKey(f.ip, ipv6Subnet)
+function partFn<Req>(
+  part: KeyPart,
+  builders: KeyBuilders<Req>,
+  ipv6Subnet: number,
+  path: string,
+): PartFn {
+  if (part === 'ip') {
+    // A flood from one client repeats one address: remember the last one normalised.
+    let lastIp: string | undefined
+    let lastKey: string | undefined
+    return (f) => {
+      const ip = f.ip
+      if (ip !== lastIp) {
+        lastKey = ipKey(ip, ipv6Subnet)
+        lastIp = ip
+      }
+      return lastKey
+    }
+  }
   if (part.startsWith('header:')) {
     const name = part.slice('header:'.length).toLowerCase()
     return (f) => {
@@ -94,7 +111,8 @@ export function compileKey<Req>(
       const v = parts[i]!(f)
       if (v === undefined) return fallback(f)
       // Escape the separator so two different tuples can never join into the same key.
-      const safe = v.includes(SEP) || v.includes('\\') ? v.replaceAll('\\', '\\\\').replaceAll(SEP, '\\s') : v
+      const safe =
+        v.includes(SEP) || v.includes('\\') ? v.replaceAll('\\', '\\\\').replaceAll(SEP, '\\s') : v
       key = i === 0 ? safe : key + SEP + safe
     }
     return boundKey(key)

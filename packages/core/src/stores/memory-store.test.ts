@@ -79,7 +79,9 @@ describe('MemoryStore', () => {
   })
 
   it('refuses a bad cap by name', () => {
-    expect(() => new MemoryStore({ maxKeys: 0 })).toThrow(/MemoryStore maxKeys: expected an integer from 1 to 16777215, got 0/)
+    expect(() => new MemoryStore({ maxKeys: 0 })).toThrow(
+      /MemoryStore maxKeys: expected an integer from 1 to 16777215, got 0/,
+    )
     expect(() => new MemoryStore({ maxKeys: 2 ** 24 })).toThrow(/maxKeys/)
   })
 })

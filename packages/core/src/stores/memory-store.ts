@@ -1,4 +1,9 @@
-import { newResult, type Algorithm, type AlgorithmParams, type AlgorithmResult } from '../algorithms/algorithm.js'
+import {
+  newResult,
+  type Algorithm,
+  type AlgorithmParams,
+  type AlgorithmResult,
+} from '../algorithms/algorithm.js'
 import { OptionsError } from '../errors.js'
 import type { CompiledRule } from '../rules/compiled-rules.js'
 import type { ConsumeEntry, RefundEntry, Store } from './store.js'
@@ -132,6 +137,7 @@ class RuleTable {
  * const limiter = createLimiter({ rules, store: new MemoryStore({ maxKeys: 500_000 }) })
  */
 export class MemoryStore implements Store {
+  readonly synchronous = true
   private readonly maxKeys: number
   private readonly tables = new Map<string, RuleTable>()
   private readonly results: AlgorithmResult[] = []
@@ -220,7 +226,16 @@ export class MemoryStore implements Store {
       const e = entries[0]!
       const t = this.table(e.rule)
       const slot = this.slotFor(t, e.key, nowMs)
-      t.algorithm.consume(t.slab, slot * t.stride, t.params, e.cost, nowMs, e.maxWaitMs, true, this.result(0))
+      t.algorithm.consume(
+        t.slab,
+        slot * t.stride,
+        t.params,
+        e.cost,
+        nowMs,
+        e.maxWaitMs,
+        true,
+        this.result(0),
+      )
       return this.results
     }
     const tables: RuleTable[] = new Array<RuleTable>(n)
@@ -242,8 +257,18 @@ export class MemoryStore implements Store {
       const e = entries[i]!
       if (e.shadow && !this.results[i]!.allowed) continue
       const t = tables[i]!
-      if (recheck && slots[i] !== 0 && t.find(e.key) !== slots[i]) slots[i] = this.slotFor(t, e.key, nowMs)
-      t.algorithm.consume(t.slab, slots[i]! * t.stride, t.params, e.cost, nowMs, e.maxWaitMs, true, this.results[i]!)
+      if (recheck && slots[i] !== 0 && t.find(e.key) !== slots[i])
+        slots[i] = this.slotFor(t, e.key, nowMs)
+      t.algorithm.consume(
+        t.slab,
+        slots[i]! * t.stride,
+        t.params,
+        e.cost,
+        nowMs,
+        e.maxWaitMs,
+        true,
+        this.results[i]!,
+      )
     }
     return this.results
   }

@@ -33,6 +33,11 @@ export interface RefundEntry {
  * must not keep the result array past the next call, since synchronous stores reuse it.
  */
 export interface Store {
+  /**
+   * Declares that `consume` always answers synchronously and keeps no reference to `entries`
+   * after it returns, so the limiter may reuse its entry objects (MemoryStore).
+   */
+  readonly synchronous?: boolean
   consume(
     entries: readonly ConsumeEntry[],
     nowMs: number,

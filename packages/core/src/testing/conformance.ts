@@ -27,7 +27,12 @@ async function consume(
   return (await store.consume(entries, nowMs)).map((r) => ({ ...r }))
 }
 
-function entry(rule: CompiledRule, key: string, cost = 1, extra: Partial<ConsumeEntry> = {}): ConsumeEntry {
+function entry(
+  rule: CompiledRule,
+  key: string,
+  cost = 1,
+  extra: Partial<ConsumeEntry> = {},
+): ConsumeEntry {
   return { rule, key, cost, maxWaitMs: 0, shadow: rule.rule.shadow, ...extra }
 }
 
@@ -65,10 +70,16 @@ export function describeStoreConformance(
     for (const v of vectors) {
       if (skip.has(v.algorithm)) continue
       it(`vector: ${v.name}`, async () => {
-        const rule = testRule(v.algorithm, v.params.limit, v.params.windowMs, { burst: v.params.burst })
+        const rule = testRule(v.algorithm, v.params.limit, v.params.windowMs, {
+          burst: v.params.burst,
+        })
         const key = freshKey()
         for (const [i, step] of v.steps.entries()) {
-          const [r] = await consume(store, [entry(rule, key, step.cost, { maxWaitMs: step.maxWaitMs ?? 0 })], step.atMs)
+          const [r] = await consume(
+            store,
+            [entry(rule, key, step.cost, { maxWaitMs: step.maxWaitMs ?? 0 })],
+            step.atMs,
+          )
           const got: Record<string, unknown> = {}
           for (const k of Object.keys(step.expect)) got[k] = r![k as keyof AlgorithmResult]
           expect(got, `step ${i} at ${step.atMs} ms`).toEqual(step.expect)
