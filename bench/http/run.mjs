@@ -4,10 +4,13 @@
 //   node bench/http/run.mjs            (after `pnpm build`; `pnpm bench` does both)
 //
 // Each server runs in its own child process; autocannon runs here. Rounds are interleaved
-// (every variant once per round, order rotating) and medians are reported. Server CPU time per
-// response (process.cpuUsage in the server / responses) is the headline number: on a 2-core
-// machine the load generator competes with the server, so throughput alone is noisy.
-// Env: BENCH_ROUNDS (5), BENCH_SECONDS (3), BENCH_CONNECTIONS (10), BENCH_FRAMEWORKS (all).
+// (every variant once per round, order rotating) and medians are reported. Each round runs two
+// loads per server: as fast as it goes (req/s, p99), and a fixed arrival rate (half of bare's
+// warm-up throughput) for server CPU time per response (process.cpuUsage in the server /
+// responses). CPU per response is the headline number: on a 2-core machine the load generator
+// competes with the server, so throughput is noisy, and at a fixed rate every variant sees the
+// same arrival pattern (the same wake-ups, the same batching).
+// Env: BENCH_ROUNDS (5), BENCH_SECONDS (2), BENCH_CONNECTIONS (10), BENCH_FRAMEWORKS (all).
 import { fork, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -17,7 +20,7 @@ import autocannon from 'autocannon'
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..')
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 3)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
 const FRAMEWORKS = (process.env.BENCH_FRAMEWORKS ?? 'express,fastify,koa').split(',')
 const PEERS = {
@@ -54,12 +57,13 @@ const cpu = (server) =>
     server.child.send('cpu')
   })
 
-async function measure(server, seconds) {
+async function measure(server, seconds, rate) {
   const before = await cpu(server)
   const result = await autocannon({
     url: `http://127.0.0.1:${server.port}/`,
     connections: CONNECTIONS,
     duration: seconds,
+    ...(rate ? { overallRate: rate } : {}),
   })
   const after = await cpu(server)
   const responses = result.requests.total
@@ -98,25 +102,31 @@ for (const framework of FRAMEWORKS) {
   ]
   const servers = await Promise.all(variants.map(([v, m]) => start(framework, v, m)))
   // Warm-up: JIT, key creation, and (reject mode) exhausting the one client's quota.
-  for (const s of servers) await measure(s, 1)
+  const warm = []
+  for (const s of servers) warm.push(await measure(s, 1))
+  const rate = Math.max(500, Math.round(warm[0].rps / 2))
   const samples = servers.map(() => [])
+  const cpuSamples = servers.map(() => [])
   for (let round = 0; round < ROUNDS; round++) {
     for (let j = 0; j < servers.length; j++) {
       const i = (j + round) % servers.length
       samples[i].push(await measure(servers[i], SECONDS))
+      cpuSamples[i].push(await measure(servers[i], SECONDS, rate))
     }
   }
   for (const s of servers) s.child.send('exit')
-  const stat = samples.map((xs) => ({
+  const stat = samples.map((xs, i) => ({
     rps: median(xs.map((x) => x.rps)),
     p99: median(xs.map((x) => x.p99)),
-    cpu: median(xs.map((x) => x.cpuPerResUs)),
+    cpu: median(cpuSamples[i].map((x) => x.cpuPerResUs)),
     non2xx: median(xs.map((x) => x.non2xx)),
     errors: xs.reduce((a, x) => a + x.errors, 0),
   }))
   const bare = stat[0]
   out()
   out(`### ${framework}`)
+  out()
+  out(`CPU per response measured at a fixed ${rate} req/s.`)
   out()
   out('| variant | path | req/s | vs bare | p99 ms | CPU µs/response | CPU vs bare | non-2xx |')
   out('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |')

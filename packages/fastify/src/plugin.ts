@@ -59,6 +59,8 @@ interface Ctx {
 }
 
 const ROUTE_KEYS = ['cost', 'rules']
+// Options Fastify itself reads from `register`'s second argument.
+const REGISTER_KEYS = ['prefix', 'logLevel', 'logSerializers']
 
 function routeName(route: RouteOptions): string {
   return `route ${Array.isArray(route.method) ? route.method.join(',') : route.method} ${route.url}`
@@ -90,8 +92,10 @@ async function floodgate(
 ): Promise<void> {
   const logger = scopeLogger(options.logger ?? fastify.log)
   const warn = warnOnce(logger)
-  const resolved = validateAdapterOptions(options, ['rules', 'onLimited'], (message) =>
-    warn('FG_WRN_OPTION_UNKNOWN', message),
+  const resolved = validateAdapterOptions(
+    options,
+    ['rules', 'onLimited', ...REGISTER_KEYS],
+    (message) => warn('FG_WRN_OPTION_UNKNOWN', message),
   )
   const { limiter, owned } = resolveLimiter(options.rules, options, logger)
   const seen = doubleCountGuard(limiter)
@@ -124,7 +128,12 @@ async function floodgate(
   // exempt routes pay nothing, and nothing is looked up per request. onRequest runs before the
   // body is parsed, so a refusal costs the least; auth hooks the `user` key needs must be
   // registered as onRequest hooks before this plugin.
+  const ours = new WeakSet<object>()
   fastify.addHook('onRoute', (route) => {
+    const existing = route.onRequest
+    const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]
+    // The HEAD twin Fastify adds for a GET route copies its hooks, ours included.
+    if (hooks.some((h) => ours.has(h))) return
     const settings = routeSettings(route)
     if (settings === false) return
     const cost = settings.cost ?? resolved.cost
@@ -147,9 +156,8 @@ async function floodgate(
       const result = enforce(limiter, facts, { request, reply, done }, io, resolved)
       if (result instanceof Promise) result.catch(done)
     }
-    const existing = route.onRequest
-    route.onRequest =
-      existing === undefined ? [hook] : [...(Array.isArray(existing) ? existing : [existing]), hook]
+    ours.add(hook)
+    route.onRequest = [...hooks, hook]
   })
 }
 

@@ -82,6 +82,8 @@ export type ScenarioStep =
   | { readonly sendInBackground: ScenarioRequest; readonly expect: ScenarioExpect }
   /** Open a real request, wait until its handler runs, then abort it client-side and wait for the refund. */
   | { readonly abortInFlight: ScenarioRequest }
+  /** Open a real request, wait until the limiter decided it (queued), abort it, wait for the refund. */
+  | { readonly abortQueued: ScenarioRequest }
   /** Wait for every background request and check its expectation. */
   | { readonly settle: true }
   /** Move the injected clock. */
@@ -268,6 +270,25 @@ export const adapterScenarios: readonly AdapterScenario[] = [
         },
       },
       { settle: true },
+      { handlerCalls: 2 },
+    ],
+  },
+  {
+    name: 'queue: a client that leaves while queued frees its place and its tokens',
+    rules: [
+      {
+        id: 'smooth',
+        limit: 10,
+        window: '1s',
+        burst: 1,
+        // A leaked reservation would make the next wait 200 ms (> maxWait); a leaked place, a full queue.
+        onLimit: { action: 'queue', maxWait: '150ms', maxQueue: 1 },
+      },
+    ],
+    steps: [
+      { send: GET('/'), expect: { status: 200 } },
+      { abortQueued: GET('/') },
+      { send: GET('/'), expect: { status: 200, body: OK } },
       { handlerCalls: 2 },
     ],
   },
@@ -571,6 +592,14 @@ export function describeAdapterScenarios(
             enteredOnce = new Promise<void>((resolve) => (entered = resolve))
             const done = rawRequest(app.url, step.abortInFlight, (abort) => {
               void enteredOnce.then(abort)
+            })
+            expect(await done, `${label}: aborted`).toBe('dropped')
+            await store.until(() => store.refunds >= refunded)
+          } else if ('abortQueued' in step) {
+            const decided = store.consumes + 1
+            const refunded = store.refunds + 1
+            const done = rawRequest(app.url, step.abortQueued, (abort) => {
+              void store.until(() => store.consumes >= decided).then(abort)
             })
             expect(await done, `${label}: aborted`).toBe('dropped')
             await store.until(() => store.refunds >= refunded)
