@@ -364,12 +364,8 @@ export class RedisStore implements Store {
       args[b + 7] =
         rule.algorithm.name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params)
     }
-    this.pending++
     const call = this.script(entries)(n, ...args)
-    const settle = (): void => {
-      this.pending--
-    }
-    call.then(settle, settle)
+    this.pending++
     return new Promise<AlgorithmResult[]>((resolve, reject) => {
       let timedOut = false
       const timeout = (): void => {
@@ -384,12 +380,14 @@ export class RedisStore implements Store {
       const timer = setTimeout(timeout, this.timeoutMs)
       call.then(
         (reply) => {
+          this.pending--
           clearTimeout(timer)
           const results = toResults(reply, n)
           if (timedOut) this.undoLateAnswer(mode, entries, results, now)
           else resolve(results)
         },
         (err: unknown) => {
+          this.pending--
           clearTimeout(timer)
           if (this.isCluster) this.refreshTopology()
           if (timedOut) return

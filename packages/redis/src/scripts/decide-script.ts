@@ -41,6 +41,55 @@ local LEASE_MS = tonumber(ARGV[4])
 local ALGORITHMS = {}
 `
 
+/** Lua that reads `key`'s packed state into a new table `s` of `size` doubles (0: variable). */
+const loadState = (key: string, size: string): string => `
+  local s = {}
+  local size = ${size}
+  local raw = redis.call('GET', ${key})
+  if raw then
+    -- Variable-size states (concurrency leases) take whatever whole doubles are stored.
+    if size == 0 then size = floor(#raw / 8) end
+    if #raw == size * 8 then
+      if size == 2 then
+        s[1], s[2] = struct.unpack('<dd', raw)
+      elseif size == 3 then
+        s[1], s[2], s[3] = struct.unpack('<ddd', raw)
+      else
+        local pos = 1
+        for j = 1, size do s[j], pos = struct.unpack('<d', raw, pos) end
+      end
+    else
+      for j = 1, size do s[j] = 0 end
+    end
+  else
+    for j = 1, size do s[j] = 0 end
+  end`
+
+/**
+ * Lua that writes state `s` back under `key` with a TTL of its useful life (the algorithm's
+ * idle time), or deletes it when it is already fresh.
+ */
+const storeState = (alg: string, key: string, p: string, out: string): string => `
+  local idle = ${alg}('i', s, ${p}, 0, now, 0, false, ${out})
+  local ttl = ceil(idle - now)
+  if ttl <= 0 then
+    -- Already equal to the fresh state: nothing worth keeping.
+    redis.call('DEL', ${key})
+  else
+    local size = #s
+    local packed
+    if size == 2 then
+      packed = struct.pack('<dd', s[1], s[2])
+    elseif size == 3 then
+      packed = struct.pack('<ddd', s[1], s[2], s[3])
+    else
+      local parts = {}
+      for j = 1, size do parts[j] = struct.pack('<d', s[j]) end
+      packed = table.concat(parts)
+    end
+    redis.call('SET', ${key}, packed, 'PX', ttl + slack)
+  end`
+
 /**
  * The request-level logic: load each entry's state, dry-run every entry, then (only when
  * every non-shadow entry is allowed) commit the non-shadow entries and the shadow entries
@@ -66,6 +115,31 @@ end
 local slack = tonumber(ARGV[3])
 local n = (#ARGV - ${ARGV_HEADER}) / ${ARGV_PER_ENTRY}
 
+if n == 1 then
+  -- The common case, one rule, without the bookkeeping of several: the algorithm's own
+  -- commit is all-or-nothing (a refusal writes nothing), shadow or not.
+  local alg = ALGORITHMS[ARGV[${ARGV_HEADER} + 1]]
+  if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[${ARGV_HEADER} + 1])) end
+  local key = KEYS[1]
+  local p = { limit = tonumber(ARGV[${ARGV_HEADER} + 2]), windowMs = tonumber(ARGV[${ARGV_HEADER} + 3]), burst = tonumber(ARGV[${ARGV_HEADER} + 4]) }
+  local cost = tonumber(ARGV[${ARGV_HEADER} + 5])
+  local out = { allowed = false, waitMs = 0, limit = 0, remaining = 0, resetMs = 0, retryAfterMs = 0 }
+  ${loadState('key', `tonumber(ARGV[${ARGV_HEADER} + 8])`)}
+  local write = false
+  if mode == 'c' then
+    alg('c', s, p, cost, now, tonumber(ARGV[${ARGV_HEADER} + 6]), true, out)
+    write = out.allowed
+  elseif raw then
+    -- Like MemoryStore: a key with no state (fresh or expired) has nothing to give back.
+    alg('r', s, p, cost, now, 0, true, out)
+    write = true
+  end
+  if write then
+    ${storeState('alg', 'key', 'p', 'out')}
+  end
+  return { out.allowed and 1 or 0, out.waitMs, out.limit, out.remaining, out.resetMs, out.retryAfterMs, now }
+end
+
 -- One table per entry (its params double as the algorithm's p), one per distinct key's state.
 local E = {}
 local first_of = {}
@@ -84,28 +158,8 @@ for i = 1, n do
   if owner then
     e.s = owner.s
   else
-    local s = {}
-    local size = tonumber(ARGV[b + 8])
-    local raw = redis.call('GET', key)
-    if raw then
-      -- Variable-size states (concurrency leases) take whatever whole doubles are stored.
-      if size == 0 then size = floor(#raw / 8) end
-      if #raw == size * 8 then
-        if size == 2 then
-          s[1], s[2] = struct.unpack('<dd', raw)
-        elseif size == 3 then
-          s[1], s[2], s[3] = struct.unpack('<ddd', raw)
-        else
-          local pos = 1
-          for j = 1, size do s[j], pos = struct.unpack('<d', raw, pos) end
-        end
-      else
-        for j = 1, size do s[j] = 0 end
-      end
-      e.exists = true
-    else
-      for j = 1, size do s[j] = 0 end
-    end
+    ${loadState('key', `tonumber(ARGV[b + 8])`)}
+    if raw then e.exists = true end
     e.s = s
     first_of[key] = e
   end
@@ -143,26 +197,8 @@ end
 for i = 1, n do
   local e = E[i]
   if e.dirty then
-    local idle = e.alg('i', e.s, e, 0, now, 0, false, e.out)
-    local ttl = ceil(idle - now)
-    if ttl <= 0 then
-      -- Already equal to the fresh state: nothing worth keeping.
-      redis.call('DEL', e.key)
-    else
-      local s = e.s
-      local size = #s
-      local packed
-      if size == 2 then
-        packed = struct.pack('<dd', s[1], s[2])
-      elseif size == 3 then
-        packed = struct.pack('<ddd', s[1], s[2], s[3])
-      else
-        local parts = {}
-        for j = 1, size do parts[j] = struct.pack('<d', s[j]) end
-        packed = table.concat(parts)
-      end
-      redis.call('SET', e.key, packed, 'PX', ttl + slack)
-    end
+    local s = e.s
+    ${storeState('e.alg', 'e.key', 'e', 'e.out')}
   end
 end
 
