@@ -4,12 +4,11 @@ import express, { type Request } from 'express'
 import request from 'supertest'
 import { describe, expect, it, vi } from 'vitest'
 
-const logger = (): Logger & { warn: ReturnType<typeof vi.fn> } => ({
-  debug: vi.fn(),
-  info: vi.fn(),
-  warn: vi.fn(),
-  error: vi.fn(),
-})
+const logger = () => {
+  const warn = vi.fn<(obj: object, msg?: string) => void>()
+  const log: Logger = { debug: vi.fn(), info: vi.fn(), warn, error: vi.fn() }
+  return Object.assign(log, { warn })
+}
 
 describe('express rateLimit options', () => {
   it('returns a function named rateLimit that exposes its limiter', () => {

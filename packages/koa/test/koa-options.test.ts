@@ -6,12 +6,11 @@ import Koa, { type Context } from 'koa'
 import request from 'supertest'
 import { describe, expect, it, vi } from 'vitest'
 
-const logger = (): Logger & { warn: ReturnType<typeof vi.fn> } => ({
-  debug: vi.fn(),
-  info: vi.fn(),
-  warn: vi.fn(),
-  error: vi.fn(),
-})
+const logger = () => {
+  const warn = vi.fn<(obj: object, msg?: string) => void>()
+  const log: Logger = { debug: vi.fn(), info: vi.fn(), warn, error: vi.fn() }
+  return Object.assign(log, { warn })
+}
 
 const serve = (app: Koa) => createServer((req, res) => void app.callback()(req, res))
 
