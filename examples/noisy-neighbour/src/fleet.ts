@@ -6,14 +6,26 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { serveDb } from './db.js'
 import type { DbPool } from './db-pool.js'
 import { startHost } from './host.js'
-import type { DecisionCounts, HostConfig } from './host.js'
+import type { DecisionCounts, DecisionSpan, HostConfig } from './host.js'
 import { startProxy } from './proxy.js'
+
+/** Decisions of every host, and the span from the first to the last of them. */
+export interface FleetDecisions {
+  readonly byClient: Record<string, DecisionCounts>
+  readonly span: DecisionSpan | undefined
+}
+
+function widen(a: DecisionSpan | undefined, b: DecisionSpan | undefined): DecisionSpan | undefined {
+  if (a === undefined) return b
+  if (b === undefined) return a
+  return { firstAt: Math.min(a.firstAt, b.firstAt), lastAt: Math.max(a.lastAt, b.lastAt) }
+}
 
 /** The service as the load generator sees it: one URL, whatever runs behind it. */
 export interface RunningFleet {
   readonly url: string
-  /** Limiter decisions per client key, summed over the hosts. */
-  decisions(): Promise<Record<string, DecisionCounts>>
+  /** Limiter decisions per client key, summed over the hosts, and when they were made. */
+  decisions(): Promise<FleetDecisions>
   close(): Promise<void>
 }
 
@@ -67,7 +79,7 @@ export async function startFleet(
     const host = await startHost(config, pool)
     return {
       url: host.url,
-      decisions: () => Promise.resolve(host.decisions()),
+      decisions: () => Promise.resolve({ byClient: host.decisions(), span: host.decisionSpan() }),
       close: () => host.close(),
     }
   }
@@ -90,15 +102,22 @@ export async function startFleet(
       url: proxy.url,
       decisions: async () => {
         const total: Record<string, DecisionCounts> = {}
+        let span: DecisionSpan | undefined
         const replies = await Promise.all(
           children.map((child) => {
-            const reply = nextMessage<{ decisions: Record<string, DecisionCounts> }>(child, 'stats')
+            const reply = nextMessage<{
+              decisions: Record<string, DecisionCounts>
+              span: DecisionSpan | undefined
+            }>(child, 'stats')
             child.send({ type: 'stats' })
             return reply
           }),
         )
-        for (const r of replies) sumInto(total, r.decisions)
-        return total
+        for (const r of replies) {
+          sumInto(total, r.decisions)
+          span = widen(span, r.span)
+        }
+        return { byClient: total, span }
       },
       close: async () => {
         await proxy.close()

@@ -10,7 +10,8 @@ const config = JSON.parse(process.argv[2] ?? '{}') as HostConfig
 const host = await startHost(config, new IpcDb())
 
 process.on('message', (message: { type?: string }) => {
-  if (message?.type === 'stats') process.send?.({ type: 'stats', decisions: host.decisions() })
+  if (message?.type === 'stats')
+    process.send?.({ type: 'stats', decisions: host.decisions(), span: host.decisionSpan() })
   if (message?.type === 'close') {
     void host.close().finally(() => process.exit(0))
   }

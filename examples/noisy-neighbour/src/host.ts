@@ -36,11 +36,19 @@ export interface DecisionCounts {
   drop: number
 }
 
+/** When a host's limiter decided its first and its last request (Date.now, comparable across processes). */
+export interface DecisionSpan {
+  readonly firstAt: number
+  readonly lastAt: number
+}
+
 /** A running app host. */
 export interface RunningHost {
   readonly url: string
   /** Limiter decisions per client key (empty without a limiter). */
   decisions(): Record<string, DecisionCounts>
+  /** Wall-clock times (Date.now) of the first and last decision, if any. */
+  decisionSpan(): DecisionSpan | undefined
   close(): Promise<void>
 }
 
@@ -193,6 +201,7 @@ async function startFastify(db: Db, limiter: Limiter | undefined): Promise<Start
  */
 export async function startHost(config: HostConfig, db: Db): Promise<RunningHost> {
   const counts = new Map<string, DecisionCounts>()
+  let span: { firstAt: number; lastAt: number } | undefined
   let limiter: Limiter | undefined
   if (config.limiter === 'floodgate') {
     limiter = createLimiter({
@@ -205,6 +214,9 @@ export async function startHost(config: HostConfig, db: Db): Promise<RunningHost
         let c = counts.get(client)
         if (c === undefined) counts.set(client, (c = { allow: 0, queue: 0, reject: 0, drop: 0 }))
         c[decision.action]++
+        const now = Date.now()
+        if (span === undefined) span = { firstAt: now, lastAt: now }
+        else span.lastAt = now
       },
     })
     await limiter.ready
@@ -219,6 +231,7 @@ export async function startHost(config: HostConfig, db: Db): Promise<RunningHost
   return {
     url: started.url,
     decisions: () => Object.fromEntries(counts),
+    decisionSpan: () => span,
     close: async () => {
       await started.close()
       await limiter?.close()

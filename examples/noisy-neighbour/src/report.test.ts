@@ -35,7 +35,17 @@ function fakeResult(): DemoResult {
     maxWaitMs: 0,
   }
   const spike = { fromMs: 2000, toMs: 8500 }
-  const run = (label: string) => summarise(label, samples, 0, pool, {}, spike, 10_000)
+  const run = (label: string) =>
+    summarise({
+      label,
+      samples,
+      noisySkipped: 0,
+      pool,
+      decisions: {},
+      spike,
+      sendWindowMs: 10_000,
+      decisionWindowMs: 10_000,
+    })
   return {
     options: {
       durationMs: 10_000,

@@ -50,23 +50,62 @@ async function runOnce(
   try {
     const traffic = await runTraffic(fleet.url, plan)
     const decisions = await fleet.decisions()
-    const spike = {
-      fromMs: plan.spikeFrom * plan.durationMs,
-      toMs: plan.spikeTo * plan.durationMs,
-    }
-    return summarise(
+    return summarise({
       label,
-      traffic.samples,
-      traffic.noisySkipped,
-      pool.stats(),
-      decisions,
-      spike,
-      traffic.sendWindowMs,
-    )
+      samples: traffic.samples,
+      noisySkipped: traffic.noisySkipped,
+      pool: pool.stats(),
+      decisions: decisions.byClient,
+      spike: { fromMs: plan.spikeFrom * plan.durationMs, toMs: plan.spikeTo * plan.durationMs },
+      sendWindowMs: traffic.sendWindowMs,
+      decisionWindowMs:
+        decisions.span === undefined ? 0 : decisions.span.lastAt - decisions.span.firstAt,
+    })
   } finally {
     await fleet.close()
     pool.close()
   }
+}
+
+interface Setup {
+  readonly plan: TrafficPlan
+  readonly base: HostConfig
+  readonly hosts: number
+}
+
+function setup(options: DemoOptions): Setup {
+  const plan: TrafficPlan = {
+    ...DEFAULT_PLAN,
+    ...options.plan,
+    durationMs: options.durationMs ?? options.plan?.durationMs ?? DEFAULT_PLAN.durationMs,
+  }
+  const base: HostConfig = {
+    framework: options.framework ?? 'express',
+    limiter: 'none',
+    store: options.store ?? 'memory',
+    redisUrl: options.redisUrl,
+    redisPrefix: `fg-demo-${randomUUID().slice(0, 8)}`,
+    rules: DEMO_RULES,
+    rulesUrl: options.rulesUrl,
+  }
+  return { plan, base, hosts: options.hosts ?? 1 }
+}
+
+/**
+ * Runs the traffic once, with or without Floodgate: half of {@link runDemo}, for tests that
+ * need only one side.
+ *
+ * @param limiter - `floodgate` or `none`
+ * @param options - duration, framework, store, hosts, rules
+ * @returns the run's summary
+ */
+export function runScenario(
+  limiter: 'none' | 'floodgate',
+  options: DemoOptions = {},
+): Promise<RunSummary> {
+  const { plan, base, hosts } = setup(options)
+  const label = limiter === 'none' ? 'without limiter' : 'with Floodgate'
+  return runOnce(label, { ...base, limiter }, hosts, plan)
 }
 
 /**
@@ -78,23 +117,8 @@ async function runOnce(
  */
 export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const log = options.log ?? (() => {})
-  const plan: TrafficPlan = {
-    ...DEFAULT_PLAN,
-    ...options.plan,
-    durationMs: options.durationMs ?? options.plan?.durationMs ?? DEFAULT_PLAN.durationMs,
-  }
-  const framework = options.framework ?? 'express'
-  const store = options.store ?? 'memory'
-  const hosts = options.hosts ?? 1
-  const base: HostConfig = {
-    framework,
-    limiter: 'none',
-    store,
-    redisUrl: options.redisUrl,
-    redisPrefix: `fg-demo-${randomUUID().slice(0, 8)}`,
-    rules: DEMO_RULES,
-    rulesUrl: options.rulesUrl,
-  }
+  const { plan, base, hosts } = setup(options)
+  const { framework, store } = base
   const seconds = (plan.durationMs / 1000).toFixed(0)
   log(`run 1/2: ${seconds} s without a limiter (${framework}, ${hosts} host(s))`)
   const without = await runOnce('without limiter', base, hosts, plan)

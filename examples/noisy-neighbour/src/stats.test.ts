@@ -43,7 +43,16 @@ describe('summarise', () => {
       maxWaitMs: 40,
     }
     const decisions = { noisy: { allow: 1, queue: 1, reject: 1, drop: 0 } }
-    const run = summarise('with', samples, 7, pool, decisions, { fromMs: 100, toMs: 600 }, 1000)
+    const run = summarise({
+      label: 'with',
+      samples,
+      noisySkipped: 7,
+      pool,
+      decisions,
+      spike: { fromMs: 100, toMs: 600 },
+      sendWindowMs: 1000,
+      decisionWindowMs: 1000,
+    })
     expect(run.well).toEqual({
       requests: 3,
       successRate: 2 / 3,

@@ -53,6 +53,11 @@ export interface RunSummary {
   readonly samples: readonly Sample[]
   /** Real time over which the requests went out (see TrafficResult.sendWindowMs). */
   readonly sendWindowMs: number
+  /**
+   * Real time from the limiter's first decision to its last. A busy machine stretches it
+   * past the run's duration, and token buckets refill all the while.
+   */
+  readonly decisionWindowMs: number
 }
 
 function latency(samples: readonly Sample[]): LatencySummary {
@@ -72,27 +77,35 @@ function latency(samples: readonly Sample[]): LatencySummary {
   }
 }
 
+/** What {@link summarise} works from. */
+export interface RunRecord {
+  /** The run's name in the table. */
+  readonly label: string
+  /** What the clients saw. */
+  readonly samples: readonly Sample[]
+  /** Noisy requests not sent (in-flight cap). */
+  readonly noisySkipped: number
+  /** The database's own account. */
+  readonly pool: PoolStats
+  /** The limiter's decisions per client. */
+  readonly decisions: Record<string, DecisionCounts>
+  /** Start and end of the noisy client's spike, ms since the run started. */
+  readonly spike: { readonly fromMs: number; readonly toMs: number }
+  /** Real time over which the requests went out. */
+  readonly sendWindowMs: number
+  /** Real time from the limiter's first decision to its last (0 without a limiter). */
+  readonly decisionWindowMs: number
+}
+
 /**
  * Summarises one run.
  *
- * @param label - the run's name in the table
- * @param samples - what the clients saw
- * @param noisySkipped - noisy requests not sent (in-flight cap)
- * @param pool - the database's own account
- * @param decisions - the limiter's decisions per client
- * @param spike - start and end of the noisy client's spike, ms since the run started
- * @param sendWindowMs - real time over which the requests went out
+ * @param record - what the run produced
  * @returns the summary
  */
-export function summarise(
-  label: string,
-  samples: readonly Sample[],
-  noisySkipped: number,
-  pool: PoolStats,
-  decisions: Record<string, DecisionCounts>,
-  spike: { readonly fromMs: number; readonly toMs: number },
-  sendWindowMs: number,
-): RunSummary {
+export function summarise(record: RunRecord): RunSummary {
+  const { label, samples, noisySkipped, pool, decisions, spike, sendWindowMs, decisionWindowMs } =
+    record
   const well = samples.filter((s) => !s.noisy)
   const noisy = samples.filter((s) => s.noisy)
   const perClient: Record<string, LatencySummary> = {}
@@ -126,5 +139,6 @@ export function summarise(
     decisions,
     samples,
     sendWindowMs,
+    decisionWindowMs,
   }
 }
