@@ -1,4 +1,3 @@
-/* global process, console */
 // HTTP benchmark: bare vs Floodgate vs the peer middleware, per framework, over loopback.
 //
 //   node bench/http/run.mjs            (after `pnpm build`; `pnpm bench` does both)
@@ -32,7 +31,8 @@ const PEERS = {
 for (const pkg of ['core', 'express', 'fastify', 'koa']) {
   if (!existsSync(join(root, 'packages', pkg, 'dist', 'index.js'))) {
     console.error(`packages/${pkg}/dist is missing: building (pnpm build)…`)
-    const r = spawnSync('pnpm', ['build'], { cwd: root, stdio: 'inherit' })
+    // Build logs go to stderr, so stdout stays the report.
+    const r = spawnSync('pnpm', ['build'], { cwd: root, stdio: ['ignore', 2, 2] })
     if (r.status !== 0) process.exit(1)
     break
   }

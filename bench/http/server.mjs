@@ -1,4 +1,3 @@
-/* global process */
 // One benchmark server in its own process: node server.mjs <framework> <variant> <mode>
 //   framework: express | fastify | koa
 //   variant:   bare | floodgate | peer (express-rate-limit, @fastify/rate-limit, koa-ratelimit)

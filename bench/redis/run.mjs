@@ -1,4 +1,3 @@
-/* global process, console, performance, URL */
 // Redis benchmark: Floodgate's RedisStore beside rate-limiter-flexible (RateLimiterRedis),
 // rate-limit-redis and @fastify/rate-limit's Redis store, in one run, on the same Redis.
 //

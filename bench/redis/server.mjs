@@ -1,4 +1,3 @@
-/* global process */
 // One HTTP benchmark server: node server.mjs <bare | floodgate-redis | peer-redis>
 // A limit nothing reaches, keyed by client IP, on the Redis at REDIS_URL.
 import { Redis } from 'ioredis'

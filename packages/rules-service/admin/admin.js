@@ -1,7 +1,6 @@
 // The Floodgate rules admin page: plain browser JavaScript, no build step. It only talks to
 // the /v1 API of the service that serves it. Everything from the server is inserted with
 // textContent, never as HTML.
-/* global document, window, fetch, sessionStorage, location, setTimeout, URLSearchParams */
 
 const $ = (selector) => document.querySelector(selector)
 const TOKEN_KEY = 'floodgate-rules-token'
