@@ -9,22 +9,22 @@ export type Jitter =
 export interface BackoffOptions {
   /**
    * Ceiling of the first retry's delay, doubled for each further retry.
-   * @defaultValue 100
+   * @default 100
    */
   readonly baseMs?: number | undefined
   /**
    * Largest ceiling, however many retries came before.
-   * @defaultValue 10_000
+   * @default 10_000
    */
   readonly capMs?: number | undefined
   /**
    * Spread of the delay under the ceiling.
-   * @defaultValue 'full'
+   * @default 'full'
    */
   readonly jitter?: Jitter | undefined
   /**
    * A source of uniform numbers in `[0, 1)`; inject a seeded one to make delays reproducible.
-   * @defaultValue Math.random
+   * @default Math.random
    */
   readonly random?: (() => number) | undefined
 }

@@ -32,60 +32,60 @@ export interface RetryEvent {
 export interface RetryOptions {
   /**
    * Ceiling of the first retry's backoff, doubled for each further retry.
-   * @defaultValue 100
+   * @default 100
    */
   readonly baseMs?: number | undefined
   /**
    * Largest backoff ceiling. A server's `Retry-After` may ask for more, and is honoured.
-   * @defaultValue 10_000
+   * @default 10_000
    */
   readonly capMs?: number | undefined
   /**
    * Attempts in all, the first one included (1 disables retries).
-   * @defaultValue 5
+   * @default 5
    */
   readonly maxAttempts?: number | undefined
   /**
    * Time budget from the first attempt: no wait ends past it. When the server asks for a
    * longer wait than is left, the client gives up and returns the refused response.
-   * @defaultValue 60_000
+   * @default 60_000
    */
   readonly maxTotalMs?: number | undefined
   /**
    * Response statuses that are retried.
-   * @defaultValue [429, 503]
+   * @default [429, 503]
    */
   readonly retryOn?: readonly number[] | undefined
   /**
    * Retry POST, PATCH and other non-idempotent methods too. Only safe when the server
    * de-duplicates (an idempotency key) or refused the request before doing any work — which
    * a 429 from a rate limiter does.
-   * @defaultValue false
+   * @default false
    */
   readonly retryNonIdempotent?: boolean | undefined
   /**
    * Retry network errors (connection refused or reset, DNS failure) of retryable methods.
-   * @defaultValue true
+   * @default true
    */
   readonly retryNetworkErrors?: boolean | undefined
   /**
    * How the backoff is spread under its ceiling; `'none'` is for demonstrations only.
-   * @defaultValue 'full'
+   * @default 'full'
    */
   readonly jitter?: Jitter | undefined
   /**
    * Uniform numbers in `[0, 1)`.
-   * @defaultValue Math.random
+   * @default Math.random
    */
   readonly random?: (() => number) | undefined
   /**
    * Waits between attempts; inject one in tests so nothing really sleeps.
-   * @defaultValue a cancellable `setTimeout`
+   * @default a cancellable `setTimeout`
    */
   readonly sleep?: Sleep | undefined
   /**
    * Current time in milliseconds, for the budget and `Retry-After` dates.
-   * @defaultValue Date.now
+   * @default Date.now
    */
   readonly clock?: (() => number) | undefined
   /** Called before each wait; use it to log or count retries. */
