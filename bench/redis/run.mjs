@@ -62,13 +62,18 @@ function countedClient(options = {}) {
   return client
 }
 
+/** Calls of every command Redis ran (scripts' inner ones too), and the scripts' microseconds. */
 async function commandCalls(admin) {
   const info = await admin.info('commandstats')
-  let total = 0
-  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    if (m[1] !== 'info') total += Number(m[2])
+  let calls = 0
+  let usec = 0
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    if (m[1] === 'info' || m[1].startsWith('config')) continue
+    calls += Number(m[2])
+    // Every contender decides with one script, whose time includes the commands it runs.
+    if (m[1] === 'eval' || m[1] === 'evalsha') usec += Number(m[3])
   }
-  return total
+  return { calls, usec }
 }
 
 async function contenders() {
@@ -151,6 +156,7 @@ async function contenders() {
 async function measure(c, inFlight, admin) {
   const sentBefore = c.client.sent
   const callsBefore = await commandCalls(admin)
+  const cpuBefore = process.cpuUsage()
   let ops = 0
   let i = Math.floor(Math.random() * KEYS.length)
   const start = performance.now()
@@ -164,11 +170,14 @@ async function measure(c, inFlight, admin) {
     }),
   )
   const elapsed = performance.now() - start
+  const cpu = process.cpuUsage(cpuBefore)
   const callsAfter = await commandCalls(admin)
   return {
     perSec: (ops / elapsed) * 1000,
     sent: (c.client.sent - sentBefore) / ops,
-    calls: (callsAfter - callsBefore) / ops,
+    calls: (callsAfter.calls - callsBefore.calls) / ops,
+    redisUs: (callsAfter.usec - callsBefore.usec) / ops,
+    nodeUs: (cpu.user + cpu.system) / ops,
   }
 }
 
@@ -182,9 +191,9 @@ async function decisions() {
   )
   out()
   out(
-    '| store | in flight | decisions/s | commands sent / decision | Redis commands executed / decision |',
+    '| store | in flight | decisions/s | commands sent / decision | Redis commands run / decision | Redis µs / decision | Node CPU µs / decision |',
   )
-  out('| --- | ---: | ---: | ---: | ---: |')
+  out('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const inFlight of [1, 64]) {
     for (const c of list) await measure(c, inFlight, admin) // warm-up: JIT, script load
     const samples = list.map(() => [])
@@ -195,9 +204,9 @@ async function decisions() {
       }
     }
     list.forEach((c, i) => {
-      const xs = samples[i]
+      const m = (f) => median(samples[i].map(f))
       out(
-        `| ${c.name} | ${inFlight} | ${Math.round(median(xs.map((x) => x.perSec)))} | ${median(xs.map((x) => x.sent)).toFixed(2)} | ${median(xs.map((x) => x.calls)).toFixed(2)} |`,
+        `| ${c.name} | ${inFlight} | ${Math.round(m((x) => x.perSec))} | ${m((x) => x.sent).toFixed(2)} | ${m((x) => x.calls).toFixed(2)} | ${m((x) => x.redisUs).toFixed(1)} | ${m((x) => x.nodeUs).toFixed(1)} |`,
       )
     })
   }

@@ -89,10 +89,11 @@ function limiterRedisOptions(timeoutMs: number): RedisOptions {
     maxRetriesPerRequest: 0,
     // A script whose reply was lost may have run: resending it would count a decision twice.
     autoResendUnfulfilledCommands: false,
-    // A backstop only: each call's deadline is `timeoutMs`, enforced by the store. Waiting
-    // longer for the reply lets the store see a late answer and give back the concurrency
-    // slots it took; pending calls stay bounded by `maxPending` meanwhile.
-    commandTimeout: Math.max(1000, 10 * timeoutMs),
+    // No commandTimeout: the store enforces `timeoutMs` itself, bounds what waits with
+    // `maxPending`, and needs the late replies (to free concurrency slots); a per-command
+    // timer in ioredis too would only double the timer work of every call.
+    // Not enableAutoPipelining: in ioredis 5.11 a script in an auto-pipeline can throw an
+    // uncaught "results[i] is not iterable" from autoPipelining.js (seen in our fleet test).
     connectTimeout: Math.max(1000, timeoutMs),
     // Keep trying to come back, quickly but without hammering a restarting Redis.
     retryStrategy: (times: number) => Math.min(50 * times, 1000),
