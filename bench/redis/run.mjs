@@ -93,8 +93,17 @@ async function contenders() {
       rules: [{ id: 'per-ip', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' }],
     })
     const facts = (ip) => ({ method: 'GET', path: '/', ip, headers: {} })
+    // Store level, like the peers' rows: one rule, the entry the limiter would build.
+    const [rule] = limiter.compileRules([
+      { id: 'per-ip', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' },
+    ]).rules
     list.push({
-      name: 'Floodgate RedisStore (limiter.check, token bucket)',
+      name: 'Floodgate RedisStore.consume (token bucket)',
+      client,
+      op: (k) => store.consume([{ rule, key: k, cost: 1, maxWaitMs: 0, shadow: false }], 0),
+    })
+    list.push({
+      name: 'Floodgate limiter.check on RedisStore (whole decision)',
       client,
       op: (k) => limiter.check(facts(k)),
     })
