@@ -76,7 +76,7 @@ export function rateLimit(
           ctx.status = rejection.status
           // Set before the body, so Koa keeps it instead of guessing text/plain.
           ctx.set('Content-Type', PROBLEM_CONTENT_TYPE)
-          ctx.body = JSON.stringify(rejection.body)
+          ctx.body = rejection.json
         },
     abandon: (c) => {
       // The socket is gone: Koa must not try to write a 404 to it.

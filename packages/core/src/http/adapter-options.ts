@@ -34,6 +34,8 @@ export interface ProblemDetails {
 export interface Rejection {
   readonly status: 429 | 503
   readonly body: ProblemDetails
+  /** `body` serialised: what the default handler sends as `application/problem+json`. */
+  readonly json: string
   readonly decision: Decision
 }
 

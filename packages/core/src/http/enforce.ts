@@ -3,7 +3,7 @@ import type { Decision } from '../decision.js'
 import { formatHeaders, type FormatHeadersOptions } from '../headers.js'
 import type { RequestFacts } from '../request-facts.js'
 import type { Rejection } from './adapter-options.js'
-import { PROBLEM_CONTENT_TYPE, problemDetails, retryAfterSeconds } from './problem-details.js'
+import { PROBLEM_CONTENT_TYPE, retryAfterSeconds, serializedProblem } from './problem-details.js'
 
 /** The part of a `Limiter` the HTTP flow uses; any core `Limiter` satisfies it. */
 export interface EnforcingLimiter<Req = unknown> {
@@ -105,7 +105,7 @@ function holdsSlot(decision: Decision): boolean {
 export function writeProblem(res: ServerResponse, rejection: Rejection): void {
   res.statusCode = rejection.status
   res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE)
-  res.end(JSON.stringify(rejection.body))
+  res.end(rejection.json)
 }
 
 function apply<Req, C, R>(
@@ -124,11 +124,8 @@ function apply<Req, C, R>(
   }
   setHeaders(ctx, io as HttpIo<C, unknown>, res, decision, settings)
   if (action === 'reject') {
-    return io.reject(ctx, {
-      status: decision.status === 503 ? 503 : 429,
-      body: problemDetails(decision),
-      decision,
-    })
+    const { body, json } = serializedProblem(decision)
+    return io.reject(ctx, { status: body.status, body, json, decision })
   }
   if (holdsSlot(decision)) {
     // 'close' follows 'finish' and also fires when the client aborts or the handler's error

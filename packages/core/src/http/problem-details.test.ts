@@ -52,3 +52,26 @@ describe('problemDetails', () => {
     })
   })
 })
+
+describe('serializedProblem', () => {
+  it('reuses the body while one rule refuses with the same retryAfter', async () => {
+    const { serializedProblem } = await import('./problem-details.js')
+    const r = rule('solo')
+    const decision = (retryAfterMs: number) =>
+      ({
+        allowed: false,
+        action: 'reject',
+        status: 429,
+        retryAfterMs,
+        rule: r,
+        outcomes: [{ rule: r, allowed: false, shadow: false }],
+      }) as unknown as Decision
+    const a = serializedProblem(decision(1500))
+    const b = serializedProblem(decision(1200))
+    const c = serializedProblem(decision(2500))
+    expect(b).toBe(a)
+    expect(c).not.toBe(a)
+    expect(JSON.parse(c.json)).toStrictEqual(c.body)
+    expect(c.body.retryAfter).toBe(3)
+  })
+})

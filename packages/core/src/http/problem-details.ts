@@ -1,4 +1,5 @@
 import type { Decision } from '../decision.js'
+import type { Rule } from '../rules/rule.js'
 import type { ProblemDetails } from './adapter-options.js'
 
 /** Content type of a refusal body (charset spelled out, as Fastify would add it anyway). */
@@ -39,4 +40,44 @@ export function problemDetails(decision: Decision): ProblemDetails {
     'violated-policies': violated,
     retryAfter,
   }
+}
+
+interface SerializedProblem {
+  readonly body: ProblemDetails
+  /** `body` as JSON, the bytes sent. */
+  readonly json: string
+}
+
+// The last body per refusing rule: a client far over its limit gets the same body for a whole
+// second, so the reject path skips building and serialising it again.
+const lastByRule = new WeakMap<Rule, SerializedProblem>()
+
+/**
+ * {@link problemDetails} plus its JSON, reusing the previous answer when a single rule refused
+ * with the same status and `retryAfter` (the body is then identical; it is frozen).
+ *
+ * @param decision - a decision whose action is `reject`
+ * @returns the body and its serialisation
+ */
+export function serializedProblem(decision: Decision): SerializedProblem {
+  let only: Rule | undefined
+  let count = 0
+  for (const o of decision.outcomes) {
+    if (!o.allowed && !o.shadow && o.rule !== only) {
+      only = o.rule
+      count++
+    }
+  }
+  if (count !== 1 || only === undefined) {
+    const body = problemDetails(decision)
+    return { body, json: JSON.stringify(body) }
+  }
+  const last = lastByRule.get(only)
+  const retryAfter = retryAfterSeconds(decision.retryAfterMs)
+  if (last && last.body.retryAfter === retryAfter && last.body.status === decision.status)
+    return last
+  const body = Object.freeze(problemDetails(decision))
+  const fresh = { body, json: JSON.stringify(body) }
+  lastByRule.set(only, fresh)
+  return fresh
 }
