@@ -57,6 +57,8 @@ try {
 async function startDemoRulesService(): Promise<
   { url: string; stop: () => Promise<void> } | undefined
 > {
+  // PGlite compiles its WebAssembly on the first start: several seconds, so say what it is.
+  console.log('starting the rules service (PGlite, in memory)…')
   try {
     const { startRulesServiceWithDemoRules } = await import('./rules-from-service.js')
     const service = await startRulesServiceWithDemoRules()
