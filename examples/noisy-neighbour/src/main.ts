@@ -62,9 +62,7 @@ async function startDemoRulesService(): Promise<
   try {
     const { startRulesServiceWithDemoRules } = await import('./rules-from-service.js')
     const service = await startRulesServiceWithDemoRules()
-    console.log(
-      `rules service (PGlite, in memory) at ${service.url}: hosts poll it for their rules`,
-    )
+    console.log(`rules service ready; the hosts poll ${service.url} for their rules`)
     return service
   } catch (error) {
     // The demo is about the limiter; without the rules service it still runs, on static rules.
