@@ -204,17 +204,24 @@ export function renderReport(result: DemoResult): string {
     .filter((c) => c !== 'noisy')
     .sort()
   const runs = [result.without, result.with]
-  const peak = Math.max(
-    10,
-    ...runs.map((run) => {
-      const per = new Map<number, number>()
-      for (const s of run.samples) {
-        if (!s.noisy) continue
-        const b = Math.floor(s.t / 500)
-        per.set(b, (per.get(b) ?? 0) + 1)
-      }
-      return Math.max(0, ...per.values())
-    }),
+  // Round the axis up to a multiple of 20 (10 for small counts), so its labels read well.
+  const roundUp = (v: number): number => {
+    const step = v > 40 ? 20 : 10
+    return Math.ceil(v / step) * step
+  }
+  const peak = roundUp(
+    Math.max(
+      10,
+      ...runs.map((run) => {
+        const per = new Map<number, number>()
+        for (const s of run.samples) {
+          if (!s.noisy) continue
+          const b = Math.floor(s.t / 500)
+          per.set(b, (per.get(b) ?? 0) + 1)
+        }
+        return Math.max(0, ...per.values())
+      }),
+    ),
   )
   const legend = [...wellNames, 'noisy']
     .map(
