@@ -18,6 +18,7 @@ import {
   decideScript,
 } from './scripts/decide-script.js'
 import { createHash } from 'node:crypto'
+import type { Socket } from 'node:net'
 
 /** A client Floodgate can run its script on: a single Redis or a Redis Cluster. */
 export type RedisClient = Redis | Cluster
@@ -146,6 +147,7 @@ export class RedisStore implements Store {
   private pending = 0
   private lastReportMs = 0
   private lastRefreshMs = 0
+  private corked = false
 
   /**
    * @param options - Where Redis is and how calls are bounded; see {@link RedisStoreOptions}.
@@ -365,6 +367,7 @@ export class RedisStore implements Store {
       args[b + 7] =
         rule.algorithm.name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params)
     }
+    this.corkOnce()
     const call = this.script(entries)(n, ...args)
     this.pending++
     return new Promise<AlgorithmResult[]>((resolve, reject) => {
@@ -397,6 +400,24 @@ export class RedisStore implements Store {
           else reject(err instanceof Error ? err : new Error(String(err)))
         },
       )
+    })
+  }
+
+  /**
+   * Hold the socket's writes until the end of this tick, so the scripts that many requests
+   * start in the same tick leave in one `writev` instead of one syscall each (under load the
+   * socket writes were about half of a decision's CPU in Node). ioredis's own
+   * `enableAutoPipelining` would batch too, but it breaks on scripts in ioredis 5.11.
+   */
+  private corkOnce(): void {
+    if (this.corked || this.isCluster) return
+    const stream = (this.client as Redis).stream as Socket | undefined
+    if (!stream || !stream.writable) return
+    stream.cork()
+    this.corked = true
+    process.nextTick(() => {
+      this.corked = false
+      stream.uncork()
     })
   }
 
