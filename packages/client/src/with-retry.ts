@@ -164,7 +164,17 @@ function combineSignals(
 ): AbortSignal | undefined {
   const present = signals.filter((s): s is AbortSignal => s !== undefined && s !== null)
   if (present.length <= 1) return present[0]
-  return AbortSignal.any(present)
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any(present)
+  // Node 20.0-20.2 lack AbortSignal.any: follow the first signal that aborts.
+  const controller = new AbortController()
+  for (const s of present) {
+    if (s.aborted) {
+      controller.abort(s.reason)
+      break
+    }
+    s.addEventListener('abort', () => controller.abort(s.reason), { once: true })
+  }
+  return controller.signal
 }
 
 function isAbortError(error: unknown): boolean {

@@ -255,6 +255,30 @@ describe('fetchWithRetry against a real server', () => {
     expect(seen).toHaveLength(1)
   })
 
+  it('combines options.signal and init.signal without AbortSignal.any (Node 20.0-20.2)', async () => {
+    const original = AbortSignal.any
+    Object.defineProperty(AbortSignal, 'any', { value: undefined, configurable: true })
+    try {
+      script = [{ status: 429, headers: { 'retry-after': '60' } }]
+      const fromOptions = new AbortController()
+      const fromInit = new AbortController()
+      const pending = fetchWithRetry(
+        `${base}/a`,
+        { signal: fromInit.signal },
+        {
+          ...opts(),
+          sleep: () => new Promise<void>(() => {}),
+          onRetry: () => setImmediate(() => fromInit.abort()),
+          signal: fromOptions.signal,
+        },
+      )
+      await expect(pending).rejects.toMatchObject({ name: 'AbortError' })
+      expect(seen).toHaveLength(1)
+    } finally {
+      Object.defineProperty(AbortSignal, 'any', { value: original, configurable: true })
+    }
+  })
+
   it('an already aborted signal sends nothing', async () => {
     const controller = new AbortController()
     controller.abort()
