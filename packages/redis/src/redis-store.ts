@@ -13,6 +13,7 @@ import {
 import { hashTag } from './redis-key.js'
 import {
   ARGV_HEADER,
+  ENTRY_NUMBERS_BYTES,
   ARGV_PER_ENTRY,
   RESULT_FIELDS,
   decideScript,
@@ -101,7 +102,7 @@ function limiterRedisOptions(timeoutMs: number): RedisOptions {
   }
 }
 
-type DecideFn = (numKeys: number, ...args: (string | number)[]) => Promise<number[]>
+type DecideFn = (numKeys: number, ...args: (string | number | Buffer)[]) => Promise<number[]>
 
 /** How many units past the deadline a test-driven clock may run while keys must survive. */
 const CALLER_CLOCK_TTL_SLACK_MS = 60_000
@@ -344,7 +345,7 @@ export class RedisStore implements Store {
       )
     }
     const n = entries.length
-    const args: (string | number)[] = new Array<string | number>(
+    const args: (string | number | Buffer)[] = new Array<string | number | Buffer>(
       n + ARGV_HEADER + n * ARGV_PER_ENTRY,
     )
     args[n] = mode
@@ -357,15 +358,19 @@ export class RedisStore implements Store {
       args[i] = `${this.prefix}:{${hashTag(e.key)}}:${rule.stateId}`
       const b = n + ARGV_HEADER + i * ARGV_PER_ENTRY
       args[b] = rule.algorithm.name
-      args[b + 1] = rule.params.limit
-      args[b + 2] = rule.params.windowMs || 0
-      args[b + 3] = rule.params.burst
-      args[b + 4] = e.cost
-      args[b + 5] = e.maxWaitMs
-      args[b + 6] = e.shadow ? 1 : 0
+      const numbers = Buffer.allocUnsafe(ENTRY_NUMBERS_BYTES)
+      numbers.writeDoubleLE(rule.params.limit, 0)
+      numbers.writeDoubleLE(rule.params.windowMs || 0, 8)
+      numbers.writeDoubleLE(rule.params.burst, 16)
+      numbers.writeDoubleLE(e.cost, 24)
+      numbers.writeDoubleLE(e.maxWaitMs, 32)
+      numbers.writeDoubleLE(e.shadow ? 1 : 0, 40)
       // Concurrency leases are a variable-size state: 0 tells the script to take what is stored.
-      args[b + 7] =
-        rule.algorithm.name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params)
+      numbers.writeDoubleLE(
+        rule.algorithm.name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
+        48,
+      )
+      args[b + 1] = numbers
     }
     this.corkOnce()
     const call = this.script(entries)(n, ...args)

@@ -7,7 +7,7 @@
  * answers are core's exactly; a lease older than `concurrencyLeaseMs` is presumed lost.
  */
 export const concurrencyLua = `
-ALGORITHMS['concurrency'] = function(op, s, p, cost, now, max_wait, commit, out)
+ALGORITHMS['concurrency'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   -- Keep only the live leases (compacted in place) and count their units.
   local n = 0
   local in_flight = 0
@@ -53,13 +53,13 @@ ALGORITHMS['concurrency'] = function(op, s, p, cost, now, max_wait, commit, out)
     return
   end
   local after = in_flight + cost
-  out.limit = p.limit
+  out.limit = limit
   out.waitMs = 0
   out.resetMs = 0
-  if after <= p.limit + EPSILON then
+  if after <= limit + EPSILON then
     out.allowed = true
     out.retryAfterMs = 0
-    out.remaining = max(0, floor(p.limit - after + EPSILON))
+    out.remaining = max(0, floor(limit - after + EPSILON))
     if commit then
       s[n + 1] = now + LEASE_MS
       s[n + 2] = cost
@@ -67,7 +67,7 @@ ALGORITHMS['concurrency'] = function(op, s, p, cost, now, max_wait, commit, out)
   else
     out.allowed = false
     out.retryAfterMs = CONCURRENCY_RETRY_AFTER_MS
-    out.remaining = max(0, floor(p.limit - in_flight + EPSILON))
+    out.remaining = max(0, floor(limit - in_flight + EPSILON))
   end
 end
 `

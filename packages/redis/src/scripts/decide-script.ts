@@ -10,10 +10,14 @@ import { tokenBucketLua } from './token-bucket.js'
 /** ARGV fields before the entries: mode ('c' consume, 'r' refund), nowMs ('' = Redis TIME), TTL slack, lease. */
 export const ARGV_HEADER = 4
 /**
- * Fields sent per entry in ARGV, after the header fields: algorithm name, limit, windowMs,
- * burst, cost, maxWaitMs, shadow (0 or 1), state size in doubles (0: variable).
+ * Fields sent per entry in ARGV, after the header fields: the algorithm name, then its
+ * numbers packed as 7 little-endian doubles (limit, windowMs, burst, cost, maxWaitMs,
+ * shadow 0/1, state size in doubles with 0 for variable): one `struct.unpack` instead of
+ * seven ARGV strings and `tonumber` calls, and exact values.
  */
-export const ARGV_PER_ENTRY = 8
+export const ARGV_PER_ENTRY = 2
+/** Bytes of an entry's packed numbers. */
+export const ENTRY_NUMBERS_BYTES = 56
 /** Integers returned per entry: allowed, waitMs, limit, remaining, resetMs, retryAfterMs. */
 export const RESULT_FIELDS = 6
 
@@ -69,8 +73,8 @@ const loadState = (key: string, size: string): string => `
  * Lua that writes state `s` back under `key` with a TTL of its useful life (the algorithm's
  * idle time), or deletes it when it is already fresh.
  */
-const storeState = (alg: string, key: string, p: string, out: string): string => `
-  local idle = ${alg}('i', s, ${p}, 0, now, 0, false, ${out})
+const storeState = (alg: string, key: string, params: string, out: string): string => `
+  local idle = ${alg}('i', s, ${params}, 0, now, 0, false, ${out})
   local ttl = ceil(idle - now)
   if ttl <= 0 then
     -- Already equal to the fresh state: nothing worth keeping.
@@ -121,21 +125,20 @@ if n == 1 then
   local alg = ALGORITHMS[ARGV[${ARGV_HEADER} + 1]]
   if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[${ARGV_HEADER} + 1])) end
   local key = KEYS[1]
-  local p = { limit = tonumber(ARGV[${ARGV_HEADER} + 2]), windowMs = tonumber(ARGV[${ARGV_HEADER} + 3]), burst = tonumber(ARGV[${ARGV_HEADER} + 4]) }
-  local cost = tonumber(ARGV[${ARGV_HEADER} + 5])
+  local limit, window_ms, burst, cost, max_wait, _, size = struct.unpack('<ddddddd', ARGV[${ARGV_HEADER} + 2])
   local out = { allowed = false, waitMs = 0, limit = 0, remaining = 0, resetMs = 0, retryAfterMs = 0 }
-  ${loadState('key', `tonumber(ARGV[${ARGV_HEADER} + 8])`)}
+  ${loadState('key', 'size')}
   local write = false
   if mode == 'c' then
-    alg('c', s, p, cost, now, tonumber(ARGV[${ARGV_HEADER} + 6]), true, out)
+    alg('c', s, limit, window_ms, burst, cost, now, max_wait, true, out)
     write = out.allowed
   elseif raw then
     -- Like MemoryStore: a key with no state (fresh or expired) has nothing to give back.
-    alg('r', s, p, cost, now, 0, true, out)
+    alg('r', s, limit, window_ms, burst, cost, now, 0, true, out)
     write = true
   end
   if write then
-    ${storeState('alg', 'key', 'p', 'out')}
+    ${storeState('alg', 'key', 'limit, window_ms, burst', 'out')}
   end
   return { out.allowed and 1 or 0, out.waitMs, out.limit, out.remaining, out.resetMs, out.retryAfterMs, now }
 end
@@ -147,18 +150,18 @@ for i = 1, n do
   local b = ${ARGV_HEADER} + (i - 1) * ${ARGV_PER_ENTRY}
   local alg = ALGORITHMS[ARGV[b + 1]]
   if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[b + 1])) end
+  local limit, window_ms, burst, cost, max_wait, shadow, size = struct.unpack('<ddddddd', ARGV[b + 2])
   local key = KEYS[i]
   local e = {
-    alg = alg, limit = tonumber(ARGV[b + 2]), windowMs = tonumber(ARGV[b + 3]),
-    burst = tonumber(ARGV[b + 4]), cost = tonumber(ARGV[b + 5]), max_wait = tonumber(ARGV[b + 6]),
-    shadow = ARGV[b + 7] == '1', key = key,
+    alg = alg, limit = limit, window_ms = window_ms, burst = burst, cost = cost,
+    max_wait = max_wait, shadow = shadow == 1, key = key,
     out = { allowed = false, waitMs = 0, limit = 0, remaining = 0, resetMs = 0, retryAfterMs = 0 },
   }
   local owner = first_of[key]
   if owner then
     e.s = owner.s
   else
-    ${loadState('key', `tonumber(ARGV[b + 8])`)}
+    ${loadState('key', 'size')}
     if raw then e.exists = true end
     e.s = s
     first_of[key] = e
@@ -170,14 +173,14 @@ if mode == 'c' then
   local ok = true
   for i = 1, n do
     local e = E[i]
-    e.alg('c', e.s, e, e.cost, now, e.max_wait, false, e.out)
+    e.alg('c', e.s, e.limit, e.window_ms, e.burst, e.cost, now, e.max_wait, false, e.out)
     if not e.shadow and not e.out.allowed then ok = false end
   end
   if ok then
     for i = 1, n do
       local e = E[i]
       if not e.shadow or e.out.allowed then
-        e.alg('c', e.s, e, e.cost, now, e.max_wait, true, e.out)
+        e.alg('c', e.s, e.limit, e.window_ms, e.burst, e.cost, now, e.max_wait, true, e.out)
         first_of[e.key].dirty = true
       end
     end
@@ -188,7 +191,7 @@ else
     local owner = first_of[e.key]
     -- Like MemoryStore: a key with no state (fresh or expired) has nothing to give back.
     if owner.exists then
-      e.alg('r', e.s, e, e.cost, now, 0, true, e.out)
+      e.alg('r', e.s, e.limit, e.window_ms, e.burst, e.cost, now, 0, true, e.out)
       owner.dirty = true
     end
   end
@@ -198,7 +201,7 @@ for i = 1, n do
   local e = E[i]
   if e.dirty then
     local s = e.s
-    ${storeState('e.alg', 'e.key', 'e', 'e.out')}
+    ${storeState('e.alg', 'e.key', 'e.limit, e.window_ms, e.burst', 'e.out')}
   end
 end
 

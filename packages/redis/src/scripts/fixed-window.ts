@@ -3,21 +3,21 @@
  * `s[2]` = count; core's `view` and `msUntilDrained` are inlined.
  */
 export const fixedWindowLua = `
-ALGORITHMS['fixed-window'] = function(op, s, p, cost, now, max_wait, commit, out)
+ALGORITHMS['fixed-window'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   if op == 'i' then
     local count = s[2]
     if count <= EPSILON then return 0 end
-    return s[1] + ceil((count - EPSILON) / p.limit) * p.windowMs
+    return s[1] + ceil((count - EPSILON) / limit) * window_ms
   end
   -- view
   local stored = s[1]
   local count = s[2]
-  local vstart = floor(now / p.windowMs) * p.windowMs
+  local vstart = floor(now / window_ms) * window_ms
   if count <= 0 then
     count = 0
   elseif vstart > stored then
-    local windows = floor((vstart - stored) / p.windowMs)
-    local left = count - windows * p.limit
+    local windows = floor((vstart - stored) / window_ms)
+    local left = count - windows * limit
     if left > 0 then count = left else count = 0 end
   else
     vstart = stored
@@ -28,16 +28,16 @@ ALGORITHMS['fixed-window'] = function(op, s, p, cost, now, max_wait, commit, out
     return
   end
   local after = count + cost
-  out.limit = p.limit
-  if after <= p.limit + EPSILON then
+  out.limit = limit
+  if after <= limit + EPSILON then
     out.allowed = true
     out.waitMs = 0
     out.retryAfterMs = 0
   else
-    local u = after - p.limit
+    local u = after - limit
     local wait = 0
-    if u > EPSILON then wait = vstart + ceil((u - EPSILON) / p.limit) * p.windowMs - now end
-    local fits = cost <= p.limit + EPSILON
+    if u > EPSILON then wait = vstart + ceil((u - EPSILON) / limit) * window_ms - now end
+    local fits = cost <= limit + EPSILON
     if max_wait > 0 and fits and wait <= max_wait then
       out.allowed = true
       out.waitMs = wait
@@ -50,18 +50,18 @@ ALGORITHMS['fixed-window'] = function(op, s, p, cost, now, max_wait, commit, out
       else
         out.retryAfterMs = max(1, wait)
       end
-      out.remaining = max(0, floor(p.limit - count + EPSILON))
+      out.remaining = max(0, floor(limit - count + EPSILON))
       if count > EPSILON then
-        out.resetMs = vstart + ceil((count - EPSILON) / p.limit) * p.windowMs - now
+        out.resetMs = vstart + ceil((count - EPSILON) / limit) * window_ms - now
       else
         out.resetMs = 0
       end
       return
     end
   end
-  out.remaining = max(0, floor(p.limit - after + EPSILON))
+  out.remaining = max(0, floor(limit - after + EPSILON))
   if after > EPSILON then
-    out.resetMs = vstart + ceil((after - EPSILON) / p.limit) * p.windowMs - now
+    out.resetMs = vstart + ceil((after - EPSILON) / limit) * window_ms - now
   else
     out.resetMs = 0
   end

@@ -3,7 +3,7 @@
  * same formulas and operation order, helpers inlined.
  */
 export const gcraLua = `
-ALGORITHMS['gcra'] = function(op, s, p, cost, now, max_wait, commit, out)
+ALGORITHMS['gcra'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   if op == 'i' then return s[2] + s[1] end
   -- aheadAt
   local anchor = s[2]
@@ -12,23 +12,23 @@ ALGORITHMS['gcra'] = function(op, s, p, cost, now, max_wait, commit, out)
   local ahead = s[1] - elapsed
   if not (ahead > 0) then ahead = 0 end
   if op == 'r' then
-    local back = (cost * p.windowMs) / p.limit
+    local back = (cost * window_ms) / limit
     if ahead > back then s[1] = ahead - back else s[1] = 0 end
     s[2] = max(s[2], now)
     return
   end
-  local t = p.windowMs / p.limit
+  local t = window_ms / limit
   local new_ahead = ahead + cost * t
-  local tolerance = (p.burst + EPSILON) * t
-  local slack = (EPSILON * p.windowMs) / p.limit
-  out.limit = p.burst
+  local tolerance = (burst + EPSILON) * t
+  local slack = (EPSILON * window_ms) / limit
+  out.limit = burst
   if new_ahead <= tolerance then
     out.allowed = true
     out.waitMs = 0
     out.retryAfterMs = 0
   else
     local wait = ceil(new_ahead - tolerance)
-    local fits = cost <= p.burst + EPSILON
+    local fits = cost <= burst + EPSILON
     if max_wait > 0 and fits and wait <= max_wait then
       out.allowed = true
       out.waitMs = wait
@@ -41,12 +41,12 @@ ALGORITHMS['gcra'] = function(op, s, p, cost, now, max_wait, commit, out)
       else
         out.retryAfterMs = max(1, wait)
       end
-      out.remaining = max(0, floor(p.burst - ahead / t + EPSILON))
+      out.remaining = max(0, floor(burst - ahead / t + EPSILON))
       if ahead > slack then out.resetMs = ceil(ahead - slack) else out.resetMs = 0 end
       return
     end
   end
-  out.remaining = max(0, floor(p.burst - new_ahead / t + EPSILON))
+  out.remaining = max(0, floor(burst - new_ahead / t + EPSILON))
   if new_ahead > slack then out.resetMs = ceil(new_ahead - slack) else out.resetMs = 0 end
   if commit then
     s[1] = new_ahead

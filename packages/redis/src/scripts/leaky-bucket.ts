@@ -3,8 +3,8 @@
  * `levelAt` and `msFor` inlined.
  */
 export const leakyBucketLua = `
-ALGORITHMS['leaky-bucket'] = function(op, s, p, cost, now, max_wait, commit, out)
-  if op == 'i' then return s[2] + (s[1] * p.windowMs) / p.limit end
+ALGORITHMS['leaky-bucket'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
+  if op == 'i' then return s[2] + (s[1] * window_ms) / limit end
   -- levelAt
   local level = s[1]
   if level <= 0 then
@@ -12,7 +12,7 @@ ALGORITHMS['leaky-bucket'] = function(op, s, p, cost, now, max_wait, commit, out
   else
     local elapsed = now - s[2]
     if elapsed > 0 then
-      local drained = (elapsed * p.limit) / p.windowMs
+      local drained = (elapsed * limit) / window_ms
       if drained >= level - EPSILON then level = 0 else level = level - drained end
     end
   end
@@ -22,21 +22,21 @@ ALGORITHMS['leaky-bucket'] = function(op, s, p, cost, now, max_wait, commit, out
     return
   end
   local after = level + cost
-  out.limit = p.burst
+  out.limit = burst
   out.waitMs = 0
   local overflow = 0
-  if after > p.burst + EPSILON then
-    local u = after - p.burst
-    if u > EPSILON then overflow = ceil(((u - EPSILON) * p.windowMs) / p.limit) end
+  if after > burst + EPSILON then
+    local u = after - burst
+    if u > EPSILON then overflow = ceil(((u - EPSILON) * window_ms) / limit) end
   end
   local queue = 0
-  if max_wait > 0 and level > EPSILON then queue = ceil(((level - EPSILON) * p.windowMs) / p.limit) end
+  if max_wait > 0 and level > EPSILON then queue = ceil(((level - EPSILON) * window_ms) / limit) end
   if overflow == 0 and queue <= max_wait then
     out.allowed = true
     out.waitMs = queue
     out.retryAfterMs = 0
-    out.remaining = max(0, floor(p.burst - after + EPSILON))
-    if after > EPSILON then out.resetMs = ceil(((after - EPSILON) * p.windowMs) / p.limit) else out.resetMs = 0 end
+    out.remaining = max(0, floor(burst - after + EPSILON))
+    if after > EPSILON then out.resetMs = ceil(((after - EPSILON) * window_ms) / limit) else out.resetMs = 0 end
     if commit then
       s[1] = after
       s[2] = max(s[2], now)
@@ -47,7 +47,7 @@ ALGORITHMS['leaky-bucket'] = function(op, s, p, cost, now, max_wait, commit, out
   local shaper = 0
   if max_wait > 0 then shaper = ceil(queue - max_wait) end
   out.retryAfterMs = max(1, overflow, shaper)
-  out.remaining = max(0, floor(p.burst - level + EPSILON))
-  if level > EPSILON then out.resetMs = ceil(((level - EPSILON) * p.windowMs) / p.limit) else out.resetMs = 0 end
+  out.remaining = max(0, floor(burst - level + EPSILON))
+  if level > EPSILON then out.resetMs = ceil(((level - EPSILON) * window_ms) / limit) else out.resetMs = 0 end
 end
 `

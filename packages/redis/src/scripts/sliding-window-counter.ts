@@ -3,8 +3,8 @@
  * `s[2]` = prevCount, `s[3]` = currCount; `view` and `msUntilFresh` inlined.
  */
 export const slidingWindowCounterLua = `
-ALGORITHMS['sliding-window-counter'] = function(op, s, p, cost, now, max_wait, commit, out)
-  local w = p.windowMs
+ALGORITHMS['sliding-window-counter'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
+  local w = window_ms
   if op == 'i' then
     if s[3] > 0 then return s[1] + 2 * w end
     if s[2] > 0 then return s[1] + w end
@@ -31,12 +31,12 @@ ALGORITHMS['sliding-window-counter'] = function(op, s, p, cost, now, max_wait, c
   end
   local estimate = (prev * (w - el)) / w + curr
   local after = estimate + cost
-  out.limit = p.limit
+  out.limit = limit
   out.waitMs = 0
-  if after <= p.limit + EPSILON then
+  if after <= limit + EPSILON then
     out.allowed = true
     out.retryAfterMs = 0
-    out.remaining = max(0, floor(p.limit - after + EPSILON))
+    out.remaining = max(0, floor(limit - after + EPSILON))
     if curr + cost > 0 then out.resetMs = 2 * w - el elseif prev > 0 then out.resetMs = w - el else out.resetMs = 0 end
     if commit then
       s[1] = vs
@@ -46,15 +46,15 @@ ALGORITHMS['sliding-window-counter'] = function(op, s, p, cost, now, max_wait, c
     return
   end
   out.allowed = false
-  out.remaining = max(0, floor(p.limit - estimate + EPSILON))
+  out.remaining = max(0, floor(limit - estimate + EPSILON))
   if curr > 0 then out.resetMs = 2 * w - el elseif prev > 0 then out.resetMs = w - el else out.resetMs = 0 end
-  local room = p.limit + EPSILON - curr - cost
-  if cost > p.limit + EPSILON then
+  local room = limit + EPSILON - curr - cost
+  if cost > limit + EPSILON then
     out.retryAfterMs = max(1, out.resetMs, w - el)
   elseif room >= 0 then
     out.retryAfterMs = max(1, ceil(w - (room * w) / prev - el))
   else
-    local next_room = p.limit + EPSILON - cost
+    local next_room = limit + EPSILON - cost
     if curr <= next_room then
       out.retryAfterMs = w - el
     else

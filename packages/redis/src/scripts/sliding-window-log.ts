@@ -4,13 +4,13 @@
  * and `view` (the binary search) inlined.
  */
 export const slidingWindowLogLua = `
-ALGORITHMS['sliding-window-log'] = function(op, s, p, cost, now, max_wait, commit, out)
-  local size = max(1, ceil(p.limit - EPSILON))
+ALGORITHMS['sliding-window-log'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
+  local size = max(1, ceil(limit - EPSILON))
   local count = s[1]
   local head = s[2]
   if op == 'i' then
     if count <= 0 then return 0 end
-    return s[3 + ((head + count - 1) % size)] + p.windowMs
+    return s[3 + ((head + count - 1) % size)] + window_ms
   end
   local units = 0
   if cost > EPSILON then units = ceil(cost - EPSILON) end
@@ -24,7 +24,7 @@ ALGORITHMS['sliding-window-log'] = function(op, s, p, cost, now, max_wait, commi
     local newest = s[3 + ((head + count - 1) % size)]
     if not (now > newest) then vnow = newest end
   end
-  local cutoff = vnow - p.windowMs
+  local cutoff = vnow - window_ms
   local lo, hi = 0, count
   while lo < hi do
     local mid = floor((lo + hi) / 2)
@@ -42,9 +42,9 @@ ALGORITHMS['sliding-window-log'] = function(op, s, p, cost, now, max_wait, commi
     out.retryAfterMs = 0
     out.remaining = size - after
     if units > 0 then
-      out.resetMs = p.windowMs
+      out.resetMs = window_ms
     elseif in_window > 0 then
-      out.resetMs = newest + p.windowMs - vnow
+      out.resetMs = newest + window_ms - vnow
     else
       out.resetMs = 0
     end
@@ -58,12 +58,12 @@ ALGORITHMS['sliding-window-log'] = function(op, s, p, cost, now, max_wait, commi
   end
   out.allowed = false
   out.remaining = size - in_window
-  if in_window > 0 then out.resetMs = newest + p.windowMs - vnow else out.resetMs = 0 end
+  if in_window > 0 then out.resetMs = newest + window_ms - vnow else out.resetMs = 0 end
   if units > size then
-    if in_window > 0 then out.retryAfterMs = out.resetMs else out.retryAfterMs = p.windowMs end
+    if in_window > 0 then out.retryAfterMs = out.resetMs else out.retryAfterMs = window_ms end
   else
     local leaving = s[3 + ((head + first + after - size - 1) % size)]
-    out.retryAfterMs = leaving + p.windowMs - vnow
+    out.retryAfterMs = leaving + window_ms - vnow
   end
 end
 `

@@ -5,8 +5,8 @@
  * are inlined: every function a script defines is a closure allocated on every call.
  */
 export const tokenBucketLua = `
-ALGORITHMS['token-bucket'] = function(op, s, p, cost, now, max_wait, commit, out)
-  if op == 'i' then return s[2] + (s[1] * p.windowMs) / p.limit end
+ALGORITHMS['token-bucket'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
+  if op == 'i' then return s[2] + (s[1] * window_ms) / limit end
   -- usedAt
   local used = s[1]
   if used <= 0 then
@@ -14,7 +14,7 @@ ALGORITHMS['token-bucket'] = function(op, s, p, cost, now, max_wait, commit, out
   else
     local elapsed = now - s[2]
     if elapsed > 0 then
-      local refilled = (elapsed * p.limit) / p.windowMs
+      local refilled = (elapsed * limit) / window_ms
       if refilled >= used - EPSILON then used = 0 else used = used - refilled end
     end
   end
@@ -24,34 +24,34 @@ ALGORITHMS['token-bucket'] = function(op, s, p, cost, now, max_wait, commit, out
     return
   end
   local after = used + cost
-  out.limit = p.burst
-  if after <= p.burst + EPSILON then
+  out.limit = burst
+  if after <= burst + EPSILON then
     out.allowed = true
     out.waitMs = 0
     out.retryAfterMs = 0
   else
-    local u = after - p.burst
+    local u = after - burst
     local wait = 0
-    if u > EPSILON then wait = ceil(((u - EPSILON) * p.windowMs) / p.limit) end
-    if max_wait > 0 and wait <= max_wait and cost <= p.burst + EPSILON then
+    if u > EPSILON then wait = ceil(((u - EPSILON) * window_ms) / limit) end
+    if max_wait > 0 and wait <= max_wait and cost <= burst + EPSILON then
       out.allowed = true
       out.waitMs = wait
       out.retryAfterMs = 0
     else
       out.allowed = false
       out.waitMs = 0
-      if max_wait > 0 and cost <= p.burst + EPSILON then
+      if max_wait > 0 and cost <= burst + EPSILON then
         out.retryAfterMs = max(1, ceil(wait - max_wait))
       else
         out.retryAfterMs = max(1, wait)
       end
-      out.remaining = max(0, floor(p.burst - used + EPSILON))
-      if used > EPSILON then out.resetMs = ceil(((used - EPSILON) * p.windowMs) / p.limit) else out.resetMs = 0 end
+      out.remaining = max(0, floor(burst - used + EPSILON))
+      if used > EPSILON then out.resetMs = ceil(((used - EPSILON) * window_ms) / limit) else out.resetMs = 0 end
       return
     end
   end
-  out.remaining = max(0, floor(p.burst - after + EPSILON))
-  if after > EPSILON then out.resetMs = ceil(((after - EPSILON) * p.windowMs) / p.limit) else out.resetMs = 0 end
+  out.remaining = max(0, floor(burst - after + EPSILON))
+  if after > EPSILON then out.resetMs = ceil(((after - EPSILON) * window_ms) / limit) else out.resetMs = 0 end
   if commit then
     s[1] = after
     s[2] = max(s[2], now)
