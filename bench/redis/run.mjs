@@ -344,15 +344,39 @@ async function http() {
     'peer-redis': 'Fastify + @fastify/rate-limit (Redis)',
   }
   const servers = await Promise.all(variants.map(startServer))
-  const hit = (s, seconds) =>
-    autocannon({ url: `http://127.0.0.1:${s.port}/`, connections: CONNECTIONS, duration: seconds })
+  const admin = new Redis(REDIS_URL)
+  const cpu = (s) =>
+    new Promise((resolve) => {
+      s.child.once('message', (m) => resolve(m.cpuUs))
+      s.child.send('cpu')
+    })
+  // Server CPU and Redis script time per response: steadier than req/s on a busy 2-core box.
+  const hit = async (s, seconds) => {
+    const cpuBefore = await cpu(s)
+    const redisBefore = (await commandCalls(admin)).usec
+    const res = await autocannon({
+      url: `http://127.0.0.1:${s.port}/`,
+      connections: CONNECTIONS,
+      duration: seconds,
+    })
+    const n = Math.max(1, res.requests.total)
+    res.cpuUs = ((await cpu(s)) - cpuBefore) / n
+    res.redisUs = ((await commandCalls(admin)).usec - redisBefore) / n
+    return res
+  }
   for (const s of servers) await hit(s, 1)
   const samples = servers.map(() => [])
   for (let r = 0; r < ROUNDS; r++) {
     for (let j = 0; j < servers.length; j++) {
       const i = (j + r) % servers.length
       const res = await hit(servers[i], SECONDS)
-      samples[i].push({ rps: res.requests.average, p99: res.latency.p99, non2xx: res.non2xx })
+      samples[i].push({
+        rps: res.requests.average,
+        p99: res.latency.p99,
+        non2xx: res.non2xx,
+        cpuUs: res.cpuUs,
+        redisUs: res.redisUs,
+      })
     }
   }
   for (const s of servers) s.child.kill()
@@ -361,16 +385,18 @@ async function http() {
     `### HTTP: Fastify on Redis (${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s, medians)`,
   )
   out()
-  out('| server | req/s | vs bare | p99 ms | non-2xx |')
-  out('| --- | ---: | ---: | ---: | ---: |')
+  out(
+    '| server | req/s | vs bare | p99 ms | server CPU µs / response | Redis µs / response | non-2xx |',
+  )
+  out('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
   variants.forEach((v, i) => {
-    const rps = median(samples[i].map((x) => x.rps))
+    const m = (f) => median(samples[i].map(f))
+    const rps = m((x) => x.rps)
     out(
-      `| ${names[v]} | ${Math.round(rps)} | ${(rps / bare).toFixed(2)}x | ${median(samples[i].map((x) => x.p99))} | ${samples[i].reduce((a, x) => a + x.non2xx, 0)} |`,
+      `| ${names[v]} | ${Math.round(rps)} | ${(rps / bare).toFixed(2)}x | ${m((x) => x.p99)} | ${m((x) => x.cpuUs).toFixed(1)} | ${m((x) => x.redisUs).toFixed(1)} | ${samples[i].reduce((a, x) => a + x.non2xx, 0)} |`,
     )
   })
   out()
-  const admin = new Redis(REDIS_URL)
   await cleanup(admin)
   admin.disconnect()
 }

@@ -31,3 +31,10 @@ if (variant === 'floodgate-redis') {
 app.get('/', async () => ({ hello: 'world' }))
 await app.listen({ port: 0, host: '127.0.0.1' })
 process.send({ port: app.server.address().port })
+// CPU time so far, on request: the parent divides the difference by the responses.
+process.on('message', (m) => {
+  if (m === 'cpu') {
+    const u = process.cpuUsage()
+    process.send({ cpuUs: u.user + u.system })
+  }
+})
