@@ -415,14 +415,24 @@ export class RedisStore implements Store {
    * `enableAutoPipelining` would batch too, but it breaks on scripts in ioredis 5.11.
    */
   private corkOnce(): void {
-    if (this.corked || this.isCluster) return
-    const stream = (this.client as Redis).stream as Socket | undefined
-    if (!stream || !stream.writable) return
-    stream.cork()
+    if (this.corked) return
+    // On a Cluster, every primary's connection (one socket per node).
+    const clients = this.isCluster
+      ? (this.client as Cluster).nodes('master')
+      : [this.client as Redis]
+    const streams: Socket[] = []
+    for (const c of clients) {
+      const stream = c.stream as Socket | undefined
+      if (stream?.writable) {
+        stream.cork()
+        streams.push(stream)
+      }
+    }
+    if (streams.length === 0) return
     this.corked = true
     process.nextTick(() => {
       this.corked = false
-      stream.uncork()
+      for (const stream of streams) stream.uncork()
     })
   }
 
