@@ -8,7 +8,7 @@ import {
   type ConsumeEntry,
 } from '@floodgate/core'
 import { testRule } from '@floodgate/core/testing'
-import { RedisStore, createRedisStore, hashTag, redisKey } from '@floodgate/redis'
+import { RedisStore, createRedisStore, decideScript, hashTag, redisKey } from '@floodgate/redis'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 const available = await redisAvailable()
@@ -25,6 +25,14 @@ const ALGORITHMS: AlgorithmName[] = [
 ]
 
 const copy = (rs: readonly AlgorithmResult[]): AlgorithmResult[] => rs.map((r) => ({ ...r }))
+
+describe('the Lua ports', () => {
+  it('cover every algorithm core ships (a new one must get its port)', () => {
+    expect(Object.keys(algorithms).sort()).toEqual([...ALGORITHMS].sort())
+    const lua = decideScript()
+    for (const name of ALGORITHMS) expect(lua).toContain(`ALGORITHMS['${name}'] = function`)
+  })
+})
 
 describe.skipIf(!available)('RedisStore on a single Redis', () => {
   let admin: Redis
