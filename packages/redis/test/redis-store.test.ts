@@ -3,6 +3,7 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   MemoryStore,
+  algorithms,
   type AlgorithmName,
   type AlgorithmResult,
   type ConsumeEntry,
