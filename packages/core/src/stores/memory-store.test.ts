@@ -22,9 +22,17 @@ describe('MemoryStore', () => {
     const rule = testRule('fixed-window', 5, 1000)
     for (let i = 0; i < 1000; i++) store.consume(one(rule, `old${i}`), 0)
     expect(store.size).toBe(1000)
-    // Two windows later every old key is idle; new traffic sweeps them away.
-    for (let i = 0; i < 1000; i++) store.consume(one(rule, `new${i}`), 2500)
+    // A minute after the window every old key has been idle long enough; new traffic sweeps them.
+    for (let i = 0; i < 1000; i++) store.consume(one(rule, `new${i}`), 62_000)
     expect(store.size).toBeLessThan(1100)
+  })
+
+  it('leaves recently idle state alone, so busy clients of fast rules do not churn', () => {
+    const store = new MemoryStore()
+    const rule = testRule('token-bucket', 1000, 1000)
+    for (let i = 0; i < 100; i++) store.consume(one(rule, `c${i}`), 0)
+    for (let i = 0; i < 100; i++) store.consume(one(rule, `d${i}`), 50)
+    expect(store.size).toBe(200)
   })
 
   it('holds its hard cap under a flood of random keys (P6)', () => {

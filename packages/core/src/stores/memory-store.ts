@@ -25,6 +25,10 @@ const MAP_CEILING = 2 ** 24 - 1
 const PRESSURE_SCAN = 32
 // How many entries each new key sweeps for idle state, so cleanup keeps pace with inserts.
 const SWEEP_PER_INSERT = 2
+// The background sweep leaves state alone until it has been idle this long: a busy client of a
+// fast-refilling rule is idle between its own requests, and dropping and re-creating its state
+// every time would be pure churn. Under pressure, idle state goes first regardless.
+const SWEEP_GRACE_MS = 60_000
 
 /**
  * State of one rule: key → slot in a packed Float64Array (a stride of the algorithm's state
@@ -84,8 +88,10 @@ class RuleTable {
     return undefined
   }
 
-  isIdle(slot: number, nowMs: number): boolean {
-    return this.algorithm.idleAtMs(this.slab, slot * this.stride, this.params, nowMs) <= nowMs
+  isIdle(slot: number, nowMs: number, graceMs = 0): boolean {
+    return (
+      this.algorithm.idleAtMs(this.slab, slot * this.stride, this.params, nowMs) + graceMs <= nowMs
+    )
   }
 
   /** Whether evicting the slot could not free a throttled client: it still has room for a unit. */
@@ -100,7 +106,7 @@ class RuleTable {
     for (let i = 0; i < budget; i++) {
       const e = this.nextEntry()
       if (!e) break
-      if (this.isIdle(e[1], nowMs)) {
+      if (this.isIdle(e[1], nowMs, SWEEP_GRACE_MS)) {
         this.remove(e[0], e[1])
         removed++
       }
