@@ -29,7 +29,11 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
   let admin: Redis
 
   beforeAll(async () => {
-    cluster = await RedisClusterFixture.start({ primaries: 3, replicas: 1 })
+    // Once more on failure: a free port can be taken by another process between the probe
+    // and redis-server's bind on a busy machine.
+    cluster = await RedisClusterFixture.start({ primaries: 3, replicas: 1 }).catch(() =>
+      RedisClusterFixture.start({ primaries: 3, replicas: 1 }),
+    )
     store = createRedisStore({ cluster: cluster.seeds, timeoutMs: 200 })
     await store.ready
     admin = new Redis(cluster.nodes[0]!.port, '127.0.0.1', { maxRetriesPerRequest: 0 })
