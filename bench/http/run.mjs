@@ -38,11 +38,19 @@ for (const pkg of ['core', 'express', 'fastify', 'koa']) {
   }
 }
 
+const children = new Set()
+// A server that failed to start must not leave its siblings running.
+process.on('exit', () => {
+  for (const c of children) c.kill()
+})
+
 function start(framework, variant, mode) {
   const child = fork(join(here, 'server.mjs'), [framework, variant, mode], {
     cwd: here,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
+  children.add(child)
+  child.once('exit', () => children.delete(child))
   return new Promise((resolve, reject) => {
     child.once('message', (m) => resolve({ child, port: m.port, framework, variant, mode }))
     child.once('exit', (code) =>
