@@ -37,9 +37,17 @@ export class RedisServer {
   }
 
   static async start(extraArgs: string[] = []): Promise<RedisServer> {
-    const server = new RedisServer(await freePort(), extraArgs)
-    await server.start()
-    return server
+    // Twice at most: another process may take the free port before redis-server binds it.
+    for (let attempt = 1; ; attempt++) {
+      const server = new RedisServer(await freePort(), extraArgs)
+      try {
+        await server.start()
+        return server
+      } catch (err) {
+        await server.stop()
+        if (attempt >= 2) throw err
+      }
+    }
   }
 
   get url(): string {
