@@ -5,6 +5,7 @@ import { createLimiter, type LimiterOptions } from './limiter.js'
 import type { Logger } from './logger.js'
 import type { RequestFacts } from './request-facts.js'
 import type { RuleInput } from './rules/schema.js'
+import { MemoryStore } from './stores/memory-store.js'
 import type { Store } from './stores/store.js'
 
 const facts = (over: Partial<RequestFacts> = {}): RequestFacts => ({
@@ -98,6 +99,36 @@ describe('createLimiter', () => {
       vi.useRealTimers()
     }
     expect(limiter.counters().byRule.get('q')).toMatchObject({ allowed: 1, queued: 1, rejected: 1 })
+  })
+
+  it('takes the queue place before an asynchronous store answers, so concurrent checks cannot overfill it', async () => {
+    const memory = new MemoryStore()
+    const slow: Store = {
+      consume: (entries, now) => {
+        const results = memory.consume(entries, now).map((r) => ({ ...r }))
+        return new Promise((resolve) => setImmediate(() => resolve(results)))
+      },
+      refund: (entries, now) => memory.refund(entries, now),
+    }
+    let now = 0
+    const limiter = createLimiter({
+      rules: [
+        {
+          id: 'q',
+          limit: 1,
+          window: '1s',
+          onLimit: { action: 'queue', maxWait: '5s', maxQueue: 1 },
+        },
+      ],
+      store: slow,
+      clock: () => now,
+    })
+    await limiter.check(facts())
+    const [a, b] = await Promise.all([limiter.check(facts()), limiter.check(facts())])
+    expect([a.action, b.action].sort()).toEqual(['queue', 'reject'])
+    now += 1
+    // The refused one gave its place back; the queued one still holds it.
+    expect((await limiter.check(facts())).action).toBe('reject')
   })
 
   it('refunds the reservation and frees the place when a queued client goes away', async () => {

@@ -107,6 +107,8 @@ interface Entry extends ConsumeEntry {
   maxWaitMs: number
   shadow: boolean
   rt: RuleRuntime
+  /** The queue place taken before asking the store, so concurrent checks cannot overfill it. */
+  place: string | undefined
 }
 
 interface Lease {
@@ -337,9 +339,15 @@ class LimiterEngine<Req> implements Limiter<Req> {
       if (key === undefined) continue
       const rule = rt.compiled.rule
       let maxWaitMs = 0
+      let place: string | undefined
       if (rule.onLimit.action === 'queue') {
-        const waiting = this.queued.get(queueKey(rt.compiled, key)) ?? 0
-        if (waiting < rule.onLimit.maxQueue) maxWaitMs = rule.onLimit.maxWaitMs
+        const k = queueKey(rt.compiled, key)
+        const waiting = this.queued.get(k) ?? 0
+        if (waiting < rule.onLimit.maxQueue) {
+          maxWaitMs = rule.onLimit.maxWaitMs
+          this.queued.set(k, waiting + 1)
+          place = k
+        }
       }
       const cost = rule.cost * routeCost
       const e = entries[n]
@@ -350,8 +358,9 @@ class LimiterEngine<Req> implements Limiter<Req> {
         e.maxWaitMs = maxWaitMs
         e.shadow = rule.shadow
         e.rt = rt
+        e.place = place
       } else {
-        entries[n] = { rule: rt.compiled, key, cost, maxWaitMs, shadow: rule.shadow, rt }
+        entries[n] = { rule: rt.compiled, key, cost, maxWaitMs, shadow: rule.shadow, rt, place }
       }
       n++
     }
@@ -503,12 +512,19 @@ class LimiterEngine<Req> implements Limiter<Req> {
         else c.rejected++
       }
     }
-    if (gate) this.openLease(decision, entries, outcomes)
+    const lease = gate ? this.openLease(decision, entries, outcomes) : undefined
+    for (const e of entries) {
+      if (e.place !== undefined && !lease?.queueKeys.includes(e.place)) this.leavePlace(e.place)
+    }
     return this.report(decision, facts)
   }
 
   /** Track what an admitted request holds: concurrency slots, queue places, charged units. */
-  private openLease(decision: Decision, entries: Entry[], outcomes: RuleOutcome[]): void {
+  private openLease(
+    decision: Decision,
+    entries: Entry[],
+    outcomes: RuleOutcome[],
+  ): Lease | undefined {
     let lease: Lease | undefined
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!
@@ -520,14 +536,12 @@ class LimiterEngine<Req> implements Limiter<Req> {
       if (concurrency) lease.slots.push(refundOf(e))
       if (decision.action === 'queue' && o.allowed) {
         lease.charged.push(refundOf(e))
-        if (o.waitMs > 0) {
-          const k = queueKey(e.rule, e.key)
-          this.queued.set(k, (this.queued.get(k) ?? 0) + 1)
-          lease.queueKeys.push(k)
-        }
+        // The place taken in check() now belongs to the waiting request.
+        if (o.waitMs > 0 && e.place !== undefined) lease.queueKeys.push(e.place)
       }
     }
     if (lease) this.leases.set(decision, lease)
+    return lease
   }
 
   private report(decision: Decision, facts: RequestFacts<Req>): Decision {
@@ -548,7 +562,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
   }
 
   private failOpen(err: unknown, entries: Entry[], facts: RequestFacts<Req>): Decision {
-    for (const e of entries) e.rt.counts.failedOpen++
+    for (const e of entries) {
+      e.rt.counts.failedOpen++
+      if (e.place !== undefined) this.leavePlace(e.place)
+    }
     const now = this.clock()
     if (now - this.lastFailOpenLogMs >= this.failOpenLogIntervalMs) {
       this.logger.warn(
@@ -574,12 +591,14 @@ class LimiterEngine<Req> implements Limiter<Req> {
     }
   }
 
+  private leavePlace(k: string): void {
+    const left = (this.queued.get(k) ?? 1) - 1
+    if (left > 0) this.queued.set(k, left)
+    else this.queued.delete(k)
+  }
+
   private leaveQueue(lease: Lease): void {
-    for (const k of lease.queueKeys) {
-      const left = (this.queued.get(k) ?? 1) - 1
-      if (left > 0) this.queued.set(k, left)
-      else this.queued.delete(k)
-    }
+    for (const k of lease.queueKeys) this.leavePlace(k)
     lease.queueKeys.length = 0
   }
 
