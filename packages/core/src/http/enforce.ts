@@ -146,6 +146,9 @@ async function queue<Req, C, R>(
   const aborter = new AbortController()
   const onClose = (): void => aborter.abort()
   res.once('close', onClose)
+  // With an asynchronous store the client may have left before the decision came back: its
+  // 'close' has fired already, so give the reservation back now rather than wait it out.
+  if (res.destroyed || res.socket?.destroyed === true) aborter.abort()
   let admitted: boolean
   try {
     admitted = await limiter.waitInQueue(decision, aborter.signal)
