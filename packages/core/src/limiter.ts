@@ -97,6 +97,8 @@ interface RuleRuntime {
   readonly compiled: CompiledRule
   readonly keyFn: KeyFn
   readonly counts: DecisionCounts
+  /** Whether an admitted request holds something until it ends (a concurrency slot). */
+  readonly holdsSlot: boolean
 }
 
 /** A store entry plus the rule's runtime, so the decision needs no second lookup. */
@@ -268,6 +270,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
       compiled: c,
       keyFn: compileKey(c.rule, this.keys, this.ipv6Subnet, `${label}[${i}]`),
       counts: this.countsFor(c.rule.id),
+      holdsSlot: c.algorithm.name === 'concurrency',
     }))
     for (const rt of fresh) this.runtimes.set(rt.compiled, rt)
     return compiled
@@ -512,9 +515,12 @@ class LimiterEngine<Req> implements Limiter<Req> {
         else c.rejected++
       }
     }
-    const lease = gate ? this.openLease(decision, entries, outcomes) : undefined
-    for (const e of entries) {
-      if (e.place !== undefined && !lease?.queueKeys.includes(e.place)) this.leavePlace(e.place)
+    let holds = action === 'queue'
+    for (let i = 0; i < n && !holds; i++) holds = entries[i]!.rt.holdsSlot
+    const lease = gate && holds ? this.openLease(decision, entries, outcomes) : undefined
+    for (let i = 0; i < n; i++) {
+      const place = entries[i]!.place
+      if (place !== undefined && !lease?.queueKeys.includes(place)) this.leavePlace(place)
     }
     return this.report(decision, facts)
   }
@@ -529,7 +535,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!
       const o = outcomes[i]!
-      const concurrency = e.rule.algorithm.name === 'concurrency' && o.allowed
+      const concurrency = e.rt.holdsSlot && o.allowed
       if (!concurrency && decision.action !== 'queue') continue
       lease ??= { released: false, charged: [], slots: [], queueKeys: [] }
       // Copies: the entry objects may be reused by the next check.
