@@ -1,9 +1,7 @@
-// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, doubleCountGuard.
+// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce.
 import {
-  CHECKED_BY,
   OptionsError,
   PROBLEM_CONTENT_TYPE,
-  doubleCountGuard,
   enforce,
   resolveLimiter,
   routeCost,
@@ -59,6 +57,7 @@ interface Ctx {
 }
 
 const ROUTE_KEYS = ['cost', 'rules']
+const hooksByLimiter = new WeakMap<object, WeakSet<object>>()
 // Options Fastify itself reads from `register`'s second argument.
 const REGISTER_KEYS = ['prefix', 'logLevel', 'logSerializers']
 
@@ -98,9 +97,6 @@ async function floodgate(
     (message) => warn('FG_WRN_OPTION_UNKNOWN', message),
   )
   const { limiter, owned } = resolveLimiter(options.rules, options, logger)
-  const seen = doubleCountGuard(limiter)
-  // Declared up front, so requests are created with the guard's mark slot (no shape change).
-  if (!fastify.hasRequestDecorator(CHECKED_BY)) fastify.decorateRequest(CHECKED_BY, null)
   if (owned) fastify.addHook('onClose', () => limiter.close())
   await limiter.ready
   const { skip } = resolved
@@ -128,12 +124,16 @@ async function floodgate(
   // exempt routes pay nothing, and nothing is looked up per request. onRequest runs before the
   // body is parsed, so a refusal costs the least; auth hooks the `user` key needs must be
   // registered as onRequest hooks before this plugin.
-  const ours = new WeakSet<object>()
+  // The double-count guard, at startup: a route that already has a hook of this limiter (the
+  // plugin registered twice, or the HEAD twin Fastify copies from a GET route) gets no second
+  // one. Nothing is marked per request: a request decorator measurably slowed every request.
+  let ours = hooksByLimiter.get(limiter)
+  if (!ours) hooksByLimiter.set(limiter, (ours = new WeakSet()))
+  const mine = ours
   fastify.addHook('onRoute', (route) => {
     const existing = route.onRequest
     const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]
-    // The HEAD twin Fastify adds for a GET route copies its hooks, ours included.
-    if (hooks.some((h) => ours.has(h))) return
+    if (hooks.some((h) => mine.has(h))) return
     const settings = routeSettings(route)
     if (settings === false) return
     const cost = settings.cost ?? resolved.cost
@@ -151,12 +151,12 @@ async function floodgate(
       reply: FastifyReply,
       done: HookHandlerDoneFunction,
     ): void {
-      if (skip?.(request) || seen(request)) return done()
+      if (skip?.(request)) return done()
       const facts = new FastifyFacts(request, pattern, routeCost(cost, request, warn), routeRules)
       const result = enforce(limiter, facts, { request, reply, done }, io, resolved)
       if (result instanceof Promise) result.catch(done)
     }
-    ours.add(hook)
+    mine.add(hook)
     route.onRequest = [...hooks, hook]
   })
 }

@@ -1,7 +1,6 @@
 /**
  * The property a request's holder object carries once a limiter checked the request. A global
- * symbol, so two copies of core (ESM and CJS builds) see each other's marks. Fastify adapters
- * declare it as a request decorator so that requests are created with it.
+ * symbol, so two copies of core (ESM and CJS builds) see each other's marks.
  */
 export const CHECKED_BY: unique symbol = Symbol.for('floodgate.checked-by') as never
 
@@ -16,9 +15,10 @@ interface Marked {
  * once; the first mount to run decides, later ones pass the request through.
  *
  * The mark goes on a per-request object the adapter picks for speed: Express's `res.locals`
- * (a dictionary object, so no hidden-class change), Koa's `ctx`, Fastify's `request` (declared
- * as a decorator). Node's `IncomingMessage` is a poor holder: Express swaps its prototype, and a
- * new property on it costs microseconds; a WeakSet of requests burdens the garbage collector.
+ * (a dictionary object, so no hidden-class change) and Koa's `ctx`. Node's `IncomingMessage` is
+ * a poor holder: Express swaps its prototype, and a new property on it costs microseconds; a
+ * WeakSet of requests burdens the garbage collector. (Fastify needs no per-request mark: its
+ * plugin refuses, at startup, to add a second hook of one limiter to a route.)
  *
  * @param limiter - the limiter a mount uses
  * @returns a function of the holder: true when this limiter already checked the request (skip
