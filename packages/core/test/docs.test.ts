@@ -1,0 +1,29 @@
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { afterAll, describe, it } from 'vitest'
+
+// Runs every ```ts block of the docs pages below as a module: a snippet that no longer
+// compiles or whose assertions fail breaks the build, so the docs cannot drift from the code.
+const pages = ['limiter.md']
+const docs = new URL('../../../docs/', import.meta.url)
+const out = new URL('./.docs-snippets/', import.meta.url)
+
+function snippets(page: string): string[] {
+  const text = readFileSync(new URL(page, docs), 'utf8')
+  return [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!)
+}
+
+describe('docs snippets', () => {
+  mkdirSync(out, { recursive: true })
+  afterAll(() => rmSync(out, { recursive: true, force: true }))
+
+  for (const page of pages) {
+    snippets(page).forEach((code, i) => {
+      it(`docs/${page} snippet ${i + 1} runs`, async () => {
+        const file = new URL(`${page.replace('.md', '')}-${i + 1}.ts`, out)
+        writeFileSync(file, code)
+        await import(fileURLToPath(file))
+      })
+    })
+  }
+})
