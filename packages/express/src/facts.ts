@@ -1,5 +1,5 @@
 // Uses from @floodgate/core: RequestFacts (what the limiter reads about a request).
-import type { HeaderBag, RequestFacts } from '@floodgate/core'
+import { pathOf, type HeaderBag, type RequestFacts } from '@floodgate/core'
 import type { Request } from 'express'
 
 /**
@@ -18,9 +18,7 @@ export class ExpressFacts implements RequestFacts<Request> {
 
   /** The full path, also under a router mounted at a prefix (`req.path` would drop the prefix). */
   get path(): string {
-    const url = this.request.originalUrl
-    const q = url.indexOf('?')
-    return q < 0 ? url : url.slice(0, q)
+    return pathOf(this.request.originalUrl)
   }
 
   /** The route pattern when mounted on a route (`/users/:id`); unknown in app-level middleware. */
@@ -34,7 +32,8 @@ export class ExpressFacts implements RequestFacts<Request> {
     const req = this.request
     // With `trust proxy` off (the default) Express's req.ip is the socket address; reading it
     // directly skips parsing X-Forwarded-For on every request only to ignore it.
-    if ((req.app.settings as Record<string, unknown>)['trust proxy'] === false) return req.socket.remoteAddress
+    if ((req.app.settings as Record<string, unknown>)['trust proxy'] === false)
+      return req.socket.remoteAddress
     return req.ip
   }
 

@@ -1,12 +1,9 @@
-// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, doubleCountGuard.
+// Uses from @floodgate/core: prepareMount, firstCheck, enforce, routeCost.
 import {
-  doubleCountGuard,
   enforce,
-  resolveLimiter,
+  firstCheck,
+  prepareMount,
   routeCost,
-  scopeLogger,
-  validateAdapterOptions,
-  warnOnce,
   writeProblem,
   type AdapterOptions,
   type HttpIo,
@@ -61,14 +58,10 @@ export function rateLimit(
   rules: LimiterInput<Request>,
   options: ExpressRateLimitOptions = {},
 ): RateLimitMiddleware {
-  const logger = scopeLogger(options.logger)
-  const warn = warnOnce(logger)
-  const resolved = validateAdapterOptions(options, ['onLimited'], (message) =>
-    warn('FG_WRN_OPTION_UNKNOWN', message),
-  )
-  const { limiter } = resolveLimiter(rules, options, logger)
-  const seen = doubleCountGuard(limiter)
-  const { skip, cost } = resolved
+  const mount = prepareMount(rules, options, ['onLimited'])
+  const { limiter, settings, warn } = mount
+  const shouldCheck = firstCheck(mount)
+  const { skip, cost } = settings
   const onLimited = options.onLimited
 
   const io: HttpIo<Ctx, void> = {
@@ -82,17 +75,9 @@ export function rateLimit(
   }
 
   const middleware = function rateLimit(req: Request, res: Response, next: NextFunction): void {
-    if (skip?.(req)) return next()
-    if (seen(res.locals)) {
-      warn(
-        'FG_WRN_DOUBLE_MOUNT',
-        'one limiter is mounted twice on this request path; it charged once, at the first mount (route costs belong in a rule or on the route mount only)',
-        { path: req.originalUrl },
-      )
-      return next()
-    }
+    if (skip?.(req) || !shouldCheck(res.locals, req.originalUrl)) return next()
     const facts = new ExpressFacts(req, routeCost(cost, req, warn))
-    const result = enforce(limiter, facts, { req, res, next }, io, resolved)
+    const result = enforce(limiter, facts, { req, res, next }, io, settings)
     // Express 4 ignores a returned promise; hand any failure to the error handler ourselves.
     if (result instanceof Promise) result.catch(next)
   }

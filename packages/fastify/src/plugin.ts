@@ -1,14 +1,11 @@
-// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce.
+// Uses from @floodgate/core: prepareMount, enforce, routeCost.
 import {
-  OptionsError,
-  PROBLEM_CONTENT_TYPE,
   enforce,
-  resolveLimiter,
+  OptionsError,
+  prepareMount,
+  PROBLEM_CONTENT_TYPE,
   routeCost,
-  scopeLogger,
-  validateAdapterOptions,
   validateCost,
-  warnOnce,
   type AdapterOptions,
   type HttpIo,
   type LimiterInput,
@@ -89,14 +86,12 @@ async function floodgate(
   fastify: FastifyInstance,
   options: FastifyRateLimitOptions,
 ): Promise<void> {
-  const logger = scopeLogger(options.logger ?? fastify.log)
-  const warn = warnOnce(logger)
-  const resolved = validateAdapterOptions(
-    options,
-    ['rules', 'onLimited', ...REGISTER_KEYS],
-    (message) => warn('FG_WRN_OPTION_UNKNOWN', message),
-  )
-  const { limiter, owned } = resolveLimiter(options.rules, options, logger)
+  const {
+    limiter,
+    owned,
+    settings: resolved,
+    warn,
+  } = prepareMount(options.rules, options, ['rules', 'onLimited', ...REGISTER_KEYS], fastify.log)
   if (owned) fastify.addHook('onClose', () => limiter.close())
   await limiter.ready
   const { skip } = resolved

@@ -1,5 +1,5 @@
 // Uses from @floodgate/core: RequestFacts (what the limiter reads about a request).
-import type { HeaderBag, RequestFacts } from '@floodgate/core'
+import { pathOf, type HeaderBag, type RequestFacts } from '@floodgate/core'
 import type { Context } from 'koa'
 
 /** A Koa context as `RequestFacts`, read lazily. */
@@ -15,9 +15,7 @@ export class KoaFacts implements RequestFacts<Context> {
 
   /** The full path, also under koa-mount (which rewrites `ctx.path`). */
   get path(): string {
-    const url = this.request.originalUrl
-    const q = url.indexOf('?')
-    return q < 0 ? url : url.slice(0, q)
+    return pathOf(this.request.originalUrl)
   }
 
   /** The route pattern @koa/router matched (`/users/:id`), when mounted after routing. */

@@ -1,13 +1,10 @@
-// Uses from @floodgate/core: resolveLimiter, validateAdapterOptions, enforce, doubleCountGuard.
+// Uses from @floodgate/core: prepareMount, firstCheck, enforce, routeCost.
 import {
-  PROBLEM_CONTENT_TYPE,
-  doubleCountGuard,
   enforce,
-  resolveLimiter,
+  firstCheck,
+  prepareMount,
+  PROBLEM_CONTENT_TYPE,
   routeCost,
-  scopeLogger,
-  validateAdapterOptions,
-  warnOnce,
   type AdapterOptions,
   type HttpIo,
   type Limiter,
@@ -55,14 +52,10 @@ export function rateLimit(
   rules: LimiterInput<Context>,
   options: KoaRateLimitOptions = {},
 ): RateLimitMiddleware {
-  const logger = scopeLogger(options.logger)
-  const warn = warnOnce(logger)
-  const resolved = validateAdapterOptions(options, ['onLimited'], (message) =>
-    warn('FG_WRN_OPTION_UNKNOWN', message),
-  )
-  const { limiter } = resolveLimiter(rules, options, logger)
-  const seen = doubleCountGuard(limiter)
-  const { skip, cost } = resolved
+  const mount = prepareMount(rules, options, ['onLimited'])
+  const { limiter, settings, warn } = mount
+  const shouldCheck = firstCheck(mount)
+  const { skip, cost } = settings
   const onLimited = options.onLimited
   let proxyChecked = false
 
@@ -96,17 +89,9 @@ export function rateLimit(
         )
       }
     }
-    if (skip?.(ctx)) return next()
-    if (seen(ctx)) {
-      warn(
-        'FG_WRN_DOUBLE_MOUNT',
-        'one limiter is mounted twice on this request path; it charged once, at the first mount (route costs belong in a rule or on the route mount only)',
-        { path: ctx.originalUrl },
-      )
-      return next()
-    }
+    if (skip?.(ctx) || !shouldCheck(ctx, ctx.originalUrl)) return next()
     const facts = new KoaFacts(ctx, routeCost(cost, ctx, warn))
-    return enforce(limiter, facts, { ctx, next }, io, resolved) as void | Promise<void>
+    return enforce(limiter, facts, { ctx, next }, io, settings) as void | Promise<void>
   }
   return Object.assign(middleware, { limiter })
 }

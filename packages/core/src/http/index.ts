@@ -16,6 +16,7 @@ export {
   type RouteCost,
 } from './adapter-options.js'
 export { CHECKED_BY, doubleCountGuard } from './double-count-guard.js'
+export { firstCheck, pathOf, prepareMount, type Mount } from './mount.js'
 export {
   enforce,
   writeProblem,

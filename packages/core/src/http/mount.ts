@@ -1,0 +1,73 @@
+import type { Limiter } from '../limiter.js'
+import { scopeLogger, type Logger } from '../logger.js'
+import {
+  validateAdapterOptions,
+  type AdapterOptions,
+  type ResolvedAdapterOptions,
+} from './adapter-options.js'
+import { doubleCountGuard } from './double-count-guard.js'
+import { resolveLimiter, type LimiterInput } from './resolve-limiter.js'
+import { warnOnce, type WarnOnce } from './warn-once.js'
+
+/** What one adapter mount resolves once, at startup. */
+export interface Mount<Req> {
+  readonly limiter: Limiter<Req>
+  /** True when the mount created the limiter (and so should close it). */
+  readonly owned: boolean
+  readonly settings: ResolvedAdapterOptions<Req>
+  /** Warns once per code for this mount. */
+  readonly warn: WarnOnce
+}
+
+/**
+ * The startup work every adapter does: scope the logger, validate the options (unknown keys
+ * warn once, bad values throw), and resolve rules, a rules source or a shared limiter.
+ *
+ * @param rules - rule inputs, a `RulesSource`, or a shared `Limiter`
+ * @param options - the adapter's options
+ * @param ownKeys - option names the adapter adds to the shared ones
+ * @param defaultLogger - the framework's logger, used when `options.logger` is absent
+ * @returns the mount
+ * @throws RulesValidationError or OptionsError naming what is wrong
+ */
+export function prepareMount<Req>(
+  rules: LimiterInput<Req>,
+  options: AdapterOptions<Req>,
+  ownKeys: readonly string[],
+  defaultLogger?: Logger,
+): Mount<Req> {
+  const logger = scopeLogger(options.logger ?? defaultLogger)
+  const warn = warnOnce(logger)
+  const settings = validateAdapterOptions(options, ownKeys, (message) =>
+    warn('FG_WRN_OPTION_UNKNOWN', message),
+  )
+  const { limiter, owned } = resolveLimiter(rules, options, logger)
+  return { limiter, owned, settings, warn }
+}
+
+/**
+ * For middleware adapters (Express, Koa), whose mounts can stack on one request path: a
+ * function that tells whether this mount should check the request, false when the same limiter
+ * already did (pitfall P13), logging `FG_WRN_DOUBLE_MOUNT` once.
+ *
+ * @param mount - the mount
+ * @returns a function of the per-request holder (see `doubleCountGuard`) and the path for the log
+ */
+export function firstCheck<Req>(mount: Mount<Req>): (holder: object, path: string) => boolean {
+  const seen = doubleCountGuard(mount.limiter)
+  return (holder, path) => {
+    if (!seen(holder)) return true
+    mount.warn(
+      'FG_WRN_DOUBLE_MOUNT',
+      'one limiter is mounted twice on this request path; it charged once, at the first mount (mount heavy routes before the app-wide limiter, or give the app-wide mount a cost function)',
+      { path },
+    )
+    return false
+  }
+}
+
+/** The path of a request URL, without its query string. */
+export function pathOf(url: string): string {
+  const q = url.indexOf('?')
+  return q < 0 ? url : url.slice(0, q)
+}
