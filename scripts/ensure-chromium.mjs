@@ -21,4 +21,7 @@ if (!isRoot) {
 console.log(`${BINARY} is missing; installing Debian's chromium with apt-get…`)
 const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
 execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env })
-execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'chromium'], { stdio: 'inherit', env })
+execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'chromium'], {
+  stdio: 'inherit',
+  env,
+})

@@ -5,7 +5,12 @@
  */
 
 // Algorithms
-export type { Algorithm, AlgorithmName, AlgorithmParams, AlgorithmResult } from './algorithms/algorithm.js'
+export type {
+  Algorithm,
+  AlgorithmName,
+  AlgorithmParams,
+  AlgorithmResult,
+} from './algorithms/algorithm.js'
 export { EPSILON, newResult } from './algorithms/algorithm.js'
 export {
   algorithms,

@@ -83,7 +83,13 @@ export interface Algorithm {
     out: AlgorithmResult,
   ): void
   /** Give back `cost` units: a concurrency slot at release, or a reservation a queued client abandoned. */
-  refund(state: Float64Array, offset: number, params: AlgorithmParams, cost: number, nowMs: number): void
+  refund(
+    state: Float64Array,
+    offset: number,
+    params: AlgorithmParams,
+    cost: number,
+    nowMs: number,
+  ): void
   /** Epoch ms at which the state becomes equal to the fresh state again (used for eviction and TTLs). */
   idleAtMs(state: Float64Array, offset: number, params: AlgorithmParams, nowMs: number): number
 }
