@@ -1,0 +1,40 @@
+import type { AddressInfo } from 'node:net'
+import type { Limiter } from '@floodgate/core'
+import type { HarnessSetup, RunningApp } from '@floodgate/core/testing'
+import { rateLimit } from '@floodgate/fastify'
+import Fastify, { type FastifyRequest } from 'fastify'
+
+/** Builds the scenario app the Fastify way: route config carries cost and exemptions. */
+export async function startFastify(setup: HarnessSetup): Promise<RunningApp> {
+  const app = Fastify({ trustProxy: setup.trustProxy })
+  await app.register(rateLimit, {
+    rules: setup.limiter as unknown as Limiter<FastifyRequest>,
+    ...setup.options,
+  })
+  app.setErrorHandler((_err, _request, reply) => reply.code(500).send({ error: 'boom' }))
+  for (const r of setup.routes) {
+    app.route({
+      method: r.method,
+      url: r.path,
+      config: { rateLimit: r.exempt ? false : r.cost !== undefined ? { cost: r.cost } : {} },
+      handler: async () => {
+        await setup.enter(r)
+        if (r.fail) throw new Error('boom')
+        return { ok: true }
+      },
+    })
+  }
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async send(req) {
+      const r = await app.inject({ method: req.method, url: req.path, headers: req.headers ?? {} })
+      return { status: r.statusCode, headers: r.headers as Record<string, string>, text: r.body }
+    },
+    close: async () => {
+      app.server.closeAllConnections()
+      await app.close()
+    },
+  }
+}
