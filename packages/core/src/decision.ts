@@ -6,7 +6,10 @@ export type DecisionAction = 'allow' | 'reject' | 'queue' | 'drop'
 /** How one matched rule judged the request. */
 export interface RuleOutcome {
   readonly rule: Rule
-  /** The client key the rule counted (bounded length, possibly hashed; never a raw secret). */
+  /**
+   * The client key the rule counted (bounded length; hashed when long). It may be a raw header
+   * value such as an API key: do not log or expose it verbatim.
+   */
   readonly key: string
   /** Whether this rule alone would admit the request. */
   readonly allowed: boolean
