@@ -1,4 +1,5 @@
 import { EPSILON, type Algorithm, type AlgorithmParams } from './algorithm.js'
+import { refusalRetryMs } from './drain.js'
 
 // State layout: [windowStartMs, count]. Windows are aligned to multiples of `windowMs`
 // (`floor(now / windowMs) × windowMs`), so the start needs no "unset" marker: a zero count
@@ -72,8 +73,7 @@ export const fixedWindow: Algorithm = {
       } else {
         out.allowed = false
         out.waitMs = 0
-        out.retryAfterMs =
-          maxWaitMs > 0 && fits ? Math.max(1, Math.ceil(waitMs - maxWaitMs)) : Math.max(1, waitMs)
+        out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, fits)
         out.remaining = Math.max(0, Math.floor(p.limit - count + EPSILON))
         out.resetMs = msUntilDrained(count, start, p, nowMs)
         return

@@ -1,4 +1,5 @@
 import { EPSILON, type Algorithm, type AlgorithmParams } from './algorithm.js'
+import { refusalRetryMs } from './drain.js'
 
 // State layout: [tatOffsetMs, anchorMs]. The theoretical arrival time (TAT) is
 // `anchorMs + tatOffsetMs`; it is kept relative to the last update because an absolute TAT
@@ -66,8 +67,7 @@ export const gcra: Algorithm = {
       } else {
         out.allowed = false
         out.waitMs = 0
-        out.retryAfterMs =
-          maxWaitMs > 0 && fits ? Math.max(1, Math.ceil(waitMs - maxWaitMs)) : Math.max(1, waitMs)
+        out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, fits)
         out.remaining = Math.max(0, Math.floor(p.burst - ahead / t + EPSILON))
         out.resetMs = msFor(ahead, p)
         return

@@ -1,26 +1,11 @@
-import { EPSILON, type Algorithm, type AlgorithmParams } from './algorithm.js'
+import { EPSILON, type Algorithm } from './algorithm.js'
+import { drainedLevel, msToDrain } from './drain.js'
 
 // State layout: [level, lastMs]. `level` is the water in the bucket (units admitted and not
 // yet drained); all zeros is an empty bucket. It never exceeds `burst`: in shaper mode a
 // queued request waits inside the bucket instead of going into debt.
 const LEVEL = 0
 const LAST = 1
-
-/** Water left at `nowMs` after draining at `limit` per `windowMs` since the last update. */
-function levelAt(state: Float64Array, o: number, p: AlgorithmParams, nowMs: number): number {
-  const level = state[o + LEVEL]!
-  if (level <= 0) return 0
-  const elapsed = nowMs - state[o + LAST]!
-  // A clock that went backwards drains nothing rather than a negative amount.
-  if (elapsed <= 0) return level
-  const drained = (elapsed * p.limit) / p.windowMs
-  return drained >= level - EPSILON ? 0 : level - drained
-}
-
-/** Milliseconds for `units` to drain, with the EPSILON slack of the admission test. */
-function msFor(units: number, p: AlgorithmParams): number {
-  return units > EPSILON ? Math.ceil(((units - EPSILON) * p.windowMs) / p.limit) : 0
-}
 
 /**
  * Leaky bucket: a bucket of capacity `burst` that drains at a constant `limit` per
@@ -49,19 +34,19 @@ export const leakyBucket: Algorithm = {
   canReserve: true,
   stateSize: () => 2,
   consume(state, o, p, cost, nowMs, maxWaitMs, commit, out) {
-    const level = levelAt(state, o, p, nowMs)
+    const level = drainedLevel(state, o, p, nowMs)
     const after = level + cost
     out.limit = p.burst
     out.waitMs = 0
-    const overflowMs = after > p.burst + EPSILON ? msFor(after - p.burst, p) : 0
+    const overflowMs = after > p.burst + EPSILON ? msToDrain(after - p.burst, p) : 0
     // In shaper mode the request leaves when the water ahead of it has drained.
-    const queueMs = maxWaitMs > 0 ? msFor(level, p) : 0
+    const queueMs = maxWaitMs > 0 ? msToDrain(level, p) : 0
     if (overflowMs === 0 && queueMs <= maxWaitMs) {
       out.allowed = true
       out.waitMs = queueMs
       out.retryAfterMs = 0
       out.remaining = Math.max(0, Math.floor(p.burst - after + EPSILON))
-      out.resetMs = msFor(after, p)
+      out.resetMs = msToDrain(after, p)
       if (commit) {
         state[o + LEVEL] = after
         state[o + LAST] = Math.max(state[o + LAST]!, nowMs)
@@ -73,10 +58,10 @@ export const leakyBucket: Algorithm = {
     const shaperMs = maxWaitMs > 0 ? Math.ceil(queueMs - maxWaitMs) : 0
     out.retryAfterMs = Math.max(1, overflowMs, shaperMs)
     out.remaining = Math.max(0, Math.floor(p.burst - level + EPSILON))
-    out.resetMs = msFor(level, p)
+    out.resetMs = msToDrain(level, p)
   },
   refund(state, o, p, cost, nowMs) {
-    const level = levelAt(state, o, p, nowMs)
+    const level = drainedLevel(state, o, p, nowMs)
     state[o + LEVEL] = level > cost ? level - cost : 0
     state[o + LAST] = Math.max(state[o + LAST]!, nowMs)
   },

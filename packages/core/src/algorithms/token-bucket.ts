@@ -1,30 +1,10 @@
-import { EPSILON, type Algorithm, type AlgorithmParams, type AlgorithmResult } from './algorithm.js'
+import { EPSILON, type Algorithm, type AlgorithmResult } from './algorithm.js'
+import { drainedLevel, msToDrain, refusalRetryMs } from './drain.js'
 
 // State layout: [used, lastMs]. `used` is capacity minus tokens, so the all-zero state is a
 // full bucket; it exceeds `burst` only while a reservation (debt) is outstanding.
-const USED = 0
+const USED = 0 // drainedLevel reads [level, lastMs] at these two offsets
 const LAST = 1
-
-/** Units consumed at `nowMs`, after the refill since the last update. */
-function usedAt(state: Float64Array, o: number, p: AlgorithmParams, nowMs: number): number {
-  const used = state[o + USED]!
-  if (used <= 0) return 0
-  const elapsed = nowMs - state[o + LAST]!
-  // A clock that went backwards refills nothing rather than a negative amount.
-  if (elapsed <= 0) return used
-  const refilled = (elapsed * p.limit) / p.windowMs
-  return refilled >= used - EPSILON ? 0 : used - refilled
-}
-
-/**
- * Milliseconds until `units` tokens have refilled, rounded up. `EPSILON` comes off first so
- * that the answer is the first whole millisecond at which the `<= burst + EPSILON` test in
- * `consume` passes: without it an exact boundary computed a hair high (float noise) would
- * round up one millisecond too far.
- */
-function msFor(units: number, p: AlgorithmParams): number {
-  return units > EPSILON ? Math.ceil(((units - EPSILON) * p.windowMs) / p.limit) : 0
-}
 
 /**
  * Token bucket: a bucket of `burst` tokens refilled at `limit` per `windowMs`; a request
@@ -46,7 +26,7 @@ export const tokenBucket: Algorithm = {
   canReserve: true,
   stateSize: () => 2,
   consume(state, o, p, cost, nowMs, maxWaitMs, commit, out: AlgorithmResult) {
-    const used = usedAt(state, o, p, nowMs)
+    const used = drainedLevel(state, o, p, nowMs)
     const after = used + cost
     out.limit = p.burst
     if (after <= p.burst + EPSILON) {
@@ -54,7 +34,7 @@ export const tokenBucket: Algorithm = {
       out.waitMs = 0
       out.retryAfterMs = 0
     } else {
-      const waitMs = msFor(after - p.burst, p)
+      const waitMs = msToDrain(after - p.burst, p)
       if (maxWaitMs > 0 && waitMs <= maxWaitMs && cost <= p.burst + EPSILON) {
         out.allowed = true
         out.waitMs = waitMs
@@ -62,26 +42,22 @@ export const tokenBucket: Algorithm = {
       } else {
         out.allowed = false
         out.waitMs = 0
-        // With a queue, the request can pass as soon as its wait fits in `maxWaitMs`. A cost
-        // above the capacity never passes; the hint is then only a back-off.
-        out.retryAfterMs =
-          maxWaitMs > 0 && cost <= p.burst + EPSILON
-            ? Math.max(1, Math.ceil(waitMs - maxWaitMs))
-            : Math.max(1, waitMs)
+        // A cost above the capacity never passes; the hint is then only a back-off.
+        out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, cost <= p.burst + EPSILON)
         out.remaining = Math.max(0, Math.floor(p.burst - used + EPSILON))
-        out.resetMs = msFor(used, p)
+        out.resetMs = msToDrain(used, p)
         return
       }
     }
     out.remaining = Math.max(0, Math.floor(p.burst - after + EPSILON))
-    out.resetMs = msFor(after, p)
+    out.resetMs = msToDrain(after, p)
     if (commit) {
       state[o + USED] = after
       state[o + LAST] = Math.max(state[o + LAST]!, nowMs)
     }
   },
   refund(state, o, p, cost, nowMs) {
-    const used = usedAt(state, o, p, nowMs)
+    const used = drainedLevel(state, o, p, nowMs)
     state[o + USED] = used > cost ? used - cost : 0
     state[o + LAST] = Math.max(state[o + LAST]!, nowMs)
   },
