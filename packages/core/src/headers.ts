@@ -19,6 +19,17 @@ export type HeaderPair = readonly [name: string, value: string]
 
 const seconds = (ms: number): number => (ms <= 0 ? 0 : Math.ceil(ms / 1000))
 
+/**
+ * Whole seconds a client should wait, never 0 or fractional (RFC 9110 §10.2.3 wants a
+ * non-negative integer, and 0 invites an immediate retry storm).
+ *
+ * @param retryAfterMs - the decision's wait in milliseconds
+ * @returns seconds, at least 1
+ */
+export function retryAfterSeconds(retryAfterMs: number): number {
+  return Math.max(1, Math.ceil(retryAfterMs / 1000))
+}
+
 // Rule ids are restricted to [A-Za-z0-9._-] by the schema, so they are valid sf-strings as is.
 function policyItem(o: RuleOutcome): string {
   const r = o.rule
@@ -72,7 +83,7 @@ export function formatHeaders(
     )
   }
   if (!decision.allowed && (decision.action === 'reject' || decision.action === 'drop')) {
-    out.push(['Retry-After', String(Math.max(1, seconds(decision.retryAfterMs)))])
+    out.push(['Retry-After', String(retryAfterSeconds(decision.retryAfterMs))])
   }
   return out
 }

@@ -29,7 +29,7 @@ export { CONCURRENCY_RETRY_AFTER_MS } from './algorithms/concurrency.js'
 export type { HeaderBag, RequestFacts } from './request-facts.js'
 export type { Decision, DecisionAction, RuleOutcome } from './decision.js'
 export type { FormatHeadersOptions, HeaderDraft, HeaderPair } from './headers.js'
-export { formatHeaders } from './headers.js'
+export { formatHeaders, retryAfterSeconds } from './headers.js'
 
 // Rules
 export type { FallbackKey, KeyPart, OverLimit, Rule, RuleMatch } from './rules/rule.js'

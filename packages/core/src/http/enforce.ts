@@ -3,7 +3,8 @@ import type { Decision } from '../decision.js'
 import { formatHeaders, type FormatHeadersOptions } from '../headers.js'
 import type { RequestFacts } from '../request-facts.js'
 import type { Rejection } from './adapter-options.js'
-import { PROBLEM_CONTENT_TYPE, retryAfterSeconds, serializedProblem } from './problem-details.js'
+import { retryAfterSeconds } from '../headers.js'
+import { PROBLEM_CONTENT_TYPE, serializedProblem } from './problem-details.js'
 
 /** The part of a `Limiter` the HTTP flow uses; any core `Limiter` satisfies it. */
 export interface EnforcingLimiter<Req = unknown> {

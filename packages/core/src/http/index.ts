@@ -25,12 +25,7 @@ export {
   type EnforcingLimiter,
   type HttpIo,
 } from './enforce.js'
-export {
-  PROBLEM_CONTENT_TYPE,
-  problemDetails,
-  retryAfterSeconds,
-  serializedProblem,
-} from './problem-details.js'
+export { PROBLEM_CONTENT_TYPE, problemDetails, serializedProblem } from './problem-details.js'
 export { isLimiter, resolveLimiter, type LimiterInput } from './resolve-limiter.js'
 export { routeCost } from './route-cost.js'
 export { warnOnce, type WarnOnce } from './warn-once.js'

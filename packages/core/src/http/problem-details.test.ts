@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import type { Decision } from '../decision.js'
 import type { Rule } from '../rules/rule.js'
-import { problemDetails, retryAfterSeconds } from './problem-details.js'
+import { retryAfterSeconds } from '../headers.js'
+import { problemDetails } from './problem-details.js'
 
 const rule = (id: string): Rule => ({ id }) as Rule
 

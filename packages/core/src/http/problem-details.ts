@@ -1,20 +1,10 @@
 import type { Decision } from '../decision.js'
+import { retryAfterSeconds } from '../headers.js'
 import type { Rule } from '../rules/rule.js'
 import type { ProblemDetails } from './adapter-options.js'
 
 /** Content type of a refusal body (charset spelled out, as Fastify would add it anyway). */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8'
-
-/**
- * Whole seconds a client should wait, never 0 or fractional (RFC 9110 §10.2.3 wants a
- * non-negative integer, and 0 invites an immediate retry storm).
- *
- * @param retryAfterMs - the decision's wait in milliseconds
- * @returns seconds, at least 1
- */
-export function retryAfterSeconds(retryAfterMs: number): number {
-  return Math.max(1, Math.ceil(retryAfterMs / 1000))
-}
 
 /**
  * The problem+json body for a refused decision: `type`, `title`, `status`, `detail`,
