@@ -1,3 +1,4 @@
+import { defineProject, type UserWorkspaceConfig } from 'vitest/config'
 import { fileURLToPath } from 'node:url'
 
 const pkg = (name: string, entry = 'index.ts'): string =>
@@ -13,4 +14,32 @@ export const alias: Record<string, string> = {
   '@floodgate/redis': pkg('redis'),
   '@floodgate/rules-service': pkg('rules-service'),
   '@floodgate/client': pkg('client'),
+}
+
+/** Options of {@link projectConfig}: what a package's tests need beyond the defaults. */
+export interface ProjectConfigOptions {
+  /** Run `test/**\/*.test-d.ts` type tests through tsc (`./tsconfig.typecheck.json`). */
+  readonly typecheck?: boolean
+  readonly hookTimeout?: number
+}
+
+/** The vitest project config every package and example uses. */
+export function projectConfig(options: ProjectConfigOptions = {}): UserWorkspaceConfig {
+  return defineProject({
+    resolve: { alias },
+    test: {
+      include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+      restoreMocks: true,
+      testTimeout: 20_000,
+      ...(options.hookTimeout !== undefined && { hookTimeout: options.hookTimeout }),
+      // Type tests (*.test-d.ts) run through tsc against the workspace sources.
+      ...(options.typecheck === true && {
+        typecheck: {
+          enabled: true,
+          include: ['test/**/*.test-d.ts'],
+          tsconfig: './tsconfig.typecheck.json',
+        },
+      }),
+    },
+  })
 }

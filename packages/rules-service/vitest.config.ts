@@ -1,13 +1,4 @@
-import { defineProject } from 'vitest/config'
-import { alias } from '../../vitest.shared.ts'
+import { projectConfig } from '../../vitest.shared.ts'
 
-export default defineProject({
-  resolve: { alias },
-  test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-    restoreMocks: true,
-    testTimeout: 20_000,
-    // Embedded PostgreSQL (PGlite) runs initdb in WebAssembly: ~1 s idle, far more on a busy machine.
-    hookTimeout: 60_000,
-  },
-})
+// Embedded PostgreSQL (PGlite) runs initdb in WebAssembly: ~1 s idle, far more on a busy machine.
+export default projectConfig({ hookTimeout: 60_000 })
