@@ -1,0 +1,152 @@
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import net from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+// Test support shared by the docs tests of every package (not published: it lives in a test
+// folder). A docs test reads the fenced blocks of a docs page and runs each one as a module, so
+// a snippet that no longer runs, or whose claims no longer hold, fails the build.
+
+const docsDir = new URL('../../../docs/', import.meta.url)
+
+/** A fenced code block of a docs page. */
+export interface Snippet {
+  readonly page: string
+  /** The fence's language (`ts`, `json`, …; `''` for a bare fence). */
+  readonly lang: string
+  /** 1-based line of the opening fence, to name the snippet in test titles and failures. */
+  readonly line: number
+  /** The block's text, without the indentation of its fence (a block inside a list item). */
+  readonly code: string
+}
+
+/** The text of `docs/<page>`. */
+export function readDoc(page: string): string {
+  return readFileSync(new URL(page, docsDir), 'utf8')
+}
+
+/** The fenced blocks of `docs/<page>` whose language is one of `langs`, in page order. */
+export function docSnippets(page: string, langs: readonly string[] = ['ts', 'js']): Snippet[] {
+  const lines = readDoc(page).split('\n')
+  const found: Snippet[] = []
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^( *)```(\S*)\s*$/.exec(lines[i]!)
+    if (!open) continue
+    const [, indent = '', lang = ''] = open
+    const start = i
+    const body: string[] = []
+    while (++i < lines.length && !/^ *```\s*$/.test(lines[i]!)) {
+      body.push(lines[i]!.startsWith(indent) ? lines[i]!.slice(indent.length) : lines[i]!)
+    }
+    if (langs.includes(lang)) found.push({ page, lang, line: start + 1, code: body.join('\n') })
+  }
+  return found
+}
+
+/**
+ * {@link docSnippets}, checked to be exactly `count` blocks: a docs test runs each block it
+ * knows, so a block added to the page fails the test until the test covers it too.
+ */
+export function coveredSnippets(
+  page: string,
+  count: number,
+  langs: readonly string[] = ['ts', 'js'],
+): Snippet[] {
+  const found = docSnippets(page, langs)
+  if (found.length !== count)
+    throw new Error(
+      `docs/${page} has ${found.length} ${langs.join('/')} blocks (${found.map(where).join(', ')}); ` +
+        `its docs test runs ${count}: run the new ones there too`,
+    )
+  return found
+}
+
+/** `docs/<page>:<line>`, for test titles. */
+export function where(snippet: Snippet): string {
+  return `docs/${snippet.page}:${snippet.line}`
+}
+
+/**
+ * Runs snippets as ES modules from a temporary folder whose `node_modules` is the package's,
+ * so a snippet's imports resolve as they would in that package (its deps and devDeps; the
+ * vitest aliases map `@floodgate/*` to the workspace sources). The folder is outside the
+ * repository, so a run never leaves files that git, eslint or tsc would see.
+ */
+export class SnippetRunner {
+  private readonly dir: string
+  private count = 0
+
+  /** @param packageDir - the package whose dependencies the snippets may import */
+  constructor(packageDir: URL) {
+    this.dir = mkdtempSync(join(tmpdir(), 'floodgate-docs-'))
+    symlinkSync(fileURLToPath(new URL('node_modules', packageDir)), join(this.dir, 'node_modules'))
+  }
+
+  /**
+   * Run `snippet` as a module and return its exports. `before` is prepended (the setup that a
+   * fragment shown in the docs takes for granted: an `app`, some `rules`) and `after` appended
+   * (typically `export { app }`, so the test can check what the snippet built).
+   */
+  async run(
+    snippet: Snippet,
+    around: { before?: string; after?: string } = {},
+  ): Promise<Record<string, unknown>> {
+    const file = join(this.dir, `${snippet.page.replace(/\W/g, '-')}-${++this.count}.ts`)
+    const source = [around.before, snippet.code, around.after].filter((s) => s !== undefined)
+    writeFileSync(file, source.join('\n'))
+    return (await import(file)) as Record<string, unknown>
+  }
+
+  /** Remove the temporary folder (the `node_modules` link, not what it points to). */
+  close(): void {
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * While installed, every server a snippet starts listens on a free port instead of the one
+ * the docs show (`app.listen(3000)` runs as written), and is recorded so the test can send
+ * it requests and close it.
+ */
+export class FreePorts {
+  readonly servers: net.Server[] = []
+  private readonly original = net.Server.prototype.listen
+
+  constructor() {
+    const servers = this.servers
+    const original = this.original
+    net.Server.prototype.listen = function (this: net.Server, ...args: unknown[]) {
+      servers.push(this)
+      const [first] = args
+      if (typeof first === 'number') args[0] = 0
+      else if (typeof first === 'object' && first !== null && 'port' in first)
+        args[0] = { ...first, port: 0 }
+      return original.apply(this, args as Parameters<typeof original>)
+    } as typeof original
+  }
+
+  /** The base URL (`http://127.0.0.1:<port>`) of the `index`-th server, once it listens. */
+  async url(index = 0): Promise<string> {
+    const server = this.servers[index]
+    if (!server) throw new Error(`the snippet started ${this.servers.length} servers`)
+    if (!server.listening) await new Promise((resolve) => server.once('listening', resolve))
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  }
+
+  /** Put `listen` back and close every server recorded. */
+  async close(): Promise<void> {
+    net.Server.prototype.listen = this.original
+    await Promise.all(
+      this.servers.map(
+        (server) =>
+          new Promise<void>((resolve) => {
+            if ('closeAllConnections' in server && typeof server.closeAllConnections === 'function')
+              server.closeAllConnections()
+            server.close(() => resolve())
+          }),
+      ),
+    )
+  }
+}
