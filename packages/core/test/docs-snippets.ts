@@ -105,6 +105,18 @@ export class SnippetRunner {
   }
 }
 
+/** `http://<address>:<port>` of a listening server; loopback when it listens on every address. */
+export function baseUrl(server: net.Server): string {
+  const { address, port } = server.address() as AddressInfo
+  const host =
+    address === '::' || address === '0.0.0.0'
+      ? '127.0.0.1'
+      : address.includes(':')
+        ? `[${address}]`
+        : address
+  return `http://${host}:${port}`
+}
+
 /**
  * While installed, every server a snippet starts listens on a free port instead of the one
  * the docs show (`app.listen(3000)` runs as written), and is recorded so the test can send
@@ -127,12 +139,12 @@ export class FreePorts {
     } as typeof original
   }
 
-  /** The base URL (`http://127.0.0.1:<port>`) of the `index`-th server, once it listens. */
+  /** The base URL of the `index`-th server, once it listens. */
   async url(index = 0): Promise<string> {
     const server = this.servers[index]
     if (!server) throw new Error(`the snippet started ${this.servers.length} servers`)
     if (!server.listening) await new Promise((resolve) => server.once('listening', resolve))
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    return baseUrl(server)
   }
 
   /** Put `listen` back and close every server recorded. */
