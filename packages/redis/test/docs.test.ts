@@ -1,0 +1,109 @@
+import { randomUUID } from 'node:crypto'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  createLimiter,
+  parseRule,
+  stateIdOf,
+  type Limiter,
+  type RequestFacts,
+} from '@floodgate/core'
+import { hashTag, redisKey, type RedisStore } from '@floodgate/redis'
+import { SnippetRunner, coveredSnippets, readDoc, where } from '../../core/test/docs-snippets.js'
+import { REDIS_URL, redisAvailable } from './helpers/redis.js'
+
+// Every ```ts block of docs/distributed.md runs here: the store snippet against the Redis at
+// REDIS_URL (as the snippet reads it), the Cluster one as written. Fragments run after the
+// setup they take for granted (`before`) and export what they built (`after`).
+const page = 'distributed.md'
+const [redisStore, cluster] = coveredSnippets(page, 2)
+const runner = new SnippetRunner(new URL('..', import.meta.url))
+afterAll(() => runner.close())
+
+const available = await redisAvailable()
+
+// The page's example: a token bucket of 4 tokens refilled at 4 per minute.
+const rules = `const rules = [{ id: 'per-key', key: 'header:x-api-key', limit: 4, window: '1m' }]`
+
+describe.skipIf(!available)(`docs/${page} on Redis`, () => {
+  let admin: Redis
+  const written: string[] = []
+  beforeAll(() => {
+    admin = new Redis(REDIS_URL)
+  })
+  afterAll(async () => {
+    if (written.length > 0) await admin.del(...written)
+    admin.disconnect()
+  })
+
+  it(`${where(redisStore!)}: three hosts on one Redis admit exactly 4 of 12, locally up to 12`, async () => {
+    // The snippet reads REDIS_URL from the environment, as an app would.
+    const before = process.env.REDIS_URL
+    process.env.REDIS_URL = REDIS_URL
+    const hosts: { store: RedisStore; limiter: Limiter }[] = []
+    for (let i = 0; i < 3; i++) {
+      const host = await runner.run(redisStore!, {
+        before: rules,
+        after: 'export { store, limiter }',
+      })
+      hosts.push(host as unknown as (typeof hosts)[number])
+    }
+    const local = [1, 2, 3].map(() =>
+      createLimiter({
+        rules: [{ id: 'per-key', key: 'header:x-api-key', limit: 4, window: '1m' }],
+      }),
+    )
+    try {
+      const facts: RequestFacts = {
+        method: 'GET',
+        path: '/',
+        ip: '192.0.2.1',
+        headers: { 'x-api-key': `docs-${randomUUID()}` },
+      }
+      let shared = 0
+      let perHost = 0
+      // 12 requests, round-robin over the three hosts.
+      for (let i = 0; i < 12; i++) {
+        const decision = await hosts[i % 3]!.limiter.check(facts)
+        expect(decision.failedOpen).toBe(false)
+        const outcome = decision.outcomes[0]!
+        written.push(redisKey('fg', outcome.key, stateIdOf(outcome.rule)))
+        if (decision.allowed) shared++
+        if ((await local[i % 3]!.check(facts)).allowed) perHost++
+      }
+      expect(shared).toBe(4)
+      expect(perHost).toBe(12)
+      expect(await admin.pttl(written[0]!)).toBeGreaterThan(0)
+    } finally {
+      await Promise.all(hosts.map((h) => h.limiter.close()))
+      if (before === undefined) delete process.env.REDIS_URL
+      else process.env.REDIS_URL = before
+    }
+  })
+})
+
+describe(`docs/${page}`, () => {
+  it(`${where(cluster!)}: the Cluster options are accepted; unreachable nodes fail open`, async () => {
+    const { store } = await runner.run(cluster!, {
+      before: "import { createRedisStore } from '@floodgate/redis'",
+      after: 'export { store }',
+    })
+    const limiter = createLimiter({
+      rules: [{ id: 'per-ip', limit: 1, window: '1m' }],
+      store: store as RedisStore,
+    })
+    try {
+      const facts = { method: 'GET', path: '/', ip: '192.0.2.1', headers: {} }
+      expect((await limiter.check(facts)).failedOpen).toBe(true)
+    } finally {
+      await limiter.close()
+    }
+  })
+
+  it('the key shown is the key of client 203.0.113.7 under the rule shown', () => {
+    const rule = parseRule({ id: 'per-ip', limit: 100, window: '1m' })
+    const key = redisKey('fg', '203.0.113.7', stateIdOf(rule))
+    expect(key).toBe(`fg:{${hashTag('203.0.113.7')}}:per-ip|token-bucket|100|60000|100`)
+    expect(readDoc(page)).toContain(`\n${key}\n`)
+  })
+})
