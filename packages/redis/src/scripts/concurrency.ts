@@ -7,7 +7,7 @@
  * answers are core's exactly; a lease older than `concurrencyLeaseMs` is presumed lost.
  */
 export const concurrencyLua = `
-ALGORITHMS['concurrency'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
+function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   -- Keep only the live leases (compacted in place) and count their units.
   local n = 0
   local in_flight = 0
@@ -53,21 +53,21 @@ ALGORITHMS['concurrency'] = function(op, s, limit, window_ms, burst, cost, now, 
     return
   end
   local after = in_flight + cost
-  out.limit = limit
-  out.waitMs = 0
-  out.resetMs = 0
+  out[3] = limit
+  out[2] = 0
+  out[5] = 0
   if after <= limit + EPSILON then
-    out.allowed = true
-    out.retryAfterMs = 0
-    out.remaining = max(0, floor(limit - after + EPSILON))
+    out[1] = 1
+    out[6] = 0
+    out[4] = max(0, floor(limit - after + EPSILON))
     if commit then
       s[n + 1] = now + LEASE_MS
       s[n + 2] = cost
     end
   else
-    out.allowed = false
-    out.retryAfterMs = CONCURRENCY_RETRY_AFTER_MS
-    out.remaining = max(0, floor(limit - in_flight + EPSILON))
+    out[1] = 0
+    out[6] = CONCURRENCY_RETRY_AFTER_MS
+    out[4] = max(0, floor(limit - in_flight + EPSILON))
   end
 end
 `

@@ -21,7 +21,11 @@ export const ENTRY_NUMBERS_BYTES = 56
 /** Integers returned per entry: allowed, waitMs, limit, remaining, resetMs, retryAfterMs. */
 export const RESULT_FIELDS = 6
 
-/** Each algorithm's Lua: one function `(op, s, p, cost, now, max_wait, commit, out)`. */
+/**
+ * Each algorithm's Lua: a function expression `(op, s, limit, window_ms, burst, cost, now,
+ * max_wait, commit, out)` that writes its answer into the array `out` (allowed 1/0, waitMs,
+ * limit, remaining, resetMs, retryAfterMs), which doubles as the script's reply.
+ */
 const ALGORITHM_LUA: Readonly<Record<AlgorithmName, string>> = {
   'token-bucket': tokenBucketLua,
   gcra: gcraLua,
@@ -42,30 +46,37 @@ local EPSILON = 1e-9
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 local CONCURRENCY_RETRY_AFTER_MS = ${CONCURRENCY_RETRY_AFTER_MS}
 local LEASE_MS = tonumber(ARGV[4])
-local ALGORITHMS = {}
 `
 
-/** Lua that reads `key`'s packed state into a new table `s` of `size` doubles (0: variable). */
+/**
+ * Lua that reads `key`'s packed state into a new table `s` of `size` doubles (0: variable),
+ * all zero when the key is missing. Tables are built at their final size: growing one
+ * element at a time rehashes.
+ */
 const loadState = (key: string, size: string): string => `
-  local s = {}
+  local s
   local size = ${size}
   local raw = redis.call('GET', ${key})
-  if raw then
-    -- Variable-size states (concurrency leases) take whatever whole doubles are stored.
-    if size == 0 then size = floor(#raw / 8) end
-    if #raw == size * 8 then
-      if size == 2 then
-        s[1], s[2] = struct.unpack('<dd', raw)
-      elseif size == 3 then
-        s[1], s[2], s[3] = struct.unpack('<ddd', raw)
-      else
-        local pos = 1
-        for j = 1, size do s[j], pos = struct.unpack('<d', raw, pos) end
-      end
+  -- Variable-size states (concurrency leases) take whatever whole doubles are stored.
+  if raw and size == 0 then size = floor(#raw / 8) end
+  if raw and #raw == size * 8 then
+    if size == 2 then
+      s = { 0, 0 }
+      s[1], s[2] = struct.unpack('<dd', raw)
+    elseif size == 3 then
+      s = { 0, 0, 0 }
+      s[1], s[2], s[3] = struct.unpack('<ddd', raw)
     else
-      for j = 1, size do s[j] = 0 end
+      s = {}
+      local pos = 1
+      for j = 1, size do s[j], pos = struct.unpack('<d', raw, pos) end
     end
+  elseif size == 2 then
+    s = { 0, 0 }
+  elseif size == 3 then
+    s = { 0, 0, 0 }
   else
+    s = {}
     for j = 1, size do s[j] = 0 end
   end`
 
@@ -98,14 +109,16 @@ const storeState = (alg: string, key: string, params: string, out: string): stri
  * The request-level logic: load each entry's state, dry-run every entry, then (only when
  * every non-shadow entry is allowed) commit the non-shadow entries and the shadow entries
  * that allowed on their own, and write the touched states back with a TTL equal to their
- * useful life. Mode 'r' refunds instead. No function is defined here: Lua allocates every
- * closure afresh on each call, and on Redis that cost dominated a small script.
+ * useful life. Mode 'r' refunds instead. `pick(nameExpr)` is the Lua expression giving the
+ * algorithm function for a name (nil when unknown). Only the algorithms' own functions are
+ * defined: Lua allocates every closure afresh on each call, and on Redis that cost dominated
+ * a small script.
  *
  * State is stored as the algorithm's Float64Array slots packed as little-endian doubles
  * (struct.pack '<d'), so values survive the round trip bit for bit: Lua's tostring keeps
  * only 14 significant digits, which would make Redis drift from core's arithmetic.
  */
-const main = `
+const main = (pick: (nameExpr: string) => string): string => `
 local mode = ARGV[1]
 local now
 if ARGV[2] == '' then
@@ -121,17 +134,18 @@ local n = (#ARGV - ${ARGV_HEADER}) / ${ARGV_PER_ENTRY}
 
 if n == 1 then
   -- The common case, one rule, without the bookkeeping of several: the algorithm's own
-  -- commit is all-or-nothing (a refusal writes nothing), shadow or not.
-  local alg = ALGORITHMS[ARGV[${ARGV_HEADER} + 1]]
+  -- commit is all-or-nothing (a refusal writes nothing), shadow or not. Its answer array is
+  -- the reply.
+  local alg = ${pick(`ARGV[${ARGV_HEADER} + 1]`)}
   if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[${ARGV_HEADER} + 1])) end
   local key = KEYS[1]
   local limit, window_ms, burst, cost, max_wait, _, size = struct.unpack('<ddddddd', ARGV[${ARGV_HEADER} + 2])
-  local out = { allowed = false, waitMs = 0, limit = 0, remaining = 0, resetMs = 0, retryAfterMs = 0 }
+  local out = { 0, 0, 0, 0, 0, 0, now }
   ${loadState('key', 'size')}
   local write = false
   if mode == 'c' then
     alg('c', s, limit, window_ms, burst, cost, now, max_wait, true, out)
-    write = out.allowed
+    write = out[1] == 1
   elseif raw then
     -- Like MemoryStore: a key with no state (fresh or expired) has nothing to give back.
     alg('r', s, limit, window_ms, burst, cost, now, 0, true, out)
@@ -140,7 +154,7 @@ if n == 1 then
   if write then
     ${storeState('alg', 'key', 'limit, window_ms, burst', 'out')}
   end
-  return { out.allowed and 1 or 0, out.waitMs, out.limit, out.remaining, out.resetMs, out.retryAfterMs, now }
+  return out
 end
 
 -- One table per entry (its params double as the algorithm's p), one per distinct key's state.
@@ -148,14 +162,13 @@ local E = {}
 local first_of = {}
 for i = 1, n do
   local b = ${ARGV_HEADER} + (i - 1) * ${ARGV_PER_ENTRY}
-  local alg = ALGORITHMS[ARGV[b + 1]]
+  local alg = ${pick('ARGV[b + 1]')}
   if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[b + 1])) end
   local limit, window_ms, burst, cost, max_wait, shadow, size = struct.unpack('<ddddddd', ARGV[b + 2])
   local key = KEYS[i]
   local e = {
     alg = alg, limit = limit, window_ms = window_ms, burst = burst, cost = cost,
-    max_wait = max_wait, shadow = shadow == 1, key = key,
-    out = { allowed = false, waitMs = 0, limit = 0, remaining = 0, resetMs = 0, retryAfterMs = 0 },
+    max_wait = max_wait, shadow = shadow == 1, key = key, out = { 0, 0, 0, 0, 0, 0 },
   }
   local owner = first_of[key]
   if owner then
@@ -174,12 +187,12 @@ if mode == 'c' then
   for i = 1, n do
     local e = E[i]
     e.alg('c', e.s, e.limit, e.window_ms, e.burst, e.cost, now, e.max_wait, false, e.out)
-    if not e.shadow and not e.out.allowed then ok = false end
+    if not e.shadow and e.out[1] == 0 then ok = false end
   end
   if ok then
     for i = 1, n do
       local e = E[i]
-      if not e.shadow or e.out.allowed then
+      if not e.shadow or e.out[1] == 1 then
         e.alg('c', e.s, e.limit, e.window_ms, e.burst, e.cost, now, e.max_wait, true, e.out)
         first_of[e.key].dirty = true
       end
@@ -209,12 +222,7 @@ local reply = {}
 for i = 1, n do
   local o = E[i].out
   local b = (i - 1) * ${RESULT_FIELDS}
-  reply[b + 1] = o.allowed and 1 or 0
-  reply[b + 2] = o.waitMs
-  reply[b + 3] = o.limit
-  reply[b + 4] = o.remaining
-  reply[b + 5] = o.resetMs
-  reply[b + 6] = o.retryAfterMs
+  for f = 1, ${RESULT_FIELDS} do reply[b + f] = o[f] end
 end
 reply[n * ${RESULT_FIELDS} + 1] = now
 return reply
@@ -224,12 +232,19 @@ return reply
  * The script that decides a whole request: the Lua of each algorithm the request uses, then
  * a per-entry dispatch on the algorithm name, so a request whose rules use different
  * algorithms is still one EVALSHA, one round trip and one atomic step. Only the algorithms
- * named are included (each costs a closure per call); with none named, all of them.
+ * named are included (each costs a closure per call); with none named, all of them. With one
+ * algorithm, the dispatch is a string comparison instead of a table.
  *
  * @param algorithms - The algorithms the script must handle.
  * @returns The Lua source.
  */
 export function decideScript(algorithms: readonly AlgorithmName[] = SCRIPT_ALGORITHMS): string {
   const names = [...new Set(algorithms)].sort()
-  return [prelude, ...names.map((a) => ALGORITHM_LUA[a]), main].join('\n')
+  const defs = names.map((a, i) => `local A${i + 1} = ${ALGORITHM_LUA[a].trim()}`)
+  if (names.length === 1) {
+    const only = names[0]!
+    return [prelude, ...defs, main((name) => `(${name} == '${only}' and A1 or nil)`)].join('\n')
+  }
+  const table = `local ALGORITHMS = { ${names.map((a, i) => `['${a}'] = A${i + 1}`).join(', ')} }`
+  return [prelude, ...defs, table, main((name) => `ALGORITHMS[${name}]`)].join('\n')
 }

@@ -3,7 +3,7 @@
  * `s[2]` = count; core's `view` and `msUntilDrained` are inlined.
  */
 export const fixedWindowLua = `
-ALGORITHMS['fixed-window'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
+function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   if op == 'i' then
     local count = s[2]
     if count <= EPSILON then return 0 end
@@ -28,42 +28,42 @@ ALGORITHMS['fixed-window'] = function(op, s, limit, window_ms, burst, cost, now,
     return
   end
   local after = count + cost
-  out.limit = limit
+  out[3] = limit
   if after <= limit + EPSILON then
-    out.allowed = true
-    out.waitMs = 0
-    out.retryAfterMs = 0
+    out[1] = 1
+    out[2] = 0
+    out[6] = 0
   else
     local u = after - limit
     local wait = 0
     if u > EPSILON then wait = vstart + ceil((u - EPSILON) / limit) * window_ms - now end
     local fits = cost <= limit + EPSILON
     if max_wait > 0 and fits and wait <= max_wait then
-      out.allowed = true
-      out.waitMs = wait
-      out.retryAfterMs = 0
+      out[1] = 1
+      out[2] = wait
+      out[6] = 0
     else
-      out.allowed = false
-      out.waitMs = 0
+      out[1] = 0
+      out[2] = 0
       if max_wait > 0 and fits then
-        out.retryAfterMs = max(1, ceil(wait - max_wait))
+        out[6] = max(1, ceil(wait - max_wait))
       else
-        out.retryAfterMs = max(1, wait)
+        out[6] = max(1, wait)
       end
-      out.remaining = max(0, floor(limit - count + EPSILON))
+      out[4] = max(0, floor(limit - count + EPSILON))
       if count > EPSILON then
-        out.resetMs = vstart + ceil((count - EPSILON) / limit) * window_ms - now
+        out[5] = vstart + ceil((count - EPSILON) / limit) * window_ms - now
       else
-        out.resetMs = 0
+        out[5] = 0
       end
       return
     end
   end
-  out.remaining = max(0, floor(limit - after + EPSILON))
+  out[4] = max(0, floor(limit - after + EPSILON))
   if after > EPSILON then
-    out.resetMs = vstart + ceil((after - EPSILON) / limit) * window_ms - now
+    out[5] = vstart + ceil((after - EPSILON) / limit) * window_ms - now
   else
-    out.resetMs = 0
+    out[5] = 0
   end
   if commit then
     s[1] = vstart

@@ -3,7 +3,7 @@
  * same formulas and operation order, helpers inlined.
  */
 export const gcraLua = `
-ALGORITHMS['gcra'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
+function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   if op == 'i' then return s[2] + s[1] end
   -- aheadAt
   local anchor = s[2]
@@ -21,33 +21,33 @@ ALGORITHMS['gcra'] = function(op, s, limit, window_ms, burst, cost, now, max_wai
   local new_ahead = ahead + cost * t
   local tolerance = (burst + EPSILON) * t
   local slack = (EPSILON * window_ms) / limit
-  out.limit = burst
+  out[3] = burst
   if new_ahead <= tolerance then
-    out.allowed = true
-    out.waitMs = 0
-    out.retryAfterMs = 0
+    out[1] = 1
+    out[2] = 0
+    out[6] = 0
   else
     local wait = ceil(new_ahead - tolerance)
     local fits = cost <= burst + EPSILON
     if max_wait > 0 and fits and wait <= max_wait then
-      out.allowed = true
-      out.waitMs = wait
-      out.retryAfterMs = 0
+      out[1] = 1
+      out[2] = wait
+      out[6] = 0
     else
-      out.allowed = false
-      out.waitMs = 0
+      out[1] = 0
+      out[2] = 0
       if max_wait > 0 and fits then
-        out.retryAfterMs = max(1, ceil(wait - max_wait))
+        out[6] = max(1, ceil(wait - max_wait))
       else
-        out.retryAfterMs = max(1, wait)
+        out[6] = max(1, wait)
       end
-      out.remaining = max(0, floor(burst - ahead / t + EPSILON))
-      if ahead > slack then out.resetMs = ceil(ahead - slack) else out.resetMs = 0 end
+      out[4] = max(0, floor(burst - ahead / t + EPSILON))
+      if ahead > slack then out[5] = ceil(ahead - slack) else out[5] = 0 end
       return
     end
   end
-  out.remaining = max(0, floor(burst - new_ahead / t + EPSILON))
-  if new_ahead > slack then out.resetMs = ceil(new_ahead - slack) else out.resetMs = 0 end
+  out[4] = max(0, floor(burst - new_ahead / t + EPSILON))
+  if new_ahead > slack then out[5] = ceil(new_ahead - slack) else out[5] = 0 end
   if commit then
     s[1] = new_ahead
     s[2] = max(s[2], now)

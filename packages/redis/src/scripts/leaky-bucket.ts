@@ -3,7 +3,7 @@
  * `levelAt` and `msFor` inlined.
  */
 export const leakyBucketLua = `
-ALGORITHMS['leaky-bucket'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
+function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   if op == 'i' then return s[2] + (s[1] * window_ms) / limit end
   -- levelAt
   local level = s[1]
@@ -22,8 +22,8 @@ ALGORITHMS['leaky-bucket'] = function(op, s, limit, window_ms, burst, cost, now,
     return
   end
   local after = level + cost
-  out.limit = burst
-  out.waitMs = 0
+  out[3] = burst
+  out[2] = 0
   local overflow = 0
   if after > burst + EPSILON then
     local u = after - burst
@@ -32,22 +32,22 @@ ALGORITHMS['leaky-bucket'] = function(op, s, limit, window_ms, burst, cost, now,
   local queue = 0
   if max_wait > 0 and level > EPSILON then queue = ceil(((level - EPSILON) * window_ms) / limit) end
   if overflow == 0 and queue <= max_wait then
-    out.allowed = true
-    out.waitMs = queue
-    out.retryAfterMs = 0
-    out.remaining = max(0, floor(burst - after + EPSILON))
-    if after > EPSILON then out.resetMs = ceil(((after - EPSILON) * window_ms) / limit) else out.resetMs = 0 end
+    out[1] = 1
+    out[2] = queue
+    out[6] = 0
+    out[4] = max(0, floor(burst - after + EPSILON))
+    if after > EPSILON then out[5] = ceil(((after - EPSILON) * window_ms) / limit) else out[5] = 0 end
     if commit then
       s[1] = after
       s[2] = max(s[2], now)
     end
     return
   end
-  out.allowed = false
+  out[1] = 0
   local shaper = 0
   if max_wait > 0 then shaper = ceil(queue - max_wait) end
-  out.retryAfterMs = max(1, overflow, shaper)
-  out.remaining = max(0, floor(burst - level + EPSILON))
-  if level > EPSILON then out.resetMs = ceil(((level - EPSILON) * window_ms) / limit) else out.resetMs = 0 end
+  out[6] = max(1, overflow, shaper)
+  out[4] = max(0, floor(burst - level + EPSILON))
+  if level > EPSILON then out[5] = ceil(((level - EPSILON) * window_ms) / limit) else out[5] = 0 end
 end
 `

@@ -3,7 +3,7 @@
  * `s[2]` = prevCount, `s[3]` = currCount; `view` and `msUntilFresh` inlined.
  */
 export const slidingWindowCounterLua = `
-ALGORITHMS['sliding-window-counter'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
+function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   local w = window_ms
   if op == 'i' then
     if s[3] > 0 then return s[1] + 2 * w end
@@ -31,13 +31,13 @@ ALGORITHMS['sliding-window-counter'] = function(op, s, limit, window_ms, burst, 
   end
   local estimate = (prev * (w - el)) / w + curr
   local after = estimate + cost
-  out.limit = limit
-  out.waitMs = 0
+  out[3] = limit
+  out[2] = 0
   if after <= limit + EPSILON then
-    out.allowed = true
-    out.retryAfterMs = 0
-    out.remaining = max(0, floor(limit - after + EPSILON))
-    if curr + cost > 0 then out.resetMs = 2 * w - el elseif prev > 0 then out.resetMs = w - el else out.resetMs = 0 end
+    out[1] = 1
+    out[6] = 0
+    out[4] = max(0, floor(limit - after + EPSILON))
+    if curr + cost > 0 then out[5] = 2 * w - el elseif prev > 0 then out[5] = w - el else out[5] = 0 end
     if commit then
       s[1] = vs
       s[2] = prev
@@ -45,20 +45,20 @@ ALGORITHMS['sliding-window-counter'] = function(op, s, limit, window_ms, burst, 
     end
     return
   end
-  out.allowed = false
-  out.remaining = max(0, floor(limit - estimate + EPSILON))
-  if curr > 0 then out.resetMs = 2 * w - el elseif prev > 0 then out.resetMs = w - el else out.resetMs = 0 end
+  out[1] = 0
+  out[4] = max(0, floor(limit - estimate + EPSILON))
+  if curr > 0 then out[5] = 2 * w - el elseif prev > 0 then out[5] = w - el else out[5] = 0 end
   local room = limit + EPSILON - curr - cost
   if cost > limit + EPSILON then
-    out.retryAfterMs = max(1, out.resetMs, w - el)
+    out[6] = max(1, out[5], w - el)
   elseif room >= 0 then
-    out.retryAfterMs = max(1, ceil(w - (room * w) / prev - el))
+    out[6] = max(1, ceil(w - (room * w) / prev - el))
   else
     local next_room = limit + EPSILON - cost
     if curr <= next_room then
-      out.retryAfterMs = w - el
+      out[6] = w - el
     else
-      out.retryAfterMs = ceil(2 * w - (next_room * w) / curr - el)
+      out[6] = ceil(2 * w - (next_room * w) / curr - el)
     end
   end
 end

@@ -4,7 +4,7 @@
  * and `view` (the binary search) inlined.
  */
 export const slidingWindowLogLua = `
-ALGORITHMS['sliding-window-log'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
+function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   local size = max(1, ceil(limit - EPSILON))
   local count = s[1]
   local head = s[2]
@@ -35,18 +35,18 @@ ALGORITHMS['sliding-window-log'] = function(op, s, limit, window_ms, burst, cost
   local after = in_window + units
   local newest = 0
   if in_window > 0 then newest = s[3 + ((head + count - 1) % size)] end
-  out.limit = size
-  out.waitMs = 0
+  out[3] = size
+  out[2] = 0
   if after <= size then
-    out.allowed = true
-    out.retryAfterMs = 0
-    out.remaining = size - after
+    out[1] = 1
+    out[6] = 0
+    out[4] = size - after
     if units > 0 then
-      out.resetMs = window_ms
+      out[5] = window_ms
     elseif in_window > 0 then
-      out.resetMs = newest + window_ms - vnow
+      out[5] = newest + window_ms - vnow
     else
-      out.resetMs = 0
+      out[5] = 0
     end
     if commit and units > 0 then
       local start = (head + first) % size
@@ -56,14 +56,14 @@ ALGORITHMS['sliding-window-log'] = function(op, s, limit, window_ms, burst, cost
     end
     return
   end
-  out.allowed = false
-  out.remaining = size - in_window
-  if in_window > 0 then out.resetMs = newest + window_ms - vnow else out.resetMs = 0 end
+  out[1] = 0
+  out[4] = size - in_window
+  if in_window > 0 then out[5] = newest + window_ms - vnow else out[5] = 0 end
   if units > size then
-    if in_window > 0 then out.retryAfterMs = out.resetMs else out.retryAfterMs = window_ms end
+    if in_window > 0 then out[6] = out[5] else out[6] = window_ms end
   else
     local leaving = s[3 + ((head + first + after - size - 1) % size)]
-    out.retryAfterMs = leaving + window_ms - vnow
+    out[6] = leaving + window_ms - vnow
   end
 end
 `

@@ -5,7 +5,7 @@
  * are inlined: every function a script defines is a closure allocated on every call.
  */
 export const tokenBucketLua = `
-ALGORITHMS['token-bucket'] = function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
+function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   if op == 'i' then return s[2] + (s[1] * window_ms) / limit end
   -- usedAt
   local used = s[1]
@@ -24,34 +24,34 @@ ALGORITHMS['token-bucket'] = function(op, s, limit, window_ms, burst, cost, now,
     return
   end
   local after = used + cost
-  out.limit = burst
+  out[3] = burst
   if after <= burst + EPSILON then
-    out.allowed = true
-    out.waitMs = 0
-    out.retryAfterMs = 0
+    out[1] = 1
+    out[2] = 0
+    out[6] = 0
   else
     local u = after - burst
     local wait = 0
     if u > EPSILON then wait = ceil(((u - EPSILON) * window_ms) / limit) end
     if max_wait > 0 and wait <= max_wait and cost <= burst + EPSILON then
-      out.allowed = true
-      out.waitMs = wait
-      out.retryAfterMs = 0
+      out[1] = 1
+      out[2] = wait
+      out[6] = 0
     else
-      out.allowed = false
-      out.waitMs = 0
+      out[1] = 0
+      out[2] = 0
       if max_wait > 0 and cost <= burst + EPSILON then
-        out.retryAfterMs = max(1, ceil(wait - max_wait))
+        out[6] = max(1, ceil(wait - max_wait))
       else
-        out.retryAfterMs = max(1, wait)
+        out[6] = max(1, wait)
       end
-      out.remaining = max(0, floor(burst - used + EPSILON))
-      if used > EPSILON then out.resetMs = ceil(((used - EPSILON) * window_ms) / limit) else out.resetMs = 0 end
+      out[4] = max(0, floor(burst - used + EPSILON))
+      if used > EPSILON then out[5] = ceil(((used - EPSILON) * window_ms) / limit) else out[5] = 0 end
       return
     end
   end
-  out.remaining = max(0, floor(burst - after + EPSILON))
-  if after > EPSILON then out.resetMs = ceil(((after - EPSILON) * window_ms) / limit) else out.resetMs = 0 end
+  out[4] = max(0, floor(burst - after + EPSILON))
+  if after > EPSILON then out[5] = ceil(((after - EPSILON) * window_ms) / limit) else out[5] = 0 end
   if commit then
     s[1] = after
     s[2] = max(s[2], now)
