@@ -1,7 +1,14 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
+import {
+  RulesValidationError,
+  errorCodes,
+  httpRules,
+  parseDuration,
+  parseRules,
+} from '../src/index.js'
 import { parseRulesDocument } from '../src/rules/schema.js'
-import { SnippetRunner, docSnippets, where } from './docs-snippets.js'
+import { SnippetRunner, coveredSnippets, docSnippets, readDoc, where } from './docs-snippets.js'
 
 // Runs every ```ts block of the docs pages below as a module: a snippet that no longer
 // compiles or whose assertions fail breaks the build, so the docs cannot drift from the code.
@@ -32,4 +39,56 @@ describe('docs snippets', () => {
       })
     }
   }
+})
+
+// Pages without code: a snippet added to one must come with a test that runs it.
+describe('pages without snippets', () => {
+  for (const page of ['algorithms.md', 'failure-modes.md', 'error-codes.md']) {
+    it(`docs/${page} shows no ts or js snippet`, () => {
+      expect(coveredSnippets(page, 0)).toEqual([])
+    })
+  }
+})
+
+// docs/error-codes.md shows messages rather than code: each must be what Floodgate says.
+describe('docs/error-codes.md', () => {
+  const page = readDoc('error-codes.md')
+
+  it('has a section for every code, and no other', () => {
+    const sections = [...page.matchAll(/^## (FG_\w+)$/gm)].map((m) => m[1])
+    expect(sections).toEqual(Object.keys(errorCodes))
+  })
+
+  it('shows the issues a rule set really gets', () => {
+    const [shown] = coveredSnippets('error-codes.md', 1, [''])
+    let error: unknown
+    try {
+      parseRules([
+        { id: 'a', limit: 1, windw: '1s' },
+        { id: 'export', limit: 1, window: '1s' },
+        { id: 'c', limit: -1, window: '1s' },
+        { id: 'export', limit: 1, window: '1s' },
+      ])
+    } catch (err) {
+      error = err
+    }
+    expect(error).toBeInstanceOf(RulesValidationError)
+    const { issues, message } = error as RulesValidationError
+    for (const line of shown!.code.split('\n')) expect(issues).toContain(line)
+    expect(message).toMatch(
+      / \(FG_ERR_RULES_INVALID, see docs\/error-codes\.md#fg_err_rules_invalid\)$/,
+    )
+  })
+
+  it('quotes the OptionsError message httpRules throws', () => {
+    const message = 'httpRules: intervalMs: expected a number from 1 to 2147483647, got 0'
+    expect(page).toContain(`\`${message}\``)
+    expect(() => httpRules('http://127.0.0.1/rules', { intervalMs: 0 })).toThrow(message)
+  })
+
+  it('reads the durations it calls fine, and refuses the one it calls wrong', () => {
+    expect(page).toContain("(`'1.5s'` is fine, `'0.0001s'` is not)")
+    expect(parseDuration('1.5s')).toBe(1500)
+    expect(() => parseDuration('0.0001s')).toThrow(/FG_ERR_DURATION_INVALID/)
+  })
 })
