@@ -1,0 +1,37 @@
+// A TypeScript consumer of every package's root entry. The packed-package test compiles it as
+// types.mts and types.cts (module node16: ESM and CJS) and as types.ts (moduleResolution
+// bundler). The @ts-expect-error lines fail the compile if the types resolve to `any`.
+import { createLimiter, type Decision, type Limiter, type RuleInput } from '@floodgate/core'
+import { rateLimit as expressRateLimit, type RateLimitMiddleware } from '@floodgate/express'
+import fastifyRateLimit, { rateLimit, type FastifyRateLimitOptions } from '@floodgate/fastify'
+import { rateLimit as koaRateLimit } from '@floodgate/koa'
+import { RedisStore, type RedisStoreOptions } from '@floodgate/redis'
+import { validateWithCore, type RulesServiceOptions } from '@floodgate/rules-service'
+import { fetchWithRetry } from '@floodgate/client'
+
+export const rules: RuleInput[] = [{ id: 'one', limit: 1, window: '1m' }]
+export const limiter: Limiter = createLimiter({ rules })
+export const decision: Decision | Promise<Decision> = limiter.check({
+  method: 'GET',
+  path: '/',
+  ip: '192.0.2.1',
+  headers: {},
+})
+// @ts-expect-error timeoutMs is a number
+createLimiter({ rules, timeoutMs: 'soon' })
+
+export const expressMiddleware: RateLimitMiddleware = expressRateLimit(rules)
+export const fastifyOptions: FastifyRateLimitOptions = { rules }
+export const samePlugin: boolean = fastifyRateLimit === rateLimit
+export const koaLimiter: Limiter<unknown> = koaRateLimit(rules).limiter
+
+export const redisOptions: RedisStoreOptions = { url: 'redis://127.0.0.1:6379', timeoutMs: 50 }
+export const openStore = (): RedisStore => new RedisStore(redisOptions)
+
+export const problems: readonly string[] = validateWithCore(rules)
+export const serviceOptions: Partial<RulesServiceOptions> = {}
+
+export const get = (): Promise<Response> =>
+  fetchWithRetry('http://127.0.0.1:3000/', undefined, { maxAttempts: 2 })
+// @ts-expect-error maxAttempts is a number
+export const wrong = (): Promise<Response> => fetchWithRetry('/', {}, { maxAttempts: 'two' })
