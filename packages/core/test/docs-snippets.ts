@@ -2,14 +2,16 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'n
 import type { AddressInfo } from 'node:net'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
 
 // Test support shared by the docs tests of every package (not published: it lives in a test
 // folder). A docs test reads the fenced blocks of a docs page and runs each one as a module, so
 // a snippet that no longer runs, or whose claims no longer hold, fails the build.
 
-const docsDir = new URL('../../../docs/', import.meta.url)
+const repoRoot = new URL('../../../', import.meta.url)
+const docsDir = new URL('docs/', repoRoot)
 
 /** A fenced code block of a docs page. */
 export interface Snippet {
@@ -77,6 +79,7 @@ export function where(snippet: Snippet): string {
 export class SnippetRunner {
   private readonly dir: string
   private count = 0
+  private readonly files: string[] = []
 
   /** @param packageDir - the package whose dependencies the snippets may import */
   constructor(packageDir: URL) {
@@ -95,8 +98,30 @@ export class SnippetRunner {
   ): Promise<Record<string, unknown>> {
     const file = join(this.dir, `${snippet.page.replace(/\W/g, '-')}-${++this.count}.ts`)
     const source = [around.before, snippet.code, around.after].filter((s) => s !== undefined)
-    writeFileSync(file, source.join('\n'))
+    // `export {}` makes every file a module, so fragments never share a global scope.
+    writeFileSync(file, [...source, 'export {}\n'].join('\n'))
+    this.files.push(file)
     return (await import(file)) as Record<string, unknown>
+  }
+
+  /**
+   * Type-check every snippet run so far, with the repository's compiler options (strict;
+   * `@floodgate/*` mapped to the sources): a snippet a TypeScript user copies must compile,
+   * not only run. Returns the errors as `snippet-file(line,col): message`.
+   */
+  typeErrors(): string[] {
+    const root = fileURLToPath(repoRoot)
+    const config = ts.readConfigFile(join(root, 'tsconfig.json'), (f) => ts.sys.readFile(f))
+    const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, root)
+    const program = ts.createProgram(this.files, { ...options, noEmit: true, declaration: false })
+    return ts
+      .getPreEmitDiagnostics(program)
+      .filter((d) => d.file !== undefined && this.files.includes(d.file.fileName))
+      .map((d) => {
+        const { line, character } = d.file!.getLineAndCharacterOfPosition(d.start ?? 0)
+        const text = ts.flattenDiagnosticMessageText(d.messageText, '\n')
+        return `${basename(d.file!.fileName)}(${line + 1},${character + 1}): ${text}`
+      })
   }
 
   /** Remove the temporary folder (the `node_modules` link, not what it points to). */

@@ -39,6 +39,11 @@ describe('docs snippets', () => {
       })
     }
   }
+
+  // After the tests above: every snippet they ran.
+  it('the snippets type-check', () => {
+    expect(runner.typeErrors()).toEqual([])
+  }, 60_000)
 })
 
 // Pages without code: a snippet added to one must come with a test that runs it.

@@ -89,9 +89,17 @@ describe(`docs/${page}`, () => {
     const { app } = await runner.run(options!, {
       before: `${setup}
 const rules = [{ id: 'per-user', key: 'user' as const, limit: 1, window: '1m' }]
-// The page's fragment assumes an authentication middleware that sets req.user.
+// The page's fragment assumes an authentication middleware that sets req.user, and the
+// declaration of req.user that comes with it (passport's, say).
+declare global {
+  namespace Express {
+    interface Request {
+      user?: { id: string }
+    }
+  }
+}
 app.use((req, _res, next) => {
-  Object.assign(req, { user: { id: req.get('x-user-id') } })
+  req.user = { id: req.get('x-user-id') ?? '' }
   next()
 })`,
       after: `
@@ -163,4 +171,9 @@ export { app }`,
     )
     expect((await fetch(`${base}/`)).headers.get('ratelimit')).toBe('"per-ip";r=89;t=7')
   })
+
+  // After the tests above: every snippet they ran.
+  it('the snippets type-check', () => {
+    expect(runner.typeErrors()).toEqual([])
+  }, 60_000)
 })

@@ -99,10 +99,16 @@ import Fastify from 'fastify'
 import { rateLimit } from '@floodgate/fastify'
 const app = Fastify()
 const rules = [{ id: 'per-user', key: 'user' as const, limit: 1, window: '1m' }]
-// The authentication the page assumes: an onRequest hook, registered before the plugin.
-app.decorateRequest('user', null)
+// The authentication the page assumes: an onRequest hook, registered before the plugin,
+// and its declaration of request.user.
+declare module 'fastify' {
+  interface FastifyRequest {
+    user?: { id: string }
+  }
+}
+app.decorateRequest('user', undefined)
 app.addHook('onRequest', async (request) => {
-  Object.assign(request, { user: { id: request.headers['x-user-id'] } })
+  request.user = { id: String(request.headers['x-user-id']) }
 })`,
       after: `
 app.get('/', async () => ({ ok: true }))
@@ -125,4 +131,9 @@ export { app }`,
       await fastify.close()
     }
   })
+
+  // After the tests above: every snippet they ran.
+  it('the snippets type-check', () => {
+    expect(runner.typeErrors()).toEqual([])
+  }, 60_000)
 })

@@ -136,4 +136,9 @@ export { app }`,
     await fetch(base, forged)
     expect(codes).toEqual(['FG_WRN_KOA_PROXY_LEFTMOST_IP'])
   })
+
+  // After the tests above: every snippet they ran.
+  it('the snippets type-check', () => {
+    expect(runner.typeErrors()).toEqual([])
+  }, 60_000)
 })

@@ -107,3 +107,8 @@ describe(`docs/${page}`, () => {
     expect(readDoc(page)).toContain(`\n${key}\n`)
   })
 })
+
+// After the tests above: every snippet they ran.
+it('the snippets type-check', () => {
+  expect(runner.typeErrors()).toEqual([])
+}, 60_000)

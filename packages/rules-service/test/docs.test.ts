@@ -306,3 +306,8 @@ describe(`docs/${page}`, () => {
     })
   })
 })
+
+// After the tests above: every snippet they ran.
+it('the snippets type-check', () => {
+  expect(runner.typeErrors()).toEqual([])
+}, 60_000)
