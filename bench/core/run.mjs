@@ -2,7 +2,7 @@
 // in-memory stores, in one run: interleaved rounds, medians. Then heap bytes per key.
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { checkContender, storeContenders } from './contenders.mjs'
+import { checkContenders, storeContenders } from './contenders.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 400)
@@ -62,7 +62,7 @@ function print({ title, rows }, baselineName) {
 console.log(
   `# Core decisions per second (Node ${process.version}, ${ROUNDS} rounds of ${ROUND_MS} ms, median)`,
 )
-const all = [...storeContenders, checkContender]
+const all = [...storeContenders, ...checkContenders]
 print(await table('One hot key', ['10.0.0.1'], all))
 print(await table('100k keys, round robin', ipKeys(100_000), all))
 

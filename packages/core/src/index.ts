@@ -71,7 +71,7 @@ export type { CountersSnapshot, DecisionCounts } from './limiter-counters.js'
 
 // Infrastructure
 export type { Clock } from './clock.js'
-export { systemClock } from './clock.js'
+export { systemClock, turnClock } from './clock.js'
 export type { Logger } from './logger.js'
 export { silentLogger } from './logger.js'
 export type { ErrorCode } from './errors.js'

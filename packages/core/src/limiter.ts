@@ -1,5 +1,5 @@
 import type { AlgorithmResult } from './algorithms/algorithm.js'
-import { systemClock, type Clock } from './clock.js'
+import { turnClock, type Clock } from './clock.js'
 import type { Decision, DecisionAction, RuleOutcome } from './decision.js'
 import { FloodgateError, OptionsError } from './errors.js'
 import { compileKey, type KeyBuilders, type KeyFn } from './keys/build-key.js'
@@ -37,7 +37,7 @@ export interface LimiterOptions<Req = unknown> {
   readonly ipv6Subnet?: number | undefined
   /**
    * Milliseconds clock.
-   * @default systemClock (Date.now)
+   * @default turnClock (Date.now() once per event-loop turn)
    */
   readonly clock?: Clock | undefined
   /**
@@ -211,7 +211,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
 
   constructor(options: LimiterOptions<Req>) {
     this.store = options.store ?? new MemoryStore()
-    this.clock = options.clock ?? systemClock
+    this.clock = options.clock ?? turnClock
     this.timeoutMs = positiveInt('timeoutMs', options.timeoutMs, 50)
     this.ipv6Subnet = positiveInt('ipv6Subnet', options.ipv6Subnet, 64, 128)
     this.failOpenLogIntervalMs = positiveInt(
