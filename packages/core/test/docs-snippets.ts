@@ -2,9 +2,10 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'n
 import type { AddressInfo } from 'node:net'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
-import { basename, join } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
+import { afterAll, afterEach, beforeEach, expect, it } from 'vitest'
 
 // Test support shared by the docs tests of every package (not published: it lives in a test
 // folder). A docs test reads the fenced blocks of a docs page and runs each one as a module, so
@@ -77,14 +78,21 @@ export function where(snippet: Snippet): string {
  * repository, so a run never leaves files that git, eslint or tsc would see.
  */
 export class SnippetRunner {
-  private readonly dir: string
-  private count = 0
-  private readonly files: string[] = []
+  private dir: string | undefined
+  /** Every file run so far, with its snippet and how many lines of setup precede it. */
+  private readonly files: { path: string; snippet: Snippet; setupLines: number }[] = []
 
   /** @param packageDir - the package whose dependencies the snippets may import */
-  constructor(packageDir: URL) {
-    this.dir = mkdtempSync(join(tmpdir(), 'floodgate-docs-'))
-    symlinkSync(fileURLToPath(new URL('node_modules', packageDir)), join(this.dir, 'node_modules'))
+  constructor(private readonly packageDir: URL) {}
+
+  // Made on the first run, so a test file that fails while loading leaves nothing behind.
+  private folder(): string {
+    if (this.dir === undefined) {
+      this.dir = mkdtempSync(join(tmpdir(), 'floodgate-docs-'))
+      const modules = fileURLToPath(new URL('node_modules', this.packageDir))
+      symlinkSync(modules, join(this.dir, 'node_modules'))
+    }
+    return this.dir
   }
 
   /**
@@ -96,37 +104,49 @@ export class SnippetRunner {
     snippet: Snippet,
     around: { before?: string; after?: string } = {},
   ): Promise<Record<string, unknown>> {
-    const file = join(this.dir, `${snippet.page.replace(/\W/g, '-')}-${++this.count}.ts`)
+    const name = `${snippet.page.replace(/\W/g, '-')}-${this.files.length + 1}.ts`
+    const file = join(this.folder(), name)
     const source = [around.before, snippet.code, around.after].filter((s) => s !== undefined)
     // `export {}` makes every file a module, so fragments never share a global scope.
     writeFileSync(file, [...source, 'export {}\n'].join('\n'))
-    this.files.push(file)
+    const setupLines = around.before === undefined ? 0 : around.before.split('\n').length
+    this.files.push({ path: file, snippet, setupLines })
     return (await import(file)) as Record<string, unknown>
   }
 
   /**
    * Type-check every snippet run so far, with the repository's compiler options (strict;
    * `@floodgate/*` mapped to the sources): a snippet a TypeScript user copies must compile,
-   * not only run. Returns the errors as `snippet-file(line,col): message`.
+   * not only run. Returns the errors as `docs/<page>:<line>: message`, or `setup of …` for
+   * an error in the code a test put around the snippet.
    */
   typeErrors(): string[] {
     const root = fileURLToPath(repoRoot)
     const config = ts.readConfigFile(join(root, 'tsconfig.json'), (f) => ts.sys.readFile(f))
     const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, root)
-    const program = ts.createProgram(this.files, { ...options, noEmit: true, declaration: false })
-    return ts
-      .getPreEmitDiagnostics(program)
-      .filter((d) => d.file !== undefined && this.files.includes(d.file.fileName))
-      .map((d) => {
-        const { line, character } = d.file!.getLineAndCharacterOfPosition(d.start ?? 0)
-        const text = ts.flattenDiagnosticMessageText(d.messageText, '\n')
-        return `${basename(d.file!.fileName)}(${line + 1},${character + 1}): ${text}`
-      })
+    // Nothing is emitted, so no declarations: an exported Express app's type has no name.
+    const program = ts.createProgram(
+      this.files.map((f) => f.path),
+      { ...options, noEmit: true, declaration: false },
+    )
+    const errors: string[] = []
+    for (const d of ts.getPreEmitDiagnostics(program)) {
+      const file = this.files.find((f) => f.path === d.file?.fileName)
+      if (!file || !d.file) continue
+      const line = d.file.getLineAndCharacterOfPosition(d.start ?? 0).line - file.setupLines
+      const inSnippet = line >= 0 && line < file.snippet.code.split('\n').length
+      const at = inSnippet
+        ? `docs/${file.snippet.page}:${file.snippet.line + 1 + line}`
+        : `setup of ${where(file.snippet)}`
+      errors.push(`${at}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`)
+    }
+    return errors
   }
 
   /** Remove the temporary folder (the `node_modules` link, not what it points to). */
   close(): void {
-    rmSync(this.dir, { recursive: true, force: true })
+    if (this.dir !== undefined) rmSync(this.dir, { recursive: true, force: true })
+    this.dir = undefined
   }
 }
 
@@ -185,5 +205,43 @@ export class FreePorts {
           }),
       ),
     )
+  }
+}
+
+/** What {@link docsHarness} sets up for a docs test file. */
+export interface DocsHarness {
+  readonly runner: SnippetRunner
+  /** The current test's {@link FreePorts} (a new one for every test, closed after it). */
+  ports(): FreePorts
+  /** Register, last in the file, a test that type-checks every snippet the tests ran. */
+  itTypeChecks(): void
+}
+
+/**
+ * A {@link SnippetRunner} for the package at `packageDir`, removed after the file, and a
+ * {@link FreePorts} around every test.
+ */
+export function docsHarness(packageDir: URL): DocsHarness {
+  const runner = new SnippetRunner(packageDir)
+  let current: FreePorts | undefined
+  beforeEach(() => {
+    current = new FreePorts()
+  })
+  afterEach(async () => {
+    await current?.close()
+    current = undefined
+  })
+  afterAll(() => runner.close())
+  return {
+    runner,
+    ports() {
+      if (!current) throw new Error('ports() is only there while a test runs')
+      return current
+    },
+    itTypeChecks() {
+      it('the snippets type-check', () => {
+        expect(runner.typeErrors()).toEqual([])
+      }, 60_000)
+    },
   }
 }

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
 import {
   RulesValidationError,
@@ -8,7 +8,7 @@ import {
   parseRules,
 } from '../src/index.js'
 import { parseRulesDocument } from '../src/rules/schema.js'
-import { SnippetRunner, coveredSnippets, docSnippets, readDoc, where } from './docs-snippets.js'
+import { coveredSnippets, docSnippets, docsHarness, readDoc, where } from './docs-snippets.js'
 
 // Runs every ```ts block of the docs pages below as a module: a snippet that no longer
 // compiles or whose assertions fail breaks the build, so the docs cannot drift from the code.
@@ -17,8 +17,7 @@ const pages = ['limiter.md']
 const dataPages = ['rules.md']
 
 describe('docs snippets', () => {
-  const runner = new SnippetRunner(new URL('..', import.meta.url))
-  afterAll(() => runner.close())
+  const { runner, itTypeChecks } = docsHarness(new URL('..', import.meta.url))
 
   for (const page of dataPages) {
     const blocks = docSnippets(page, ['yaml', 'json'])
@@ -40,10 +39,7 @@ describe('docs snippets', () => {
     }
   }
 
-  // After the tests above: every snippet they ran.
-  it('the snippets type-check', () => {
-    expect(runner.typeErrors()).toEqual([])
-  }, 60_000)
+  itTypeChecks()
 })
 
 // Pages without code: a snippet added to one must come with a test that runs it.

@@ -1,11 +1,10 @@
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { rateLimit } from '@floodgate/express'
 import express, { type Express } from 'express'
 import {
-  FreePorts,
-  SnippetRunner,
+  docsHarness,
   coveredSnippets,
   docSnippets,
   readDoc,
@@ -17,13 +16,7 @@ import {
 // granted (`before`), and export the app they built (`after`).
 const page = 'getting-started-express.md'
 const [appWide, options, trustProxy, routeMount, costFunction] = coveredSnippets(page, 5)
-const runner = new SnippetRunner(new URL('..', import.meta.url))
-let ports: FreePorts
-beforeEach(() => {
-  ports = new FreePorts()
-})
-afterEach(() => ports.close())
-afterAll(() => runner.close())
+const { runner, ports, itTypeChecks } = docsHarness(new URL('..', import.meta.url))
 
 const setup = `
 import express from 'express'
@@ -32,10 +25,9 @@ import { rateLimit } from '@floodgate/express'
 const app = express()
 `
 
-/** Serve the app a fragment built; the port is closed after the test. */
+/** Serve the app a fragment built (FreePorts records the server and closes it after the test). */
 async function serve(app: Express): Promise<string> {
   const server: Server = app.listen(0, '127.0.0.1')
-  ports.servers.push(server)
   await new Promise((resolve) => server.once('listening', resolve))
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
@@ -43,7 +35,7 @@ async function serve(app: Express): Promise<string> {
 describe(`docs/${page}`, () => {
   it(`${where(appWide!)}: an app-wide limit, and the headers clients see`, async () => {
     await runner.run(appWide!)
-    const res = await fetch(`${await ports.url()}/`)
+    const res = await fetch(`${await ports().url()}/`)
     expect(res.status).toBe(200)
     expect(await res.json()).toEqual({ hello: 'world' })
     expect(res.headers.get('ratelimit-policy')).toBe('"per-ip";q=100;w=60')
@@ -172,8 +164,5 @@ export { app }`,
     expect((await fetch(`${base}/`)).headers.get('ratelimit')).toBe('"per-ip";r=89;t=7')
   })
 
-  // After the tests above: every snippet they ran.
-  it('the snippets type-check', () => {
-    expect(runner.typeErrors()).toEqual([])
-  }, 60_000)
+  itTypeChecks()
 })

@@ -1,9 +1,8 @@
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { rateLimit } from '@floodgate/fastify'
 import Fastify, { type FastifyInstance } from 'fastify'
 import {
-  FreePorts,
-  SnippetRunner,
+  docsHarness,
   baseUrl,
   coveredSnippets,
   readDoc,
@@ -15,13 +14,7 @@ import {
 // granted (`before`), and export the app they built (`after`).
 const page = 'getting-started-fastify.md'
 const [registerFirst, options] = coveredSnippets(page, 2)
-const runner = new SnippetRunner(new URL('..', import.meta.url))
-let ports: FreePorts
-beforeEach(() => {
-  ports = new FreePorts()
-})
-afterEach(() => ports.close())
-afterAll(() => runner.close())
+const { runner, ports, itTypeChecks } = docsHarness(new URL('..', import.meta.url))
 
 describe(`docs/${page}`, () => {
   it(`${where(registerFirst!)}: route cost, an exempt route, and the headers`, async () => {
@@ -31,7 +24,7 @@ describe(`docs/${page}`, () => {
       after: 'export { app }',
     })
     try {
-      const base = await ports.url()
+      const base = await ports().url()
       const user = await fetch(`${base}/users/42`)
       expect(await user.json()).toEqual({ id: '42' })
       expect(user.headers.get('ratelimit-policy')).toBe('"per-ip";q=100;w=60')
@@ -132,8 +125,5 @@ export { app }`,
     }
   })
 
-  // After the tests above: every snippet they ran.
-  it('the snippets type-check', () => {
-    expect(runner.typeErrors()).toEqual([])
-  }, 60_000)
+  itTypeChecks()
 })

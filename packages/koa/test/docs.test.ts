@@ -1,28 +1,16 @@
 import type { Server } from 'node:http'
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Logger } from '@floodgate/core'
 import { rateLimit } from '@floodgate/koa'
 import Koa from 'koa'
-import {
-  FreePorts,
-  SnippetRunner,
-  baseUrl,
-  coveredSnippets,
-  where,
-} from '../../core/test/docs-snippets.js'
+import { docsHarness, baseUrl, coveredSnippets, where } from '../../core/test/docs-snippets.js'
 
 // Every ```ts block of docs/getting-started-koa.md runs here, through real HTTP, and the test
 // checks what the page says about it. Fragments run after the setup they take for granted
 // (`before`), and export the app they built (`after`).
 const page = 'getting-started-koa.md'
 const [appWide, routeMount, onLimited, proxy] = coveredSnippets(page, 4)
-const runner = new SnippetRunner(new URL('..', import.meta.url))
-let ports: FreePorts
-beforeEach(() => {
-  ports = new FreePorts()
-})
-afterEach(() => ports.close())
-afterAll(() => runner.close())
+const { runner, ports, itTypeChecks } = docsHarness(new URL('..', import.meta.url))
 
 const setup = `
 import Koa from 'koa'
@@ -32,10 +20,9 @@ import { rateLimit } from '@floodgate/koa'
 const app = new Koa()
 `
 
-/** Serve the app a fragment built; the port is closed after the test. */
+/** Serve the app a fragment built (FreePorts records the server and closes it after the test). */
 async function serve(app: Koa): Promise<string> {
   const server: Server = app.listen(0, '127.0.0.1')
-  ports.servers.push(server)
   await new Promise((resolve) => server.once('listening', resolve))
   return baseUrl(server)
 }
@@ -58,7 +45,7 @@ function warningCodes(): { logger: Logger; codes: string[] } {
 describe(`docs/${page}`, () => {
   it(`${where(appWide!)}: an app-wide limit in front of @koa/router`, async () => {
     await runner.run(appWide!)
-    const res = await fetch(`${await ports.url()}/users/7`)
+    const res = await fetch(`${await ports().url()}/users/7`)
     expect(await res.json()).toEqual({ id: '7' })
     expect(res.headers.get('ratelimit-policy')).toBe('"per-ip";q=100;w=60')
     expect(res.headers.get('ratelimit')).toBe('"per-ip";r=99;t=1')
@@ -137,8 +124,5 @@ export { app }`,
     expect(codes).toEqual(['FG_WRN_KOA_PROXY_LEFTMOST_IP'])
   })
 
-  // After the tests above: every snippet they ran.
-  it('the snippets type-check', () => {
-    expect(runner.typeErrors()).toEqual([])
-  }, 60_000)
+  itTypeChecks()
 })

@@ -9,7 +9,7 @@ import {
   type RequestFacts,
 } from '@floodgate/core'
 import { hashTag, redisKey, type RedisStore } from '@floodgate/redis'
-import { SnippetRunner, coveredSnippets, readDoc, where } from '../../core/test/docs-snippets.js'
+import { coveredSnippets, docsHarness, readDoc, where } from '../../core/test/docs-snippets.js'
 import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 
 // Every ```ts block of docs/distributed.md runs here: the store snippet against the Redis at
@@ -17,8 +17,7 @@ import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 // setup they take for granted (`before`) and export what they built (`after`).
 const page = 'distributed.md'
 const [redisStore, cluster] = coveredSnippets(page, 2)
-const runner = new SnippetRunner(new URL('..', import.meta.url))
-afterAll(() => runner.close())
+const { runner, itTypeChecks } = docsHarness(new URL('..', import.meta.url))
 
 const available = await redisAvailable()
 
@@ -108,7 +107,4 @@ describe(`docs/${page}`, () => {
   })
 })
 
-// After the tests above: every snippet they ran.
-it('the snippets type-check', () => {
-  expect(runner.typeErrors()).toEqual([])
-}, 60_000)
+itTypeChecks()

@@ -10,8 +10,7 @@ import {
   type RulesServiceApp,
 } from '@floodgate/rules-service'
 import {
-  FreePorts,
-  SnippetRunner,
+  docsHarness,
   baseUrl,
   coveredSnippets,
   readDoc,
@@ -34,8 +33,8 @@ import {
 const page = 'rules-service.md'
 const [inCode, hostConnects] = coveredSnippets(page, 2)
 const [tokensFile] = coveredSnippets(page, 1, ['json'])
-const runner = new SnippetRunner(new URL('..', import.meta.url))
-afterAll(() => runner.close())
+// Its FreePorts make the snippet's port 8080 a free one.
+const { runner, itTypeChecks } = docsHarness(new URL('..', import.meta.url))
 afterEach(() => {
   vi.unstubAllEnvs()
   vi.unstubAllGlobals()
@@ -64,13 +63,11 @@ describe(`docs/${page}`, () => {
       await inTempDir(async (dir) => {
         // The snippet's './.floodgate-data' lands in the temporary directory.
         const cwd = process.cwd()
-        const ports = new FreePorts()
         process.chdir(dir)
         try {
           await runner.run(inCode!)
         } finally {
           process.chdir(cwd)
-          await ports.close()
         }
         // Stopped: a new service on the same directory finds the service the snippet created.
         const again = await startRulesService({
@@ -307,7 +304,4 @@ describe(`docs/${page}`, () => {
   })
 })
 
-// After the tests above: every snippet they ran.
-it('the snippets type-check', () => {
-  expect(runner.typeErrors()).toEqual([])
-}, 60_000)
+itTypeChecks()
