@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest'
 import { rateLimit } from '@floodgate/express'
 import express, { type Express } from 'express'
 import {
-  docsHarness,
   coveredSnippets,
+  docsHarness,
   docSnippets,
   readDoc,
   where,

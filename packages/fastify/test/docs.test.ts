@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest'
 import { rateLimit } from '@floodgate/fastify'
 import Fastify, { type FastifyInstance } from 'fastify'
 import {
-  docsHarness,
   baseUrl,
   coveredSnippets,
+  docsHarness,
   readDoc,
   where,
 } from '../../core/test/docs-snippets.js'

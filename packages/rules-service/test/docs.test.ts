@@ -10,9 +10,9 @@ import {
   type RulesServiceApp,
 } from '@floodgate/rules-service'
 import {
-  docsHarness,
   baseUrl,
   coveredSnippets,
+  docsHarness,
   readDoc,
   where,
 } from '../../core/test/docs-snippets.js'
