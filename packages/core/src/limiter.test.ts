@@ -205,6 +205,38 @@ describe('createLimiter', () => {
     await expect(limiter.check(facts())).resolves.toMatchObject({ failedOpen: true })
   })
 
+  it('arms no timer of its own when the store keeps a deadline no longer than timeoutMs', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      let fail: (err: Error) => void = () => {}
+      const pending = (): Promise<AlgorithmResult[]> =>
+        new Promise<AlgorithmResult[]>((_, reject) => (fail = reject))
+      const rules = [{ id: 'r', limit: 1, window: '1s' }]
+      const bounded = createLimiter({
+        rules,
+        timeoutMs: 50,
+        store: { settlesWithinMs: 50, consume: pending, refund: () => {} },
+      })
+      const decision = bounded.check(facts())
+      expect(vi.getTimerCount()).toBe(0)
+      fail(new Error('redis store: no answer within 50 ms'))
+      await expect(decision).resolves.toMatchObject({ allowed: true, failedOpen: true })
+
+      // A store whose bound is longer than the limiter's deadline gets the limiter's timer.
+      const slower = createLimiter({
+        rules,
+        timeoutMs: 50,
+        store: { settlesWithinMs: 500, consume: pending, refund: () => {} },
+      })
+      const late = slower.check(facts())
+      expect(vi.getTimerCount()).toBe(1)
+      await vi.advanceTimersByTimeAsync(50)
+      await expect(late).resolves.toMatchObject({ allowed: true, failedOpen: true })
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
   it('refuses a bad rule update and keeps the rules in force (P27)', () => {
     const { limiter, check } = clocked([{ id: 'r', limit: 1, window: '1s' }])
     check()

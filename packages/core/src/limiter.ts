@@ -389,6 +389,14 @@ class LimiterEngine<Req> implements Limiter<Req> {
     entries: Entry[],
     facts: RequestFacts<Req>,
   ): Promise<Decision> {
+    const bound = this.store.settlesWithinMs
+    if (bound !== undefined && bound <= this.timeoutMs) {
+      // The store keeps the deadline itself: a second timer per call would only cost.
+      return pending.then(
+        (results) => this.decide(entries, results, facts),
+        (err: unknown) => this.failOpen(err, entries, facts),
+      )
+    }
     return new Promise<Decision>((resolve) => {
       let settled = false
       const timer = setTimeout(() => {

@@ -230,6 +230,14 @@ export class RedisStore implements Store {
     this.scripts = new Map()
   }
 
+  /**
+   * Every call settles within `timeoutMs` (a fallback that answers synchronously adds
+   * nothing), so the limiter need not arm a timer of its own.
+   */
+  get settlesWithinMs(): number | undefined {
+    return this.fallback && this.fallback.synchronous !== true ? undefined : this.timeoutMs
+  }
+
   /** Decide every entry of a request in one script call (one per hash tag on a Cluster). */
   consume(entries: readonly ConsumeEntry[], nowMs: number): Promise<readonly AlgorithmResult[]> {
     if (entries.length === 0) return Promise.resolve([])

@@ -221,6 +221,17 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
     own.disconnect()
   })
 
+  it('tells the limiter it settles within timeoutMs unless an asynchronous fallback may add to it', async () => {
+    const asyncFallback = { consume: () => Promise.resolve([]), refund: () => {} }
+    const stores = [
+      createRedisStore({ url: REDIS_URL, prefix, timeoutMs: 40 }),
+      createRedisStore({ url: REDIS_URL, prefix, timeoutMs: 40, fallback: new MemoryStore() }),
+      createRedisStore({ url: REDIS_URL, prefix, timeoutMs: 40, fallback: asyncFallback }),
+    ]
+    expect(stores.map((s) => s.settlesWithinMs)).toEqual([40, 40, undefined])
+    await Promise.all(stores.map((s) => s.close()))
+  })
+
   it('refuses bad options at construction', () => {
     expect(() => new RedisStore({ url: REDIS_URL, prefix: 'a{b' })).toThrow(/prefix/)
     expect(() => new RedisStore({ url: REDIS_URL, timeoutMs: 0 })).toThrow(/timeoutMs/)

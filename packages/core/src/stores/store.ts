@@ -38,6 +38,12 @@ export interface Store {
    * after it returns, so the limiter may reuse its entry objects (MemoryStore).
    */
   readonly synchronous?: boolean
+  /**
+   * Declares that every promise `consume` returns settles within this many milliseconds on
+   * its own (rejecting when its backend misses the deadline), as RedisStore's does. When it is
+   * no longer than the limiter's `timeoutMs`, the limiter arms no timer of its own per call.
+   */
+  readonly settlesWithinMs?: number
   consume(
     entries: readonly ConsumeEntry[],
     nowMs: number,
