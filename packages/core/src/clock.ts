@@ -21,7 +21,9 @@ const forgetTurnNow = (): void => {
  *
  * Within one turn, time stands still: the checks a long synchronous loop makes all see the
  * turn's first reading, so nothing refills during the loop. That errs on the strict side
- * (a bucket refills late, never early). Pass `systemClock` for a fresh reading on every call.
+ * (a bucket refills late, never early). The reading cannot age while the process waits for
+ * I/O: a pending `setImmediate` keeps the event loop's poll phase from blocking, so it is at
+ * most as old as the callbacks run since. Pass `systemClock` for a fresh reading every call.
  */
 export const turnClock: Clock = () => {
   if (turnNow >= 0) return turnNow
