@@ -101,6 +101,8 @@ async function floodgate(
     response: (c) => c.reply.raw,
     request: (c) => c.request.raw,
     setHeader: (c, name, value) => void c.reply.header(name, value),
+    // reply.header lower-cases every name; ours arrive lower-cased already.
+    lowerCaseNames: true,
     proceed: (c) => c.done(),
     reject: onLimited
       ? (c, rejection) => onLimited(c.request, c.reply, rejection)

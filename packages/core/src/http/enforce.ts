@@ -5,6 +5,7 @@ import type { RequestFacts } from '../request-facts.js'
 import type { Rejection } from './adapter-options.js'
 import { retryAfterSeconds } from '../headers.js'
 import { PROBLEM_CONTENT_TYPE, serializedProblem } from './problem-details.js'
+import { limitField, policyField } from './rate-limit-fields.js'
 
 /** The part of a `Limiter` the HTTP flow uses; any core `Limiter` satisfies it. */
 export interface EnforcingLimiter<Req = unknown> {
@@ -31,6 +32,11 @@ export interface HttpIo<C, R> {
    * its slower merging path). Default: `response(ctx).setHeader`.
    */
   readonly setHeader?: ((ctx: C, name: string, value: string) => void) | undefined
+  /**
+   * True when `setHeader` lower-cases names anyway (Fastify): Floodgate's own header names are
+   * then passed lower-cased, which saves the framework the conversion.
+   */
+  readonly lowerCaseNames?: boolean | undefined
   /** Continue to the route handler. */
   proceed(ctx: C): R
   /** Answer a refusal. Headers are already set; write `rejection.status` and the body. */
@@ -54,6 +60,12 @@ export interface EnforceSettings {
 /** Name of the header that reports shadow rules that would have refused (opt-in). */
 export const SHADOW_HEADER = 'Floodgate-Shadow'
 
+// Header names as the drafts spell them, and lower-cased for frameworks that lower-case names
+// themselves (the same bytes on the wire, without a toLowerCase per header per request).
+type Names = readonly [policy: string, limit: string, retryAfter: string, shadow: string]
+const NAMES: Names = ['RateLimit-Policy', 'RateLimit', 'Retry-After', SHADOW_HEADER]
+const LOWER_NAMES: Names = ['ratelimit-policy', 'ratelimit', 'retry-after', 'floodgate-shadow']
+
 function setHeaders<C>(
   ctx: C,
   io: HttpIo<C, unknown>,
@@ -62,18 +74,37 @@ function setHeaders<C>(
   settings: EnforceSettings,
 ): void {
   const set = io.setHeader
-  if (settings.draft !== undefined) {
+  const names = io.lowerCaseNames === true ? LOWER_NAMES : NAMES
+  const draft = settings.draft
+  if (draft === 'ietf') {
+    // formatHeaders' fields, without its pairs: no quota claims when the decision failed open.
+    if (!decision.failedOpen) {
+      const policy = policyField(decision)
+      if (policy !== '') {
+        const limit = limitField(decision)
+        if (set) {
+          set(ctx, names[0], policy)
+          set(ctx, names[1], limit)
+        } else {
+          res.setHeader(names[0], policy)
+          res.setHeader(names[1], limit)
+        }
+      }
+    }
+  } else if (draft !== undefined) {
     // formatHeaders returns nothing for a failed-open decision: no quota claims during an outage.
-    const pairs = formatHeaders(decision, settings.formatOptions ?? { draft: settings.draft })
+    const pairs = formatHeaders(decision, settings.formatOptions ?? { draft })
     for (let i = 0; i < pairs.length; i++) {
       const [name, value] = pairs[i]!
       if (set) set(ctx, name, value)
       else res.setHeader(name, value)
     }
-  } else if (decision.action === 'reject') {
+  }
+  // formatHeaders sends Retry-After itself; otherwise a refusal still needs it.
+  if (draft !== 'legacy' && draft !== 'both' && decision.action === 'reject') {
     const value = String(retryAfterSeconds(decision.retryAfterMs))
-    if (set) set(ctx, 'Retry-After', value)
-    else res.setHeader('Retry-After', value)
+    if (set) set(ctx, names[2], value)
+    else res.setHeader(names[2], value)
   }
   if (settings.shadowHeader) {
     let ids = ''
@@ -81,8 +112,8 @@ function setHeaders<C>(
       if (o.shadow && !o.allowed) ids = ids === '' ? o.rule.id : `${ids}, ${o.rule.id}`
     }
     if (ids !== '') {
-      if (set) set(ctx, SHADOW_HEADER, ids)
-      else res.setHeader(SHADOW_HEADER, ids)
+      if (set) set(ctx, names[3], ids)
+      else res.setHeader(names[3], ids)
     }
   }
 }

@@ -1,0 +1,81 @@
+import type { Decision } from '../decision.js'
+import type { Rule } from '../rules/rule.js'
+
+// The `RateLimit-Policy` and `RateLimit` values of `formatHeaders` (headers.ts), built for the
+// request path: a rule's policy item never changes, so it is built once per rule, and a
+// response with one enforced rule sends that same string every time.
+
+interface RuleStrings {
+  /** `"id";q=limit;w=seconds` (no `w` for concurrency): the rule's `RateLimit-Policy` item. */
+  readonly policy: string
+  /** `"id";r=`: the start of the rule's `RateLimit` item. */
+  readonly remaining: string
+}
+
+const seconds = (ms: number): number => (ms <= 0 ? 0 : Math.ceil(ms / 1000))
+
+// Rules are frozen, so their strings can be kept as long as the rule lives.
+const byRule = new WeakMap<Rule, RuleStrings>()
+// Most responses name the rule the previous one named: skip even the WeakMap.
+let lastRule: Rule | undefined
+let lastStrings: RuleStrings | undefined
+
+function stringsOf(rule: Rule): RuleStrings {
+  if (rule === lastRule) return lastStrings!
+  let s = byRule.get(rule)
+  if (s === undefined) {
+    // Rule ids are restricted to [A-Za-z0-9._-] by the schema, so they are valid sf-strings.
+    const id = `"${rule.id}"`
+    s = {
+      policy:
+        rule.algorithm === 'concurrency'
+          ? `${id};q=${rule.limit}`
+          : `${id};q=${rule.limit};w=${seconds(rule.windowMs)}`,
+      remaining: `${id};r=`,
+    }
+    byRule.set(rule, s)
+  }
+  lastRule = rule
+  lastStrings = s
+  return s
+}
+
+/**
+ * The `RateLimit-Policy` value of a decision: every enforced (non-shadow) outcome's policy
+ * item, in rule order; `''` when there is none. Equals what `formatHeaders` sends.
+ *
+ * @param decision - a decision that did not fail open
+ * @returns the header value, or `''` for no header
+ */
+export function policyField(decision: Decision): string {
+  const outcomes = decision.outcomes
+  let policy = ''
+  for (let i = 0; i < outcomes.length; i++) {
+    const o = outcomes[i]!
+    if (o.shadow) continue
+    const item = stringsOf(o.rule).policy
+    policy = policy === '' ? item : `${policy}, ${item}`
+  }
+  return policy
+}
+
+/**
+ * The `RateLimit` value of a decision: per enforced outcome, the units left and the seconds
+ * until the quota resets (or, for a refusing rule, until a retry may pass). Equals what
+ * `formatHeaders` sends.
+ *
+ * @param decision - a decision that did not fail open
+ * @returns the header value, or `''` for no header
+ */
+export function limitField(decision: Decision): string {
+  const outcomes = decision.outcomes
+  let limit = ''
+  for (let i = 0; i < outcomes.length; i++) {
+    const o = outcomes[i]!
+    if (o.shadow) continue
+    const t = o.allowed ? seconds(o.resetMs) : seconds(o.retryAfterMs)
+    const item = stringsOf(o.rule).remaining + o.remaining + ';t=' + t
+    limit = limit === '' ? item : `${limit}, ${item}`
+  }
+  return limit
+}
