@@ -90,6 +90,20 @@ export interface Algorithm {
     cost: number,
     nowMs: number,
   ): void
+  /**
+   * Record `cost` units unconditionally, even past the capacity: the state goes into debt and
+   * later requests are refused until it is paid back. Used to charge units another host
+   * admitted (SyncedStore in `@floodgate/redis`). Only algorithms whose state is a level that
+   * drains at `limit` per `windowMs` (token bucket, GCRA) have it; for the others, debt has
+   * no meaning (a window forgets its count when it ends).
+   */
+  charge?(
+    state: Float64Array,
+    offset: number,
+    params: AlgorithmParams,
+    cost: number,
+    nowMs: number,
+  ): void
   /** Epoch ms at which the state becomes equal to the fresh state again (used for eviction and TTLs). */
   idleAtMs(state: Float64Array, offset: number, params: AlgorithmParams, nowMs: number): number
 }

@@ -86,6 +86,10 @@ export const gcra: Algorithm = {
     state[o + TAT] = ahead > back ? ahead - back : 0
     state[o + ANCHOR] = Math.max(state[o + ANCHOR]!, nowMs)
   },
+  charge(state, o, p, cost, nowMs) {
+    state[o + TAT] = aheadAt(state, o, nowMs) + (cost * p.windowMs) / p.limit
+    state[o + ANCHOR] = Math.max(state[o + ANCHOR]!, nowMs)
+  },
   idleAtMs(state, o) {
     return state[o + ANCHOR]! + state[o + TAT]!
   },

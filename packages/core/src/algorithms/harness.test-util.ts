@@ -12,6 +12,7 @@ export interface Runner {
   readonly offset: number
   consume(cost: number, nowMs: number, maxWaitMs?: number, commit?: boolean): AlgorithmResult
   refund(cost: number, nowMs: number): void
+  charge(cost: number, nowMs: number): void
   idleAtMs(nowMs: number): number
   snapshot(): number[]
 }
@@ -52,6 +53,11 @@ export function runner(algorithm: Algorithm, params: AlgorithmParams): Runner {
     },
     refund(cost, nowMs) {
       algorithm.refund(state, offset, params, cost, nowMs)
+      checkGuards()
+    },
+    charge(cost, nowMs) {
+      if (!algorithm.charge) throw new Error(`${algorithm.name} has no charge`)
+      algorithm.charge(state, offset, params, cost, nowMs)
       checkGuards()
     },
     idleAtMs: (nowMs) => algorithm.idleAtMs(state, offset, params, nowMs),

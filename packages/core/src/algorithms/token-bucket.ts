@@ -61,6 +61,10 @@ export const tokenBucket: Algorithm = {
     state[o + USED] = used > cost ? used - cost : 0
     state[o + LAST] = Math.max(state[o + LAST]!, nowMs)
   },
+  charge(state, o, p, cost, nowMs) {
+    state[o + USED] = drainedLevel(state, o, p, nowMs) + cost
+    state[o + LAST] = Math.max(state[o + LAST]!, nowMs)
+  },
   idleAtMs(state, o, p) {
     return state[o + LAST]! + (state[o + USED]! * p.windowMs) / p.limit
   },

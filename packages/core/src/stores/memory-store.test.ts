@@ -11,6 +11,25 @@ const one = (rule: ReturnType<typeof testRule>, key: string, cost = 1): ConsumeE
 ]
 
 describe('MemoryStore', () => {
+  it('charge puts a client into debt that later requests pay back', () => {
+    const store = new MemoryStore()
+    const rule = testRule('token-bucket', 10, 1000)
+    store.charge(rule, 'a', 15, 0)
+    expect(store.size).toBe(1)
+    expect(store.consume(one(rule, 'a'), 0)[0]).toMatchObject({ allowed: false, retryAfterMs: 600 })
+    expect(store.consume(one(rule, 'a'), 600)[0]!.allowed).toBe(true)
+    // Other keys of the rule are untouched.
+    expect(store.consume(one(rule, 'b', 10), 0)[0]!.allowed).toBe(true)
+  })
+
+  it('charge refuses an algorithm without debt, naming the rule and the algorithm', () => {
+    const store = new MemoryStore()
+    const rule = testRule('fixed-window', 10, 1000, { id: 'per-ip' })
+    expect(() => store.charge(rule, 'a', 1, 0)).toThrow(
+      /rule per-ip: algorithm fixed-window cannot be charged/,
+    )
+  })
+
   it('answers synchronously: no promise on the hot path', () => {
     const store = new MemoryStore()
     const result = store.consume(one(testRule('token-bucket', 5, 1000), 'a'), 0)

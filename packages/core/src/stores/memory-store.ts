@@ -287,6 +287,29 @@ export class MemoryStore implements Store {
     }
   }
 
+  /**
+   * Charge `cost` units to one client's state unconditionally: the state may go into debt,
+   * and the client is refused until it is paid back at the rule's refill rate. This is how a
+   * SyncedStore applies the units other hosts admitted.
+   *
+   * @param rule - The compiled rule whose state is charged.
+   * @param key - The client key.
+   * @param cost - Units to charge (positive).
+   * @param nowMs - The current time in epoch milliseconds.
+   * @throws OptionsError when the rule's algorithm cannot carry debt (only token bucket and
+   * GCRA can).
+   */
+  charge(rule: CompiledRule, key: string, cost: number, nowMs: number): void {
+    const t = this.table(rule)
+    if (!t.algorithm.charge) {
+      throw new OptionsError(
+        `rule ${rule.rule.id}: algorithm ${t.algorithm.name} cannot be charged units into debt (token-bucket and gcra can)`,
+      )
+    }
+    const slot = this.slotFor(t, key, nowMs)
+    t.algorithm.charge(t.slab, slot * t.stride, t.params, cost, nowMs)
+  }
+
   retain(stateIds: ReadonlySet<string>): void {
     for (const [id, t] of this.tables) {
       if (stateIds.has(id)) continue
