@@ -1,0 +1,474 @@
+import { createHash, randomBytes } from 'node:crypto'
+import type { Cluster, ClusterNode, ClusterOptions, RedisOptions } from 'ioredis'
+import {
+  EPSILON,
+  MemoryStore,
+  OptionsError,
+  algorithms,
+  scopeLogger,
+  type AlgorithmResult,
+  type CompiledRule,
+  type ConsumeEntry,
+  type Logger,
+  type RefundEntry,
+  type Store,
+} from '@floodgate/core'
+import { RedisStore, type RedisClient } from './redis-store.js'
+import { hashTag } from './redis-key.js'
+import { SYNC_SCRIPT } from './sync-script.js'
+
+/** Options of {@link SyncedStore} and {@link createSyncedStore}. */
+export interface SyncedStoreOptions {
+  /**
+   * A client the application already has (set the limiter-safe settings of
+   * docs/distributed.md yourself). Floodgate never closes a client it did not create.
+   */
+  client?: RedisClient
+  /** A Redis URL; Floodgate creates and owns the client, with RedisStore's limiter-safe settings. */
+  url?: string
+  /** Seed nodes of a Redis Cluster; Floodgate creates and owns a `Redis.Cluster`. */
+  cluster?: ClusterNode[]
+  /** Extra ioredis options for a client Floodgate creates (the limiter-safe ones win). */
+  redisOptions?: RedisOptions
+  /** Extra ioredis Cluster options for a cluster Floodgate creates. */
+  clusterOptions?: ClusterOptions
+  /**
+   * Prefix of every key. Must not contain `{` or `}`. The fleet counters live at
+   * `prefix:{tag}:stateId:synced`, apart from RedisStore's keys.
+   * @default 'fg'
+   */
+  prefix?: string
+  /**
+   * How often this host pushes what it admitted and pulls what the others admitted, in
+   * milliseconds (each interval jittered by ±10 %, so hosts do not sync in lockstep). The
+   * fleet over-admits by at most about `(hosts - 1) × (burst + rate × 2 × syncMs)`.
+   * @default 100
+   */
+  syncMs?: number
+  /**
+   * Deadline of one sync round in milliseconds. A round that misses it counts as failed: its
+   * units are sent again with the next round, and Redis ignores the ones it already applied.
+   * @default 1000
+   */
+  timeoutMs?: number
+  /**
+   * Hard cap on keys held locally (the local MemoryStore's `maxKeys`).
+   * @default 1_000_000
+   */
+  maxKeys?: number
+  /**
+   * Clock for the units charged after a sync, in epoch milliseconds. Pass the limiter's
+   * clock when tests drive time.
+   * @default Date.now
+   */
+  clock?: () => number
+  /** pino-compatible logger: a failed sync is logged at most once per 10 s. */
+  logger?: Logger
+}
+
+/** One (rule, client key) whose consumption this host shares with the fleet. */
+interface Tracked {
+  readonly id: string
+  readonly rule: CompiledRule
+  readonly key: string
+  readonly redisKey: string
+  readonly tag: string
+  /** Units admitted here and not yet sent. */
+  pending: number
+  /** Batches sent whose outcome is unknown, flat: seq, units, seq, units… */
+  unacked: number[]
+  /** Units of this host that Redis is known to hold, since tracking began. */
+  mine: number
+  /** Fleet total minus `mine` at the last sync: what the others admitted. NaN until first read. */
+  others: number
+  /** A baseline read is in flight. */
+  reading: boolean
+  /** `nowMs` of the last local admission. */
+  lastUseMs: number
+}
+
+type SyncFn = (numKeys: number, ...args: (string | number)[]) => Promise<string[]>
+
+const REPORT_INTERVAL_MS = 10_000
+/** Keys per script call on a single Redis: bounds how long one call holds Redis. */
+const CHUNK = 256
+/** A fleet counter outlives the last host that synced it by this much. */
+const TTL_SLACK_MS = 60_000
+
+/**
+ * Decides locally, shares consumption through Redis: the "synced" distributed mode.
+ *
+ * Every decision is made by a local {@link MemoryStore}, synchronously, at memory speed.
+ * Every `syncMs` the store sends, per client key it served recently, the units it admitted
+ * since the last sync and gets back the fleet's total for that key; what the other hosts
+ * admitted meanwhile is charged to the local bucket with `MemoryStore.charge`, which may
+ * take it into debt, so this host refuses until the debt is paid back at the rule's rate.
+ * With one host it answers exactly like a MemoryStore.
+ *
+ * The fleet admits at most what one shared bucket would, plus about
+ * `(hosts - 1) × (burst + rate × 2 × syncMs)` (see docs/distributed.md for the derivation and
+ * the measured figure). Only token bucket and GCRA rules are supported: they carry debt.
+ *
+ * Redis failures never reach a request: decisions stay local, a failed sync is logged once per
+ * interval, and the units not yet known to be in Redis are sent again by the next sync. Each
+ * batch carries a sequence number that Redis records per host, so a batch whose reply was
+ * lost and is sent again is applied once.
+ *
+ * @example
+ * ```ts
+ * const store = createSyncedStore({ url: process.env.REDIS_URL, syncMs: 100 })
+ * const limiter = createLimiter({ rules, store })
+ * ```
+ */
+export class SyncedStore implements Store {
+  /** Decisions are local: `consume` never returns a promise. */
+  readonly synchronous = true
+  /** The ioredis client in use. */
+  readonly client: RedisClient
+  /** Resolves once the client is connected; never rejects. Until then decisions are local only. */
+  readonly ready: Promise<void>
+  /** Sync rounds that failed or missed their deadline (their units were kept for the next). */
+  failedSyncs = 0
+  private readonly connection: RedisStore
+  private readonly memory: MemoryStore
+  private readonly prefix: string
+  private readonly syncMs: number
+  private readonly timeoutMs: number
+  private readonly clock: () => number
+  private readonly logger: Logger
+  private readonly isCluster: boolean
+  /** Distinguishes this process's batches in Redis; a restarted host is a new one. */
+  private readonly hostId = randomBytes(12).toString('base64url')
+  private readonly tracked = new Map<string, Tracked>()
+  private readonly unread: Tracked[] = []
+  private readScheduled = false
+  private seq = 0
+  private round: Promise<void> = Promise.resolve()
+  private reads: Promise<void> = Promise.resolve()
+  private timer: NodeJS.Timeout | undefined
+  private closed = false
+  private lastReportMs = -Infinity
+  private script: SyncFn | undefined
+
+  /**
+   * @param options - Where Redis is and how often to sync; see {@link SyncedStoreOptions}.
+   * @throws OptionsError when the options are inconsistent or out of range.
+   */
+  constructor(options: SyncedStoreOptions = {}) {
+    const syncMs = options.syncMs ?? 100
+    if (!Number.isInteger(syncMs) || syncMs < 1 || syncMs > 2 ** 31 - 1) {
+      throw new OptionsError(
+        `syncMs: expected an integer from 1 to ${2 ** 31 - 1}, got ${String(syncMs)}`,
+      )
+    }
+    const timeoutMs = options.timeoutMs ?? 1000
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) {
+      throw new OptionsError(
+        `timeoutMs: expected an integer from 1 to ${2 ** 31 - 1}, got ${String(timeoutMs)}`,
+      )
+    }
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      throw new OptionsError(`clock: expected a function, got ${typeof options.clock}`)
+    }
+    this.memory = new MemoryStore({ maxKeys: options.maxKeys })
+    // The connection is made and validated exactly as RedisStore's (prefix, sources, the
+    // limiter-safe ioredis settings); this store only borrows its client.
+    this.connection = new RedisStore({
+      client: options.client,
+      url: options.url,
+      cluster: options.cluster,
+      redisOptions: options.redisOptions,
+      clusterOptions: options.clusterOptions,
+      prefix: options.prefix,
+      timeoutMs,
+      logger: options.logger,
+    })
+    this.client = this.connection.client
+    this.ready = this.connection.ready
+    this.prefix = options.prefix ?? 'fg'
+    this.syncMs = syncMs
+    this.timeoutMs = timeoutMs
+    this.clock = options.clock ?? Date.now
+    this.logger = scopeLogger(options.logger, 'floodgate-synced')
+    this.isCluster = 'isCluster' in this.client && this.client.isCluster === true
+    this.schedule()
+  }
+
+  /** Number of (rule, client key) pairs this host currently shares with the fleet. */
+  get trackedKeys(): number {
+    return this.tracked.size
+  }
+
+  /** Decide locally; the units admitted are shared with the fleet at the next sync. */
+  consume(entries: readonly ConsumeEntry[], nowMs: number): readonly AlgorithmResult[] {
+    for (const e of entries) if (!e.rule.algorithm.charge) throw unsupported(e.rule)
+    const results = this.memory.consume(entries, nowMs)
+    for (let i = 0; i < entries.length; i++) {
+      if (!entries[i]!.shadow && !results[i]!.allowed) return results // nothing was recorded
+    }
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!
+      if (e.shadow && !results[i]!.allowed) continue
+      const t = this.track(e.rule, e.key)
+      t.pending += e.cost
+      t.lastUseMs = nowMs
+    }
+    return results
+  }
+
+  /** Give units back locally; the fleet learns at the next sync (others are not credited). */
+  refund(entries: readonly RefundEntry[], nowMs: number): void {
+    this.memory.refund(entries, nowMs)
+    for (const e of entries) {
+      const t = this.tracked.get(trackId(e.rule, e.key))
+      if (t) t.pending -= e.cost
+    }
+  }
+
+  /**
+   * Keep the state of these rules only. Throws when a rule in force uses an algorithm this
+   * store cannot share, so `createLimiter` refuses it at startup.
+   */
+  retain(stateIds: ReadonlySet<string>): void {
+    for (const id of stateIds) {
+      // A stateId is `id|algorithm|limit|windowMs|burst` (core's stateIdOf).
+      const [ruleId, name] = id.split('|')
+      const algorithm =
+        name !== undefined && Object.hasOwn(algorithms, name)
+          ? algorithms[name as keyof typeof algorithms]
+          : undefined
+      if (algorithm && !algorithm.charge) {
+        throw unsupported({ rule: { id: ruleId ?? id }, algorithm })
+      }
+    }
+    this.memory.retain(stateIds)
+    for (const [id, t] of this.tracked) if (!stateIds.has(t.rule.stateId)) this.tracked.delete(id)
+  }
+
+  /**
+   * Run one sync round now (after the one in progress, if any): send what this host admitted,
+   * charge what the others admitted. Never rejects: a failed round is logged and its units
+   * are sent again by the next. The timer calls it every `syncMs`; tests call it directly.
+   */
+  syncNow(): Promise<void> {
+    const next = this.round.then(() => this.runRound())
+    this.round = next
+    return next
+  }
+
+  /** Stop the timer, send what is still unsent (one last sync), and close what Floodgate opened. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    if (this.timer) clearTimeout(this.timer)
+    await this.syncNow()
+    // Keys seen for the first time since the last round were only read by it: send their units.
+    if ([...this.tracked.values()].some((t) => t.pending !== 0)) await this.syncNow()
+    this.memory.close()
+    this.tracked.clear()
+    await this.connection.close()
+  }
+
+  private track(rule: CompiledRule, key: string): Tracked {
+    const id = trackId(rule, key)
+    let t = this.tracked.get(id)
+    if (t) return t
+    const tag = hashTag(key)
+    t = {
+      id,
+      rule,
+      key,
+      redisKey: `${this.prefix}:{${tag}}:${rule.stateId}:synced`,
+      tag,
+      pending: 0,
+      unacked: [],
+      mine: 0,
+      others: Number.NaN,
+      reading: false,
+      lastUseMs: 0,
+    }
+    this.tracked.set(id, t)
+    // Read the fleet's total for the key now, so what the others admit from here on is
+    // charged; what they admitted before this host served the key is history.
+    this.unread.push(t)
+    if (!this.readScheduled) {
+      this.readScheduled = true
+      setImmediate(() => this.readBaselines())
+    }
+    return t
+  }
+
+  private readBaselines(): void {
+    this.readScheduled = false
+    const batch = this.unread.splice(0).filter((t) => Number.isNaN(t.others) && !t.reading)
+    // Not connected: the next round reads them.
+    if (batch.length === 0 || this.closed || !this.connected()) return
+    for (const t of batch) t.reading = true
+    this.reads = Promise.all([
+      this.reads,
+      this.send(batch, 0).finally(() => {
+        for (const t of batch) t.reading = false
+      }),
+    ]).then(() => undefined)
+  }
+
+  private schedule(): void {
+    if (this.closed) return
+    const delay = Math.max(1, Math.round(this.syncMs * (0.9 + 0.2 * Math.random())))
+    this.timer = setTimeout(() => {
+      void this.syncNow().then(() => this.schedule())
+    }, delay)
+    this.timer.unref()
+  }
+
+  private async runRound(): Promise<void> {
+    // A round sends units only for keys whose baseline is known: let the reads land first.
+    await this.reads
+    if (this.tracked.size === 0) return
+    if (!this.connected()) {
+      this.failedSyncs++
+      this.report(undefined, 'synced store: Redis not connected; deciding locally, will catch up')
+      return
+    }
+    const now = this.clock()
+    const seq = ++this.seq
+    const batch: Tracked[] = []
+    for (const t of this.tracked.values()) {
+      if (t.reading) continue
+      if (!Number.isNaN(t.others)) {
+        if (t.pending !== 0) {
+          t.unacked.push(seq, t.pending)
+          t.pending = 0
+        } else if (t.unacked.length === 0 && now - t.lastUseMs > idleMs(t.rule)) {
+          // Not served here for a full refill: stop syncing it. Nothing of ours is unsent.
+          this.tracked.delete(t.id)
+          continue
+        }
+      }
+      batch.push(t)
+    }
+    if (batch.length > 0) await this.send(batch, now)
+  }
+
+  /** One script call per chunk (per hash tag on a Cluster), all in flight together. */
+  private async send(batch: Tracked[], now: number): Promise<void> {
+    const groups: Tracked[][] = []
+    if (this.isCluster) {
+      const byTag = new Map<string, Tracked[]>()
+      for (const t of batch) {
+        const g = byTag.get(t.tag)
+        if (g) g.push(t)
+        else byTag.set(t.tag, [t])
+      }
+      groups.push(...byTag.values())
+    } else {
+      for (let i = 0; i < batch.length; i += CHUNK) groups.push(batch.slice(i, i + CHUNK))
+    }
+    let timer: NodeJS.Timeout | undefined
+    let late = false
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        late = true
+        resolve()
+      }, this.timeoutMs)
+    })
+    let failure: unknown
+    const calls = groups.map((g) =>
+      this.call(g).then(
+        (totals) => {
+          // A late reply is ignored: its batches stay unacked, and Redis skips them next time.
+          if (!late) this.apply(g, totals, now)
+        },
+        (err: unknown) => {
+          failure ??= err
+        },
+      ),
+    )
+    await Promise.race([Promise.all(calls), deadline])
+    clearTimeout(timer)
+    if (late) failure ??= new Error(`no answer within ${this.timeoutMs} ms`)
+    if (failure !== undefined) {
+      this.failedSyncs++
+      this.report(failure, 'synced store: sync failed; deciding locally, will catch up')
+    }
+  }
+
+  private call(group: Tracked[]): Promise<string[]> {
+    const args: (string | number)[] = group.map((t) => t.redisKey)
+    args.push(this.hostId)
+    for (const t of group) args.push(ttlMs(t.rule), t.unacked.length / 2, ...t.unacked)
+    return this.syncScript()(group.length, ...args)
+  }
+
+  /** Learn the fleet's totals: our batches are in, and the others' new units are charged. */
+  private apply(group: Tracked[], totals: string[], now: number): void {
+    group.forEach((t, i) => {
+      for (let j = 1; j < t.unacked.length; j += 2) t.mine += t.unacked[j]!
+      t.unacked.length = 0
+      const others = Number(totals[i]) - t.mine
+      const fresh = others - t.others
+      t.others = others
+      // NaN on the first read (a baseline); below 0 when the counter was lost (Redis restarted
+      // empty, or it expired): start again from what is there, charging nothing.
+      if (fresh > EPSILON && this.tracked.get(t.id) === t) {
+        this.memory.charge(t.rule, t.key, fresh, now)
+      }
+    })
+  }
+
+  private connected(): boolean {
+    return this.client.status === 'ready'
+  }
+
+  private syncScript(): SyncFn {
+    if (this.script) return this.script
+    const name = `floodgate_sync_${createHash('sha1').update(SYNC_SCRIPT).digest('hex').slice(0, 16)}`
+    const target = this.client as unknown as Record<string, SyncFn | undefined>
+    // EVALSHA, with EVAL on NOSCRIPT (a Redis that restarted empty, a new Cluster node).
+    if (typeof target[name] !== 'function') this.client.defineCommand(name, { lua: SYNC_SCRIPT })
+    this.script = (target[name] as SyncFn).bind(this.client as Cluster)
+    return this.script
+  }
+
+  private report(err: unknown, msg: string): void {
+    const t = Date.now()
+    if (t - this.lastReportMs < REPORT_INTERVAL_MS) return
+    this.lastReportMs = t
+    this.logger.warn({ err, failedSyncs: this.failedSyncs }, msg)
+  }
+}
+
+function trackId(rule: CompiledRule, key: string): string {
+  // A stateId never holds a NUL, so the pair cannot be confused with another.
+  return `${rule.stateId}\u0000${key}`
+}
+
+/** Time for a rule's state to refill from empty: how long a key stays shared after its last use here. */
+function idleMs(rule: CompiledRule): number {
+  return Math.ceil((rule.params.burst * rule.params.windowMs) / rule.params.limit)
+}
+
+function ttlMs(rule: CompiledRule): number {
+  return idleMs(rule) + TTL_SLACK_MS
+}
+
+function unsupported(rule: { rule: { id: string }; algorithm: { name: string } }): OptionsError {
+  return new OptionsError(
+    `SyncedStore: rule ${rule.rule.id} uses ${rule.algorithm.name}, which cannot carry the debt a sync charges; use token-bucket or gcra, or a RedisStore for this rule`,
+  )
+}
+
+/**
+ * Create a {@link SyncedStore}: local decisions at memory speed, consumption shared with the
+ * fleet through Redis every `syncMs`.
+ *
+ * @param options - See {@link SyncedStoreOptions}; with none, connects to redis://127.0.0.1:6379.
+ * @returns The store, ready to pass to `createLimiter({ store })`.
+ * @example
+ * ```ts
+ * const store = createSyncedStore({ url: 'redis://127.0.0.1:6379', syncMs: 100 })
+ * ```
+ */
+export function createSyncedStore(options: SyncedStoreOptions = {}): SyncedStore {
+  return new SyncedStore(options)
+}

@@ -1,0 +1,278 @@
+import fc from 'fast-check'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import {
+  MemoryStore,
+  createLimiter,
+  type AlgorithmResult,
+  type CompiledRule,
+  type ConsumeEntry,
+  type Logger,
+} from '@floodgate/core'
+import { testRule } from '@floodgate/core/testing'
+import { SyncedStore, createSyncedStore, hashTag, type SyncedStoreOptions } from '@floodgate/redis'
+import { FaultProxy } from './helpers/fault-proxy.js'
+import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+
+const available = await redisAvailable()
+const prefix = uniquePrefix('synced')
+
+const one = (rule: CompiledRule, key: string, cost = 1): ConsumeEntry[] => [
+  { rule, key, cost, maxWaitMs: 0, shadow: false },
+]
+const copy = (rs: readonly AlgorithmResult[]): AlgorithmResult[] => rs.map((r) => ({ ...r }))
+
+/** Poll (bounded) until `probe` holds; for reconnects, whose timing the test cannot know. */
+async function eventually(probe: () => boolean, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+    await new Promise((r) => setTimeout(r, 25))
+  }
+}
+
+describe.skipIf(!available)('SyncedStore on Redis', () => {
+  let admin: Redis
+  let now = 1_000_000
+  const clock = (): number => now
+
+  beforeAll(() => {
+    admin = new Redis(REDIS_URL)
+  })
+  afterAll(async () => {
+    await deletePrefix(admin, prefix)
+    admin.disconnect()
+  })
+
+  /** A "host": its own store and connection. The timer never fires during a test (syncMs). */
+  async function host(extra: SyncedStoreOptions = {}): Promise<SyncedStore> {
+    const store = createSyncedStore({ url: REDIS_URL, prefix, syncMs: 600_000, clock, ...extra })
+    onTestFinished(() => store.close())
+    await store.ready
+    return store
+  }
+
+  /** What a host would admit now without changing anything: a cost-0 probe. */
+  const remaining = (s: SyncedStore, rule: CompiledRule, key: string): number =>
+    s.consume(one(rule, key, 0), now)[0]!.remaining
+
+  const fleetTotal = async (rule: CompiledRule, key: string): Promise<number> =>
+    Number(await admin.hget(`${prefix}:{${hashTag(key)}}:${rule.stateId}:synced`, 't'))
+
+  it('two hosts admit 10 each before a sync; after it each is in debt and refuses until paid back', async () => {
+    const rule = testRule('token-bucket', 10, 1000)
+    const [a, b] = [await host(), await host()]
+    now = 1_000_000
+    const admitted = (s: SyncedStore): number => {
+      let n = 0
+      for (let i = 0; i < 15; i++) if (s.consume(one(rule, 'two-hosts'), now)[0]!.allowed) n++
+      return n
+    }
+    // Locally each host has a full bucket of 10: together 20, twice the limit.
+    expect([admitted(a), admitted(b)]).toEqual([10, 10])
+    // a reads its baseline, b reads its own and pushes, a pushes and learns b's, b learns a's.
+    await a.syncNow()
+    await b.syncNow()
+    await a.syncNow()
+    await b.syncNow()
+    expect(await fleetTotal(rule, 'two-hosts')).toBe(20)
+    // Each was charged the other's 10: 20 used of 10, a debt of 10 paid back at 10 per second.
+    for (const s of [a, b]) {
+      expect(s.consume(one(rule, 'two-hosts'), now)[0]).toMatchObject({
+        allowed: false,
+        retryAfterMs: 1100,
+      })
+    }
+    now += 1099
+    expect(a.consume(one(rule, 'two-hosts'), now)[0]!.allowed).toBe(false)
+    now += 1
+    expect(a.consume(one(rule, 'two-hosts'), now)[0]!.allowed).toBe(true)
+    expect(b.consume(one(rule, 'two-hosts'), now)[0]!.allowed).toBe(true)
+  })
+
+  it('charges each host exactly what the others admitted, over many rounds, on several keys', async () => {
+    const rule = testRule('gcra', 100, 1000)
+    const hosts = [await host(), await host(), await host()]
+    now = 2_000_000
+    const sent = [0, 0, 0]
+    for (let round = 0; round < 5; round++) {
+      for (const [i, s] of hosts.entries()) {
+        for (let k = 0; k < i + 2; k++) {
+          expect(s.consume(one(rule, `k${k % 2}`, 3), now)[0]!.allowed).toBe(true)
+          sent[k % 2]! += 3
+        }
+        await s.syncNow()
+      }
+    }
+    for (const s of hosts) await s.syncNow()
+    // No time passed: every host's bucket holds the whole fleet's consumption, once.
+    for (const [k, units] of sent.entries()) {
+      if (units === 0) continue
+      expect(await fleetTotal(rule, `k${k}`)).toBe(units)
+      for (const s of hosts) expect(remaining(s, rule, `k${k}`)).toBe(Math.max(0, 100 - units))
+    }
+  })
+
+  it('never charges twice when a sync whose reply was lost is sent again (P12)', async () => {
+    const url = new URL(REDIS_URL)
+    const proxy = await FaultProxy.start(url.hostname, Number(url.port || 6379))
+    onTestFinished(() => proxy.close())
+    const rule = testRule('token-bucket', 10, 60_000)
+    const a = await host({ url: `redis://${url.hostname}:${proxy.port}`, timeoutMs: 200 })
+    const b = await host()
+    now = 3_000_000
+    a.consume(one(rule, 'lost', 4), now)
+    b.consume(one(rule, 'lost', 0), now)
+    await a.syncNow() // baseline read
+    await b.syncNow()
+    // The push reaches Redis only after the round gave up on it: its reply is "lost".
+    proxy.setMode('stall')
+    await a.syncNow()
+    expect(a.failedSyncs).toBe(1)
+    proxy.setMode('pass')
+    a.consume(one(rule, 'lost', 1), now)
+    await a.syncNow() // sends the first batch again, with the new one
+    expect(a.failedSyncs).toBe(1)
+    expect(await fleetTotal(rule, 'lost')).toBe(5)
+    await b.syncNow()
+    expect(remaining(b, rule, 'lost')).toBe(5)
+    // And a host never charges itself its own units.
+    expect(remaining(a, rule, 'lost')).toBe(5)
+  })
+
+  it('keeps deciding locally through a Redis outage, and catches up when Redis is back', async () => {
+    const url = new URL(REDIS_URL)
+    const proxy = await FaultProxy.start(url.hostname, Number(url.port || 6379))
+    onTestFinished(() => proxy.close())
+    const warnings: unknown[] = []
+    const logger = {
+      warn: (obj: unknown) => warnings.push(obj),
+      info: () => {},
+      error: () => {},
+      debug: () => {},
+    } as unknown as Logger
+    const rule = testRule('token-bucket', 20, 60_000)
+    const a = await host({ url: `redis://${url.hostname}:${proxy.port}`, timeoutMs: 200, logger })
+    const b = await host()
+    now = 4_000_000
+    a.consume(one(rule, 'outage', 1), now)
+    b.consume(one(rule, 'outage', 1), now)
+    await a.syncNow()
+    await b.syncNow()
+
+    proxy.setMode('stall')
+    proxy.resetAll()
+    await eventually(() => a.client.status !== 'ready')
+    // Decisions stay local and synchronous while Redis is unreachable.
+    for (let i = 0; i < 6; i++) expect(a.consume(one(rule, 'outage'), now)[0]!.allowed).toBe(true)
+    await a.syncNow()
+    await a.syncNow()
+    expect(a.failedSyncs).toBe(2)
+    expect(warnings).toHaveLength(1) // once per interval, not once per round
+    b.consume(one(rule, 'outage', 3), now)
+    await b.syncNow()
+
+    proxy.setMode('pass')
+    await eventually(() => a.client.status === 'ready')
+    await a.syncNow()
+    await b.syncNow()
+    // 1 + 1 + 6 + 3 admitted: nothing lost, nothing doubled, each host sees all of it.
+    expect(await fleetTotal(rule, 'outage')).toBe(11)
+    expect(remaining(a, rule, 'outage')).toBe(9)
+    expect(remaining(b, rule, 'outage')).toBe(9)
+  })
+
+  it('with one host, answers exactly as MemoryStore (token bucket and GCRA, multi-rule, reservations)', async () => {
+    const synced = await host()
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('token-bucket' as const, 'gcra' as const),
+        fc.integer({ min: 1, max: 12 }),
+        fc.constantFrom(100, 333, 1000, 60_000),
+        fc.array(
+          fc.record({
+            dt: fc.integer({ min: 0, max: 400 }),
+            cost: fc.integer({ min: 0, max: 4 }),
+            wait: fc.constantFrom(0, 0, 250),
+            both: fc.boolean(),
+            sync: fc.boolean(),
+            refund: fc.boolean(),
+          }),
+          { minLength: 1, maxLength: 25 },
+        ),
+        async (algorithm, limit, windowMs, steps) => {
+          const memory = new MemoryStore()
+          const r1 = testRule(algorithm, limit, windowMs)
+          const r2 = testRule(algorithm === 'gcra' ? 'token-bucket' : 'gcra', limit + 1, windowMs)
+          const key = `prop-${Math.random()}`
+          now = 5_000_000
+          for (const s of steps) {
+            now += s.dt
+            const entries: ConsumeEntry[] = [
+              { rule: r1, key, cost: s.cost, maxWaitMs: s.wait, shadow: false },
+            ]
+            if (s.both) entries.push({ rule: r2, key, cost: 1, maxWaitMs: 0, shadow: false })
+            const got = copy(synced.consume(entries, now))
+            expect(got).toEqual(copy(memory.consume(entries, now)))
+            if (s.refund && got[0]!.waitMs > 0) {
+              synced.refund([{ rule: r1, key, cost: s.cost }], now)
+              memory.refund([{ rule: r1, key, cost: s.cost }], now)
+            }
+            if (s.sync) await synced.syncNow()
+          }
+        },
+      ),
+      { numRuns: 40 },
+    )
+  })
+
+  it('refuses rules it cannot share, naming the rule and the algorithm', async () => {
+    const store = await host()
+    expect(() =>
+      createLimiter({
+        rules: [{ id: 'per-minute', algorithm: 'fixed-window', limit: 5, window: '1m' }],
+        store,
+      }),
+    ).toThrow(/rule per-minute uses fixed-window/)
+    expect(() => store.consume(one(testRule('sliding-window-log', 5, 1000), 'x'), now)).toThrow(
+      /uses sliding-window-log/,
+    )
+    const limiter = createLimiter({
+      rules: [{ id: 'per-ip', algorithm: 'gcra', limit: 5, window: '1m' }],
+      store,
+    })
+    const decision = limiter.check({ method: 'GET', path: '/', ip: '192.0.2.1', headers: {} })
+    expect(decision).toMatchObject({ allowed: true, failedOpen: false })
+  })
+
+  it('stops sharing keys it has not served for a full refill, and lets idle counters expire', async () => {
+    const rule = testRule('token-bucket', 10, 1000)
+    const a = await host()
+    now = 6_000_000
+    a.consume(one(rule, 'idle', 2), now)
+    await a.syncNow()
+    await a.syncNow()
+    expect(a.trackedKeys).toBe(1)
+    const ttl = await admin.pttl(`${prefix}:{${hashTag('idle')}}:${rule.stateId}:synced`)
+    expect(ttl).toBeGreaterThan(60_000)
+    expect(ttl).toBeLessThanOrEqual(61_000)
+    now += 1001
+    await a.syncNow()
+    expect(a.trackedKeys).toBe(0)
+  })
+
+  it('close() sends what is still unsent', async () => {
+    const rule = testRule('token-bucket', 10, 1000)
+    const a = createSyncedStore({ url: REDIS_URL, prefix, syncMs: 600_000, clock })
+    await a.ready
+    a.consume(one(rule, 'closing', 3), now)
+    await a.close()
+    expect(await fleetTotal(rule, 'closing')).toBe(3)
+  })
+
+  it('refuses bad options at construction', () => {
+    expect(() => new SyncedStore({ url: REDIS_URL, syncMs: 0 })).toThrow(/syncMs/)
+    expect(() => new SyncedStore({ url: REDIS_URL, timeoutMs: 1.5 })).toThrow(/timeoutMs/)
+    expect(() => new SyncedStore({ url: REDIS_URL, prefix: 'a}' })).toThrow(/prefix/)
+  })
+})
