@@ -1,0 +1,83 @@
+// One app host of the synced fleet test: its own process and SyncedStore. From the parent's
+// start time to its stop time it offers about two requests per millisecond for one client
+// key (far more than the fleet's limit), decided locally, and reports when it admitted and
+// how regularly it synced.
+import {
+  algorithms,
+  type AlgorithmName,
+  type CompiledRule,
+  type ConsumeEntry,
+} from '@floodgate/core'
+import { createSyncedStore } from '../../src/index.js'
+
+interface Config {
+  url: string
+  prefix: string
+  syncMs: number
+  rule: {
+    algorithm: AlgorithmName
+    limit: number
+    windowMs: number
+    burst: number
+    stateId: string
+  }
+  key: string
+}
+
+const config = JSON.parse(process.env.FG_FLEET ?? '{}') as Config
+const store = createSyncedStore({ url: config.url, prefix: config.prefix, syncMs: config.syncMs })
+
+// The store reads only the rule's stateId, algorithm and params.
+const rule = {
+  stateId: config.rule.stateId,
+  algorithm: algorithms[config.rule.algorithm],
+  params: { limit: config.rule.limit, windowMs: config.rule.windowMs, burst: config.rule.burst },
+  rule: { id: config.rule.stateId },
+} as unknown as CompiledRule
+const entries: ConsumeEntry[] = [{ rule, key: config.key, cost: 1, maxWaitMs: 0, shadow: false }]
+
+// The gap between two finished sync rounds is how stale this host's view of the others can get.
+let lastSyncMs = 0
+let maxGapMs = 0
+let syncs = 0
+const sync = store.syncNow.bind(store)
+store.syncNow = async () => {
+  await sync()
+  const t = Date.now()
+  if (lastSyncMs > 0) maxGapMs = Math.max(maxGapMs, t - lastSyncMs)
+  lastSyncMs = t
+  syncs++
+}
+
+const tick = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 1))
+
+async function run(startAtMs: number, stopAtMs: number): Promise<void> {
+  while (Date.now() < startAtMs) await tick()
+  lastSyncMs = 0
+  let admitted = 0
+  let offered = 0
+  const times: number[] = []
+  while (Date.now() < stopAtMs) {
+    for (let i = 0; i < 2; i++) {
+      offered++
+      const now = Date.now()
+      if (now >= stopAtMs) break
+      if (store.consume(entries, now)[0]!.allowed) {
+        admitted++
+        times.push(now - startAtMs)
+      }
+    }
+    await tick()
+  }
+  const failedSyncs = store.failedSyncs
+  await store.close()
+  process.send!({ admitted, offered, times, maxGapMs, syncs, failedSyncs })
+  process.exit(0)
+}
+
+await store.ready
+process.on(
+  'message',
+  (m: { startAtMs: number; stopAtMs: number }) => void run(m.startAtMs, m.stopAtMs),
+)
+process.send!('ready')
