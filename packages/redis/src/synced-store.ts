@@ -75,6 +75,8 @@ interface Tracked {
   readonly tag: string
   /** Units admitted here and not yet sent. */
   pending: number
+  /** `nowMs` of the oldest unit not yet known to be in Redis (pending or unacked); NaN if none. */
+  oldestMs: number
   /** Batches sent whose outcome is unknown, flat: seq, units, seq, units… */
   unacked: number[]
   /** Units of this host that Redis is known to hold, since tracking began. */
@@ -212,6 +214,7 @@ export class SyncedStore implements Store {
       const t = this.track(e.rule, e.key)
       t.pending += e.cost
       t.lastUseMs = nowMs
+      if (Number.isNaN(t.oldestMs)) t.oldestMs = nowMs
     }
     return results
   }
@@ -281,6 +284,7 @@ export class SyncedStore implements Store {
       redisKey: `${this.prefix}:{${tag}}:${rule.stateId}:synced`,
       tag,
       pending: 0,
+      oldestMs: Number.NaN,
       unacked: [],
       mine: 0,
       others: Number.NaN,
@@ -396,24 +400,45 @@ export class SyncedStore implements Store {
   private call(group: Tracked[]): Promise<string[]> {
     const args: (string | number)[] = group.map((t) => t.redisKey)
     args.push(this.hostId)
-    for (const t of group) args.push(ttlMs(t.rule), t.unacked.length / 2, ...t.unacked)
+    const now = this.clock()
+    for (const t of group) {
+      // How long ago the oldest unit sent was admitted: a run that begins with this batch
+      // began that long before Redis sees it. A duration, so app and Redis clocks may differ.
+      const age = t.unacked.length > 0 && t.oldestMs < now ? now - t.oldestMs : 0
+      args.push(ttlMs(t.rule), idleMs(t.rule), age, t.unacked.length / 2, ...t.unacked)
+    }
     return this.syncScript()(group.length, ...args)
   }
 
   /** Learn the fleet's totals: our batches are in, and the others' new units are charged. */
-  private apply(group: Tracked[], totals: string[], now: number): void {
+  private apply(group: Tracked[], reply: string[], now: number): void {
     group.forEach((t, i) => {
       for (let j = 1; j < t.unacked.length; j += 2) t.mine += t.unacked[j]!
+      if (t.unacked.length > 0 && t.pending === 0) t.oldestMs = Number.NaN
       t.unacked.length = 0
-      const others = Number(totals[i]) - t.mine
-      const fresh = others - t.others
+      const others = Number(reply[3 * i]) - t.mine
+      let fresh = others - t.others
+      if (Number.isNaN(t.others)) fresh = this.recentDebt(t.rule, reply, i)
       t.others = others
-      // NaN on the first read (a baseline); below 0 when the counter was lost (Redis restarted
-      // empty, or it expired): start again from what is there, charging nothing.
+      // Below 0 when the counter was lost (Redis restarted empty, or it expired): start again
+      // from what is there, charging nothing.
       if (fresh > EPSILON && this.tracked.get(t.id) === t) {
         this.memory.charge(t.rule, t.key, fresh, now)
       }
     })
+  }
+
+  /**
+   * On first sight of a key, what the others admitted before cannot be told apart from old
+   * history by the total alone. The run fields can: since the run began (the key was idle
+   * before, so any bucket was full), the others admitted `units` in `runMs`, and a bucket
+   * refills at most `rate × runMs` meanwhile, so at least the rest is still used. Charging
+   * that lower bound never charges more than the fleet really consumed.
+   */
+  private recentDebt(rule: CompiledRule, reply: string[], i: number): number {
+    const units = Number(reply[3 * i + 1])
+    const runMs = Number(reply[3 * i + 2])
+    return units - (rule.params.limit / rule.params.windowMs) * runMs
   }
 
   private connected(): boolean {

@@ -113,6 +113,24 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     }
   })
 
+  it('a host that starts serving a busy key is charged what the others admitted recently', async () => {
+    const rule = testRule('token-bucket', 10, 60_000)
+    const [a, b] = [await host(), await host()]
+    now = 2_500_000
+    for (let i = 0; i < 8; i++) a.consume(one(rule, 'late-joiner'), now)
+    await a.syncNow()
+    await a.syncNow()
+    expect(await fleetTotal(rule, 'late-joiner')).toBe(8)
+    // b first serves the key now: its local bucket is full, but a's 8 units are recent (pushed
+    // within this run, far less than a refill ago), so b's first sync charges them.
+    expect(remaining(b, rule, 'late-joiner')).toBe(10)
+    await b.syncNow()
+    expect(remaining(b, rule, 'late-joiner')).toBe(2)
+    // ...and a is not charged its own units back.
+    await a.syncNow()
+    expect(remaining(a, rule, 'late-joiner')).toBe(2)
+  })
+
   it('never charges twice when a sync whose reply was lost is sent again (P12)', async () => {
     const url = new URL(REDIS_URL)
     const proxy = await FaultProxy.start(url.hostname, Number(url.port || 6379))
