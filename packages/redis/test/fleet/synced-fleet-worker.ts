@@ -51,7 +51,7 @@ store.syncNow = async () => {
 
 const tick = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 1))
 
-async function run(startAtMs: number, stopAtMs: number): Promise<void> {
+async function run(originMs: number, startAtMs: number, stopAtMs: number): Promise<void> {
   while (Date.now() < startAtMs) await tick()
   lastSyncMs = 0
   let admitted = 0
@@ -64,7 +64,7 @@ async function run(startAtMs: number, stopAtMs: number): Promise<void> {
       if (now >= stopAtMs) break
       if (store.consume(entries, now)[0]!.allowed) {
         admitted++
-        times.push(now - startAtMs)
+        times.push(now - originMs)
       }
     }
     await tick()
@@ -76,8 +76,7 @@ async function run(startAtMs: number, stopAtMs: number): Promise<void> {
 }
 
 await store.ready
-process.on(
-  'message',
-  (m: { startAtMs: number; stopAtMs: number }) => void run(m.startAtMs, m.stopAtMs),
-)
+process.on('message', (m: { originMs: number; startAtMs: number; stopAtMs: number }) => {
+  void run(m.originMs, m.startAtMs, m.stopAtMs)
+})
 process.send!('ready')
