@@ -6,9 +6,10 @@ import {
   parseRule,
   stateIdOf,
   type Limiter,
+  type Rule,
   type RequestFacts,
 } from '@floodgate/core'
-import { hashTag, redisKey, type RedisStore } from '@floodgate/redis'
+import { hashTag, redisKey, type RedisStore, type SyncedStore } from '@floodgate/redis'
 import { coveredSnippets, docsHarness, readDoc, where } from '../../core/test/docs-snippets.js'
 import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 
@@ -16,7 +17,7 @@ import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 // REDIS_URL (as the snippet reads it), the Cluster one as written. Fragments run after the
 // setup they take for granted (`before`) and export what they built (`after`).
 const page = 'distributed.md'
-const [redisStore, cluster] = coveredSnippets(page, 2)
+const [redisStore, cluster, synced] = coveredSnippets(page, 3)
 const { runner, itTypeChecks } = docsHarness(new URL('..', import.meta.url))
 
 const available = await redisAvailable()
@@ -77,6 +78,93 @@ describe.skipIf(!available)(`docs/${page} on Redis`, () => {
       await Promise.all(hosts.map((h) => h.limiter.close()))
       if (before === undefined) delete process.env.REDIS_URL
       else process.env.REDIS_URL = before
+    }
+  })
+})
+
+describe.skipIf(!available)(`docs/${page}: synced mode`, () => {
+  /** Three hosts running the snippet, as the page's example. */
+  async function fleet(): Promise<{ store: SyncedStore; limiter: Limiter }[]> {
+    const before = process.env.REDIS_URL
+    process.env.REDIS_URL = REDIS_URL
+    try {
+      const hosts: { store: SyncedStore; limiter: Limiter }[] = []
+      for (let i = 0; i < 3; i++) {
+        const host = await runner.run(synced!, {
+          before: rules,
+          after: 'export { store, limiter }',
+        })
+        hosts.push(host as unknown as (typeof hosts)[number])
+      }
+      await Promise.all(hosts.map((h) => h.store.ready))
+      return hosts
+    } finally {
+      if (before === undefined) delete process.env.REDIS_URL
+      else process.env.REDIS_URL = before
+    }
+  }
+  const counters: string[] = []
+  afterAll(async () => {
+    const admin = new Redis(REDIS_URL)
+    if (counters.length > 0) await admin.del(...counters)
+    admin.disconnect()
+  })
+  const counterOf = (decision: { outcomes: readonly { key: string; rule: Rule }[] }): void => {
+    const o = decision.outcomes[0]!
+    counters.push(`${redisKey('fg', o.key, stateIdOf(o.rule))}:synced`)
+  }
+  const facts = (): RequestFacts => ({
+    method: 'GET',
+    path: '/',
+    ip: '192.0.2.1',
+    headers: { 'x-api-key': `docs-synced-${randomUUID()}` },
+  })
+
+  it(`${where(synced!)}: 4 of 12 when a sync runs between requests`, async () => {
+    const hosts = await fleet()
+    // Every host reads, then pushes, so the next request meets an up-to-date bucket.
+    const syncAll = async (): Promise<void> => {
+      for (let pass = 0; pass < 2; pass++) for (const h of hosts) await h.store.syncNow()
+    }
+    try {
+      const f = facts()
+      let admitted = 0
+      for (let i = 0; i < 12; i++) {
+        const decision = await hosts[i % 3]!.limiter.check(f)
+        expect(decision.failedOpen).toBe(false)
+        if (decision.allowed) admitted++
+        if (i === 0) counterOf(decision)
+        await syncAll()
+      }
+      expect(admitted).toBe(4)
+    } finally {
+      await Promise.all(hosts.map((h) => h.limiter.close()))
+    }
+  })
+
+  it(`${where(synced!)}: up to 12 between two syncs, then 8 units of debt on every host`, async () => {
+    const hosts = await fleet()
+    try {
+      const f = facts()
+      let admitted = 0
+      // Synchronous decisions, back to back: no sync can run in between.
+      for (let i = 0; i < 12; i++) {
+        const decision = hosts[i % 3]!.limiter.check(f)
+        if (decision instanceof Promise) throw new Error('a SyncedStore decides synchronously')
+        if (decision.allowed) admitted++
+        if (i === 0) counterOf(decision)
+      }
+      expect(admitted).toBe(12)
+      for (let pass = 0; pass < 2; pass++) for (const h of hosts) await h.store.syncNow()
+      for (const h of hosts) {
+        const decision = await h.limiter.check(f)
+        expect(decision.allowed).toBe(false)
+        // 12 held in a bucket of 4: 9 units to pay back at one per 15 s before one more passes.
+        expect(decision.retryAfterMs).toBeGreaterThan(134_000)
+        expect(decision.retryAfterMs).toBeLessThanOrEqual(135_000)
+      }
+    } finally {
+      await Promise.all(hosts.map((h) => h.limiter.close()))
     }
   })
 })
