@@ -129,8 +129,6 @@ export class SyncedStore implements Store {
   readonly client: RedisClient
   /** Resolves once the client is connected; never rejects. Until then decisions are local only. */
   readonly ready: Promise<void>
-  /** Sync rounds that failed or missed their deadline (their units were kept for the next). */
-  failedSyncs = 0
   private readonly connection: RedisStore
   private readonly memory: MemoryStore
   private readonly prefix: string
@@ -151,6 +149,7 @@ export class SyncedStore implements Store {
   private closed = false
   private lastReportMs = -Infinity
   private script: SyncFn | undefined
+  private failed = 0
 
   /**
    * @param options - Where Redis is and how often to sync; see {@link SyncedStoreOptions}.
@@ -194,6 +193,11 @@ export class SyncedStore implements Store {
     this.logger = scopeLogger(options.logger, 'floodgate-synced')
     this.isCluster = 'isCluster' in this.client && this.client.isCluster === true
     this.schedule()
+  }
+
+  /** Sync rounds that failed or missed their deadline (their units were kept for the next). */
+  get failedSyncs(): number {
+    return this.failed
   }
 
   /** Number of (rule, client key) pairs this host currently shares with the fleet. */
@@ -330,7 +334,7 @@ export class SyncedStore implements Store {
     await this.reads
     if (this.tracked.size === 0) return
     if (!this.connected()) {
-      this.failedSyncs++
+      this.failed++
       this.report(undefined, 'synced store: Redis not connected; deciding locally, will catch up')
       return
     }
@@ -392,7 +396,7 @@ export class SyncedStore implements Store {
     clearTimeout(timer)
     if (late) failure ??= new Error(`no answer within ${this.timeoutMs} ms`)
     if (failure !== undefined) {
-      this.failedSyncs++
+      this.failed++
       this.report(failure, 'synced store: sync failed; deciding locally, will catch up')
     }
   }
@@ -459,7 +463,7 @@ export class SyncedStore implements Store {
     const t = Date.now()
     if (t - this.lastReportMs < REPORT_INTERVAL_MS) return
     this.lastReportMs = t
-    this.logger.warn({ err, failedSyncs: this.failedSyncs }, msg)
+    this.logger.warn({ err, failedSyncs: this.failed }, msg)
   }
 }
 
