@@ -68,7 +68,6 @@ export interface SyncedStoreOptions {
 
 /** One (rule, client key) whose consumption this host shares with the fleet. */
 interface Tracked {
-  readonly id: string
   readonly rule: CompiledRule
   readonly key: string
   readonly redisKey: string
@@ -139,7 +138,12 @@ export class SyncedStore implements Store {
   private readonly isCluster: boolean
   /** Distinguishes this process's batches in Redis; a restarted host is a new one. */
   private readonly hostId = randomBytes(12).toString('base64url')
-  private readonly tracked = new Map<string, Tracked>()
+  /** stateId → client key → what is shared. Two levels, so the hot path builds no string. */
+  private readonly tracked = new Map<string, Map<string, Tracked>>()
+  private trackedCount = 0
+  // One-entry cache of the last rule's map: most requests hit the same rule again.
+  private lastRule: CompiledRule | undefined
+  private lastKeys: Map<string, Tracked> | undefined
   private readonly unread: Tracked[] = []
   private readScheduled = false
   private seq = 0
@@ -202,7 +206,7 @@ export class SyncedStore implements Store {
 
   /** Number of (rule, client key) pairs this host currently shares with the fleet. */
   get trackedKeys(): number {
-    return this.tracked.size
+    return this.trackedCount
   }
 
   /** Decide locally; the units admitted are shared with the fleet at the next sync. */
@@ -227,7 +231,7 @@ export class SyncedStore implements Store {
   refund(entries: readonly RefundEntry[], nowMs: number): void {
     this.memory.refund(entries, nowMs)
     for (const e of entries) {
-      const t = this.tracked.get(trackId(e.rule, e.key))
+      const t = this.tracked.get(e.rule.stateId)?.get(e.key)
       if (t) t.pending -= e.cost
     }
   }
@@ -249,7 +253,13 @@ export class SyncedStore implements Store {
       }
     }
     this.memory.retain(stateIds)
-    for (const [id, t] of this.tracked) if (!stateIds.has(t.rule.stateId)) this.tracked.delete(id)
+    for (const [id, keys] of this.tracked) {
+      if (stateIds.has(id)) continue
+      this.trackedCount -= keys.size
+      this.tracked.delete(id)
+    }
+    this.lastRule = undefined
+    this.lastKeys = undefined
   }
 
   /**
@@ -270,19 +280,30 @@ export class SyncedStore implements Store {
     if (this.timer) clearTimeout(this.timer)
     await this.syncNow()
     // Keys seen for the first time since the last round were only read by it: send their units.
-    if ([...this.tracked.values()].some((t) => t.pending !== 0)) await this.syncNow()
+    if ([...this.allTracked()].some((t) => t.pending !== 0)) await this.syncNow()
     this.memory.close()
     this.tracked.clear()
+    this.trackedCount = 0
+    this.lastRule = undefined
+    this.lastKeys = undefined
     await this.connection.close()
   }
 
   private track(rule: CompiledRule, key: string): Tracked {
-    const id = trackId(rule, key)
-    let t = this.tracked.get(id)
+    let keys = this.lastKeys
+    if (rule !== this.lastRule || !keys) {
+      keys = this.tracked.get(rule.stateId)
+      if (!keys) {
+        keys = new Map()
+        this.tracked.set(rule.stateId, keys)
+      }
+      this.lastRule = rule
+      this.lastKeys = keys
+    }
+    let t = keys.get(key)
     if (t) return t
     const tag = hashTag(key)
     t = {
-      id,
       rule,
       key,
       redisKey: `${this.prefix}:{${tag}}:${rule.stateId}:synced`,
@@ -295,7 +316,8 @@ export class SyncedStore implements Store {
       reading: false,
       lastUseMs: 0,
     }
-    this.tracked.set(id, t)
+    keys.set(key, t)
+    this.trackedCount++
     // Read the fleet's total for the key now, so what the others admit from here on is
     // charged; what they admitted before this host served the key is history.
     this.unread.push(t)
@@ -304,6 +326,21 @@ export class SyncedStore implements Store {
       setImmediate(() => this.readBaselines())
     }
     return t
+  }
+
+  private *allTracked(): Generator<Tracked> {
+    for (const keys of this.tracked.values()) yield* keys.values()
+  }
+
+  private untrack(t: Tracked): void {
+    const keys = this.tracked.get(t.rule.stateId)
+    if (keys?.get(t.key) !== t) return
+    keys.delete(t.key)
+    this.trackedCount--
+    if (keys.size === 0) {
+      this.tracked.delete(t.rule.stateId)
+      if (this.lastKeys === keys) this.lastKeys = undefined
+    }
   }
 
   private readBaselines(): void {
@@ -332,7 +369,7 @@ export class SyncedStore implements Store {
   private async runRound(): Promise<void> {
     // A round sends units only for keys whose baseline is known: let the reads land first.
     await this.reads
-    if (this.tracked.size === 0) return
+    if (this.trackedCount === 0) return
     if (!this.connected()) {
       this.failed++
       this.report(undefined, 'synced store: Redis not connected; deciding locally, will catch up')
@@ -341,7 +378,7 @@ export class SyncedStore implements Store {
     const now = this.clock()
     const seq = ++this.seq
     const batch: Tracked[] = []
-    for (const t of this.tracked.values()) {
+    for (const t of this.allTracked()) {
       if (t.reading) continue
       if (!Number.isNaN(t.others)) {
         if (t.pending !== 0) {
@@ -349,7 +386,7 @@ export class SyncedStore implements Store {
           t.pending = 0
         } else if (t.unacked.length === 0 && now - t.lastUseMs > idleMs(t.rule)) {
           // Not served here for a full refill: stop syncing it. Nothing of ours is unsent.
-          this.tracked.delete(t.id)
+          this.untrack(t)
           continue
         }
       }
@@ -426,7 +463,7 @@ export class SyncedStore implements Store {
       t.others = others
       // Below 0 when the counter was lost (Redis restarted empty, or it expired): start again
       // from what is there, charging nothing.
-      if (fresh > EPSILON && this.tracked.get(t.id) === t) {
+      if (fresh > EPSILON && this.tracked.get(t.rule.stateId)?.get(t.key) === t) {
         this.memory.charge(t.rule, t.key, fresh, now)
       }
     })
@@ -465,11 +502,6 @@ export class SyncedStore implements Store {
     this.lastReportMs = t
     this.logger.warn({ err, failedSyncs: this.failed }, msg)
   }
-}
-
-function trackId(rule: CompiledRule, key: string): string {
-  // A stateId never holds a NUL, so the pair cannot be confused with another.
-  return `${rule.stateId}\u0000${key}`
 }
 
 /** Time for a rule's state to refill from empty: how long a key stays shared after its last use here. */
