@@ -154,6 +154,8 @@ export class SyncedStore implements Store {
   private lastReportMs = -Infinity
   private script: SyncFn | undefined
   private failed = 0
+  /** Script calls sent and not yet answered. */
+  private inFlight = 0
 
   /**
    * @param options - Where Redis is and how often to sync; see {@link SyncedStoreOptions}.
@@ -268,7 +270,13 @@ export class SyncedStore implements Store {
    * are sent again by the next. The timer calls it every `syncMs`; tests call it directly.
    */
   syncNow(): Promise<void> {
-    const next = this.round.then(() => this.runRound())
+    const next = this.round
+      .then(() => this.runRound())
+      .catch((err: unknown) => {
+        // A round must never break the chain: the next one runs whatever happened here.
+        this.failed++
+        this.report(err, 'synced store: sync failed; deciding locally, will catch up')
+      })
     this.round = next
     return next
   }
@@ -351,9 +359,11 @@ export class SyncedStore implements Store {
     for (const t of batch) t.reading = true
     this.reads = Promise.all([
       this.reads,
-      this.send(batch, 0).finally(() => {
-        for (const t of batch) t.reading = false
-      }),
+      this.send(batch, 0)
+        .catch((err: unknown) => this.report(err, 'synced store: reading a fleet counter failed'))
+        .finally(() => {
+          for (const t of batch) t.reading = false
+        }),
     ]).then(() => undefined)
   }
 
@@ -375,13 +385,22 @@ export class SyncedStore implements Store {
       this.report(undefined, 'synced store: Redis not connected; deciding locally, will catch up')
       return
     }
+    if (this.inFlight > 0) {
+      // The last round's calls are still unanswered (a stalled link): send nothing more, so an
+      // outage cannot pile up commands (P24). Their units go again once Redis answers.
+      this.failed++
+      this.report(undefined, 'synced store: Redis has not answered the last sync; waiting')
+      return
+    }
     const now = this.clock()
     const seq = ++this.seq
     const batch: Tracked[] = []
     for (const t of this.allTracked()) {
       if (t.reading) continue
       if (!Number.isNaN(t.others)) {
-        if (t.pending !== 0) {
+        // A batch whose outcome is unknown goes again alone, so at most one is ever pending;
+        // new units wait for the next round.
+        if (t.unacked.length === 0 && t.pending !== 0) {
           t.unacked.push(seq, t.pending)
           t.pending = 0
         } else if (t.unacked.length === 0 && now - t.lastUseMs > idleMs(t.rule)) {
@@ -418,17 +437,20 @@ export class SyncedStore implements Store {
       }, this.timeoutMs)
     })
     let failure: unknown
-    const calls = groups.map((g) =>
-      this.call(g).then(
-        (totals) => {
-          // A late reply is ignored: its batches stay unacked, and Redis skips them next time.
-          if (!late) this.apply(g, totals, now)
-        },
-        (err: unknown) => {
-          failure ??= err
-        },
-      ),
-    )
+    const calls = groups.map((g) => {
+      this.inFlight++
+      return this.call(g)
+        .finally(() => this.inFlight--)
+        .then(
+          (totals) => {
+            // A late reply is ignored: its batches stay unacked, and Redis skips them next time.
+            if (!late) this.apply(g, totals, now)
+          },
+          (err: unknown) => {
+            failure ??= err
+          },
+        )
+    })
     await Promise.race([Promise.all(calls), deadline])
     clearTimeout(timer)
     if (late) failure ??= new Error(`no answer within ${this.timeoutMs} ms`)
