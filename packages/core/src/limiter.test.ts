@@ -237,6 +237,26 @@ describe('createLimiter', () => {
     }
   })
 
+  it('keeps the rules in force when the store refuses the new set in retain() (P27)', () => {
+    const memory = new MemoryStore()
+    const picky: Store = {
+      synchronous: true,
+      consume: (entries, nowMs) => memory.consume(entries, nowMs),
+      refund: (entries, nowMs) => memory.refund(entries, nowMs),
+      retain(ids) {
+        if ([...ids].some((id) => id.startsWith('windowed'))) throw new Error('unsupported rule')
+        memory.retain(ids)
+      },
+    }
+    const limiter = createLimiter({ rules: [{ id: 'r', limit: 1, window: '1s' }], store: picky })
+    expect(limiter.check(facts())).toMatchObject({ allowed: true })
+    expect(() =>
+      limiter.updateRules([{ id: 'windowed', algorithm: 'fixed-window', limit: 5, window: '1s' }]),
+    ).toThrow(/unsupported rule/)
+    expect(limiter.rules.map((r) => r.id)).toEqual(['r'])
+    expect(limiter.check(facts())).toMatchObject({ allowed: false, rule: { id: 'r' } })
+  })
+
   it('refuses a bad rule update and keeps the rules in force (P27)', () => {
     const { limiter, check } = clocked([{ id: 'r', limit: 1, window: '1s' }])
     check()

@@ -280,17 +280,15 @@ class LimiterEngine<Req> implements Limiter<Req> {
     return c
   }
 
+  /** Swap in a rule set. A store that refuses it (retain throws) leaves the old set in force. */
   private install(rules: readonly Rule[]): void {
-    this.compiled = this.prepare(rules, 'rules')
-    this.retainState()
-  }
-
-  private retainState(): void {
-    if (!this.store.retain) return
-    const ids = new Set<string>()
-    for (const set of [this.compiled, ...this.routeSets])
-      for (const c of set.rules) ids.add(c.stateId)
-    this.store.retain(ids)
+    const next = this.prepare(rules, 'rules')
+    if (this.store.retain) {
+      const ids = new Set<string>()
+      for (const set of [next, ...this.routeSets]) for (const c of set.rules) ids.add(c.stateId)
+      this.store.retain(ids)
+    }
+    this.compiled = next
   }
 
   updateRules(rules: readonly RuleInput[]): void {
