@@ -24,8 +24,8 @@ import type { Socket } from 'node:net'
 /** A client Floodgate can run its script on: a single Redis or a Redis Cluster. */
 export type RedisClient = Redis | Cluster
 
-/** Options of {@link RedisStore} and {@link createRedisStore}. */
-export interface RedisStoreOptions {
+/** Where Redis is: one of `client`, `url` or `cluster` (none: redis://127.0.0.1:6379). */
+export interface RedisConnectionOptions {
   /**
    * A client the application already has. Floodgate does not change its settings, so set
    * the ones that matter for a limiter yourself (see docs/distributed.md):
@@ -42,6 +42,10 @@ export interface RedisStoreOptions {
   redisOptions?: RedisOptions
   /** Extra ioredis Cluster options for a cluster Floodgate creates. */
   clusterOptions?: ClusterOptions
+}
+
+/** Options of {@link RedisStore} and {@link createRedisStore}. */
+export interface RedisStoreOptions extends RedisConnectionOptions {
   /**
    * Prefix of every key. Must not contain `{` or `}`.
    * @default 'fg'

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import type { Cluster, ClusterNode, ClusterOptions, RedisOptions } from 'ioredis'
+import type { Cluster } from 'ioredis'
 import {
   EPSILON,
   MemoryStore,
@@ -13,25 +13,12 @@ import {
   type RefundEntry,
   type Store,
 } from '@floodgate/core'
-import { RedisStore, type RedisClient } from './redis-store.js'
+import { RedisStore, type RedisClient, type RedisConnectionOptions } from './redis-store.js'
 import { hashTag } from './redis-key.js'
 import { SYNC_SCRIPT } from './sync-script.js'
 
 /** Options of {@link SyncedStore} and {@link createSyncedStore}. */
-export interface SyncedStoreOptions {
-  /**
-   * A client the application already has (set the limiter-safe settings of
-   * docs/distributed.md yourself). Floodgate never closes a client it did not create.
-   */
-  client?: RedisClient
-  /** A Redis URL; Floodgate creates and owns the client, with RedisStore's limiter-safe settings. */
-  url?: string
-  /** Seed nodes of a Redis Cluster; Floodgate creates and owns a `Redis.Cluster`. */
-  cluster?: ClusterNode[]
-  /** Extra ioredis options for a client Floodgate creates (the limiter-safe ones win). */
-  redisOptions?: RedisOptions
-  /** Extra ioredis Cluster options for a cluster Floodgate creates. */
-  clusterOptions?: ClusterOptions
+export interface SyncedStoreOptions extends RedisConnectionOptions {
   /**
    * Prefix of every key. Must not contain `{` or `}`. The fleet counters live at
    * `prefix:{tag}:stateId:synced`, apart from RedisStore's keys.
