@@ -1,6 +1,9 @@
 // One benchmark server in its own process: node server.mjs <framework> <variant> <mode>
 //   framework: express | fastify | koa
 //   variant:   bare | floodgate | peer (express-rate-limit, @fastify/rate-limit, koa-ratelimit)
+//              | noop (an empty middleware or onRequest hook: what any limiter pays first)
+//              | headers (that hook setting two constant RateLimit headers: the floor of any
+//                limiter that sends them)
 //   mode:      pass (a limit nothing reaches) | reject (one client far over its limit)
 // Reports its port, then answers 'cpu' messages with process.cpuUsage(), over IPC.
 import { createServer } from 'node:http'
@@ -10,6 +13,9 @@ const limit = mode === 'reject' ? 1 : 1_000_000_000
 const windowMs = 3_600_000
 const rules = [{ id: 'per-ip', limit, window: windowMs, algorithm: 'fixed-window' }]
 const body = { hello: 'world' }
+// What Floodgate sends on the allow path, as constants (the `headers` variant).
+const POLICY = `"per-ip";q=${limit};w=${windowMs / 1000}`
+const LIMIT = `"per-ip";r=${limit - 1};t=${windowMs / 1000}`
 
 async function express() {
   const { default: express } = await import('express')
@@ -22,6 +28,14 @@ async function express() {
   } else if (variant === 'peer') {
     const { rateLimit } = await import('express-rate-limit')
     app.use(rateLimit({ windowMs, limit, standardHeaders: 'draft-8', legacyHeaders: false }))
+  } else if (variant === 'noop') {
+    app.use((_req, _res, next) => next())
+  } else if (variant === 'headers') {
+    app.use((_req, res, next) => {
+      res.setHeader('RateLimit-Policy', POLICY)
+      res.setHeader('RateLimit', LIMIT)
+      next()
+    })
   }
   app.get('/', (_req, res) => {
     res.json(body)
@@ -38,6 +52,14 @@ async function fastify() {
   } else if (variant === 'peer') {
     const { default: rateLimit } = await import('@fastify/rate-limit')
     await app.register(rateLimit, { max: limit, timeWindow: windowMs })
+  } else if (variant === 'noop') {
+    app.addHook('onRequest', (_request, _reply, done) => done())
+  } else if (variant === 'headers') {
+    app.addHook('onRequest', (_request, reply, done) => {
+      reply.header('ratelimit-policy', POLICY)
+      reply.header('ratelimit', LIMIT)
+      done()
+    })
   }
   app.get('/', async () => body)
   await app.ready()
@@ -62,6 +84,14 @@ async function koa() {
         id: (ctx) => ctx.ip,
       }),
     )
+  } else if (variant === 'noop') {
+    app.use((_ctx, next) => next())
+  } else if (variant === 'headers') {
+    app.use((ctx, next) => {
+      ctx.res.setHeader('RateLimit-Policy', POLICY)
+      ctx.res.setHeader('RateLimit', LIMIT)
+      return next()
+    })
   }
   app.use((ctx) => {
     ctx.body = body
