@@ -1,4 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -9,12 +9,12 @@ import {
   type ConsumeEntry,
 } from '@floodgate/core'
 import { createRedisStore } from '@floodgate/redis'
+import { forkFleetHost } from './helpers/fleet-host.js'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 const available = await redisAvailable()
 const prefix = uniquePrefix('fleet')
 const HOSTS = 4
-const root = fileURLToPath(new URL('../../..', import.meta.url))
 const worker = fileURLToPath(new URL('./fleet/fleet-worker.ts', import.meta.url))
 
 const tb = {
@@ -67,26 +67,17 @@ describe.skipIf(!available)('a fleet of 4 hosts on one Redis', () => {
     const store = createRedisStore({ url: REDIS_URL, prefix, timeoutMs: 5000 })
     await store.ready
 
-    const results: Promise<{ admitted: number[]; failed: number }>[] = []
-    const ready: Promise<void>[] = []
-    for (let i = 0; i < HOSTS; i++) {
-      const child = fork(worker, [], {
-        cwd: root,
-        execArgv: ['--import', 'tsx'],
-        env: {
-          ...process.env,
-          FG_FLEET: JSON.stringify({ url: REDIS_URL, prefix, rules: [tb, fw], inFlight: 4 }),
-        },
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      })
-      children.push(child)
-      ready.push(new Promise((resolve) => child.once('message', () => resolve())))
-      results.push(
-        new Promise((resolve) =>
-          child.on('message', (m) => typeof m === 'object' && resolve(m as never)),
-        ),
-      )
-    }
+    const hosts = Array.from({ length: HOSTS }, () =>
+      forkFleetHost<{ admitted: number[]; failed: number }>(worker, {
+        url: REDIS_URL,
+        prefix,
+        rules: [tb, fw],
+        inFlight: 4,
+      }),
+    )
+    children.push(...hosts.map((h) => h.child))
+    const ready = hosts.map((h) => h.ready)
+    const results = hosts.map((h) => h.report)
     await Promise.all(ready)
 
     // The parent empties the bucket and fills the current window first, so from here on

@@ -1,14 +1,14 @@
-import { fork, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
+import { forkFleetHost } from './helpers/fleet-host.js'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 const available = await redisAvailable()
 const prefix = uniquePrefix('synced-fleet')
 const HOSTS = 4
 const RUN_MS = 3000
-const root = fileURLToPath(new URL('../../..', import.meta.url))
 const worker = fileURLToPath(new URL('./fleet/synced-fleet-worker.ts', import.meta.url))
 
 // 100 per second with a burst of 20, synced every 100 ms.
@@ -43,28 +43,19 @@ describe.skipIf(!available)(`a fleet of ${HOSTS} SyncedStore hosts on one Redis`
   ])(
     '$scenario: over-admits no more than (hosts - 1) × (burst + rate × staleness) beyond one shared bucket',
     async ({ scenario, staggerMs }) => {
-      const reports: Promise<Report>[] = []
-      const ready: Promise<void>[] = []
-      const children: ChildProcess[] = []
+      const hosts = Array.from({ length: HOSTS }, () =>
+        forkFleetHost<Report>(worker, {
+          url: REDIS_URL,
+          prefix,
+          syncMs,
+          rule,
+          key: 'fleet-client',
+        }),
+      )
+      const children = hosts.map((h) => h.child)
       all.push(children)
-      for (let i = 0; i < HOSTS; i++) {
-        const child = fork(worker, [], {
-          cwd: root,
-          execArgv: ['--import', 'tsx'],
-          env: {
-            ...process.env,
-            FG_FLEET: JSON.stringify({ url: REDIS_URL, prefix, syncMs, rule, key: 'fleet-client' }),
-          },
-          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        })
-        children.push(child)
-        ready.push(new Promise((resolve) => child.once('message', () => resolve())))
-        reports.push(
-          new Promise((resolve) =>
-            child.on('message', (m) => typeof m === 'object' && resolve(m as Report)),
-          ),
-        )
-      }
+      const ready = hosts.map((h) => h.ready)
+      const reports = hosts.map((h) => h.report)
       await Promise.all(ready)
       const originMs = Date.now() + 200
       const stopAtMs = originMs + RUN_MS
