@@ -1,4 +1,5 @@
-import type { Decision, RuleOutcome } from './decision.js'
+import type { Decision } from './decision.js'
+import { limitField, policyField, seconds } from './http/rate-limit-fields.js'
 
 /**
  * Which rate-limit header fields to send.
@@ -17,8 +18,6 @@ export interface FormatHeadersOptions {
 /** A header name and value, ready for `res.setHeader`. */
 export type HeaderPair = readonly [name: string, value: string]
 
-const seconds = (ms: number): number => (ms <= 0 ? 0 : Math.ceil(ms / 1000))
-
 /**
  * Whole seconds a client should wait, never 0 or fractional (RFC 9110 §10.2.3 wants a
  * non-negative integer, and 0 invites an immediate retry storm).
@@ -28,20 +27,6 @@ const seconds = (ms: number): number => (ms <= 0 ? 0 : Math.ceil(ms / 1000))
  */
 export function retryAfterSeconds(retryAfterMs: number): number {
   return Math.max(1, Math.ceil(retryAfterMs / 1000))
-}
-
-// Rule ids are restricted to [A-Za-z0-9._-] by the schema, so they are valid sf-strings as is.
-function policyItem(o: RuleOutcome): string {
-  const r = o.rule
-  return r.algorithm === 'concurrency'
-    ? `"${r.id}";q=${r.limit}`
-    : `"${r.id}";q=${r.limit};w=${seconds(r.windowMs)}`
-}
-
-function limitItem(o: RuleOutcome): string {
-  // A refused rule tells the client when it may try again; an open one when the quota resets.
-  const t = o.allowed ? seconds(o.resetMs) : seconds(o.retryAfterMs)
-  return `"${o.rule.id}";r=${o.remaining};t=${t}`
 }
 
 /**
@@ -65,15 +50,9 @@ export function formatHeaders(
   const out: HeaderPair[] = []
   if (decision.failedOpen) return out
   const draft = options.draft ?? 'ietf'
-  let policy = ''
-  let limit = ''
-  for (const o of decision.outcomes) {
-    if (o.shadow) continue
-    policy = policy === '' ? policyItem(o) : `${policy}, ${policyItem(o)}`
-    limit = limit === '' ? limitItem(o) : `${limit}, ${limitItem(o)}`
-  }
+  const policy = policyField(decision)
   if (policy !== '' && draft !== 'legacy') {
-    out.push(['RateLimit-Policy', policy], ['RateLimit', limit])
+    out.push(['RateLimit-Policy', policy], ['RateLimit', limitField(decision)])
   }
   if (policy !== '' && draft !== 'ietf') {
     out.push(

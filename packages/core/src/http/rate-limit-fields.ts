@@ -1,9 +1,10 @@
 import type { Decision } from '../decision.js'
 import type { Rule } from '../rules/rule.js'
 
-// The `RateLimit-Policy` and `RateLimit` values of `formatHeaders` (headers.ts), built for the
-// request path: a rule's policy item never changes, so it is built once per rule, and a
-// response with one enforced rule sends that same string every time.
+// The `RateLimit-Policy` and `RateLimit` values (draft-ietf-httpapi-ratelimit-headers), for
+// `formatHeaders` (headers.ts) and the adapters' request path: a rule's policy item never
+// changes, so it is built once per rule, and a response with one enforced rule sends that same
+// string every time.
 
 interface RuleStrings {
   /** `"id";q=limit;w=seconds` (no `w` for concurrency): the rule's `RateLimit-Policy` item. */
@@ -12,7 +13,8 @@ interface RuleStrings {
   readonly remaining: string
 }
 
-const seconds = (ms: number): number => (ms <= 0 ? 0 : Math.ceil(ms / 1000))
+/** Whole seconds, rounded up; 0 for a time already past. */
+export const seconds = (ms: number): number => (ms <= 0 ? 0 : Math.ceil(ms / 1000))
 
 // Rules are frozen, so their strings can be kept as long as the rule lives.
 const byRule = new WeakMap<Rule, RuleStrings>()
@@ -42,7 +44,7 @@ function stringsOf(rule: Rule): RuleStrings {
 
 /**
  * The `RateLimit-Policy` value of a decision: every enforced (non-shadow) outcome's policy
- * item, in rule order; `''` when there is none. Equals what `formatHeaders` sends.
+ * item, in rule order; `''` when there is none.
  *
  * @param decision - a decision that did not fail open
  * @returns the header value, or `''` for no header
@@ -61,8 +63,7 @@ export function policyField(decision: Decision): string {
 
 /**
  * The `RateLimit` value of a decision: per enforced outcome, the units left and the seconds
- * until the quota resets (or, for a refusing rule, until a retry may pass). Equals what
- * `formatHeaders` sends.
+ * until the quota resets (or, for a refusing rule, until a retry may pass).
  *
  * @param decision - a decision that did not fail open
  * @returns the header value, or `''` for no header
