@@ -11,6 +11,7 @@ import {
   type Store,
 } from '@floodgate/core'
 import { hashTag } from './redis-key.js'
+import { scriptCommand } from './script-command.js'
 import {
   ARGV_HEADER,
   ENTRY_NUMBERS_BYTES,
@@ -18,7 +19,6 @@ import {
   RESULT_FIELDS,
   decideScript,
 } from './scripts/decide-script.js'
-import { createHash } from 'node:crypto'
 import type { Socket } from 'node:net'
 
 /** A client Floodgate can run its script on: a single Redis or a Redis Cluster. */
@@ -479,16 +479,7 @@ export class RedisStore implements Store {
     }
     let fn = this.scripts.get(id)
     if (fn) return fn
-    const lua = decideScript(id.split(',') as AlgorithmName[])
-    // The name carries the script's hash, so two Floodgate versions on one client never clash.
-    const name = `floodgate_${createHash('sha1').update(lua).digest('hex').slice(0, 16)}`
-    const target = this.client as unknown as Record<string, DecideFn | undefined>
-    if (typeof target[name] !== 'function') {
-      // EVALSHA, with EVAL on NOSCRIPT: a Redis that restarted empty, a SCRIPT FLUSH, a new
-      // Cluster node or a promoted replica reloads the script without an error.
-      this.client.defineCommand(name, { lua })
-    }
-    fn = (target[name] as DecideFn).bind(this.client)
+    fn = scriptCommand<DecideFn>(this.client, decideScript(id.split(',') as AlgorithmName[]))
     this.scripts.set(id, fn)
     return fn
   }

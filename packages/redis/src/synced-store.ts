@@ -1,5 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto'
-import type { Cluster } from 'ioredis'
+import { randomBytes } from 'node:crypto'
 import {
   EPSILON,
   MemoryStore,
@@ -15,6 +14,7 @@ import {
 } from '@floodgate/core'
 import { RedisStore, type RedisClient, type RedisConnectionOptions } from './redis-store.js'
 import { hashTag } from './redis-key.js'
+import { scriptCommand } from './script-command.js'
 import { SYNC_SCRIPT } from './sync-script.js'
 
 /** Options of {@link SyncedStore} and {@link createSyncedStore}. */
@@ -497,11 +497,7 @@ export class SyncedStore implements Store {
 
   private syncScript(): SyncFn {
     if (this.script) return this.script
-    const name = `floodgate_sync_${createHash('sha1').update(SYNC_SCRIPT).digest('hex').slice(0, 16)}`
-    const target = this.client as unknown as Record<string, SyncFn | undefined>
-    // EVALSHA, with EVAL on NOSCRIPT (a Redis that restarted empty, a new Cluster node).
-    if (typeof target[name] !== 'function') this.client.defineCommand(name, { lua: SYNC_SCRIPT })
-    this.script = (target[name] as SyncFn).bind(this.client as Cluster)
+    this.script = scriptCommand<SyncFn>(this.client, SYNC_SCRIPT)
     return this.script
   }
 
