@@ -204,6 +204,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private readonly queued = new Map<string, number>()
   private readonly scratch: Entry[] = []
   private busy = false
+  /** The store settles every call within our `timeoutMs` itself (`settlesWithinMs`). */
+  private readonly storeKeepsDeadline: boolean
   private lastFailOpenLogMs = -Infinity
   private suppressedFailOpenLogs = 0
 
@@ -213,6 +215,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
     this.store = options.store ?? new MemoryStore()
     this.clock = options.clock ?? turnClock
     this.timeoutMs = positiveInt('timeoutMs', options.timeoutMs, 50)
+    const bound = this.store.settlesWithinMs
+    this.storeKeepsDeadline = bound !== undefined && bound <= this.timeoutMs
     this.ipv6Subnet = positiveInt('ipv6Subnet', options.ipv6Subnet, 64, 128)
     this.failOpenLogIntervalMs = positiveInt(
       'failOpenLogIntervalMs',
@@ -387,9 +391,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
     entries: Entry[],
     facts: RequestFacts<Req>,
   ): Promise<Decision> {
-    const bound = this.store.settlesWithinMs
-    if (bound !== undefined && bound <= this.timeoutMs) {
-      // The store keeps the deadline itself: a second timer per call would only cost.
+    if (this.storeKeepsDeadline) {
+      // A second timer per call would only cost.
       return pending.then(
         (results) => this.decide(entries, results, facts),
         (err: unknown) => this.failOpen(err, entries, facts),
