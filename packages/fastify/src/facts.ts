@@ -9,7 +9,8 @@ import type { FastifyRequest } from 'fastify'
 export class FastifyFacts implements RequestFacts<FastifyRequest> {
   constructor(
     readonly request: FastifyRequest,
-    readonly route: string,
+    /** The route pattern; undefined for a request no route matched (the 404 handler). */
+    readonly route: string | undefined,
     readonly cost: number | undefined,
     readonly routeRules: CompiledRules | undefined,
   ) {}

@@ -7,6 +7,7 @@ import {
   routeCost,
   validateCost,
   type AdapterOptions,
+  type CompiledRules,
   type HttpIo,
   type LimiterInput,
   type Rejection,
@@ -45,6 +46,14 @@ export interface FastifyRateLimitOptions extends AdapterOptions<FastifyRequest> 
    */
   readonly onLimited?:
     ((request: FastifyRequest, reply: FastifyReply, rejection: Rejection) => void) | undefined
+  /**
+   * Limit requests that match no route (Fastify's 404 handler, default or your own
+   * `setNotFoundHandler`) with the global rules: a client probing for paths spends its quota
+   * like any other. Rules that match a route pattern do not apply to them (there is none);
+   * rules that match the path do.
+   * @default true
+   */
+  readonly limitNotFound?: boolean | undefined
 }
 
 interface Ctx {
@@ -57,6 +66,7 @@ const ROUTE_KEYS = ['cost', 'rules']
 const hooksByLimiter = new WeakMap<object, WeakSet<object>>()
 // Options Fastify itself reads from `register`'s second argument.
 const REGISTER_KEYS = ['prefix', 'logLevel', 'logSerializers']
+const OWN_KEYS = ['rules', 'onLimited', 'limitNotFound', ...REGISTER_KEYS]
 
 function routeName(route: RouteOptions): string {
   return `route ${Array.isArray(route.method) ? route.method.join(',') : route.method} ${route.url}`
@@ -91,7 +101,13 @@ async function floodgate(
     owned,
     settings: resolved,
     warn,
-  } = prepareMount(options.rules, options, ['rules', 'onLimited', ...REGISTER_KEYS], fastify.log)
+  } = prepareMount(options.rules, options, OWN_KEYS, fastify.log)
+  const limitNotFound: unknown = options.limitNotFound
+  if (limitNotFound !== undefined && typeof limitNotFound !== 'boolean') {
+    throw new OptionsError(
+      `options.limitNotFound: expected a boolean, got ${JSON.stringify(limitNotFound)}`,
+    )
+  }
   if (owned) fastify.addHook('onClose', () => limiter.close())
   await limiter.ready
   const { skip } = resolved
@@ -142,8 +158,17 @@ async function floodgate(
         `${routeName(route)}: config.rateLimit.rules: ${(err as Error).message}`,
       )
     }
-    const pattern = route.url
-    const hook = function rateLimit(
+    const hook = limitHook(route.url, cost, routeRules)
+    mine.add(hook)
+    route.onRequest = [...hooks, hook]
+  })
+
+  function limitHook(
+    pattern: string | undefined,
+    cost: RouteCost<FastifyRequest> | undefined,
+    routeRules: CompiledRules | undefined,
+  ) {
+    return function rateLimit(
       request: FastifyRequest,
       reply: FastifyReply,
       done: HookHandlerDoneFunction,
@@ -153,9 +178,17 @@ async function floodgate(
       const result = enforce(limiter, facts, { request, reply, done }, io, resolved)
       if (result instanceof Promise) result.catch(done)
     }
-    mine.add(hook)
-    route.onRequest = [...hooks, hook]
-  })
+  }
+
+  if (limitNotFound !== false) {
+    // Fastify gives its 404 handler the hooks of the instance, not route hooks: one instance
+    // hook that steps aside for every request that found a route (those have their own).
+    const notFound = limitHook(undefined, resolved.cost, undefined)
+    fastify.addHook('onRequest', function rateLimitNotFound(request, reply, done) {
+      if (!request.is404) return done()
+      notFound(request, reply, done)
+    })
+  }
 }
 
 /**

@@ -81,6 +81,63 @@ describe('fastify plugin options', () => {
     await app.close()
   })
 
+  it('limits requests no route matched (404s), charging them once, with the global rules only', async () => {
+    const app = Fastify()
+    await app.register(rateLimit, {
+      rules: [
+        { id: 'per-ip', limit: 3, window: '1m' },
+        { id: 'users', match: 'GET /users/:id', limit: 1, window: '1m' },
+      ],
+    })
+    app.get('/users/:id', () => ({ ok: true }))
+    app.get('/health', { config: { rateLimit: false } }, () => 'ok')
+    // A route's request is charged by its own hook only: 1 of the 3 (r=1 after the 404 below).
+    expect((await app.inject('/users/1')).statusCode).toBe(200)
+    const missing = await app.inject('/wp-admin.php')
+    expect(missing.statusCode).toBe(404)
+    // 'users' matches a route pattern, so it says nothing about a 404.
+    expect(missing.headers['ratelimit-policy']).toBe('"per-ip";q=3;w=60')
+    expect(missing.headers['ratelimit']).toBe('"per-ip";r=1;t=40')
+    expect((await app.inject('/.env')).statusCode).toBe(404)
+    // The probing spent the quota the routes share.
+    const probe = await app.inject('/.git/config')
+    expect(probe.statusCode).toBe(429)
+    expect(probe.headers['content-type']).toBe('application/problem+json; charset=utf-8')
+    expect((await app.inject('/users/2')).statusCode).toBe(429)
+    expect((await app.inject('/health')).statusCode).toBe(200)
+    await app.close()
+  })
+
+  it('limits a custom not-found handler too, and leaves 404s alone with limitNotFound: false', async () => {
+    const limited = Fastify()
+    await limited.register(rateLimit, { rules: [{ id: 'one', limit: 1, window: '1m' }] })
+    limited.setNotFoundHandler((_request, reply) => reply.code(404).send({ nope: true }))
+    await limited.ready()
+    expect((await limited.inject('/a')).json()).toStrictEqual({ nope: true })
+    expect((await limited.inject('/b')).statusCode).toBe(429)
+    await limited.close()
+
+    const open = Fastify()
+    await open.register(rateLimit, {
+      rules: [{ id: 'one', limit: 1, window: '1m' }],
+      limitNotFound: false,
+    })
+    app404Route(open)
+    for (let i = 0; i < 3; i++) {
+      const res = await open.inject('/missing')
+      expect(res.statusCode).toBe(404)
+      expect(res.headers['ratelimit']).toBeUndefined()
+    }
+    expect((await open.inject('/here')).statusCode).toBe(200)
+    expect((await open.inject('/here')).statusCode).toBe(429)
+    await open.close()
+
+    const bad = Fastify()
+    await expect(
+      bad.register(rateLimit, { rules, limitNotFound: 'yes' as unknown as boolean }),
+    ).rejects.toThrow(/options\.limitNotFound: expected a boolean, got "yes"/)
+  })
+
   it('closes a limiter it built when the app closes', async () => {
     const app = Fastify()
     await app.register(rateLimit, { rules })
@@ -89,3 +146,7 @@ describe('fastify plugin options', () => {
     await expect(app.close()).resolves.toBeUndefined()
   })
 })
+
+function app404Route(app: ReturnType<typeof Fastify>): void {
+  app.get('/here', () => 'ok')
+}
