@@ -257,6 +257,31 @@ describe('createLimiter', () => {
     expect(limiter.check(facts())).toMatchObject({ allowed: false, rule: { id: 'r' } })
   })
 
+  it('lets the store refuse per-route rules when they are compiled, not on a request', () => {
+    const memory = new MemoryStore()
+    const retained: string[][] = []
+    const picky: Store = {
+      synchronous: true,
+      consume: (entries, nowMs) => memory.consume(entries, nowMs),
+      refund: (entries, nowMs) => memory.refund(entries, nowMs),
+      retain(ids) {
+        if ([...ids].some((id) => id.startsWith('windowed'))) throw new Error('unsupported rule')
+        retained.push([...ids].map((id) => id.split('|')[0]!))
+        memory.retain(ids)
+      },
+    }
+    const limiter = createLimiter({ rules: [{ id: 'r', limit: 5, window: '1s' }], store: picky })
+    const route = limiter.compileRules([{ id: 'route', limit: 1, window: '1s' }])
+    expect(retained.at(-1)).toEqual(['r', 'route'])
+    expect(() =>
+      limiter.compileRules([{ id: 'windowed', algorithm: 'fixed-window', limit: 5, window: '1s' }]),
+    ).toThrow(/unsupported rule/)
+    // The refused set is not kept: a later update does not carry it to the store.
+    limiter.updateRules([{ id: 'r2', limit: 5, window: '1s' }])
+    expect(retained.at(-1)).toEqual(['r2', 'route'])
+    expect(limiter.check({ ...facts(), routeRules: route })).toMatchObject({ allowed: true })
+  })
+
   it('refuses a bad rule update and keeps the rules in force (P27)', () => {
     const { limiter, check } = clocked([{ id: 'r', limit: 1, window: '1s' }])
     check()

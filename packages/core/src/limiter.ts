@@ -287,11 +287,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
   /** Swap in a rule set. A store that refuses it (retain throws) leaves the old set in force. */
   private install(rules: readonly Rule[]): void {
     const next = this.prepare(rules, 'rules')
-    if (this.store.retain) {
-      const ids = new Set<string>()
-      for (const set of [next, ...this.routeSets]) for (const c of set.rules) ids.add(c.stateId)
-      this.store.retain(ids)
-    }
+    if (this.store.retain) this.store.retain(this.stateIds([next, ...this.routeSets]))
     this.compiled = next
   }
 
@@ -301,8 +297,17 @@ class LimiterEngine<Req> implements Limiter<Req> {
 
   compileRules(rules: readonly RuleInput[]): CompiledRules {
     const set = this.prepare(parseRules(rules), 'routeRules')
+    // The store may refuse a rule (SyncedStore shares only some algorithms): at startup, not
+    // on the route's first request.
+    if (this.store.retain) this.store.retain(this.stateIds([this.compiled, ...this.routeSets, set]))
     this.routeSets.push(set)
     return set
+  }
+
+  private stateIds(sets: readonly CompiledRules[]): Set<string> {
+    const ids = new Set<string>()
+    for (const set of sets) for (const c of set.rules) ids.add(c.stateId)
+    return ids
   }
 
   // ---- the hot path -------------------------------------------------------------------

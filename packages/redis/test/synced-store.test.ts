@@ -265,6 +265,11 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     })
     const decision = limiter.check({ method: 'GET', path: '/', ip: '192.0.2.1', headers: {} })
     expect(decision).toMatchObject({ allowed: true, failedOpen: false })
+    // Per-route rules (an adapter compiles them at startup) are refused the same way.
+    expect(() =>
+      limiter.compileRules([{ id: 'export', algorithm: 'leaky-bucket', limit: 1, window: '1m' }]),
+    ).toThrow(/rule export uses leaky-bucket/)
+    expect(limiter.compileRules([{ id: 'export', limit: 1, window: '1m' }]).rules).toHaveLength(1)
   })
 
   it('stops sharing keys it has not served for a full refill, and lets idle counters expire', async () => {
