@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto'
 import { watch, type FSWatcher } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { basename, dirname, extname } from 'node:path'
-import { parse as parseYaml } from 'yaml'
 import { FloodgateError, OptionsError } from '../../errors.js'
 import { scopeLogger, type Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
@@ -48,10 +47,13 @@ function checkMs(name: string, value: number, min: number): number {
   return value
 }
 
-function parseText(path: string, text: string): unknown {
+async function parseText(path: string, text: string): Promise<unknown> {
   const json = extname(path).toLowerCase() === '.json'
   try {
-    return json ? (JSON.parse(text) as unknown) : (parseYaml(text) as unknown)
+    if (json) return JSON.parse(text) as unknown
+    // Loaded on first use: the YAML parser is about 1.2 MB of heap that JSON users never need.
+    const { parse } = await import('yaml')
+    return parse(text) as unknown
   } catch (e) {
     throw new FloodgateError(
       'FG_ERR_RULES_SOURCE',
@@ -127,7 +129,8 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
     lastText = text
     lastValid = false
     try {
-      const doc = parseRulesDocument(parseText(path, text))
+      const doc = parseRulesDocument(await parseText(path, text))
+      if (!running) return
       const revision = doc.revision ?? createHash('sha256').update(text).digest('hex').slice(0, 12)
       lastValid = true
       failures.ok()
