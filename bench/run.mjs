@@ -1,18 +1,40 @@
 // `pnpm bench`: every benchmark, one after the other, each in its own process so one cannot
-// warm or pollute the heap of the next. BENCH_ONLY=core,http,redis picks some.
+// warm or pollute the heap of the next. BENCH_ONLY=core,http,http-instructions,redis picks some.
 import { spawnSync } from 'node:child_process'
+import { accessSync, constants } from 'node:fs'
+import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const parts = [
   ['core', 'core/run.mjs', 'Core: decisions per second and heap bytes per key (MemoryStore)'],
   ['http', 'http/run.mjs', 'HTTP: bare vs Floodgate vs peer middleware, per framework'],
+  [
+    'http-instructions',
+    'http/instructions.mjs',
+    'HTTP: instructions per response (callgrind)',
+    'valgrind',
+  ],
   ['redis', 'redis/run.mjs', 'Redis: RedisStore vs peer Redis stores'],
 ]
+const onPath = (cmd) =>
+  (process.env.PATH ?? '').split(delimiter).some((dir) => {
+    try {
+      accessSync(join(dir, cmd), constants.X_OK)
+      return true
+    } catch {
+      return false
+    }
+  })
 const only = process.env.BENCH_ONLY?.split(',')
 let failed = 0
-for (const [name, script, title] of parts) {
+for (const [name, script, title, needs] of parts) {
   if (only && !only.includes(name)) continue
   console.log(`\n## ${title}  (node bench/${script})\n`)
+  // An optional tool missing skips its part; it is not a failure of `pnpm bench`.
+  if (needs && !onPath(needs)) {
+    console.log(`Skipped: \`${needs}\` is not on PATH (apt-get install ${needs}).`)
+    continue
+  }
   const r = spawnSync(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], {
     stdio: 'inherit',
   })
