@@ -31,6 +31,8 @@ import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
+import { VARIANTS as ALL_VARIANTS, variantName } from './variants.mjs'
+import { ensureBuilt } from '../ensure-built.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..')
@@ -48,25 +50,9 @@ const NODE_FLAGS = (
   .split(' ')
   .filter(Boolean)
 const ONLY = process.env.BENCH_VARIANTS?.split(',')
-const VARIANTS = [
-  ['bare', 'pass'],
-  ['noop', 'pass'],
-  ['headers', 'pass'],
-  ['floodgate', 'pass'],
-  ['peer', 'pass'],
-  ['floodgate', 'reject'],
-  ['peer', 'reject'],
-].filter(([v, m], i) => i === 0 || !ONLY || ONLY.includes(v) || ONLY.includes(`${v}:${m}`))
-const NAMES = {
-  noop: 'empty middleware',
-  headers: 'two constant headers',
-  floodgate: 'Floodgate',
-}
-const PEERS = {
-  express: 'express-rate-limit',
-  fastify: '@fastify/rate-limit',
-  koa: 'koa-ratelimit',
-}
+const VARIANTS = ALL_VARIANTS.filter(
+  ([v, m], i) => i === 0 || !ONLY || ONLY.includes(v) || ONLY.includes(`${v}:${m}`),
+)
 
 const version = (cmd, args) => {
   const r = spawnSync(cmd, args, { encoding: 'utf8' })
@@ -80,14 +66,7 @@ if (!valgrind || version('callgrind_control', ['--version']) === undefined) {
   process.exit(1)
 }
 
-for (const pkg of ['core', 'express', 'fastify', 'koa']) {
-  if (!existsSync(join(root, 'packages', pkg, 'dist', 'index.js'))) {
-    console.error(`packages/${pkg}/dist is missing: building (pnpm build)…`)
-    const r = spawnSync('pnpm', ['build'], { cwd: root, stdio: ['ignore', 2, 2] })
-    if (r.status !== 0) process.exit(1)
-    break
-  }
-}
+ensureBuilt(['core', 'express', 'fastify', 'koa'])
 
 // The commit, and whether the packages' sources differ from it: dist may have been rebuilt from
 // uncommitted changes.
@@ -236,7 +215,7 @@ for (const framework of FRAMEWORKS) {
     console.log('| --- | --- | ---: | ---: |')
   }
   for (const r of rows) {
-    const name = r.variant === 'peer' ? PEERS[framework] : (NAMES[r.variant] ?? r.variant)
+    const name = variantName(framework, r.variant)
     const path = r.mode === 'pass' ? 'allow' : 'reject'
     const range = REPEATS > 1 ? ` | ${k(r.min)} | ${k(r.max)}` : ''
     console.log(

@@ -10,38 +10,20 @@
 // competes with the server, so throughput is noisy, and at a fixed rate every variant sees the
 // same arrival pattern (the same wake-ups, the same batching).
 // Env: BENCH_ROUNDS (5), BENCH_SECONDS (2), BENCH_CONNECTIONS (10), BENCH_FRAMEWORKS (all).
-import { fork, spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { fork } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
+import { VARIANTS, variantName } from './variants.mjs'
+import { ensureBuilt } from '../ensure-built.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const root = join(here, '..', '..')
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
 const FRAMEWORKS = (process.env.BENCH_FRAMEWORKS ?? 'express,fastify,koa').split(',')
-const NAMES = {
-  floodgate: 'Floodgate',
-  noop: 'empty middleware',
-  headers: 'two constant headers',
-}
-const PEERS = {
-  express: 'express-rate-limit',
-  fastify: '@fastify/rate-limit',
-  koa: 'koa-ratelimit',
-}
 
-for (const pkg of ['core', 'express', 'fastify', 'koa']) {
-  if (!existsSync(join(root, 'packages', pkg, 'dist', 'index.js'))) {
-    console.error(`packages/${pkg}/dist is missing: building (pnpm build)…`)
-    // Build logs go to stderr, so stdout stays the report.
-    const r = spawnSync('pnpm', ['build'], { cwd: root, stdio: ['ignore', 2, 2] })
-    if (r.status !== 0) process.exit(1)
-    break
-  }
-}
+ensureBuilt(['core', 'express', 'fastify', 'koa'])
 
 const children = new Set()
 // A server that failed to start must not leave its siblings running.
@@ -106,17 +88,7 @@ out(
   `Node ${process.version}, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s, medians.`,
 )
 for (const framework of FRAMEWORKS) {
-  const variants = [
-    ['bare', 'pass'],
-    // The floor: an empty middleware or hook, and one that only sets two constant RateLimit
-    // headers. No limiter that sends those headers can cost less than the second.
-    ['noop', 'pass'],
-    ['headers', 'pass'],
-    ['floodgate', 'pass'],
-    ['peer', 'pass'],
-    ['floodgate', 'reject'],
-    ['peer', 'reject'],
-  ]
+  const variants = VARIANTS
   const servers = await Promise.all(variants.map(([v, m]) => start(framework, v, m)))
   // Warm-up: JIT, key creation, and (reject mode) exhausting the one client's quota.
   const warm = []
@@ -155,7 +127,7 @@ for (const framework of FRAMEWORKS) {
   out('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   variants.forEach(([v, m], i) => {
     const s = stat[i]
-    const name = v === 'peer' ? PEERS[framework] : (NAMES[v] ?? v)
+    const name = variantName(framework, v)
     out(
       `| ${name} | ${m === 'pass' ? 'allow' : 'reject'} | ${Math.round(s.rps)} | ${(s.rps / bare.rps).toFixed(3)}x | ${s.p99} | ${s.cpu.toFixed(1)} | ${(s.cpu / bare.cpu).toFixed(3)}x | ${s.paired.toFixed(3)}x | ${(s.non2xx * 100).toFixed(0)}% |`,
     )

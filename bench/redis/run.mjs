@@ -12,16 +12,15 @@
 //    on Redis (servers in child processes, autocannon here).
 // Env: BENCH_ROUNDS (3), BENCH_ROUND_MS (1500), BENCH_SECONDS (3), BENCH_CONNECTIONS (64),
 //      BENCH_PARTS (decisions,down,http).
-import { fork, spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { fork } from 'node:child_process'
 import net from 'node:net'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { Redis } from 'ioredis'
+import { ensureBuilt } from '../ensure-built.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const root = join(here, '..', '..')
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 1500)
@@ -31,14 +30,7 @@ const PARTS = new Set((process.env.BENCH_PARTS ?? 'decisions,down,http').split('
 const PREFIX = `fgbench${process.pid}`
 const KEYS = Array.from({ length: 10_000 }, (_, i) => `10.${(i >> 8) & 255}.${i & 255}.7`)
 
-for (const pkg of ['core', 'redis', 'fastify']) {
-  if (!existsSync(join(root, 'packages', pkg, 'dist', 'index.js'))) {
-    console.error(`packages/${pkg}/dist is missing: building (pnpm build)…`)
-    const r = spawnSync('pnpm', ['build'], { cwd: root, stdio: 'inherit' })
-    if (r.status !== 0) process.exit(1)
-    break
-  }
-}
+ensureBuilt(['core', 'redis', 'fastify'])
 
 const { createLimiter } = await import('@floodgate/core')
 const { createRedisStore } = await import('@floodgate/redis')

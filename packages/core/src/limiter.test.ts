@@ -238,17 +238,7 @@ describe('createLimiter', () => {
   })
 
   it('keeps the rules in force when the store refuses the new set in retain() (P27)', () => {
-    const memory = new MemoryStore()
-    const picky: Store = {
-      synchronous: true,
-      consume: (entries, nowMs) => memory.consume(entries, nowMs),
-      refund: (entries, nowMs) => memory.refund(entries, nowMs),
-      retain(ids) {
-        if ([...ids].some((id) => id.startsWith('windowed'))) throw new Error('unsupported rule')
-        memory.retain(ids)
-      },
-    }
-    const limiter = createLimiter({ rules: [{ id: 'r', limit: 1, window: '1s' }], store: picky })
+    const limiter = createLimiter({ rules: [{ id: 'r', limit: 1, window: '1s' }], store: picky() })
     expect(limiter.check(facts())).toMatchObject({ allowed: true })
     expect(() =>
       limiter.updateRules([{ id: 'windowed', algorithm: 'fixed-window', limit: 5, window: '1s' }]),
@@ -258,19 +248,9 @@ describe('createLimiter', () => {
   })
 
   it('lets the store refuse per-route rules when they are compiled, not on a request', () => {
-    const memory = new MemoryStore()
     const retained: string[][] = []
-    const picky: Store = {
-      synchronous: true,
-      consume: (entries, nowMs) => memory.consume(entries, nowMs),
-      refund: (entries, nowMs) => memory.refund(entries, nowMs),
-      retain(ids) {
-        if ([...ids].some((id) => id.startsWith('windowed'))) throw new Error('unsupported rule')
-        retained.push([...ids].map((id) => id.split('|')[0]!))
-        memory.retain(ids)
-      },
-    }
-    const limiter = createLimiter({ rules: [{ id: 'r', limit: 5, window: '1s' }], store: picky })
+    const store = picky((ids) => retained.push([...ids].map((id) => id.split('|')[0]!)))
+    const limiter = createLimiter({ rules: [{ id: 'r', limit: 5, window: '1s' }], store })
     const route = limiter.compileRules([{ id: 'route', limit: 1, window: '1s' }])
     expect(retained.at(-1)).toEqual(['r', 'route'])
     expect(() =>
@@ -374,3 +354,18 @@ describe('createLimiter', () => {
     expect(check().allowed).toBe(false)
   })
 })
+
+/** A MemoryStore that refuses, in retain(), any rule whose id starts with "windowed". */
+function picky(onRetain?: (ids: ReadonlySet<string>) => void): Store {
+  const memory = new MemoryStore()
+  return {
+    synchronous: true,
+    consume: (entries, nowMs) => memory.consume(entries, nowMs),
+    refund: (entries, nowMs) => memory.refund(entries, nowMs),
+    retain(ids) {
+      if ([...ids].some((id) => id.startsWith('windowed'))) throw new Error('unsupported rule')
+      onRetain?.(ids)
+      memory.retain(ids)
+    },
+  }
+}
