@@ -1,5 +1,6 @@
 // Uses from @floodgate/core: prepareMount, enforce, routeCost.
 import {
+  doubleCountGuard,
   enforce,
   OptionsError,
   prepareMount,
@@ -96,18 +97,19 @@ async function floodgate(
   fastify: FastifyInstance,
   options: FastifyRateLimitOptions,
 ): Promise<void> {
-  const {
-    limiter,
-    owned,
-    settings: resolved,
-    warn,
-  } = prepareMount(options.rules, options, OWN_KEYS, fastify.log)
+  // Before prepareMount, which may build a limiter that a throw would leave open.
   const limitNotFound: unknown = options.limitNotFound
   if (limitNotFound !== undefined && typeof limitNotFound !== 'boolean') {
     throw new OptionsError(
       `options.limitNotFound: expected a boolean, got ${JSON.stringify(limitNotFound)}`,
     )
   }
+  const {
+    limiter,
+    owned,
+    settings: resolved,
+    warn,
+  } = prepareMount(options.rules, options, OWN_KEYS, fastify.log)
   if (owned) fastify.addHook('onClose', () => limiter.close())
   await limiter.ready
   const { skip } = resolved
@@ -183,9 +185,12 @@ async function floodgate(
   if (limitNotFound !== false) {
     // Fastify gives its 404 handler the hooks of the instance, not route hooks: one instance
     // hook that steps aside for every request that found a route (those have their own).
+    // A 404 reaches the hook of every registration of this limiter in its instance (the plugin
+    // registered twice): only the first charges. The mark is set on 404s only.
     const notFound = limitHook(undefined, resolved.cost, undefined)
+    const seen = doubleCountGuard(limiter)
     fastify.addHook('onRequest', function rateLimitNotFound(request, reply, done) {
-      if (!request.is404) return done()
+      if (!request.is404 || seen(reply)) return done()
       notFound(request, reply, done)
     })
   }

@@ -60,6 +60,16 @@ describe('fastify plugin options', () => {
     expect((await app.inject('/')).statusCode).toBe(200)
     expect((await app.inject('/')).statusCode).toBe(429)
     await app.close()
+
+    // A 404 passes both registrations' instance hooks and is charged once too.
+    const twice = Fastify()
+    const shared = createLimiter({ rules })
+    await twice.register(rateLimit, { rules: shared as never, logger: log })
+    await twice.register(rateLimit, { rules: shared as never, logger: log })
+    expect((await twice.inject('/nope')).headers['ratelimit']).toMatch(/^"per-ip";r=1;/)
+    expect((await twice.inject('/nope')).statusCode).toBe(404)
+    expect((await twice.inject('/nope')).statusCode).toBe(429)
+    await twice.close()
   })
 
   it('uses onLimited and skip', async () => {
