@@ -12,6 +12,7 @@ import {
 } from '@floodgate/core'
 import { hashTag } from './redis-key.js'
 import { scriptCommand } from './script-command.js'
+import { throttledWarn } from './throttled-warn.js'
 import {
   ARGV_HEADER,
   ENTRY_NUMBERS_BYTES,
@@ -110,7 +111,6 @@ type DecideFn = (numKeys: number, ...args: (string | number | Buffer)[]) => Prom
 
 /** How many units past the deadline a test-driven clock may run while keys must survive. */
 const CALLER_CLOCK_TTL_SLACK_MS = 60_000
-const REPORT_INTERVAL_MS = 10_000
 /** Scripts written to the socket together; see {@link RedisStore.corkOnce}. */
 const CORK_BATCH = 16
 
@@ -147,12 +147,12 @@ export class RedisStore implements Store {
   private readonly clock: 'redis' | 'caller' | (() => number)
   private readonly maxPending: number
   private readonly leaseMs: number
-  private readonly logger: Logger
+  /** Redis trouble, at most one line per 10 s. */
+  private readonly warn: ReturnType<typeof throttledWarn>
   /** Script callers by algorithm set ('token-bucket', 'fixed-window,token-bucket', …). */
   private readonly scripts: Map<string, DecideFn>
   private readonly isCluster: boolean
   private pending = 0
-  private lastReportMs = 0
   private lastRefreshMs = 0
   /** The sockets held by {@link RedisStore.corkOnce} until the end of this tick. */
   private corkedStreams: Socket[] | undefined
@@ -198,7 +198,7 @@ export class RedisStore implements Store {
     this.clock = clock
     this.maxPending = maxPending
     this.leaseMs = leaseMs
-    this.logger = scopeLogger(options.logger, 'floodgate-redis')
+    this.warn = throttledWarn(scopeLogger(options.logger, 'floodgate-redis'))
 
     if (options.client) {
       this.client = options.client
@@ -517,10 +517,7 @@ export class RedisStore implements Store {
   }
 
   private report(err: unknown, msg: string): void {
-    const t = Date.now()
-    if (t - this.lastReportMs < REPORT_INTERVAL_MS) return
-    this.lastReportMs = t
-    this.logger.warn({ err }, msg)
+    this.warn({ err }, msg)
   }
 }
 

@@ -15,6 +15,7 @@ import {
 import { RedisStore, type RedisClient, type RedisConnectionOptions } from './redis-store.js'
 import { hashTag } from './redis-key.js'
 import { scriptCommand } from './script-command.js'
+import { throttledWarn } from './throttled-warn.js'
 import { SYNC_SCRIPT } from './sync-script.js'
 
 /** Options of {@link SyncedStore} and {@link createSyncedStore}. */
@@ -77,7 +78,6 @@ interface Tracked {
 
 type SyncFn = (numKeys: number, ...args: (string | number)[]) => Promise<string[]>
 
-const REPORT_INTERVAL_MS = 10_000
 /** Keys per script call on a single Redis: bounds how long one call holds Redis. */
 const CHUNK = 256
 /** A fleet counter outlives the last host that synced it by this much. */
@@ -121,7 +121,8 @@ export class SyncedStore implements Store {
   private readonly syncMs: number
   private readonly timeoutMs: number
   private readonly clock: () => number
-  private readonly logger: Logger
+  /** Redis trouble, at most one line per 10 s. */
+  private readonly warn: ReturnType<typeof throttledWarn>
   private readonly isCluster: boolean
   /** Distinguishes this process's batches in Redis; a restarted host is a new one. */
   private readonly hostId = randomBytes(12).toString('base64url')
@@ -138,7 +139,6 @@ export class SyncedStore implements Store {
   private reads: Promise<void> = Promise.resolve()
   private timer: NodeJS.Timeout | undefined
   private closed = false
-  private lastReportMs = -Infinity
   private script: SyncFn | undefined
   private failed = 0
   /** Script calls sent and not yet answered. */
@@ -183,7 +183,7 @@ export class SyncedStore implements Store {
     this.syncMs = syncMs
     this.timeoutMs = timeoutMs
     this.clock = options.clock ?? Date.now
-    this.logger = scopeLogger(options.logger, 'floodgate-synced')
+    this.warn = throttledWarn(scopeLogger(options.logger, 'floodgate-synced'))
     this.isCluster = 'isCluster' in this.client && this.client.isCluster === true
     this.schedule()
   }
@@ -502,10 +502,7 @@ export class SyncedStore implements Store {
   }
 
   private report(err: unknown, msg: string): void {
-    const t = Date.now()
-    if (t - this.lastReportMs < REPORT_INTERVAL_MS) return
-    this.lastReportMs = t
-    this.logger.warn({ err, failedSyncs: this.failed }, msg)
+    this.warn({ err, failedSyncs: this.failed }, msg)
   }
 }
 
