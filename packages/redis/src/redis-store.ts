@@ -13,14 +13,7 @@ import {
 import { hashTag } from './redis-key.js'
 import { scriptCommand } from './script-command.js'
 import { throttledWarn } from './throttled-warn.js'
-import {
-  ARGV_HEADER,
-  ENTRY_NUMBERS_BYTES,
-  ARGV_PER_ENTRY,
-  RESULT_FIELDS,
-  decideScript,
-} from './scripts/decide-script.js'
-import type { Socket } from 'node:net'
+import { ENTRY_NUMBERS_BYTES, RESULT_FIELDS, decideScript } from './scripts/decide-script.js'
 
 /** A client Floodgate can run its script on: a single Redis or a Redis Cluster. */
 export type RedisClient = Redis | Cluster
@@ -111,14 +104,45 @@ type DecideFn = (numKeys: number, ...args: (string | number | Buffer)[]) => Prom
 
 /** How many units past the deadline a test-driven clock may run while keys must survive. */
 const CALLER_CLOCK_TTL_SLACK_MS = 60_000
-/** Scripts written to the socket together; see {@link RedisStore.corkOnce}. */
-const CORK_BATCH = 16
+/**
+ * Most requests decided by one script call. A batch is answered only once Redis has run all
+ * of it, so one huge batch would make Node and Redis take turns; several medium ones keep
+ * both busy. Measured with `bench/redis` (see docs/benchmarks.md).
+ */
+const BATCH_REQUESTS = 16
+
+type BatchEntry = ConsumeEntry | (RefundEntry & { maxWaitMs: number; shadow: boolean })
+
+/** One request waiting in a batch. */
+interface BatchedRequest {
+  mode: 'c' | 'r'
+  entries: readonly BatchEntry[]
+  resolve: (results: AlgorithmResult[]) => void
+  reject: (err: Error) => void
+}
+
+/** Requests that go to Redis together in one script call. */
+interface Batch {
+  key: string
+  /** The script's algorithm set. */
+  id: string
+  now: string
+  requests: BatchedRequest[]
+  keys: string[]
+  args: (string | number | Buffer)[]
+  sent: boolean
+  timedOut: boolean
+  /** `performance.now()` past which the batch is not sent. */
+  deadline: number
+  timer: ReturnType<typeof setTimeout>
+}
 
 /**
  * A Store that keeps every rule's state in Redis, so a fleet of hosts shares one limit.
  *
- * Each request is one EVALSHA of one Lua script that decides all its rules at once
- * (all-or-nothing, mirroring core's algorithms exactly) with Redis `TIME` as the clock. Keys
+ * One Lua script decides all of a request's rules at once (all-or-nothing, mirroring core's
+ * algorithms exactly) with Redis `TIME` as the clock; requests started in the same turn of the
+ * event loop share one EVALSHA, up to 16 per call, each decided as if it were alone. Keys
  * are `prefix:{tag}:stateId` with a brace-free tag hashed from the client key, so all rules
  * of one client share a Redis Cluster slot. Every call is bounded by `timeoutMs`.
  *
@@ -154,9 +178,9 @@ export class RedisStore implements Store {
   private readonly isCluster: boolean
   private pending = 0
   private lastRefreshMs = 0
-  /** The sockets held by {@link RedisStore.corkOnce} until the end of this tick. */
-  private corkedStreams: Socket[] | undefined
-  private corkedCalls = 0
+  /** Batches still taking requests, by script, `now` and (on a Cluster) hash tag. */
+  private readonly open = new Map<string, Batch>()
+  private flushScheduled = false
 
   /**
    * @param options - Where Redis is and how calls are bounded; see {@link RedisStoreOptions}.
@@ -347,10 +371,16 @@ export class RedisStore implements Store {
     return results
   }
 
+  /**
+   * Queue one request's entries for the next script call of their batch. Requests started in
+   * the same turn of the event loop (every request read in its poll phase, every caller woken
+   * by one batch's reply) share one EVALSHA and one `TIME`, up to {@link BATCH_REQUESTS} per
+   * call. The deadline runs from when the batch opened, so no request waits past `timeoutMs`.
+   */
   private run(
     mode: 'c' | 'r',
     now: string,
-    entries: readonly (ConsumeEntry | (RefundEntry & { maxWaitMs: number; shadow: boolean }))[],
+    entries: readonly BatchEntry[],
   ): Promise<AlgorithmResult[]> {
     if (this.pending >= this.maxPending) {
       return Promise.reject(
@@ -360,20 +390,21 @@ export class RedisStore implements Store {
         ),
       )
     }
+    const id = this.scriptId(entries)
+    // A script call touches one slot on a Cluster and runs at one `now`: batch accordingly.
+    const batchKey = this.isCluster ? `${id}|${now}|${hashTag(entries[0]!.key)}` : `${id}|${now}`
+    let batch = this.open.get(batchKey)
+    if (!batch) {
+      batch = this.openBatch(batchKey, id, now)
+    }
+    this.pending++
     const n = entries.length
-    const args: (string | number | Buffer)[] = new Array<string | number | Buffer>(
-      n + ARGV_HEADER + n * ARGV_PER_ENTRY,
-    )
-    args[n] = mode
-    args[n + 1] = now
-    args[n + 2] = this.clock === 'redis' ? 0 : CALLER_CLOCK_TTL_SLACK_MS
-    args[n + 3] = this.leaseMs
+    const { keys, args } = batch
+    args.push(mode === 'c' ? n : -n)
     for (let i = 0; i < n; i++) {
       const e = entries[i]!
       const rule = e.rule
-      args[i] = `${this.prefix}:{${hashTag(e.key)}}:${rule.stateId}`
-      const b = n + ARGV_HEADER + i * ARGV_PER_ENTRY
-      args[b] = rule.algorithm.name
+      keys.push(`${this.prefix}:{${hashTag(e.key)}}:${rule.stateId}`)
       const numbers = Buffer.allocUnsafe(ENTRY_NUMBERS_BYTES)
       numbers.writeDoubleLE(rule.params.limit, 0)
       numbers.writeDoubleLE(rule.params.windowMs || 0, 8)
@@ -386,97 +417,110 @@ export class RedisStore implements Store {
         rule.algorithm.name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
         48,
       )
-      args[b + 1] = numbers
+      args.push(rule.algorithm.name, numbers)
     }
-    this.corkOnce()
-    const call = this.script(entries)(n, ...args)
-    this.pending++
-    return new Promise<AlgorithmResult[]>((resolve, reject) => {
-      let timedOut = false
-      const timeout = (): void => {
-        timedOut = true
-        reject(
-          new FloodgateError(
-            'FG_ERR_STORE_TIMEOUT',
-            `redis store: no answer within ${this.timeoutMs} ms`,
-          ),
-        )
-      }
-      const timer = setTimeout(timeout, this.timeoutMs)
-      call.then(
-        (reply) => {
-          this.pending--
-          clearTimeout(timer)
-          const results = toResults(reply, n)
-          if (timedOut) this.undoLateAnswer(mode, entries, results, now)
-          else resolve(results)
-        },
-        (err: unknown) => {
-          this.pending--
-          clearTimeout(timer)
-          if (this.isCluster) this.refreshTopology()
-          if (timedOut) return
-          // A user-supplied client's own commandTimeout may fire first: it is a missed deadline too.
-          if (err instanceof Error && err.message === 'Command timed out') timeout()
-          else reject(err instanceof Error ? err : new Error(String(err)))
-        },
-      )
+    const result = new Promise<AlgorithmResult[]>((resolve, reject) => {
+      batch.requests.push({ mode, entries, resolve, reject })
     })
+    if (batch.requests.length >= BATCH_REQUESTS) this.send(batch)
+    return result
   }
 
-  /**
-   * Hold the socket's writes until the event loop's check phase, so the scripts started in
-   * this turn (by every request read in its poll phase, or by every reply of a batch) leave in
-   * batches of {@link CORK_BATCH}, one `writev` each, instead of one syscall each. Measured
-   * with `bench/redis`: HTTP on Fastify, 64 connections, server CPU per response 34.0 µs when
-   * released at the end of each tick (one request each), 33.0 µs not held at all, 27.4 µs held
-   * to the check phase (peer @fastify/rate-limit: 28.0). Batches, not the whole turn: Redis
-   * answers a batch only when it has run all of it, so one big batch makes Node and Redis take
-   * turns (64 decisions in flight: 57k decisions/s; batches of 16: 115k).
-   * ioredis's own `enableAutoPipelining` would batch too, but it breaks on scripts in ioredis 5.11.
-   */
-  private corkOnce(): void {
-    const held = this.corkedStreams
-    if (held) {
-      if (++this.corkedCalls % CORK_BATCH === 0) {
-        for (const stream of held) {
-          stream.uncork()
-          stream.cork()
-        }
-      }
+  private openBatch(batchKey: string, id: string, now: string): Batch {
+    const batch: Batch = {
+      key: batchKey,
+      id,
+      now,
+      requests: [],
+      keys: [],
+      args: [now, this.clock === 'redis' ? 0 : CALLER_CLOCK_TTL_SLACK_MS, this.leaseMs],
+      sent: false,
+      timedOut: false,
+      deadline: performance.now() + this.timeoutMs,
+      timer: setTimeout(() => this.timeOut(batch), this.timeoutMs),
+    }
+    this.open.set(batchKey, batch)
+    if (!this.flushScheduled) {
+      this.flushScheduled = true
+      setImmediate(this.flush)
+    }
+    return batch
+  }
+
+  /** Send every batch still open: the end of the turn in which their requests started. */
+  private readonly flush = (): void => {
+    this.flushScheduled = false
+    for (const batch of this.open.values()) this.send(batch)
+  }
+
+  private send(batch: Batch): void {
+    // A handler that hogged the event loop can make a batch miss its deadline before it leaves.
+    if (performance.now() >= batch.deadline) {
+      clearTimeout(batch.timer)
+      this.timeOut(batch)
       return
     }
-    // On a Cluster, every primary's connection (one socket per node).
-    const clients = this.isCluster
-      ? (this.client as Cluster).nodes('master')
-      : [this.client as Redis]
-    const streams: Socket[] = []
-    for (const c of clients) {
-      const stream = c.stream as Socket | undefined
-      if (stream?.writable) {
-        stream.cork()
-        streams.push(stream)
-      }
-    }
-    if (streams.length === 0) return
-    this.corkedStreams = streams
-    this.corkedCalls = 1
-    setImmediate(() => {
-      this.corkedStreams = undefined
-      for (const stream of streams) stream.uncork()
-    })
+    this.open.delete(batch.key)
+    batch.sent = true
+    const call = this.script(batch.id)(batch.keys.length, ...batch.keys, ...batch.args)
+    call.then(
+      (reply) => {
+        clearTimeout(batch.timer)
+        let f = 0
+        for (const req of batch.requests) {
+          this.pending--
+          const results = toResults(reply, f, req.entries.length)
+          f += req.entries.length * RESULT_FIELDS
+          if (batch.timedOut) this.undoLateAnswer(req.mode, req.entries, results, batch.now)
+          else req.resolve(results)
+        }
+      },
+      (err: unknown) => {
+        clearTimeout(batch.timer)
+        this.pending -= batch.requests.length
+        if (this.isCluster) this.refreshTopology()
+        if (batch.timedOut) return
+        // A user-supplied client's own commandTimeout may fire first: it is a missed deadline too.
+        if (err instanceof Error && err.message === 'Command timed out') this.timeOut(batch)
+        else {
+          const error = err instanceof Error ? err : new Error(String(err))
+          for (const req of batch.requests) req.reject(error)
+        }
+      },
+    )
   }
 
   /**
-   * The script for the algorithms of these entries, defined on first use. One script per
-   * algorithm set keeps each call cheap (Lua allocates every function a script defines on
-   * every call) while a request whose rules mix algorithms still takes one round trip.
+   * The batch missed its deadline: its requests fail now (the limiter fails open). A batch
+   * that had not left yet is dropped unsent, so it is never counted.
    */
-  private script(entries: readonly { rule: { algorithm: { name: AlgorithmName } } }[]): DecideFn {
-    let id: string = entries[0]!.rule.algorithm.name
-    if (entries.length > 1) {
-      id = [...new Set(entries.map((e) => e.rule.algorithm.name))].sort().join(',')
+  private timeOut(batch: Batch): void {
+    if (batch.timedOut) return
+    batch.timedOut = true
+    if (!batch.sent) {
+      this.open.delete(batch.key)
+      this.pending -= batch.requests.length
     }
+    const error = new FloodgateError(
+      'FG_ERR_STORE_TIMEOUT',
+      `redis store: no answer within ${this.timeoutMs} ms`,
+    )
+    for (const req of batch.requests) req.reject(error)
+  }
+
+  /**
+   * The script id for the algorithms of these entries ('token-bucket',
+   * 'fixed-window,token-bucket', …). One script per algorithm set keeps each call cheap (Lua
+   * allocates every function a script defines on every call) while a request whose rules mix
+   * algorithms still takes one round trip.
+   */
+  private scriptId(entries: readonly { rule: { algorithm: { name: AlgorithmName } } }[]): string {
+    if (entries.length === 1) return entries[0]!.rule.algorithm.name
+    return [...new Set(entries.map((e) => e.rule.algorithm.name))].sort().join(',')
+  }
+
+  /** The script of an algorithm set ({@link RedisStore.scriptId}), defined on first use. */
+  private script(id: string): DecideFn {
     let fn = this.scripts.get(id)
     if (fn) return fn
     fn = scriptCommand<DecideFn>(this.client, decideScript(id.split(',') as AlgorithmName[]))
@@ -521,10 +565,11 @@ export class RedisStore implements Store {
   }
 }
 
-function toResults(reply: number[], n: number): AlgorithmResult[] {
+/** The `n` results that start at field `from` of a batch's reply. */
+function toResults(reply: number[], from: number, n: number): AlgorithmResult[] {
   const out: AlgorithmResult[] = new Array<AlgorithmResult>(n)
   for (let i = 0; i < n; i++) {
-    const b = i * RESULT_FIELDS
+    const b = from + i * RESULT_FIELDS
     out[i] = {
       allowed: reply[b] === 1,
       waitMs: reply[b + 1]!,

@@ -7,10 +7,10 @@ import { slidingWindowCounterLua } from './sliding-window-counter.js'
 import { slidingWindowLogLua } from './sliding-window-log.js'
 import { tokenBucketLua } from './token-bucket.js'
 
-/** ARGV fields before the entries: mode ('c' consume, 'r' refund), nowMs ('' = Redis TIME), TTL slack, lease. */
-export const ARGV_HEADER = 4
+/** ARGV fields before the requests: nowMs ('' = Redis TIME), TTL slack, concurrency lease. */
+export const ARGV_HEADER = 3
 /**
- * Fields sent per entry in ARGV, after the header fields: the algorithm name, then its
+ * Fields sent per entry in ARGV, after its request's count: the algorithm name, then its
  * numbers packed as 7 little-endian doubles (limit, windowMs, burst, cost, maxWaitMs,
  * shadow 0/1, state size in doubles with 0 for variable): one `struct.unpack` instead of
  * seven ARGV strings and `tonumber` calls, and exact values.
@@ -45,7 +45,7 @@ const prelude = `
 local EPSILON = 1e-9
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 local CONCURRENCY_RETRY_AFTER_MS = ${CONCURRENCY_RETRY_AFTER_MS}
-local LEASE_MS = tonumber(ARGV[4])
+local LEASE_MS = tonumber(ARGV[3])
 `
 
 /**
@@ -106,131 +106,150 @@ const storeState = (alg: string, key: string, params: string, out: string): stri
   end`
 
 /**
- * The request-level logic: load each entry's state, dry-run every entry, then (only when
- * every non-shadow entry is allowed) commit the non-shadow entries and the shadow entries
- * that allowed on their own, and write the touched states back with a TTL equal to their
- * useful life. Mode 'r' refunds instead. `pick(nameExpr)` is the Lua expression giving the
- * algorithm function for a name (nil when unknown). Only the algorithms' own functions are
- * defined: Lua allocates every closure afresh on each call, and on Redis that cost dominated
- * a small script.
+ * The request-level logic, run for each request of the batch in turn: load each entry's
+ * state, dry-run every entry, then (only when every non-shadow entry is allowed) commit the
+ * non-shadow entries and the shadow entries that allowed on their own, and write the touched
+ * states back with a TTL equal to their useful life. A refund request gives units back
+ * instead. `pick(nameExpr)` is the Lua expression giving the algorithm function for a name
+ * (nil when unknown). Only the algorithms' own functions are defined: Lua allocates every
+ * closure afresh on each call, and on Redis that cost dominated a small script.
+ *
+ * ARGV after the header: for each request, its entry count (negative for a refund), then its
+ * entries' fields; KEYS holds every entry's key in the same order. The reply is every
+ * entry's {@link RESULT_FIELDS} integers, in order. Requests of one batch are decided one
+ * after the other, each all-or-nothing on its own, at one `now`: a later one sees what an
+ * earlier one charged, exactly as if each were its own call.
  *
  * State is stored as the algorithm's Float64Array slots packed as little-endian doubles
  * (struct.pack '<d'), so values survive the round trip bit for bit: Lua's tostring keeps
  * only 14 significant digits, which would make Redis drift from core's arithmetic.
  */
 const main = (pick: (nameExpr: string) => string): string => `
-local mode = ARGV[1]
 local now
-if ARGV[2] == '' then
+if ARGV[1] == '' then
   -- Redis is the clock: every app host sees the same time (effects are replicated, so
   -- replicas and AOF get the resulting SETs, never a re-run of TIME).
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
 else
-  now = tonumber(ARGV[2])
+  now = tonumber(ARGV[1])
 end
-local slack = tonumber(ARGV[3])
-local n = (#ARGV - ${ARGV_HEADER}) / ${ARGV_PER_ENTRY}
+local slack = tonumber(ARGV[2])
+local R = {}
+local r = 0
+local k = 0
+local p = ${ARGV_HEADER} + 1
+local nargv = #ARGV
+-- Reused by every one-entry request: the algorithm fills it, the reply takes a copy.
+local out = { 0, 0, 0, 0, 0, 0 }
 
-if n == 1 then
-  -- The common case, one rule, without the bookkeeping of several: the algorithm's own
-  -- commit is all-or-nothing (a refusal writes nothing), shadow or not. Its answer array is
-  -- the reply.
-  local alg = ${pick(`ARGV[${ARGV_HEADER} + 1]`)}
-  if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[${ARGV_HEADER} + 1])) end
-  local key = KEYS[1]
-  local limit, window_ms, burst, cost, max_wait, _, size = struct.unpack('<ddddddd', ARGV[${ARGV_HEADER} + 2])
-  local out = { 0, 0, 0, 0, 0, 0, now }
-  ${loadState('key', 'size')}
-  local write = false
-  if mode == 'c' then
-    alg('c', s, limit, window_ms, burst, cost, now, max_wait, true, out)
-    write = out[1] == 1
-  elseif raw then
-    -- Like MemoryStore: a key with no state (fresh or expired) has nothing to give back.
-    alg('r', s, limit, window_ms, burst, cost, now, 0, true, out)
-    write = true
+while p <= nargv do
+  local n = tonumber(ARGV[p])
+  local mode = 'c'
+  if n < 0 then
+    mode = 'r'
+    n = -n
   end
-  if write then
-    ${storeState('alg', 'key', 'limit, window_ms, burst', 'out')}
-  end
-  return out
-end
+  p = p + 1
 
--- One table per entry (its params double as the algorithm's p), one per distinct key's state.
-local E = {}
-local first_of = {}
-for i = 1, n do
-  local b = ${ARGV_HEADER} + (i - 1) * ${ARGV_PER_ENTRY}
-  local alg = ${pick('ARGV[b + 1]')}
-  if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[b + 1])) end
-  local limit, window_ms, burst, cost, max_wait, shadow, size = struct.unpack('<ddddddd', ARGV[b + 2])
-  local key = KEYS[i]
-  local e = {
-    alg = alg, limit = limit, window_ms = window_ms, burst = burst, cost = cost,
-    max_wait = max_wait, shadow = shadow == 1, key = key, out = { 0, 0, 0, 0, 0, 0 },
-  }
-  local owner = first_of[key]
-  if owner then
-    e.s = owner.s
-  else
+  if n == 1 then
+    -- The common case, one rule, without the bookkeeping of several: the algorithm's own
+    -- commit is all-or-nothing (a refusal writes nothing), shadow or not.
+    local alg = ${pick('ARGV[p]')}
+    if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[p])) end
+    k = k + 1
+    local key = KEYS[k]
+    local limit, window_ms, burst, cost, max_wait, _, size = struct.unpack('<ddddddd', ARGV[p + 1])
+    p = p + ${ARGV_PER_ENTRY}
+    out[1], out[2], out[3], out[4], out[5], out[6] = 0, 0, 0, 0, 0, 0
     ${loadState('key', 'size')}
-    if raw then e.exists = true end
-    e.s = s
-    first_of[key] = e
-  end
-  E[i] = e
-end
-
-if mode == 'c' then
-  local ok = true
-  for i = 1, n do
-    local e = E[i]
-    e.alg('c', e.s, e.limit, e.window_ms, e.burst, e.cost, now, e.max_wait, false, e.out)
-    if not e.shadow and e.out[1] == 0 then ok = false end
-  end
-  if ok then
+    local write = false
+    if mode == 'c' then
+      alg('c', s, limit, window_ms, burst, cost, now, max_wait, true, out)
+      write = out[1] == 1
+    elseif raw then
+      -- Like MemoryStore: a key with no state (fresh or expired) has nothing to give back.
+      alg('r', s, limit, window_ms, burst, cost, now, 0, true, out)
+      write = true
+    end
+    if write then
+      ${storeState('alg', 'key', 'limit, window_ms, burst', 'out')}
+    end
+    R[r + 1], R[r + 2], R[r + 3], R[r + 4], R[r + 5], R[r + 6] = out[1], out[2], out[3], out[4], out[5], out[6]
+    r = r + ${RESULT_FIELDS}
+  else
+    -- One table per entry (its params double as the algorithm's p), one per distinct key's state.
+    local E = {}
+    local first_of = {}
     for i = 1, n do
-      local e = E[i]
-      if not e.shadow or e.out[1] == 1 then
-        e.alg('c', e.s, e.limit, e.window_ms, e.burst, e.cost, now, e.max_wait, true, e.out)
-        first_of[e.key].dirty = true
+      local alg = ${pick('ARGV[p]')}
+      if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[p])) end
+      local limit, window_ms, burst, cost, max_wait, shadow, size = struct.unpack('<ddddddd', ARGV[p + 1])
+      p = p + ${ARGV_PER_ENTRY}
+      k = k + 1
+      local key = KEYS[k]
+      local e = {
+        alg = alg, limit = limit, window_ms = window_ms, burst = burst, cost = cost,
+        max_wait = max_wait, shadow = shadow == 1, key = key, out = { 0, 0, 0, 0, 0, 0 },
+      }
+      local owner = first_of[key]
+      if owner then
+        e.s = owner.s
+      else
+        ${loadState('key', 'size')}
+        if raw then e.exists = true end
+        e.s = s
+        first_of[key] = e
+      end
+      E[i] = e
+    end
+
+    if mode == 'c' then
+      local ok = true
+      for i = 1, n do
+        local e = E[i]
+        e.alg('c', e.s, e.limit, e.window_ms, e.burst, e.cost, now, e.max_wait, false, e.out)
+        if not e.shadow and e.out[1] == 0 then ok = false end
+      end
+      if ok then
+        for i = 1, n do
+          local e = E[i]
+          if not e.shadow or e.out[1] == 1 then
+            e.alg('c', e.s, e.limit, e.window_ms, e.burst, e.cost, now, e.max_wait, true, e.out)
+            first_of[e.key].dirty = true
+          end
+        end
+      end
+    else
+      for i = 1, n do
+        local e = E[i]
+        local owner = first_of[e.key]
+        -- Like MemoryStore: a key with no state (fresh or expired) has nothing to give back.
+        if owner.exists then
+          e.alg('r', e.s, e.limit, e.window_ms, e.burst, e.cost, now, 0, true, e.out)
+          owner.dirty = true
+        end
       end
     end
-  end
-else
-  for i = 1, n do
-    local e = E[i]
-    local owner = first_of[e.key]
-    -- Like MemoryStore: a key with no state (fresh or expired) has nothing to give back.
-    if owner.exists then
-      e.alg('r', e.s, e.limit, e.window_ms, e.burst, e.cost, now, 0, true, e.out)
-      owner.dirty = true
+
+    for i = 1, n do
+      local e = E[i]
+      if e.dirty then
+        local s = e.s
+        ${storeState('e.alg', 'e.key', 'e.limit, e.window_ms, e.burst', 'e.out')}
+      end
+      local o = e.out
+      for f = 1, ${RESULT_FIELDS} do R[r + f] = o[f] end
+      r = r + ${RESULT_FIELDS}
     end
   end
 end
-
-for i = 1, n do
-  local e = E[i]
-  if e.dirty then
-    local s = e.s
-    ${storeState('e.alg', 'e.key', 'e.limit, e.window_ms, e.burst', 'e.out')}
-  end
-end
-
-local reply = {}
-for i = 1, n do
-  local o = E[i].out
-  local b = (i - 1) * ${RESULT_FIELDS}
-  for f = 1, ${RESULT_FIELDS} do reply[b + f] = o[f] end
-end
-reply[n * ${RESULT_FIELDS} + 1] = now
-return reply
+return R
 `
 
 /**
- * The script that decides a whole request: the Lua of each algorithm the request uses, then
- * a per-entry dispatch on the algorithm name, so a request whose rules use different
+ * The script that decides a batch of requests: the Lua of each algorithm the requests use,
+ * then a per-entry dispatch on the algorithm name, so a request whose rules use different
  * algorithms is still one EVALSHA, one round trip and one atomic step. Only the algorithms
  * named are included (each costs a closure per call); with none named, all of them. With one
  * algorithm, the dispatch is a string comparison instead of a table.
