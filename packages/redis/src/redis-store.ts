@@ -13,7 +13,13 @@ import {
 import { hashTag } from './redis-key.js'
 import { scriptCommand } from './script-command.js'
 import { throttledWarn } from './throttled-warn.js'
-import { ENTRY_NUMBERS_BYTES, RESULT_FIELDS, decideScript } from './scripts/decide-script.js'
+import {
+  ENTRY_BYTES,
+  REQUEST_HEADER_BYTES,
+  RESULT_FIELDS,
+  decideScript,
+  scriptAlgorithms,
+} from './scripts/decide-script.js'
 
 /** A client Floodgate can run its script on: a single Redis or a Redis Cluster. */
 export type RedisClient = Redis | Cluster
@@ -127,9 +133,12 @@ interface Batch {
   /** The script's algorithm set. */
   id: string
   now: string
+  /** The script's algorithms, in the order of the indexes the packed entries carry. */
+  algorithms: readonly AlgorithmName[]
   requests: BatchedRequest[]
   keys: string[]
-  args: (string | number | Buffer)[]
+  /** Each request's packed header and entries (see the script's `ARGV_COUNT`). */
+  packed: Buffer[]
   sent: boolean
   timedOut: boolean
   /** `performance.now()` past which the batch is not sent. */
@@ -399,26 +408,28 @@ export class RedisStore implements Store {
     }
     this.pending++
     const n = entries.length
-    const { keys, args } = batch
-    args.push(mode === 'c' ? n : -n)
+    const packed = Buffer.allocUnsafe(REQUEST_HEADER_BYTES + n * ENTRY_BYTES)
+    packed.writeInt16LE(mode === 'c' ? n : -n, 0)
     for (let i = 0; i < n; i++) {
       const e = entries[i]!
       const rule = e.rule
-      keys.push(`${this.prefix}:{${hashTag(e.key)}}:${rule.stateId}`)
-      const numbers = Buffer.allocUnsafe(ENTRY_NUMBERS_BYTES)
-      numbers.writeDoubleLE(rule.params.limit, 0)
-      numbers.writeDoubleLE(rule.params.windowMs || 0, 8)
-      numbers.writeDoubleLE(rule.params.burst, 16)
-      numbers.writeDoubleLE(e.cost, 24)
-      numbers.writeDoubleLE(e.maxWaitMs, 32)
-      numbers.writeDoubleLE(e.shadow ? 1 : 0, 40)
+      const name = rule.algorithm.name
+      batch.keys.push(`${this.prefix}:{${hashTag(e.key)}}:${rule.stateId}`)
+      const o = REQUEST_HEADER_BYTES + i * ENTRY_BYTES
+      packed.writeUInt8(batch.algorithms.length === 1 ? 1 : batch.algorithms.indexOf(name) + 1, o)
+      packed.writeDoubleLE(rule.params.limit, o + 1)
+      packed.writeDoubleLE(rule.params.windowMs || 0, o + 9)
+      packed.writeDoubleLE(rule.params.burst, o + 17)
+      packed.writeDoubleLE(e.cost, o + 25)
+      packed.writeDoubleLE(e.maxWaitMs, o + 33)
+      packed.writeDoubleLE(e.shadow ? 1 : 0, o + 41)
       // Concurrency leases are a variable-size state: 0 tells the script to take what is stored.
-      numbers.writeDoubleLE(
-        rule.algorithm.name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
-        48,
+      packed.writeDoubleLE(
+        name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
+        o + 49,
       )
-      args.push(rule.algorithm.name, numbers)
     }
+    batch.packed.push(packed)
     const result = new Promise<AlgorithmResult[]>((resolve, reject) => {
       batch.requests.push({ mode, entries, resolve, reject })
     })
@@ -431,9 +442,10 @@ export class RedisStore implements Store {
       key: batchKey,
       id,
       now,
+      algorithms: scriptAlgorithms(id.split(',') as AlgorithmName[]),
       requests: [],
       keys: [],
-      args: [now, this.clock === 'redis' ? 0 : CALLER_CLOCK_TTL_SLACK_MS, this.leaseMs],
+      packed: [],
       sent: false,
       timedOut: false,
       deadline: performance.now() + this.timeoutMs,
@@ -462,7 +474,16 @@ export class RedisStore implements Store {
     }
     this.open.delete(batch.key)
     batch.sent = true
-    const call = this.script(batch.id)(batch.keys.length, ...batch.keys, ...batch.args)
+    const slack = this.clock === 'redis' ? 0 : CALLER_CLOCK_TTL_SLACK_MS
+    const packed = batch.packed.length === 1 ? batch.packed[0]! : Buffer.concat(batch.packed)
+    const call = this.script(batch.id)(
+      batch.keys.length,
+      ...batch.keys,
+      batch.now,
+      slack,
+      this.leaseMs,
+      packed,
+    )
     call.then(
       (reply) => {
         clearTimeout(batch.timer)

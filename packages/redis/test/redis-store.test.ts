@@ -31,7 +31,11 @@ describe('the Lua ports', () => {
   it('cover every algorithm core ships (a new one must get its port)', () => {
     expect(Object.keys(algorithms).sort()).toEqual([...ALGORITHMS].sort())
     const lua = decideScript()
-    for (const name of ALGORITHMS) expect(lua).toMatch(new RegExp(String.raw`\['${name}'\] = A\d`))
+    const sorted = [...ALGORITHMS].sort()
+    const table = sorted.map((_, i) => `A${i + 1}`).join(', ')
+    expect(lua).toContain(`local ALG = { ${table} } -- ${sorted.join(', ')}`)
+    for (let i = 1; i <= sorted.length; i++)
+      expect(lua).toMatch(new RegExp(`local A${i} = function`))
   })
 })
 

@@ -7,17 +7,20 @@ import { slidingWindowCounterLua } from './sliding-window-counter.js'
 import { slidingWindowLogLua } from './sliding-window-log.js'
 import { tokenBucketLua } from './token-bucket.js'
 
-/** ARGV fields before the requests: nowMs ('' = Redis TIME), TTL slack, concurrency lease. */
-export const ARGV_HEADER = 3
 /**
- * Fields sent per entry in ARGV, after its request's count: the algorithm name, then its
- * numbers packed as 7 little-endian doubles (limit, windowMs, burst, cost, maxWaitMs,
- * shadow 0/1, state size in doubles with 0 for variable): one `struct.unpack` instead of
- * seven ARGV strings and `tonumber` calls, and exact values.
+ * ARGV: nowMs ('' = Redis TIME), TTL slack, concurrency lease, then one string packing every
+ * request of the batch: per request an int16 entry count (negative for a refund), then per
+ * entry a uint8 algorithm index (1-based, into the script's sorted algorithm list) and 7
+ * little-endian doubles (limit, windowMs, burst, cost, maxWaitMs, shadow 0/1, state size in
+ * doubles with 0 for variable). One string instead of three ARGV fields per entry: fewer
+ * arguments for ioredis to encode and Redis to turn into Lua strings, one `struct.unpack` per
+ * entry, and exact values.
  */
-export const ARGV_PER_ENTRY = 2
-/** Bytes of an entry's packed numbers. */
-export const ENTRY_NUMBERS_BYTES = 56
+export const ARGV_COUNT = 4
+/** Bytes of a request's header in the packed batch. */
+export const REQUEST_HEADER_BYTES = 2
+/** Bytes of an entry in the packed batch. */
+export const ENTRY_BYTES = 57
 /** Integers returned per entry: allowed, waitMs, limit, remaining, resetMs, retryAfterMs. */
 export const RESULT_FIELDS = 6
 
@@ -110,12 +113,12 @@ const storeState = (alg: string, key: string, params: string, out: string): stri
  * state, dry-run every entry, then (only when every non-shadow entry is allowed) commit the
  * non-shadow entries and the shadow entries that allowed on their own, and write the touched
  * states back with a TTL equal to their useful life. A refund request gives units back
- * instead. `pick(nameExpr)` is the Lua expression giving the algorithm function for a name
- * (nil when unknown). Only the algorithms' own functions are defined: Lua allocates every
- * closure afresh on each call, and on Redis that cost dominated a small script.
+ * instead. `ALG` is the script's list of algorithm functions. Only the algorithms' own
+ * functions are defined: Lua allocates every closure afresh on each call, and on Redis that
+ * cost dominated a small script.
  *
- * ARGV after the header: for each request, its entry count (negative for a refund), then its
- * entries' fields; KEYS holds every entry's key in the same order. The reply is every
+ * ARGV is laid out as {@link ARGV_COUNT} says; KEYS holds every entry's key in the order of
+ * the packed entries. The reply is every
  * entry's {@link RESULT_FIELDS} integers, in order. Requests of one batch are decided one
  * after the other, each all-or-nothing on its own, at one `now`: a later one sees what an
  * earlier one charged, exactly as if each were its own call.
@@ -124,7 +127,7 @@ const storeState = (alg: string, key: string, params: string, out: string): stri
  * (struct.pack '<d'), so values survive the round trip bit for bit: Lua's tostring keeps
  * only 14 significant digits, which would make Redis drift from core's arithmetic.
  */
-const main = (pick: (nameExpr: string) => string): string => `
+const main = `
 local now
 if ARGV[1] == '' then
   -- Redis is the clock: every app host sees the same time (effects are replicated, so
@@ -138,29 +141,30 @@ local slack = tonumber(ARGV[2])
 local R = {}
 local r = 0
 local k = 0
-local p = ${ARGV_HEADER} + 1
-local nargv = #ARGV
+local blob = ARGV[4]
+local pos = 1
+local nblob = #blob
 -- Reused by every one-entry request: the algorithm fills it, the reply takes a copy.
 local out = { 0, 0, 0, 0, 0, 0 }
 
-while p <= nargv do
-  local n = tonumber(ARGV[p])
+while pos <= nblob do
+  local n
+  n, pos = struct.unpack('<h', blob, pos)
   local mode = 'c'
   if n < 0 then
     mode = 'r'
     n = -n
   end
-  p = p + 1
 
   if n == 1 then
     -- The common case, one rule, without the bookkeeping of several: the algorithm's own
     -- commit is all-or-nothing (a refusal writes nothing), shadow or not.
-    local alg = ${pick('ARGV[p]')}
-    if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[p])) end
+    local ai, limit, window_ms, burst, cost, max_wait, _, size
+    ai, limit, window_ms, burst, cost, max_wait, _, size, pos = struct.unpack('<Bddddddd', blob, pos)
+    local alg = ALG[ai]
+    if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. ai) end
     k = k + 1
     local key = KEYS[k]
-    local limit, window_ms, burst, cost, max_wait, _, size = struct.unpack('<ddddddd', ARGV[p + 1])
-    p = p + ${ARGV_PER_ENTRY}
     out[1], out[2], out[3], out[4], out[5], out[6] = 0, 0, 0, 0, 0, 0
     ${loadState('key', 'size')}
     local write = false
@@ -182,10 +186,10 @@ while p <= nargv do
     local E = {}
     local first_of = {}
     for i = 1, n do
-      local alg = ${pick('ARGV[p]')}
-      if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[p])) end
-      local limit, window_ms, burst, cost, max_wait, shadow, size = struct.unpack('<ddddddd', ARGV[p + 1])
-      p = p + ${ARGV_PER_ENTRY}
+      local ai, limit, window_ms, burst, cost, max_wait, shadow, size
+      ai, limit, window_ms, burst, cost, max_wait, shadow, size, pos = struct.unpack('<Bddddddd', blob, pos)
+      local alg = ALG[ai]
+      if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. ai) end
       k = k + 1
       local key = KEYS[k]
       local e = {
@@ -249,21 +253,22 @@ return R
 
 /**
  * The script that decides a batch of requests: the Lua of each algorithm the requests use,
- * then a per-entry dispatch on the algorithm name, so a request whose rules use different
- * algorithms is still one EVALSHA, one round trip and one atomic step. Only the algorithms
- * named are included (each costs a closure per call); with none named, all of them. With one
- * algorithm, the dispatch is a string comparison instead of a table.
+ * then a per-entry dispatch on the algorithm's index in `algorithms` sorted, so a request
+ * whose rules use different algorithms is still one EVALSHA, one round trip and one atomic
+ * step. Only the algorithms named are included (each costs a closure per call); with none
+ * named, all of them.
  *
  * @param algorithms - The algorithms the script must handle.
  * @returns The Lua source.
  */
 export function decideScript(algorithms: readonly AlgorithmName[] = SCRIPT_ALGORITHMS): string {
-  const names = [...new Set(algorithms)].sort()
+  const names = scriptAlgorithms(algorithms)
   const defs = names.map((a, i) => `local A${i + 1} = ${ALGORITHM_LUA[a].trim()}`)
-  if (names.length === 1) {
-    const only = names[0]!
-    return [prelude, ...defs, main((name) => `(${name} == '${only}' and A1 or nil)`)].join('\n')
-  }
-  const table = `local ALGORITHMS = { ${names.map((a, i) => `['${a}'] = A${i + 1}`).join(', ')} }`
-  return [prelude, ...defs, table, main((name) => `ALGORITHMS[${name}]`)].join('\n')
+  const table = `local ALG = { ${names.map((_, i) => `A${i + 1}`).join(', ')} } -- ${names.join(', ')}`
+  return [prelude, ...defs, table, main].join('\n')
+}
+
+/** The algorithms of a script in the order of their indexes (the packed entries' uint8). */
+export function scriptAlgorithms(algorithms: readonly AlgorithmName[]): AlgorithmName[] {
+  return [...new Set(algorithms)].sort()
 }
