@@ -476,14 +476,20 @@ export class RedisStore implements Store {
     batch.sent = true
     const slack = this.clock === 'redis' ? 0 : CALLER_CLOCK_TTL_SLACK_MS
     const packed = batch.packed.length === 1 ? batch.packed[0]! : Buffer.concat(batch.packed)
-    const call = this.script(batch.id)(
-      batch.keys.length,
-      ...batch.keys,
-      batch.now,
-      slack,
-      this.leaseMs,
-      packed,
-    )
+    let call: Promise<number[]>
+    try {
+      call = this.script(batch.id)(
+        batch.keys.length,
+        ...batch.keys,
+        batch.now,
+        slack,
+        this.leaseMs,
+        packed,
+      )
+    } catch (err) {
+      // Sent from a setImmediate, a synchronous throw would be uncaught: fail the batch instead.
+      call = Promise.reject(err instanceof Error ? err : new Error(String(err)))
+    }
     call.then(
       (reply) => {
         clearTimeout(batch.timer)

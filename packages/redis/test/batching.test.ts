@@ -128,6 +128,27 @@ describe.skipIf(!available)('RedisStore batches the requests of one event-loop t
     )
   })
 
+  it('fails the requests of a batch whose client throws while sending, instead of crashing from the setImmediate', async () => {
+    const throwing = await countedClient()
+    const send = throwing.sendCommand.bind(throwing)
+    let fail = true
+    throwing.sendCommand = (...args: Parameters<Redis['sendCommand']>) => {
+      if (fail) throw new Error('client broke')
+      return send(...args)
+    }
+    const s = new RedisStore({ client: throwing, prefix, clock: 'caller', timeoutMs: 1000 })
+    const rule = testRule('token-bucket', 5, 1000)
+    const e: ConsumeEntry[] = [{ rule, key: 'throws', cost: 1, maxWaitMs: 0, shadow: false }]
+    const results = await Promise.allSettled([s.consume(e, 0), s.consume(e, 0)])
+    expect(results.map((r) => r.status === 'rejected' && String(r.reason))).toEqual([
+      'Error: client broke',
+      'Error: client broke',
+    ])
+    fail = false
+    expect((await s.consume(e, 0))[0]).toMatchObject({ allowed: true, remaining: 4 })
+    throwing.disconnect()
+  })
+
   // Started in the poll phase, the batch is due in the check phase that follows; started in
   // a check phase, it is due in the next one, after the timers. Both must drop it.
   for (const phase of ['poll', 'check'] as const) {
