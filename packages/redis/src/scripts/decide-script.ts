@@ -84,6 +84,18 @@ const loadState = (key: string, size: string): string => `
   end`
 
 /**
+ * Lua that reads the next packed entry at `pos` into locals (`alg`, its numbers, `key`),
+ * advancing `pos` and the key index `k`; the shadow flag goes to the local named `shadow`.
+ */
+const readEntry = (shadow: string): string => `
+  local ai, limit, window_ms, burst, cost, max_wait, ${shadow}, size
+  ai, limit, window_ms, burst, cost, max_wait, ${shadow}, size, pos = struct.unpack('<Bddddddd', blob, pos)
+  local alg = ALG[ai]
+  if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. ai) end
+  k = k + 1
+  local key = KEYS[k]`
+
+/**
  * Lua that writes state `s` back under `key` with a TTL of its useful life (the algorithm's
  * idle time), or deletes it when it is already fresh.
  */
@@ -159,12 +171,7 @@ while pos <= nblob do
   if n == 1 then
     -- The common case, one rule, without the bookkeeping of several: the algorithm's own
     -- commit is all-or-nothing (a refusal writes nothing), shadow or not.
-    local ai, limit, window_ms, burst, cost, max_wait, _, size
-    ai, limit, window_ms, burst, cost, max_wait, _, size, pos = struct.unpack('<Bddddddd', blob, pos)
-    local alg = ALG[ai]
-    if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. ai) end
-    k = k + 1
-    local key = KEYS[k]
+    ${readEntry('_')}
     out[1], out[2], out[3], out[4], out[5], out[6] = 0, 0, 0, 0, 0, 0
     ${loadState('key', 'size')}
     local write = false
@@ -186,12 +193,7 @@ while pos <= nblob do
     local E = {}
     local first_of = {}
     for i = 1, n do
-      local ai, limit, window_ms, burst, cost, max_wait, shadow, size
-      ai, limit, window_ms, burst, cost, max_wait, shadow, size, pos = struct.unpack('<Bddddddd', blob, pos)
-      local alg = ALG[ai]
-      if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. ai) end
-      k = k + 1
-      local key = KEYS[k]
+      ${readEntry('shadow')}
       local e = {
         alg = alg, limit = limit, window_ms = window_ms, burst = burst, cost = cost,
         max_wait = max_wait, shadow = shadow == 1, key = key, out = { 0, 0, 0, 0, 0, 0 },
