@@ -94,6 +94,16 @@ async function contenders() {
       client,
       op: (k) => store.consume([{ rule, key: k, cost: 1, maxWaitMs: 0, shadow: false }], 0),
     })
+    // The peers all count in fixed windows: the same algorithm, keys that live for the window.
+    const [windowRule] = limiter.compileRules([
+      { id: 'per-ip-window', algorithm: 'fixed-window', limit: 1_000_000_000, window: '1h' },
+    ]).rules
+    list.push({
+      name: 'Floodgate RedisStore.consume (fixed window)',
+      client,
+      op: (k) =>
+        store.consume([{ rule: windowRule, key: k, cost: 1, maxWaitMs: 0, shadow: false }], 0),
+    })
     list.push({
       name: 'Floodgate limiter.check on RedisStore (whole decision)',
       client,
