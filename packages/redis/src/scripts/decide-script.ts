@@ -130,10 +130,10 @@ const storeState = (alg: string, key: string, params: string, out: string): stri
  * cost dominated a small script.
  *
  * ARGV is laid out as {@link ARGV_COUNT} says; KEYS holds every entry's key in the order of
- * the packed entries. The reply is every
- * entry's {@link RESULT_FIELDS} integers, in order. Requests of one batch are decided one
- * after the other, each all-or-nothing on its own, at one `now`: a later one sees what an
- * earlier one charged, exactly as if each were its own call.
+ * the packed entries. The reply is every entry's {@link RESULT_FIELDS} integers, in order.
+ * Requests of one batch are decided one after the other, each all-or-nothing on its own, at
+ * one `now`: a later one sees what an earlier one charged, exactly as if each were its own
+ * call.
  *
  * State is stored as the algorithm's Float64Array slots packed as little-endian doubles
  * (struct.pack '<d'), so values survive the round trip bit for bit: Lua's tostring keeps
@@ -153,7 +153,7 @@ local slack = tonumber(ARGV[2])
 local R = {}
 local r = 0
 local k = 0
-local blob = ARGV[4]
+local blob = ARGV[${ARGV_COUNT}]
 local pos = 1
 local nblob = #blob
 -- Reused by every one-entry request: the algorithm fills it, the reply takes a copy.
