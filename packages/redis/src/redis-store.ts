@@ -10,7 +10,7 @@ import {
   type RefundEntry,
   type Store,
 } from '@floodgate/core'
-import { hashTag } from './redis-key.js'
+import { hashTag, redisKey } from './redis-key.js'
 import { scriptCommand } from './script-command.js'
 import { throttledWarn } from './throttled-warn.js'
 import {
@@ -414,7 +414,7 @@ export class RedisStore implements Store {
       const e = entries[i]!
       const rule = e.rule
       const name = rule.algorithm.name
-      batch.keys.push(`${this.prefix}:{${hashTag(e.key)}}:${rule.stateId}`)
+      batch.keys.push(redisKey(this.prefix, e.key, rule.stateId))
       const o = REQUEST_HEADER_BYTES + i * ENTRY_BYTES
       packed.writeUInt8(batch.algorithms.length === 1 ? 1 : batch.algorithms.indexOf(name) + 1, o)
       packed.writeDoubleLE(rule.params.limit, o + 1)
@@ -442,7 +442,8 @@ export class RedisStore implements Store {
       key: batchKey,
       id,
       now,
-      algorithms: scriptAlgorithms(id.split(',') as AlgorithmName[]),
+      // The id lists the script's algorithms already sorted (see scriptId).
+      algorithms: id.split(',') as AlgorithmName[],
       requests: [],
       keys: [],
       packed: [],
@@ -543,7 +544,7 @@ export class RedisStore implements Store {
    */
   private scriptId(entries: readonly { rule: { algorithm: { name: AlgorithmName } } }[]): string {
     if (entries.length === 1) return entries[0]!.rule.algorithm.name
-    return [...new Set(entries.map((e) => e.rule.algorithm.name))].sort().join(',')
+    return scriptAlgorithms(entries.map((e) => e.rule.algorithm.name)).join(',')
   }
 
   /** The script of an algorithm set ({@link RedisStore.scriptId}), defined on first use. */
