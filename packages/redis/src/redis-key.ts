@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { OptionsError } from '@floodgate/core'
 
 /**
  * The Redis Cluster hash tag of a client key: 22 base64url characters of its SHA-256
@@ -43,4 +44,18 @@ const recent = new Map<string, string>()
  */
 export function redisKey(prefix: string, clientKey: string, stateId: string): string {
   return `${prefix}:{${hashTag(clientKey)}}:${stateId}`
+}
+
+/**
+ * Check a store's key prefix: braces would change which part of a key Cluster hashes.
+ *
+ * @param prefix - The prefix given, or undefined for the default `fg`.
+ * @returns The prefix to use.
+ * @throws OptionsError when it is not a string or contains `{` or `}`.
+ */
+export function checkPrefix(prefix: unknown = 'fg'): string {
+  if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+    throw new OptionsError(`prefix: must not contain '{' or '}', got ${JSON.stringify(prefix)}`)
+  }
+  return prefix
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { RedisClient } from './redis-store.js'
+import type { RedisClient } from './connection.js'
 
 /**
  * A Lua script as a command of `client`, defined once per client. ioredis runs it with

@@ -12,8 +12,8 @@ import {
   type RefundEntry,
   type Store,
 } from '@floodgate/core'
-import { RedisStore, type RedisClient, type RedisConnectionOptions } from './redis-store.js'
-import { hashTag } from './redis-key.js'
+import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js'
+import { checkPrefix, hashTag } from './redis-key.js'
 import { scriptCommand } from './script-command.js'
 import { throttledWarn } from './throttled-warn.js'
 import { SYNC_SCRIPT } from './sync-script.js'
@@ -115,7 +115,7 @@ export class SyncedStore implements Store {
   readonly client: RedisClient
   /** Resolves once the client is connected; never rejects. Until then decisions are local only. */
   readonly ready: Promise<void>
-  private readonly connection: RedisStore
+  private readonly connection: RedisConnection
   private readonly memory: MemoryStore
   private readonly prefix: string
   private readonly syncMs: number
@@ -164,27 +164,16 @@ export class SyncedStore implements Store {
     if (options.clock !== undefined && typeof options.clock !== 'function') {
       throw new OptionsError(`clock: expected a function, got ${typeof options.clock}`)
     }
+    this.prefix = checkPrefix(options.prefix)
     this.memory = new MemoryStore({ maxKeys: options.maxKeys })
-    // The connection is made and validated exactly as RedisStore's (prefix, sources, the
-    // limiter-safe ioredis settings); this store only borrows its client.
-    this.connection = new RedisStore({
-      client: options.client,
-      url: options.url,
-      cluster: options.cluster,
-      redisOptions: options.redisOptions,
-      clusterOptions: options.clusterOptions,
-      prefix: options.prefix,
-      timeoutMs,
-      logger: options.logger,
-    })
+    this.connection = new RedisConnection(options, timeoutMs)
     this.client = this.connection.client
     this.ready = this.connection.ready
-    this.prefix = options.prefix ?? 'fg'
     this.syncMs = syncMs
     this.timeoutMs = timeoutMs
     this.clock = options.clock ?? Date.now
     this.warn = throttledWarn(scopeLogger(options.logger, 'floodgate-synced'))
-    this.isCluster = 'isCluster' in this.client && this.client.isCluster === true
+    this.isCluster = this.connection.isCluster
     this.schedule()
   }
 
@@ -374,7 +363,7 @@ export class SyncedStore implements Store {
     }
     if (this.inFlight > 0) {
       // The last round's calls are still unanswered (a stalled link): send nothing more, so an
-      // outage cannot pile up commands (P24). Their units go again once Redis answers.
+      // outage cannot pile up commands without bound. Their units go again once Redis answers.
       this.failed++
       this.report(undefined, 'synced store: Redis has not answered the last sync; waiting')
       return
@@ -492,7 +481,7 @@ export class SyncedStore implements Store {
   }
 
   private connected(): boolean {
-    return this.client.status === 'ready'
+    return this.connection.connected
   }
 
   private syncScript(): SyncFn {

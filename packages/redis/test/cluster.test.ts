@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLimiter, type Decision, type RequestFacts } from '@floodgate/core'
-import { createRedisStore, hashTag, redisKey, type RedisStore } from '@floodgate/redis'
+import { createRedisStore, redisKey, type RedisStore } from '@floodgate/redis'
+import { hashTag } from '../src/redis-key.js'
 import { RedisClusterFixture } from './helpers/redis-cluster.js'
 import { redisBinariesAvailable } from './helpers/redis-server.js'
 

@@ -9,7 +9,8 @@ import {
   type Rule,
   type RequestFacts,
 } from '@floodgate/core'
-import { hashTag, redisKey, type RedisStore, type SyncedStore } from '@floodgate/redis'
+import { redisKey, type RedisStore, type SyncedStore } from '@floodgate/redis'
+import { hashTag } from '../src/redis-key.js'
 import { coveredSnippets, docsHarness, readDoc, where } from '../../core/test/docs-snippets.js'
 import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 

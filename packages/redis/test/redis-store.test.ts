@@ -9,7 +9,9 @@ import {
   type ConsumeEntry,
 } from '@floodgate/core'
 import { testRule } from '@floodgate/core/testing'
-import { RedisStore, createRedisStore, decideScript, hashTag, redisKey } from '@floodgate/redis'
+import { RedisStore, createRedisStore, redisKey } from '@floodgate/redis'
+import { hashTag } from '../src/redis-key.js'
+import { decideScript } from '../src/scripts/decide-script.js'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 const available = await redisAvailable()

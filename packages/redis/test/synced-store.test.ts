@@ -10,7 +10,8 @@ import {
   type Logger,
 } from '@floodgate/core'
 import { testRule } from '@floodgate/core/testing'
-import { SyncedStore, createSyncedStore, hashTag, type SyncedStoreOptions } from '@floodgate/redis'
+import { SyncedStore, createSyncedStore, type SyncedStoreOptions } from '@floodgate/redis'
+import { hashTag } from '../src/redis-key.js'
 import { FaultProxy } from './helpers/fault-proxy.js'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
 

@@ -6,23 +6,13 @@ import { leakyBucketLua } from './leaky-bucket.js'
 import { slidingWindowCounterLua } from './sliding-window-counter.js'
 import { slidingWindowLogLua } from './sliding-window-log.js'
 import { tokenBucketLua } from './token-bucket.js'
-
-/**
- * ARGV: nowMs ('' = Redis TIME), TTL slack, concurrency lease, then one string packing every
- * request of the batch: per request an int16 entry count (negative for a refund), then per
- * entry a uint8 algorithm index (1-based, into the script's sorted algorithm list) and 7
- * little-endian doubles (limit, windowMs, burst, cost, maxWaitMs, shadow 0/1, state size in
- * doubles with 0 for variable). One string instead of three ARGV fields per entry: fewer
- * arguments for ioredis to encode and Redis to turn into Lua strings, one `struct.unpack` per
- * entry, and exact values.
- */
-export const ARGV_COUNT = 4
-/** Bytes of a request's header in the packed batch. */
-export const REQUEST_HEADER_BYTES = 2
-/** Bytes of an entry in the packed batch. */
-export const ENTRY_BYTES = 57
-/** Integers returned per entry: allowed, waitMs, limit, remaining, resetMs, retryAfterMs. */
-export const RESULT_FIELDS = 6
+import {
+  ARGV,
+  ENTRY_FIELDS,
+  ENTRY_FORMAT,
+  REQUEST_HEADER_FORMAT,
+  RESULT_FIELDS,
+} from '../wire-format.js'
 
 /**
  * Each algorithm's Lua: a function expression `(op, s, limit, window_ms, burst, cost, now,
@@ -48,7 +38,7 @@ const prelude = `
 local EPSILON = 1e-9
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 local CONCURRENCY_RETRY_AFTER_MS = ${CONCURRENCY_RETRY_AFTER_MS}
-local LEASE_MS = tonumber(ARGV[3])
+local LEASE_MS = tonumber(ARGV[${ARGV.leaseMs}])
 `
 
 /**
@@ -86,14 +76,18 @@ const loadState = (key: string, size: string): string => `
 /**
  * Lua that reads the next packed entry at `pos` into locals (`alg`, its numbers, `key`),
  * advancing `pos` and the key index `k`; the shadow flag goes to the local named `shadow`.
+ * The locals and the unpack format come from the wire format's one list of entry fields.
  */
-const readEntry = (shadow: string): string => `
-  local ai, limit, window_ms, burst, cost, max_wait, ${shadow}, size
-  ai, limit, window_ms, burst, cost, max_wait, ${shadow}, size, pos = struct.unpack('<Bddddddd', blob, pos)
+const readEntry = (shadow: string): string => {
+  const locals = ENTRY_FIELDS.map((f) => (f.name === 'shadow' ? shadow : f.name)).join(', ')
+  return `
+  local ${locals}
+  ${locals}, pos = struct.unpack('${ENTRY_FORMAT}', blob, pos)
   local alg = ALG[ai]
   if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. ai) end
   k = k + 1
   local key = KEYS[k]`
+}
 
 /**
  * Lua that writes state `s` back under `key` with a TTL of its useful life (the algorithm's
@@ -129,8 +123,7 @@ const storeState = (alg: string, key: string, params: string, out: string): stri
  * functions are defined: Lua allocates every closure afresh on each call, and on Redis that
  * cost dominated a small script.
  *
- * ARGV is laid out as {@link ARGV_COUNT} says; KEYS holds every entry's key in the order of
- * the packed entries. The reply is every entry's {@link RESULT_FIELDS} integers, in order.
+ * ARGV, KEYS and the reply are laid out as `wire-format.ts` defines them.
  * Requests of one batch are decided one after the other, each all-or-nothing on its own, at
  * one `now`: a later one sees what an earlier one charged, exactly as if each were its own
  * call.
@@ -141,19 +134,19 @@ const storeState = (alg: string, key: string, params: string, out: string): stri
  */
 const main = `
 local now
-if ARGV[1] == '' then
+if ARGV[${ARGV.now}] == '' then
   -- Redis is the clock: every app host sees the same time (effects are replicated, so
   -- replicas and AOF get the resulting SETs, never a re-run of TIME).
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
 else
-  now = tonumber(ARGV[1])
+  now = tonumber(ARGV[${ARGV.now}])
 end
-local slack = tonumber(ARGV[2])
+local slack = tonumber(ARGV[${ARGV.ttlSlack}])
 local R = {}
 local r = 0
 local k = 0
-local blob = ARGV[${ARGV_COUNT}]
+local blob = ARGV[${ARGV.batch}]
 local pos = 1
 local nblob = #blob
 -- Reused by every one-entry request: the algorithm fills it, the reply takes a copy.
@@ -161,7 +154,7 @@ local out = { 0, 0, 0, 0, 0, 0 }
 
 while pos <= nblob do
   local n
-  n, pos = struct.unpack('<h', blob, pos)
+  n, pos = struct.unpack('${REQUEST_HEADER_FORMAT}', blob, pos)
   local mode = 'c'
   if n < 0 then
     mode = 'r'

@@ -1,0 +1,228 @@
+import { FloodgateError, type AlgorithmName, type AlgorithmResult } from '@floodgate/core'
+import { hashTag, redisKey } from './redis-key.js'
+import { scriptAlgorithms } from './scripts/decide-script.js'
+import { RESULT_FIELDS, decodeResults, encodeRequest, type WireEntry } from './wire-format.js'
+
+/**
+ * Most requests decided by one script call. A batch is answered only once Redis has run all
+ * of it, so one huge batch would make Node and Redis take turns; several medium ones keep
+ * both busy. Measured with `bench/redis` (see docs/benchmarks.md).
+ */
+export const BATCH_REQUESTS = 16
+
+/** One script call as the queue hands it over: everything but the store's fixed ARGV. */
+export interface ScriptCall {
+  /** The script's algorithm set ('token-bucket', 'fixed-window,token-bucket', …). */
+  readonly id: string
+  /** `nowMs` as the script's first ARGV ('' for Redis TIME). */
+  readonly now: string
+  /** Every entry's Redis key, in the order of the packed entries. */
+  readonly keys: readonly string[]
+  /** Every request's packed header and entries, concatenated. */
+  readonly packed: Buffer
+}
+
+/** What a {@link BatchQueue} needs from its store. */
+export interface BatchQueueOptions {
+  /** Key prefix (validated by the store). */
+  readonly prefix: string
+  /** Deadline of every request, from when its batch opened. */
+  readonly timeoutMs: number
+  /** Most requests awaiting Redis at once. */
+  readonly maxPending: number
+  /** On a Cluster one call touches one slot: batches are also split by hash tag. */
+  readonly isCluster: boolean
+  /** Run one batch's script; may throw synchronously. */
+  readonly call: (call: ScriptCall) => Promise<number[]>
+  /** A call failed (the store may refresh the Cluster topology). */
+  readonly onFailure: () => void
+  /** Redis answered a request after its deadline had failed it. */
+  readonly onLateAnswer: (
+    mode: 'c' | 'r',
+    entries: readonly WireEntry[],
+    results: readonly AlgorithmResult[],
+    now: string,
+  ) => void
+}
+
+/** One request waiting in a batch. */
+interface BatchedRequest {
+  mode: 'c' | 'r'
+  entries: readonly WireEntry[]
+  resolve: (results: AlgorithmResult[]) => void
+  reject: (err: Error) => void
+}
+
+/** Requests that go to Redis together in one script call. */
+interface Batch {
+  key: string
+  id: string
+  now: string
+  /** The script's algorithms, in the order of the indexes the packed entries carry. */
+  algorithms: readonly AlgorithmName[]
+  requests: BatchedRequest[]
+  keys: string[]
+  packed: Buffer[]
+  sent: boolean
+  timedOut: boolean
+  /** `performance.now()` past which the batch is not sent. */
+  deadline: number
+  timer: ReturnType<typeof setTimeout>
+}
+
+/**
+ * Groups the requests started in one turn of the event loop into script calls, and bounds
+ * each request by the deadline and the number of requests waiting.
+ */
+export class BatchQueue {
+  private pending = 0
+  /** Batches still taking requests, by script, `now` and (on a Cluster) hash tag. */
+  private readonly open = new Map<string, Batch>()
+  private flushScheduled = false
+
+  constructor(private readonly options: BatchQueueOptions) {}
+
+  /**
+   * Queue one request's entries for the next script call of their batch. Requests started in
+   * the same turn of the event loop (every request read in its poll phase, every caller woken
+   * by one batch's reply) share one EVALSHA and one `TIME`, up to {@link BATCH_REQUESTS} per
+   * call. The deadline runs from when the batch opened, so no request waits past it.
+   *
+   * @param mode - `'c'` to consume, `'r'` to refund.
+   * @param now - `nowMs` for the script ('' for Redis TIME).
+   * @param entries - The request's entries; on a Cluster, all of one hash tag.
+   * @returns The entries' results; rejects on a missed deadline or a Redis error.
+   */
+  enqueue(mode: 'c' | 'r', now: string, entries: readonly WireEntry[]): Promise<AlgorithmResult[]> {
+    if (this.pending >= this.options.maxPending) {
+      return Promise.reject(
+        new FloodgateError(
+          'FG_ERR_STORE_TIMEOUT',
+          `redis store: ${this.pending} calls already waiting on Redis (maxPending); not sending more`,
+        ),
+      )
+    }
+    const id = scriptId(entries)
+    // A script call touches one slot on a Cluster and runs at one `now`: batch accordingly.
+    const batchKey = this.options.isCluster
+      ? `${id}|${now}|${hashTag(entries[0]!.key)}`
+      : `${id}|${now}`
+    const batch = this.open.get(batchKey) ?? this.openBatch(batchKey, id, now)
+    this.pending++
+    for (const e of entries) batch.keys.push(redisKey(this.options.prefix, e.key, e.rule.stateId))
+    const algs = batch.algorithms
+    batch.packed.push(
+      encodeRequest(mode, entries, (name) =>
+        algs.length === 1 ? 1 : algs.indexOf(name as AlgorithmName) + 1,
+      ),
+    )
+    const result = new Promise<AlgorithmResult[]>((resolve, reject) => {
+      batch.requests.push({ mode, entries, resolve, reject })
+    })
+    if (batch.requests.length >= BATCH_REQUESTS) this.send(batch)
+    return result
+  }
+
+  private openBatch(batchKey: string, id: string, now: string): Batch {
+    const timeoutMs = this.options.timeoutMs
+    const batch: Batch = {
+      key: batchKey,
+      id,
+      now,
+      // The id lists the script's algorithms already sorted (see scriptId).
+      algorithms: id.split(',') as AlgorithmName[],
+      requests: [],
+      keys: [],
+      packed: [],
+      sent: false,
+      timedOut: false,
+      deadline: performance.now() + timeoutMs,
+      timer: setTimeout(() => this.timeOut(batch), timeoutMs),
+    }
+    this.open.set(batchKey, batch)
+    if (!this.flushScheduled) {
+      this.flushScheduled = true
+      setImmediate(this.flush)
+    }
+    return batch
+  }
+
+  /** Send every batch still open: the end of the turn in which their requests started. */
+  private readonly flush = (): void => {
+    this.flushScheduled = false
+    for (const batch of this.open.values()) this.send(batch)
+  }
+
+  private send(batch: Batch): void {
+    // A handler that hogged the event loop can make a batch miss its deadline before it leaves.
+    if (performance.now() >= batch.deadline) {
+      clearTimeout(batch.timer)
+      this.timeOut(batch)
+      return
+    }
+    this.open.delete(batch.key)
+    batch.sent = true
+    const packed = batch.packed.length === 1 ? batch.packed[0]! : Buffer.concat(batch.packed)
+    let call: Promise<number[]>
+    try {
+      call = this.options.call({ id: batch.id, now: batch.now, keys: batch.keys, packed })
+    } catch (err) {
+      // Sent from a setImmediate, a synchronous throw would be uncaught: fail the batch instead.
+      call = Promise.reject(err instanceof Error ? err : new Error(String(err)))
+    }
+    call.then(
+      (reply) => {
+        clearTimeout(batch.timer)
+        let f = 0
+        for (const req of batch.requests) {
+          this.pending--
+          const results = decodeResults(reply, f, req.entries.length)
+          f += req.entries.length * RESULT_FIELDS
+          if (batch.timedOut) this.options.onLateAnswer(req.mode, req.entries, results, batch.now)
+          else req.resolve(results)
+        }
+      },
+      (err: unknown) => {
+        clearTimeout(batch.timer)
+        this.pending -= batch.requests.length
+        this.options.onFailure()
+        if (batch.timedOut) return
+        // A user-supplied client's own commandTimeout may fire first: it is a missed deadline too.
+        if (err instanceof Error && err.message === 'Command timed out') this.timeOut(batch)
+        else {
+          const error = err instanceof Error ? err : new Error(String(err))
+          for (const req of batch.requests) req.reject(error)
+        }
+      },
+    )
+  }
+
+  /**
+   * The batch missed its deadline: its requests fail now (the limiter fails open). A batch
+   * that had not left yet is dropped unsent, so it is never counted.
+   */
+  private timeOut(batch: Batch): void {
+    if (batch.timedOut) return
+    batch.timedOut = true
+    if (!batch.sent) {
+      this.open.delete(batch.key)
+      this.pending -= batch.requests.length
+    }
+    const error = new FloodgateError(
+      'FG_ERR_STORE_TIMEOUT',
+      `redis store: no answer within ${this.options.timeoutMs} ms`,
+    )
+    for (const req of batch.requests) req.reject(error)
+  }
+}
+
+/**
+ * The script id for the algorithms of these entries ('token-bucket',
+ * 'fixed-window,token-bucket', …). One script per algorithm set keeps each call cheap (Lua
+ * allocates every function a script defines on every call) while a request whose rules mix
+ * algorithms still takes one round trip.
+ */
+function scriptId(entries: readonly { rule: { algorithm: { name: AlgorithmName } } }[]): string {
+  if (entries.length === 1) return entries[0]!.rule.algorithm.name
+  return scriptAlgorithms(entries.map((e) => e.rule.algorithm.name)).join(',')
+}

@@ -1,0 +1,136 @@
+import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
+import { OptionsError } from '@floodgate/core'
+
+/** A client Floodgate can run its script on: a single Redis or a Redis Cluster. */
+export type RedisClient = Redis | Cluster
+
+/** Where Redis is: one of `client`, `url` or `cluster` (none: redis://127.0.0.1:6379). */
+export interface RedisConnectionOptions {
+  /**
+   * A client the application already has. Floodgate does not change its settings, so set
+   * the ones that matter for a limiter yourself (see docs/distributed.md):
+   * `enableOfflineQueue: false`, `maxRetriesPerRequest: 0`, `commandTimeout`,
+   * `autoResendUnfulfilledCommands: false` (and `retryDelayOnFailover: 0` on a Cluster).
+   * Floodgate never closes a client it did not create.
+   */
+  client?: RedisClient
+  /** A Redis URL (`redis://host:6379/0`, `rediss://…`); Floodgate creates and owns the client. */
+  url?: string
+  /** Seed nodes of a Redis Cluster; Floodgate creates and owns a `Redis.Cluster`. */
+  cluster?: ClusterNode[]
+  /** Extra ioredis options for a client Floodgate creates (the limiter-safe ones win). */
+  redisOptions?: RedisOptions
+  /** Extra ioredis Cluster options for a cluster Floodgate creates. */
+  clusterOptions?: ClusterOptions
+}
+
+/** ioredis settings a limiter needs, applied to every client Floodgate creates. */
+function limiterRedisOptions(timeoutMs: number): RedisOptions {
+  return {
+    // A dead Redis must fail a call now, not park it in a queue for later.
+    enableOfflineQueue: false,
+    // Reject pending commands on the first reconnect attempt instead of retrying them 20 times.
+    maxRetriesPerRequest: 0,
+    // A script whose reply was lost may have run: resending it would count a decision twice.
+    autoResendUnfulfilledCommands: false,
+    // No commandTimeout: the store enforces its deadline itself, bounds what waits, and needs
+    // the late replies (to free concurrency slots); a per-command timer in ioredis too would
+    // only double the timer work of every call.
+    // Not enableAutoPipelining: in ioredis 5.11 a script in an auto-pipeline can throw an
+    // uncaught "results[i] is not iterable" from autoPipelining.js (seen in our fleet test).
+    connectTimeout: Math.max(1000, timeoutMs),
+    // Keep trying to come back, quickly but without hammering a restarting Redis.
+    retryStrategy: (times: number) => Math.min(50 * times, 1000),
+  }
+}
+
+/**
+ * One store's link to Redis: the client (created with limiter-safe settings, or the
+ * application's own), when it is ready, and whether closing it is ours to do.
+ */
+export class RedisConnection {
+  /** The ioredis client in use. */
+  readonly client: RedisClient
+  /** Whether the client is a Redis Cluster. */
+  readonly isCluster: boolean
+  /**
+   * Resolves once the client is connected (at once if it already is); never rejects.
+   */
+  readonly ready: Promise<void>
+  /** Whether Floodgate created the client, and so closes it. */
+  private readonly owned: boolean
+  private lastRefreshMs = 0
+
+  /**
+   * @param options - Where Redis is; see {@link RedisConnectionOptions}.
+   * @param timeoutMs - The store's deadline, which bounds the connect timeout from below.
+   * @throws OptionsError when more than one of `client`, `url`, `cluster` is given.
+   */
+  constructor(options: RedisConnectionOptions, timeoutMs: number) {
+    const sources = [options.client, options.url, options.cluster].filter((s) => s !== undefined)
+    if (sources.length > 1) {
+      throw new OptionsError('client, url, cluster: give only one of them')
+    }
+    if (options.client) {
+      this.client = options.client
+      this.owned = false
+    } else if (options.cluster) {
+      this.client = new Cluster(options.cluster, {
+        ...options.clusterOptions,
+        enableOfflineQueue: false,
+        // A command cut off by a dead connection may have run; never resend it, or a decision
+        // could be counted twice.
+        retryDelayOnFailover: 0,
+        // Without resends, nothing else would notice a promoted replica: poll the topology.
+        slotsRefreshInterval: options.clusterOptions?.slotsRefreshInterval ?? 2000,
+        redisOptions: {
+          ...options.clusterOptions?.redisOptions,
+          ...limiterRedisOptions(timeoutMs),
+        },
+      })
+      this.owned = true
+    } else {
+      const base = { ...options.redisOptions, ...limiterRedisOptions(timeoutMs) }
+      this.client = options.url ? new Redis(options.url, base) : new Redis(base)
+      this.owned = true
+    }
+    // An unhandled 'error' event would crash the process; failures surface per call instead.
+    if (this.owned) this.client.on('error', () => {})
+    this.isCluster = 'isCluster' in this.client && this.client.isCluster === true
+    this.ready = whenReady(this.client)
+  }
+
+  /** Whether a call sent now can be answered (the client is connected). */
+  get connected(): boolean {
+    return this.client.status === 'ready'
+  }
+
+  /**
+   * On a Cluster, a failing call may mean a primary died and a replica took its slots. ioredis
+   * learns the new layout from a MOVED reply or a failover retry, and Floodgate disables the
+   * retry (it could replay a script): ask for the slot map instead, at most twice a second.
+   */
+  refreshTopology(): void {
+    if (!this.isCluster) return
+    const t = Date.now()
+    if (t - this.lastRefreshMs < 500) return
+    this.lastRefreshMs = t
+    ;(this.client as Cluster).refreshSlotsCache()
+  }
+
+  /** Close the client when Floodgate created it; a client passed in stays open. */
+  async close(): Promise<void> {
+    if (!this.owned) return
+    try {
+      await this.client.quit()
+    } catch {
+      this.client.disconnect()
+    }
+  }
+}
+
+/** Resolves when `client` is ready (at once if it is); never rejects. */
+function whenReady(client: RedisClient): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve()
+  return new Promise<void>((resolve) => client.once('ready', () => resolve()))
+}

@@ -1,0 +1,181 @@
+import type { AlgorithmResult, ConsumeEntry, RefundEntry } from '@floodgate/core'
+
+/**
+ * The one definition of what RedisStore sends its script and reads back. The encoder below
+ * and the Lua decoder (`scripts/decide-script.ts`, generated from these constants) both
+ * follow it, so the two cannot drift apart.
+ *
+ * ARGV of a script call, by 1-based position (Lua's numbering):
+ *
+ * 1. nowMs, or '' to use Redis `TIME`;
+ * 2. TTL slack in ms added to every state's TTL;
+ * 3. the concurrency lease in ms;
+ * 4. one string packing every request of the batch, in order.
+ *
+ * A packed request is a little-endian int16 entry count (negative for a refund), then its
+ * entries. A packed entry is a uint8 algorithm index (1-based, into the script's sorted
+ * algorithm list) then seven little-endian doubles, as {@link ENTRY_FIELDS} lists them. One
+ * string instead of several ARGV fields per entry: fewer arguments for ioredis to encode and
+ * Redis to turn into Lua strings, one `struct.unpack` per entry, and exact values.
+ *
+ * KEYS holds every entry's Redis key, in the order of the packed entries. The reply is every
+ * entry's {@link RESULT_FIELDS} integers, in the same order.
+ */
+export const ARGV = { now: 1, ttlSlack: 2, leaseMs: 3, batch: 4 } as const
+
+/** How many ARGV a script call takes. */
+export const ARGV_COUNT = ARGV.batch
+
+/** A field of a packed entry: its Lua local name and `struct` type. */
+interface WireField {
+  readonly name: string
+  readonly type: 'B' | 'd'
+}
+
+/** Bytes of each `struct` type used here. */
+const TYPE_BYTES = { B: 1, d: 8, h: 2 } as const
+
+/**
+ * The fields of a packed entry, in order. `name` is the Lua local the script unpacks each
+ * into; `shadow` is 1 or 0; `size` is the state's size in doubles, 0 for a state of variable
+ * size (concurrency leases), which tells the script to take what is stored.
+ */
+export const ENTRY_FIELDS = [
+  { name: 'ai', type: 'B' },
+  { name: 'limit', type: 'd' },
+  { name: 'window_ms', type: 'd' },
+  { name: 'burst', type: 'd' },
+  { name: 'cost', type: 'd' },
+  { name: 'max_wait', type: 'd' },
+  { name: 'shadow', type: 'd' },
+  { name: 'size', type: 'd' },
+] as const satisfies readonly WireField[]
+
+type FieldName = (typeof ENTRY_FIELDS)[number]['name']
+
+/** Byte offset of each entry field from the start of its entry. */
+export const ENTRY_OFFSET: Readonly<Record<FieldName, number>> = (() => {
+  const out: Partial<Record<FieldName, number>> = {}
+  let o = 0
+  for (const f of ENTRY_FIELDS) {
+    out[f.name] = o
+    o += TYPE_BYTES[f.type]
+  }
+  return out as Record<FieldName, number>
+})()
+
+/** Bytes of an entry in the packed batch. */
+export const ENTRY_BYTES = ENTRY_FIELDS.reduce((n, f) => n + TYPE_BYTES[f.type], 0)
+
+/** `struct` format of the request header (the entry count). */
+export const REQUEST_HEADER_FORMAT = '<h'
+
+/** Bytes of a request's header in the packed batch. */
+export const REQUEST_HEADER_BYTES = TYPE_BYTES.h
+
+/** `struct` format of one entry, for the script's `struct.unpack`. */
+export const ENTRY_FORMAT = `<${ENTRY_FIELDS.map((f) => f.type).join('')}`
+
+/** Integers returned per entry: allowed, waitMs, limit, remaining, resetMs, retryAfterMs. */
+export const RESULT_FIELDS = 6
+
+/** An entry as the wire carries it: a consume entry, or a refund with the same fields. */
+export type WireEntry = ConsumeEntry | (RefundEntry & { maxWaitMs: number; shadow: boolean })
+
+/**
+ * Pack one request.
+ *
+ * @param mode - `'c'` to consume, `'r'` to refund.
+ * @param entries - The request's entries, at most 32 767.
+ * @param algorithmIndex - The 1-based index of an algorithm in the script's sorted list.
+ * @returns The request's header and entries.
+ */
+export function encodeRequest(
+  mode: 'c' | 'r',
+  entries: readonly WireEntry[],
+  algorithmIndex: (name: string) => number,
+): Buffer {
+  const n = entries.length
+  const packed = Buffer.allocUnsafe(REQUEST_HEADER_BYTES + n * ENTRY_BYTES)
+  packed.writeInt16LE(mode === 'c' ? n : -n, 0)
+  for (let i = 0; i < n; i++) {
+    const e = entries[i]!
+    const rule = e.rule
+    const name = rule.algorithm.name
+    const o = REQUEST_HEADER_BYTES + i * ENTRY_BYTES
+    packed.writeUInt8(algorithmIndex(name), o + ENTRY_OFFSET.ai)
+    packed.writeDoubleLE(rule.params.limit, o + ENTRY_OFFSET.limit)
+    packed.writeDoubleLE(rule.params.windowMs || 0, o + ENTRY_OFFSET.window_ms)
+    packed.writeDoubleLE(rule.params.burst, o + ENTRY_OFFSET.burst)
+    packed.writeDoubleLE(e.cost, o + ENTRY_OFFSET.cost)
+    packed.writeDoubleLE(e.maxWaitMs, o + ENTRY_OFFSET.max_wait)
+    packed.writeDoubleLE(e.shadow ? 1 : 0, o + ENTRY_OFFSET.shadow)
+    packed.writeDoubleLE(
+      name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
+      o + ENTRY_OFFSET.size,
+    )
+  }
+  return packed
+}
+
+/** A packed request read back: what the script sees. */
+export interface DecodedRequest {
+  mode: 'c' | 'r'
+  entries: Record<FieldName, number>[]
+}
+
+/**
+ * Read a packed batch back, as the script does: the inverse of {@link encodeRequest}, for
+ * tests and debugging.
+ *
+ * @param batch - Packed requests, concatenated.
+ * @returns The requests, in order.
+ * @throws Error when the batch ends inside a request.
+ */
+export function decodeBatch(batch: Buffer): DecodedRequest[] {
+  const out: DecodedRequest[] = []
+  let pos = 0
+  while (pos < batch.length) {
+    const count = batch.readInt16LE(pos)
+    pos += REQUEST_HEADER_BYTES
+    const n = Math.abs(count)
+    if (pos + n * ENTRY_BYTES > batch.length) {
+      throw new Error(`packed batch: truncated at byte ${pos} (${n} entries announced)`)
+    }
+    const entries: Record<FieldName, number>[] = []
+    for (let i = 0; i < n; i++, pos += ENTRY_BYTES) {
+      const e: Partial<Record<FieldName, number>> = {}
+      for (const f of ENTRY_FIELDS) {
+        const o = pos + ENTRY_OFFSET[f.name]
+        e[f.name] = f.type === 'B' ? batch.readUInt8(o) : batch.readDoubleLE(o)
+      }
+      entries.push(e as Record<FieldName, number>)
+    }
+    out.push({ mode: count < 0 ? 'r' : 'c', entries })
+  }
+  return out
+}
+
+/**
+ * The `n` results that start at field `from` of a batch's reply.
+ *
+ * @param reply - The script's reply: {@link RESULT_FIELDS} integers per entry.
+ * @param from - Index of the first field of the first result.
+ * @param n - How many results to read.
+ * @returns The results, in order.
+ */
+export function decodeResults(reply: number[], from: number, n: number): AlgorithmResult[] {
+  const out: AlgorithmResult[] = new Array<AlgorithmResult>(n)
+  for (let i = 0; i < n; i++) {
+    const b = from + i * RESULT_FIELDS
+    out[i] = {
+      allowed: reply[b] === 1,
+      waitMs: reply[b + 1]!,
+      limit: reply[b + 2]!,
+      remaining: reply[b + 3]!,
+      resetMs: reply[b + 4]!,
+      retryAfterMs: reply[b + 5]!,
+    }
+  }
+  return out
+}

@@ -1,0 +1,148 @@
+import fc from 'fast-check'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AlgorithmName, ConsumeEntry } from '@floodgate/core'
+import { testRule } from '@floodgate/core/testing'
+import { decideScript } from '../src/scripts/decide-script.js'
+import {
+  ARGV,
+  ENTRY_BYTES,
+  ENTRY_FIELDS,
+  ENTRY_FORMAT,
+  ENTRY_OFFSET,
+  REQUEST_HEADER_BYTES,
+  REQUEST_HEADER_FORMAT,
+  decodeBatch,
+  encodeRequest,
+} from '../src/wire-format.js'
+import { REDIS_URL, redisAvailable } from './helpers/redis.js'
+
+const available = await redisAvailable()
+
+const ALGORITHMS: AlgorithmName[] = [
+  'concurrency',
+  'fixed-window',
+  'gcra',
+  'leaky-bucket',
+  'sliding-window-counter',
+  'sliding-window-log',
+  'token-bucket',
+]
+const indexOf = (name: string): number => ALGORITHMS.indexOf(name as AlgorithmName) + 1
+
+const arbEntry = fc
+  .record({
+    algorithm: fc.constantFrom(...ALGORITHMS),
+    limit: fc.integer({ min: 1, max: 1_000_000 }),
+    windowMs: fc.integer({ min: 1, max: 86_400_000 }),
+    // + 0 turns -0 into 0: the Lua side prints both as 0.
+    cost: fc.double({ min: 0, max: 1e6, noNaN: true }).map((x) => x + 0),
+    maxWaitMs: fc.integer({ min: 0, max: 60_000 }),
+    shadow: fc.boolean(),
+  })
+  .map((r): ConsumeEntry => ({
+    rule: testRule(r.algorithm, r.limit, r.windowMs),
+    key: 'k',
+    cost: r.cost,
+    maxWaitMs: r.maxWaitMs,
+    shadow: r.shadow,
+  }))
+const arbRequest = fc.record({
+  mode: fc.constantFrom<'c' | 'r'>('c', 'r'),
+  entries: fc.array(arbEntry, { minLength: 1, maxLength: 5 }),
+})
+
+/** What the script must read for an entry: the model the packed bytes are checked against. */
+function expected(e: ConsumeEntry): Record<string, number> {
+  const { rule } = e
+  return {
+    ai: indexOf(rule.algorithm.name),
+    limit: rule.params.limit,
+    window_ms: rule.params.windowMs,
+    burst: rule.params.burst,
+    cost: e.cost,
+    max_wait: e.maxWaitMs,
+    shadow: e.shadow ? 1 : 0,
+    size: rule.algorithm.name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
+  }
+}
+
+describe('the packed wire format', () => {
+  it('has one layout: offsets follow the fields, and the struct format matches the byte count', () => {
+    let o = 0
+    for (const f of ENTRY_FIELDS) {
+      expect(ENTRY_OFFSET[f.name]).toBe(o)
+      o += f.type === 'B' ? 1 : 8
+    }
+    expect(ENTRY_BYTES).toBe(o)
+    expect(ENTRY_FORMAT).toBe('<Bddddddd')
+    expect(REQUEST_HEADER_BYTES).toBe(2)
+  })
+
+  it('the decide script unpacks with the formats and ARGV positions defined here', () => {
+    const lua = decideScript()
+    expect(lua).toContain(`struct.unpack('${ENTRY_FORMAT}', blob, pos)`)
+    expect(lua).toContain(`struct.unpack('${REQUEST_HEADER_FORMAT}', blob, pos)`)
+    expect(lua).toContain(`local ${ENTRY_FIELDS.map((f) => f.name).join(', ')}`)
+    expect(lua).toContain(`local blob = ARGV[${ARGV.batch}]`)
+    expect(lua).toContain(`local LEASE_MS = tonumber(ARGV[${ARGV.leaseMs}])`)
+  })
+
+  it('round-trips every request of a batch, field by field (property)', () => {
+    fc.assert(
+      fc.property(fc.array(arbRequest, { minLength: 1, maxLength: 8 }), (requests) => {
+        const packed = Buffer.concat(requests.map((r) => encodeRequest(r.mode, r.entries, indexOf)))
+        const decoded = decodeBatch(packed)
+        expect(decoded).toEqual(
+          requests.map((r) => ({ mode: r.mode, entries: r.entries.map(expected) })),
+        )
+      }),
+    )
+  })
+
+  it('names a truncated batch', () => {
+    const packed = encodeRequest('c', fc.sample(arbEntry, 2), indexOf)
+    expect(() => decodeBatch(packed.subarray(0, packed.length - 1))).toThrow(/truncated at byte 2/)
+  })
+})
+
+describe.skipIf(!available)('the packed wire format in Redis', () => {
+  let redis: Redis
+  beforeAll(() => {
+    redis = new Redis(REDIS_URL)
+  })
+  afterAll(() => redis.disconnect())
+
+  // The same loop the decide script runs, returning what it unpacked: Lua's `struct` must read
+  // back exactly what the encoder wrote (as strings, so doubles are compared exactly).
+  const readBack = `
+local blob = ARGV[1]
+local pos = 1
+local out = {}
+while pos <= #blob do
+  local n
+  n, pos = struct.unpack('${REQUEST_HEADER_FORMAT}', blob, pos)
+  out[#out + 1] = tostring(n)
+  for _ = 1, math.abs(n) do
+    local v = { struct.unpack('${ENTRY_FORMAT}', blob, pos) }
+    pos = v[#v]
+    for i = 1, #v - 1 do out[#out + 1] = string.format('%.17g', v[i]) end
+  end
+end
+return out`
+
+  it('Lua reads back every field the encoder wrote (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(arbRequest, { minLength: 1, maxLength: 4 }), async (requests) => {
+        const packed = Buffer.concat(requests.map((r) => encodeRequest(r.mode, r.entries, indexOf)))
+        const got = ((await redis.eval(readBack, 0, packed)) as string[]).map(Number)
+        const want = requests.flatMap((r) => [
+          r.mode === 'c' ? r.entries.length : -r.entries.length,
+          ...r.entries.flatMap((e) => ENTRY_FIELDS.map((f) => expected(e)[f.name]!)),
+        ])
+        expect(got).toEqual(want)
+      }),
+      { numRuns: 50 },
+    )
+  })
+})
