@@ -54,7 +54,9 @@ export class RedisConnection {
   /** Whether the client is a Redis Cluster. */
   readonly isCluster: boolean
   /**
-   * Resolves once the client is connected (at once if it already is); never rejects.
+   * Resolves once the client is connected (at once if it already is); never rejects. On a
+   * Cluster, once the slot map is known and every primary's connection is up too, so the
+   * first calls are answered rather than refused by a node still connecting.
    */
   readonly ready: Promise<void>
   /** Whether Floodgate created the client, and so closes it. */
@@ -97,7 +99,7 @@ export class RedisConnection {
     // An unhandled 'error' event would crash the process; failures surface per call instead.
     if (this.owned) this.client.on('error', () => {})
     this.isCluster = 'isCluster' in this.client && this.client.isCluster === true
-    this.ready = whenReady(this.client)
+    this.ready = this.isCluster ? clusterReady(this.client as Cluster) : whenReady(this.client)
   }
 
   /** Whether a call sent now can be answered (the client is connected). */
@@ -133,4 +135,26 @@ export class RedisConnection {
 function whenReady(client: RedisClient): Promise<void> {
   if (client.status === 'ready') return Promise.resolve()
   return new Promise<void>((resolve) => client.once('ready', () => resolve()))
+}
+
+/**
+ * Resolves once the Cluster knows its slot map and every primary's connection is ready. A
+ * Cluster client connects to each node on the first command sent to it, and without an
+ * offline queue every command that reaches a node still connecting is refused ("Connection is
+ * closed"): connect them all up front. A node that cannot be reached (its connection ends)
+ * does not hold this up forever.
+ */
+async function clusterReady(cluster: Cluster): Promise<void> {
+  await whenReady(cluster)
+  await Promise.all(
+    cluster.nodes('master').map(async (node) => {
+      if (node.status === 'ready') return
+      const up = new Promise<void>((resolve) => {
+        node.once('ready', () => resolve())
+        node.once('end', () => resolve())
+      })
+      if (node.status === 'wait') node.connect().catch(() => {})
+      await up
+    }),
+  )
 }
