@@ -10,7 +10,8 @@ export interface RedisConnectionOptions {
    * A client the application already has. Floodgate does not change its settings, so set
    * the ones that matter for a limiter yourself (see docs/distributed.md):
    * `enableOfflineQueue: false`, `maxRetriesPerRequest: 0`, `commandTimeout`,
-   * `autoResendUnfulfilledCommands: false` (and `retryDelayOnFailover: 0` on a Cluster).
+   * `autoResendUnfulfilledCommands: false` (and on a Cluster `retryDelayOnFailover: 0`,
+   * `retryDelayOnClusterDown: 0`).
    * Floodgate never closes a client it did not create.
    */
   client?: RedisClient
@@ -85,6 +86,10 @@ export class RedisConnection {
         retryDelayOnFailover: 0,
         // Without resends, nothing else would notice a promoted replica: poll the topology.
         slotsRefreshInterval: options.clusterOptions?.slotsRefreshInterval ?? 2000,
+        // CLUSTERDOWN (a slot not served, or the whole cluster down while a failover is under
+        // way) fails the call at once: a retry 100 ms later could only answer past the
+        // deadline, and the error then names the cause instead of a missed deadline.
+        retryDelayOnClusterDown: options.clusterOptions?.retryDelayOnClusterDown ?? 0,
         redisOptions: {
           ...options.clusterOptions?.redisOptions,
           ...limiterRedisOptions(timeoutMs),

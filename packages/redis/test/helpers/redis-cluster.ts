@@ -4,14 +4,14 @@ import { RedisServer, freePort } from './redis-server.js'
 
 /**
  * A throwaway Redis Cluster on loopback: `primaries` masters (and as many replicas with
- * `replicas: 1`), created with `redis-cli --cluster create`. Stopped (processes killed,
- * temp dirs removed) by `stop()`.
+ * `replicas: 1`), created with `redis-cli --cluster create`; `serverArgs` are passed to every
+ * redis-server. Stopped (processes killed, temp dirs removed) by `stop()`.
  */
 export class RedisClusterFixture {
   private constructor(readonly nodes: RedisServer[]) {}
 
   static async start(
-    options: { primaries?: number; replicas?: 0 | 1 } = {},
+    options: { primaries?: number; replicas?: 0 | 1; serverArgs?: string[] } = {},
   ): Promise<RedisClusterFixture> {
     const primaries = options.primaries ?? 3
     const count = primaries * (1 + (options.replicas ?? 0))
@@ -26,6 +26,7 @@ export class RedisClusterFixture {
         // Fast failover for the tests; production keeps the default (15 s).
         '--cluster-node-timeout',
         '1000',
+        ...(options.serverArgs ?? []),
       ])
       nodes.push(server)
     }

@@ -85,7 +85,13 @@ export class RedisServer {
     this.proc = undefined
   }
 
+  /** SIGSTOP / SIGCONT: the process hangs (connections stay open, nothing answers) or resumes. */
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    this.proc?.kill(signal)
+  }
+
   async stop(): Promise<void> {
+    this.signal('SIGCONT')
     await this.kill()
     rmSync(this.dir, { recursive: true, force: true })
   }

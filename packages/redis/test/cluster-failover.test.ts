@@ -1,0 +1,159 @@
+import { Redis } from 'ioredis'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { ConsumeEntry } from '@floodgate/core'
+import { testRule } from '@floodgate/core/testing'
+import { createRedisStore, redisKey, type RedisStore } from '@floodgate/redis'
+import { RedisClusterFixture } from './helpers/redis-cluster.js'
+import { redisBinariesAvailable, type RedisServer } from './helpers/redis-server.js'
+
+const binaries = redisBinariesAvailable()
+if (!binaries && process.env.CI === 'true') throw new Error('redis-server is required under CI')
+
+const rule = testRule('fixed-window', 1_000_000, 3_600_000, { id: 'failover' })
+const one = (key: string): ConsumeEntry[] => [{ rule, key, cost: 1, maxWaitMs: 0, shadow: false }]
+
+interface Tally {
+  judged: number
+  failedOpen: number
+  /** First and last failure, in ms after the kill. */
+  firstMs: number
+  lastMs: number
+  /** How long the slowest failed check waited before it failed open. */
+  slowestFailMs: number
+}
+
+/** What a host saw while one primary died and its replica took over. */
+interface FailoverRun {
+  /** Checks on keys of the surviving primaries' slots. */
+  healthy: Tally
+  /** Checks on keys of the dead primary's slots. */
+  victim: Tally
+  /** When the victim's slots were judged again, in ms after the kill. */
+  recoveredMs: number
+}
+
+/**
+ * Start a 3 + 3 cluster, keep sending checks (a round of 8 healthy keys and 2 of the victim's
+ * every 10 ms) from a store with a 50 ms deadline unless told, kill one primary, and count
+ * until the victim's slots have been judged 20 times in a row (bounded: 15 s).
+ */
+async function failover(
+  serverArgs: string[],
+  how: 'SIGKILL' | 'SIGSTOP',
+  track: (c: RedisClusterFixture, s: RedisStore) => void,
+  timeoutMs = 50,
+): Promise<FailoverRun> {
+  const cluster = await RedisClusterFixture.start({ primaries: 3, replicas: 1, serverArgs }).catch(
+    () => RedisClusterFixture.start({ primaries: 3, replicas: 1, serverArgs }),
+  )
+  const store = createRedisStore({ cluster: cluster.seeds, timeoutMs })
+  track(cluster, store)
+  await store.ready
+  const admin = new Redis(cluster.nodes[0]!.port, '127.0.0.1', { maxRetriesPerRequest: 0 })
+  admin.on('error', () => {})
+  const slotOf = async (k: string): Promise<number> =>
+    Number(await admin.cluster('KEYSLOT', redisKey('fg', k, rule.stateId)))
+  const victimNode: RedisServer = await cluster.primaryOf(
+    await slotOf('victim-0'),
+    cluster.nodes[0]!,
+  )
+  const victimKeys: string[] = []
+  const healthyKeys: string[] = []
+  for (let i = 0; victimKeys.length < 2 || healthyKeys.length < 8; i++) {
+    const k = `client-${i}`
+    const owner = await cluster.primaryOf(await slotOf(k), cluster.nodes[0]!)
+    if (owner === victimNode) {
+      if (victimKeys.length < 2) victimKeys.push(k)
+    } else if (healthyKeys.length < 8) healthyKeys.push(k)
+  }
+  admin.disconnect()
+  for (const k of [...healthyKeys, ...victimKeys]) await store.consume(one(k), 0)
+
+  const run: FailoverRun = {
+    healthy: { judged: 0, failedOpen: 0, firstMs: NaN, lastMs: NaN, slowestFailMs: 0 },
+    victim: { judged: 0, failedOpen: 0, firstMs: NaN, lastMs: NaN, slowestFailMs: 0 },
+    recoveredMs: NaN,
+  }
+  const t0 = performance.now()
+  if (how === 'SIGKILL') void victimNode.kill()
+  else victimNode.signal('SIGSTOP')
+  let victimStreak = 0
+  while (victimStreak < 20 && performance.now() - t0 < 15_000) {
+    const round = async (k: string, into: Tally): Promise<boolean> => {
+      const start = performance.now()
+      try {
+        await store.consume(one(k), 0)
+        into.judged++
+        return true
+      } catch {
+        const t = performance.now() - t0
+        into.failedOpen++
+        into.slowestFailMs = Math.max(into.slowestFailMs, t + t0 - start)
+        if (Number.isNaN(into.firstMs)) into.firstMs = t
+        into.lastMs = t
+        return false
+      }
+    }
+    const [, victimOk] = await Promise.all([
+      Promise.all(healthyKeys.map((k) => round(k, run.healthy))),
+      Promise.all(victimKeys.map((k) => round(k, run.victim))).then((r) => r.every(Boolean)),
+      new Promise((r) => setTimeout(r, 10)),
+    ])
+    if (victimOk && run.victim.failedOpen > 0) {
+      if (victimStreak === 0) run.recoveredMs = performance.now() - t0
+      victimStreak++
+    } else victimStreak = 0
+  }
+  return run
+}
+
+describe.skipIf(!binaries)('a Cluster primary fails over under load', () => {
+  const cleanup: (() => Promise<void>)[] = []
+  const track = (c: RedisClusterFixture, s: RedisStore): void => {
+    cleanup.push(async () => {
+      await s.close()
+      await c.stop()
+    })
+  }
+  afterEach(async () => {
+    for (const f of cleanup.splice(0)) await f()
+  })
+
+  it('with cluster-require-full-coverage no, the healthy slots keep being judged throughout', async () => {
+    const run = await failover(['--cluster-require-full-coverage', 'no'], 'SIGKILL', track)
+    // The dead primary's own slots failed open until its replica took over, then recovered.
+    expect(run.victim.failedOpen).toBeGreaterThan(0)
+    expect(run.recoveredMs).toBeLessThan(15_000)
+    // Not one check on another primary's slots failed open, over hundreds of them.
+    expect(run.healthy.failedOpen).toBe(0)
+    expect(run.healthy.judged).toBeGreaterThan(400)
+  }, 60_000)
+
+  it('with the default full coverage, the healthy slots fail open at once while the cluster is down, never waiting out the deadline', async () => {
+    // A long deadline, so a check that waited for it would stand out.
+    const run = await failover([], 'SIGKILL', track, 1000)
+    // Every node refuses every slot (CLUSTERDOWN) from when the primary is marked failed
+    // until its replica is promoted: Redis's choice, which only the server setting changes.
+    expect(run.healthy.failedOpen).toBeGreaterThan(0)
+    // Refused at once, not retried by ioredis until the store's deadline.
+    expect(run.healthy.slowestFailMs).toBeLessThan(500)
+    expect(run.recoveredMs).toBeLessThan(15_000)
+  }, 60_000)
+
+  // Figures for docs/failure-modes.md: `FG_MEASURE_FAILOVER=1 pnpm exec vitest run
+  // --project @floodgate/redis test/cluster-failover.test.ts`.
+  const noFullCoverage = ['--cluster-require-full-coverage', 'no']
+  it.runIf(process.env.FG_MEASURE_FAILOVER === '1').each([
+    { name: 'full coverage yes (default)', args: [], how: 'SIGKILL' },
+    { name: 'full coverage yes (default)', args: [], how: 'SIGSTOP' },
+    { name: 'full coverage no', args: noFullCoverage, how: 'SIGKILL' },
+    { name: 'full coverage no', args: noFullCoverage, how: 'SIGSTOP' },
+  ] as const)(
+    'measures: $name, $how',
+    async ({ name, args, how }) => {
+      const run = await failover([...args], how, track)
+      console.log(JSON.stringify({ name, how, ...run }))
+    },
+    60_000,
+  )
+})
