@@ -23,9 +23,6 @@ import type { AlgorithmResult, ConsumeEntry, RefundEntry } from '@floodgate/core
  */
 export const ARGV = { now: 1, ttlSlack: 2, leaseMs: 3, batch: 4 } as const
 
-/** How many ARGV a script call takes. */
-export const ARGV_COUNT = ARGV.batch
-
 /** A field of a packed entry: its Lua local name and `struct` type. */
 interface WireField {
   readonly name: string
