@@ -10,7 +10,7 @@ export type HeaderBag = Readonly<Record<string, string | string[] | undefined>>
 export interface RequestFacts<Req = unknown> {
   /** Upper-case HTTP method. */
   readonly method: string
-  /** Path without the query string. */
+  /** The canonical path (`canonicalPath`): no scheme and host, no query string. */
   readonly path: string
   /** The route pattern (`/users/:id`) when the framework knows it; rules match it before the path. */
   readonly route?: string | undefined

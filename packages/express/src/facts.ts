@@ -1,5 +1,5 @@
 // Uses from @floodgate/core: RequestFacts (what the limiter reads about a request).
-import { pathOf, type HeaderBag, type RequestFacts } from '@floodgate/core'
+import { canonicalPath, type HeaderBag, type RequestFacts } from '@floodgate/core'
 import type { Request } from 'express'
 
 /**
@@ -16,9 +16,12 @@ export class ExpressFacts implements RequestFacts<Request> {
     return this.request.method
   }
 
-  /** The full path, also under a router mounted at a prefix (`req.path` would drop the prefix). */
+  /**
+   * The full canonical path, also under a router mounted at a prefix (`req.path` would drop the
+   * prefix): `POST http://x/login` and `/%6Cogin` are both `/login` here.
+   */
   get path(): string {
-    return pathOf(this.request.originalUrl)
+    return canonicalPath(this.request.originalUrl)
   }
 
   /** The route pattern when mounted on a route (`/users/:id`); unknown in app-level middleware. */

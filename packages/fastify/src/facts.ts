@@ -1,5 +1,5 @@
 // Uses from @floodgate/core: RequestFacts, CompiledRules (per-route rules compiled at startup).
-import type { CompiledRules, HeaderBag, RequestFacts } from '@floodgate/core'
+import { canonicalPath, type CompiledRules, type HeaderBag, type RequestFacts } from '@floodgate/core'
 import type { FastifyRequest } from 'fastify'
 
 /**
@@ -19,10 +19,9 @@ export class FastifyFacts implements RequestFacts<FastifyRequest> {
     return this.request.method
   }
 
+  /** The canonical path: `POST http://x/login` and `/%6Cogin` are both `/login` here. */
   get path(): string {
-    const url = this.request.url
-    const q = url.indexOf('?')
-    return q < 0 ? url : url.slice(0, q)
+    return canonicalPath(this.request.url)
   }
 
   /** Fastify's own resolution: `trustProxy` decides whether X-Forwarded-For counts. */

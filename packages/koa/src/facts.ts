@@ -1,5 +1,5 @@
 // Uses from @floodgate/core: RequestFacts (what the limiter reads about a request).
-import { pathOf, type HeaderBag, type RequestFacts } from '@floodgate/core'
+import { canonicalPath, type HeaderBag, type RequestFacts } from '@floodgate/core'
 import type { Context } from 'koa'
 
 /**
@@ -16,9 +16,12 @@ export class KoaFacts implements RequestFacts<Context> {
     return this.request.request.method
   }
 
-  /** The full path, also under koa-mount (which rewrites `ctx.path`). */
+  /**
+   * The full canonical path, also under koa-mount (which rewrites `ctx.path`): `POST
+   * http://x/login` and `/%6Cogin` are both `/login` here.
+   */
   get path(): string {
-    return pathOf(this.request.originalUrl)
+    return canonicalPath(this.request.originalUrl)
   }
 
   /** The route pattern @koa/router matched (`/users/:id`), when mounted after routing. */
