@@ -1,5 +1,10 @@
 // Uses from @floodgate/core: RequestFacts, CompiledRules (per-route rules compiled at startup).
-import { canonicalPath, type CompiledRules, type HeaderBag, type RequestFacts } from '@floodgate/core'
+import {
+  canonicalPath,
+  type CompiledRules,
+  type HeaderBag,
+  type RequestFacts,
+} from '@floodgate/core'
 import type { FastifyRequest } from 'fastify'
 
 /**

@@ -7,7 +7,25 @@ import { parseRules } from './schema.js'
 
 const UNRESERVED = 'ABCXYZabcmxyz0189-._~'.split('')
 // Characters that keep their meaning only while encoded: decoding them would change the path.
-const RESERVED = ['/', '?', '#', '%', ':', '@', '!', '$', '&', "'", '(', ')', '*', '+', ',', ';', '=']
+const RESERVED = [
+  '/',
+  '?',
+  '#',
+  '%',
+  ':',
+  '@',
+  '!',
+  '$',
+  '&',
+  "'",
+  '(',
+  ')',
+  '*',
+  '+',
+  ',',
+  ';',
+  '=',
+]
 
 const hex = (c: string): string => c.charCodeAt(0).toString(16).padStart(2, '0')
 

@@ -91,7 +91,9 @@ export function canonicalPath(target: string): string {
       const byte = hi * 16 + lo
       out +=
         path.slice(from, i) +
-        (isUnreserved(byte) ? String.fromCharCode(byte) : '%' + path.slice(i + 1, i + 3).toUpperCase())
+        (isUnreserved(byte)
+          ? String.fromCharCode(byte)
+          : '%' + path.slice(i + 1, i + 3).toUpperCase())
       i += 2
       from = i + 1
     } else if (c <= 32 || c === 127 || c >= 128 || c === 35 || c === 63) {
