@@ -67,10 +67,18 @@ export function rateLimit(
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.res,
     request: (c) => c.req,
+    // An earlier middleware may have sent the headers already: decide anyway, but write no
+    // header (Node would throw ERR_HTTP_HEADERS_SENT).
+    setHeader: (c, name, value) => {
+      if (!c.res.headersSent) c.res.setHeader(name, value)
+    },
     proceed: (c) => c.next(),
-    reject: onLimited
-      ? (c, rejection) => onLimited(c.req, c.res, c.next, rejection)
-      : (c, rejection) => writeProblem(c.res, rejection),
+    reject: (c, rejection) => {
+      // Too late for a 429: end what the earlier middleware started, without the handler.
+      if (c.res.headersSent) return void (c.res.writableEnded || c.res.end())
+      if (onLimited) onLimited(c.req, c.res, c.next, rejection)
+      else writeProblem(c.res, rejection)
+    },
     abandon: () => {},
   }
 

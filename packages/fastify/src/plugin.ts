@@ -118,19 +118,27 @@ async function floodgate(
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.reply.raw,
     request: (c) => c.request.raw,
-    setHeader: (c, name, value) => void c.reply.header(name, value),
+    // An earlier hook may have sent the head on the raw response (Fastify's `reply.sent` stays
+    // false then): decide anyway, write no header, and never call reply.send, which would warn
+    // and leave the response unfinished.
+    setHeader: (c, name, value) => {
+      if (!c.reply.raw.headersSent) void c.reply.header(name, value)
+    },
     // reply.header lower-cases every name; ours arrive lower-cased already.
     lowerCaseNames: true,
     proceed: (c) => c.done(),
-    reject: onLimited
-      ? (c, rejection) => onLimited(c.request, c.reply, rejection)
-      : (c, rejection) => {
-          void c.reply
-            .code(rejection.status)
-            .header('content-type', PROBLEM_CONTENT_TYPE)
-            // A string with a content type skips Fastify's serializer: the same bytes, less work.
-            .send(rejection.json)
-        },
+    reject: (c, rejection) => {
+      const reply = c.reply
+      const raw = reply.raw
+      // Too late for a refusal: end what the earlier hook started; the handler does not run.
+      if (raw.headersSent || reply.sent) return void (raw.writableEnded || raw.end())
+      if (onLimited) return onLimited(c.request, reply, rejection)
+      void reply
+        .code(rejection.status)
+        .header('content-type', PROBLEM_CONTENT_TYPE)
+        // A string with a content type skips Fastify's serializer: the same bytes, less work.
+        .send(rejection.json)
+    },
     // Not calling done() ends the lifecycle here: the handler never runs.
     abandon: () => {},
   }

@@ -62,15 +62,21 @@ export function rateLimit(
   const io: HttpIo<Ctx, void | Promise<void>> = {
     response: (c) => c.ctx.res,
     request: (c) => c.ctx.req,
+    // An earlier middleware may have sent the headers already: decide anyway, but write no
+    // header (Node would throw ERR_HTTP_HEADERS_SENT).
+    setHeader: (c, name, value) => {
+      if (!c.ctx.res.headersSent) c.ctx.res.setHeader(name, value)
+    },
     proceed: (c) => c.next(),
-    reject: onLimited
-      ? (c, rejection) => onLimited(c.ctx, rejection)
-      : ({ ctx }, rejection) => {
-          ctx.status = rejection.status
-          // Set before the body, so Koa keeps it instead of guessing text/plain.
-          ctx.set('Content-Type', PROBLEM_CONTENT_TYPE)
-          ctx.body = rejection.json
-        },
+    reject: ({ ctx }, rejection) => {
+      // Too late for a 429: Koa ends what the earlier middleware started; no handler runs.
+      if (ctx.res.headersSent) return
+      if (onLimited) return onLimited(ctx, rejection)
+      ctx.status = rejection.status
+      // Set before the body, so Koa keeps it instead of guessing text/plain.
+      ctx.set('Content-Type', PROBLEM_CONTENT_TYPE)
+      ctx.body = rejection.json
+    },
     abandon: (c) => {
       // The socket is gone: Koa must not try to write a 404 to it.
       c.ctx.respond = false
