@@ -1,6 +1,10 @@
 // Uses from @floodgate/core: prepareMount, enforce, routeCost.
 import {
+  appendExposeHeaders,
+  checkExposeHeaders,
   doubleCountGuard,
+  EXPOSE_HEADERS,
+  exposedHeaderNames,
   enforce,
   OptionsError,
   prepareMount,
@@ -55,6 +59,13 @@ export interface FastifyRateLimitOptions extends AdapterOptions<FastifyRequest> 
    * @default true
    */
   readonly limitNotFound?: boolean | undefined
+  /**
+   * Add the names of the headers the limiter sends (`RateLimit-Policy`, `RateLimit`,
+   * `Retry-After`, …) to `Access-Control-Expose-Headers`, after any names already there
+   * (register `@fastify/cors` first), so browser scripts on other origins can read them.
+   * @default false
+   */
+  readonly exposeHeaders?: boolean | undefined
 }
 
 interface Ctx {
@@ -67,7 +78,7 @@ const ROUTE_KEYS = ['cost', 'rules']
 const hooksByLimiter = new WeakMap<object, WeakSet<object>>()
 // Options Fastify itself reads from `register`'s second argument.
 const REGISTER_KEYS = ['prefix', 'logLevel', 'logSerializers']
-const OWN_KEYS = ['rules', 'onLimited', 'limitNotFound', ...REGISTER_KEYS]
+const OWN_KEYS = ['rules', 'onLimited', 'limitNotFound', 'exposeHeaders', ...REGISTER_KEYS]
 
 function routeName(route: RouteOptions): string {
   return `route ${Array.isArray(route.method) ? route.method.join(',') : route.method} ${route.url}`
@@ -104,6 +115,7 @@ async function floodgate(
       `options.limitNotFound: expected a boolean, got ${JSON.stringify(limitNotFound)}`,
     )
   }
+  const exposeOn = checkExposeHeaders(options.exposeHeaders)
   const {
     limiter,
     owned,
@@ -113,6 +125,7 @@ async function floodgate(
   if (owned) fastify.addHook('onClose', () => limiter.close())
   await limiter.ready
   const { skip } = resolved
+  const expose = exposeOn ? exposedHeaderNames(resolved.draft, resolved.shadowHeader) : undefined
   const onLimited = options.onLimited
 
   const io: HttpIo<Ctx, void> = {
@@ -184,6 +197,12 @@ async function floodgate(
       done: HookHandlerDoneFunction,
     ): void {
       if (skip?.(request)) return done()
+      if (expose !== undefined && !reply.raw.headersSent) {
+        void reply.header(
+          EXPOSE_HEADERS,
+          appendExposeHeaders(reply.getHeader(EXPOSE_HEADERS), expose),
+        )
+      }
       const facts = new FastifyFacts(request, pattern, routeCost(cost, request, warn), routeRules)
       const result = enforce(limiter, facts, { request, reply, done }, io, resolved)
       if (result instanceof Promise) result.catch(done)
