@@ -80,6 +80,18 @@ const hooksByLimiter = new WeakMap<object, WeakSet<object>>()
 const REGISTER_KEYS = ['prefix', 'logLevel', 'logSerializers']
 const OWN_KEYS = ['rules', 'onLimited', 'limitNotFound', 'exposeHeaders', ...REGISTER_KEYS]
 
+// Fastify keeps its constructor options under a private symbol; read trustProxy from there,
+// walking up from an encapsulated instance. Undefined when a future Fastify moves it.
+function trustProxyOf(fastify: FastifyInstance): unknown {
+  for (let o: object | null = fastify; o !== null; o = Object.getPrototypeOf(o) as object | null) {
+    const sym = Object.getOwnPropertySymbols(o).find((s) => s.description === 'fastify.options')
+    if (sym)
+      return ((o as Record<symbol, unknown>)[sym] as { trustProxy?: unknown } | undefined)
+        ?.trustProxy
+  }
+  return undefined
+}
+
 function routeName(route: RouteOptions): string {
   return `route ${Array.isArray(route.method) ? route.method.join(',') : route.method} ${route.url}`
 }
@@ -123,6 +135,14 @@ async function floodgate(
     warn,
   } = prepareMount(options.rules, options, OWN_KEYS, fastify.log)
   if (owned) fastify.addHook('onClose', () => limiter.close())
+  const trustProxy = trustProxyOf(fastify)
+  if (typeof trustProxy === 'number' && trustProxy > 0) {
+    // proxy-addr's hop count is not what Fastify 5 does with a number: it trusts nothing.
+    warn(
+      'FG_WRN_FASTIFY_TRUST_PROXY_COUNT',
+      `trustProxy is ${trustProxy}, which Fastify 5 treats as "trust no proxy": request.ip is the proxy's address and every client behind it shares one bucket; set trustProxy to your proxies' addresses or subnets (e.g. '10.0.0.0/8' or 'loopback')`,
+    )
+  }
   await limiter.ready
   const { skip } = resolved
   const expose = exposeOn ? exposedHeaderNames(resolved.draft, resolved.shadowHeader) : undefined
