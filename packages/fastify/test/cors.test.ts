@@ -27,7 +27,7 @@ async function serve(
   const app = Fastify()
   if (withCors) app.addHook('onRequest', cors)
   await app.register(rateLimit, { rules: [{ id: 'per-ip', limit: 1, window: '1m' }], ...options })
-  app.put('/items', async () => 'ok')
+  app.put('/items', (_request, reply) => void reply.send('ok'))
   await app.listen({ port: 0, host: '127.0.0.1' })
   close = async () => {
     app.server.closeAllConnections()

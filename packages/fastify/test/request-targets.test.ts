@@ -21,7 +21,7 @@ function variant(
         app.route({
           method: r.method,
           url: r.path,
-          handler: async (request) => ({ route: r.path, params: request.params }),
+          handler: (request, reply) => void reply.send({ route: r.path, params: request.params }),
         })
       }
       await app.listen({ port: 0, host: '127.0.0.1' })

@@ -52,7 +52,13 @@ export function checkExposeHeaders(value: unknown): boolean {
  * @returns the merged value
  */
 export function appendExposeHeaders(existing: unknown, names: string): string {
-  const current = (Array.isArray(existing) ? existing.join(',') : String(existing ?? ''))
+  const text =
+    typeof existing === 'string'
+      ? existing
+      : Array.isArray(existing)
+        ? existing.filter((v) => typeof v === 'string').join(',')
+        : ''
+  const current = text
     .split(',')
     .map((n) => n.trim())
     .filter((n) => n !== '')

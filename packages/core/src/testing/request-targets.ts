@@ -155,7 +155,7 @@ export function describeSpellingProperty(
         })
         let app: { readonly port: number; close(): Promise<void> } | undefined
         beforeAll(async () => {
-          app = await variant.start(limiter as unknown as Limiter<never>, spellingRoutes)
+          app = await variant.start(limiter, spellingRoutes)
         })
         afterAll(async () => {
           await app?.close()
