@@ -1,5 +1,5 @@
 // Uses from @floodgate/core: RequestFacts (what the limiter reads about a request).
-import { canonicalPath, type HeaderBag, type RequestFacts } from '@floodgate/core'
+import { pathOf, type HeaderBag, type RequestFacts } from '@floodgate/core'
 import type { Request } from 'express'
 
 /**
@@ -17,11 +17,12 @@ export class ExpressFacts implements RequestFacts<Request> {
   }
 
   /**
-   * The full canonical path, also under a router mounted at a prefix (`req.path` would drop the
-   * prefix): `POST http://x/login` and `/%6Cogin` are both `/login` here.
+   * The full path, also under a router mounted at a prefix (`req.path` would drop the prefix).
+   * Passed as sent: the rule matcher reads its canonical form (`canonicalPath`) once per
+   * distinct path, so `POST http://x/login` and `/%6Cogin` meet the rules of `/login`.
    */
   get path(): string {
-    return canonicalPath(this.request.originalUrl)
+    return pathOf(this.request.originalUrl)
   }
 
   /** The route pattern when mounted on a route (`/users/:id`); unknown in app-level middleware. */

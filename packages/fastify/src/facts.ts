@@ -1,10 +1,5 @@
 // Uses from @floodgate/core: RequestFacts, CompiledRules (per-route rules compiled at startup).
-import {
-  canonicalPath,
-  type CompiledRules,
-  type HeaderBag,
-  type RequestFacts,
-} from '@floodgate/core'
+import type { CompiledRules, HeaderBag, RequestFacts } from '@floodgate/core'
 import type { FastifyRequest } from 'fastify'
 
 /**
@@ -24,9 +19,14 @@ export class FastifyFacts implements RequestFacts<FastifyRequest> {
     return this.request.method
   }
 
-  /** The canonical path: `POST http://x/login` and `/%6Cogin` are both `/login` here. */
+  /**
+   * The path as sent; the rule matcher reads its canonical form (`canonicalPath`) once per
+   * distinct path, so `POST http://x/login` and `/%6Cogin` meet the rules of `/login`.
+   */
   get path(): string {
-    return canonicalPath(this.request.url)
+    const url = this.request.url
+    const q = url.indexOf('?')
+    return q < 0 ? url : url.slice(0, q)
   }
 
   /** Fastify's own resolution: `trustProxy` decides whether X-Forwarded-For counts. */

@@ -1,5 +1,5 @@
 // Uses from @floodgate/core: RequestFacts (what the limiter reads about a request).
-import { canonicalPath, type HeaderBag, type RequestFacts } from '@floodgate/core'
+import { pathOf, type HeaderBag, type RequestFacts } from '@floodgate/core'
 import type { Context } from 'koa'
 
 /**
@@ -17,11 +17,12 @@ export class KoaFacts implements RequestFacts<Context> {
   }
 
   /**
-   * The full canonical path, also under koa-mount (which rewrites `ctx.path`): `POST
-   * http://x/login` and `/%6Cogin` are both `/login` here.
+   * The full path, also under koa-mount (which rewrites `ctx.path`). Passed as sent: the rule
+   * matcher reads its canonical form (`canonicalPath`) once per distinct path, so
+   * `POST http://x/login` and `/%6Cogin` meet the rules of `/login`.
    */
   get path(): string {
-    return canonicalPath(this.request.originalUrl)
+    return pathOf(this.request.originalUrl)
   }
 
   /** The route pattern @koa/router matched (`/users/:id`), when mounted after routing. */

@@ -20,17 +20,6 @@
  * `..` before routing (such a target reaches no handler of the path it spells).
  */
 
-/** Whether the target needs no work: starts with '/', no '%', no query, no byte to encode. */
-function isCanonical(target: string): boolean {
-  if (target.charCodeAt(0) !== 47 /* / */) return false
-  for (let i = 1; i < target.length; i++) {
-    const c = target.charCodeAt(i)
-    // '%' (37), '?' (63), '#' (35), controls and space (<= 32), DEL and non-ASCII (>= 127).
-    if (c <= 32 || c === 37 || c === 35 || c === 63 || c >= 127) return false
-  }
-  return true
-}
-
 const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/
 
 function isUnreserved(c: number): boolean {
@@ -62,7 +51,20 @@ function hexValue(c: number): number {
  * canonicalPath('http://x/users/%6De?a=1') // '/users/me'
  */
 export function canonicalPath(target: string): string {
-  if (isCanonical(target)) return target
+  // Fast path: an origin-form path of plain characters, maybe followed by a query string.
+  if (target.charCodeAt(0) === 47 /* / */) {
+    for (let i = 1; i < target.length; i++) {
+      const c = target.charCodeAt(i)
+      if (c === 63 /* ? */ || c === 35 /* # */) return target.slice(0, i)
+      // '%', controls and space, DEL and non-ASCII need the slow path.
+      if (c === 37 || c <= 32 || c >= 127) return respell(target)
+    }
+    return target
+  }
+  return respell(target)
+}
+
+function respell(target: string): string {
   let path = target
   if (path.charCodeAt(0) !== 47) {
     const m = ABSOLUTE_FORM.exec(path)
