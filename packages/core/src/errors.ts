@@ -18,6 +18,8 @@ export const errorCodes = {
   FG_WRN_COST_INVALID: 'a route cost function threw or returned an invalid cost',
   FG_WRN_KOA_PROXY_LEFTMOST_IP:
     'Koa trusts X-Forwarded-For (app.proxy) with maxIpsCount 0: the client picks its own IP',
+  FG_WRN_FASTIFY_TRUST_PROXY_COUNT:
+    'Fastify 5 trusts no proxy when trustProxy is a number: every client behind the proxy shares one IP',
   FG_WRN_OPTION_UNKNOWN: 'an unknown option was ignored',
 } as const
 

@@ -51,6 +51,7 @@ export type { FileRulesOptions, FileRulesSource } from './rules/sources/file-rul
 export { fileRules } from './rules/sources/file-rules.js'
 export type { HttpRulesOptions, HttpRulesSource } from './rules/sources/http-rules.js'
 export { httpRules } from './rules/sources/http-rules.js'
+export { canonicalPath } from './rules/canonical-path.js'
 export { parseDuration } from './duration.js'
 
 // Keys

@@ -10,7 +10,11 @@ export type HeaderBag = Readonly<Record<string, string | string[] | undefined>>
 export interface RequestFacts<Req = unknown> {
   /** Upper-case HTTP method. */
   readonly method: string
-  /** Path without the query string. */
+  /**
+   * The path without the query string, as the client sent it. Rules match its canonical form
+   * (`canonicalPath`: no scheme and host, unreserved characters decoded), which the matcher
+   * computes once per distinct path, so adapters need not.
+   */
   readonly path: string
   /** The route pattern (`/users/:id`) when the framework knows it; rules match it before the path. */
   readonly route?: string | undefined

@@ -16,7 +16,11 @@ export class ExpressFacts implements RequestFacts<Request> {
     return this.request.method
   }
 
-  /** The full path, also under a router mounted at a prefix (`req.path` would drop the prefix). */
+  /**
+   * The full path, also under a router mounted at a prefix (`req.path` would drop the prefix).
+   * Passed as sent: the rule matcher reads its canonical form (`canonicalPath`) once per
+   * distinct path, so `POST http://x/login` and `/%6Cogin` meet the rules of `/login`.
+   */
   get path(): string {
     return pathOf(this.request.originalUrl)
   }

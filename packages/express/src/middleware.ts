@@ -1,6 +1,10 @@
 // Uses from @floodgate/core: prepareMount, firstCheck, enforce, routeCost.
 import {
+  appendExposeHeaders,
+  checkExposeHeaders,
   enforce,
+  EXPOSE_HEADERS,
+  exposedHeaderNames,
   firstCheck,
   prepareMount,
   routeCost,
@@ -27,6 +31,13 @@ export interface ExpressRateLimitOptions extends AdapterOptions<Request> {
    */
   readonly onLimited?:
     ((req: Request, res: Response, next: NextFunction, rejection: Rejection) => void) | undefined
+  /**
+   * Add the names of the headers the limiter sends (`RateLimit-Policy`, `RateLimit`,
+   * `Retry-After`, …) to `Access-Control-Expose-Headers`, after any names already there (mount
+   * the `cors` middleware first), so browser scripts on other origins can read them.
+   * @default false
+   */
+  readonly exposeHeaders?: boolean | undefined
 }
 
 /** The middleware, with the limiter it uses (to share it, read counters, or `close()` it). */
@@ -58,8 +69,10 @@ export function rateLimit(
   rules: LimiterInput<Request>,
   options: ExpressRateLimitOptions = {},
 ): RateLimitMiddleware {
-  const mount = prepareMount(rules, options, ['onLimited'])
+  const exposeOn = checkExposeHeaders(options.exposeHeaders)
+  const mount = prepareMount(rules, options, ['onLimited', 'exposeHeaders'])
   const { limiter, settings, warn } = mount
+  const expose = exposeOn ? exposedHeaderNames(settings.draft, settings.shadowHeader) : undefined
   const shouldCheck = firstCheck(mount)
   const { skip, cost } = settings
   const onLimited = options.onLimited
@@ -67,15 +80,26 @@ export function rateLimit(
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.res,
     request: (c) => c.req,
+    // An earlier middleware may have sent the headers already: decide anyway, but write no
+    // header (Node would throw ERR_HTTP_HEADERS_SENT).
+    setHeader: (c, name, value) => {
+      if (!c.res.headersSent) c.res.setHeader(name, value)
+    },
     proceed: (c) => c.next(),
-    reject: onLimited
-      ? (c, rejection) => onLimited(c.req, c.res, c.next, rejection)
-      : (c, rejection) => writeProblem(c.res, rejection),
+    reject: (c, rejection) => {
+      // Too late for a 429: end what the earlier middleware started, without the handler.
+      if (c.res.headersSent) return void (c.res.writableEnded || c.res.end())
+      if (onLimited) onLimited(c.req, c.res, c.next, rejection)
+      else writeProblem(c.res, rejection)
+    },
     abandon: () => {},
   }
 
   const middleware = function rateLimit(req: Request, res: Response, next: NextFunction): void {
     if (skip?.(req) || !shouldCheck(res.locals, req.originalUrl)) return next()
+    if (expose !== undefined && !res.headersSent) {
+      res.setHeader(EXPOSE_HEADERS, appendExposeHeaders(res.getHeader(EXPOSE_HEADERS), expose))
+    }
     const facts = new ExpressFacts(req, routeCost(cost, req, warn))
     const result = enforce(limiter, facts, { req, res, next }, io, settings)
     // Express 4 ignores a returned promise; hand any failure to the error handler ourselves.

@@ -19,6 +19,10 @@ export class FastifyFacts implements RequestFacts<FastifyRequest> {
     return this.request.method
   }
 
+  /**
+   * The path as sent; the rule matcher reads its canonical form (`canonicalPath`) once per
+   * distinct path, so `POST http://x/login` and `/%6Cogin` meet the rules of `/login`.
+   */
   get path(): string {
     const url = this.request.url
     const q = url.indexOf('?')

@@ -1,6 +1,10 @@
 // Uses from @floodgate/core: prepareMount, enforce, routeCost.
 import {
+  appendExposeHeaders,
+  checkExposeHeaders,
   doubleCountGuard,
+  EXPOSE_HEADERS,
+  exposedHeaderNames,
   enforce,
   OptionsError,
   prepareMount,
@@ -55,6 +59,13 @@ export interface FastifyRateLimitOptions extends AdapterOptions<FastifyRequest> 
    * @default true
    */
   readonly limitNotFound?: boolean | undefined
+  /**
+   * Add the names of the headers the limiter sends (`RateLimit-Policy`, `RateLimit`,
+   * `Retry-After`, …) to `Access-Control-Expose-Headers`, after any names already there
+   * (register `@fastify/cors` first), so browser scripts on other origins can read them.
+   * @default false
+   */
+  readonly exposeHeaders?: boolean | undefined
 }
 
 interface Ctx {
@@ -67,7 +78,19 @@ const ROUTE_KEYS = ['cost', 'rules']
 const hooksByLimiter = new WeakMap<object, WeakSet<object>>()
 // Options Fastify itself reads from `register`'s second argument.
 const REGISTER_KEYS = ['prefix', 'logLevel', 'logSerializers']
-const OWN_KEYS = ['rules', 'onLimited', 'limitNotFound', ...REGISTER_KEYS]
+const OWN_KEYS = ['rules', 'onLimited', 'limitNotFound', 'exposeHeaders', ...REGISTER_KEYS]
+
+// Fastify keeps its constructor options under a private symbol; read trustProxy from there,
+// walking up from an encapsulated instance. Undefined when a future Fastify moves it.
+function trustProxyOf(fastify: FastifyInstance): unknown {
+  for (let o: object | null = fastify; o !== null; o = Object.getPrototypeOf(o) as object | null) {
+    const sym = Object.getOwnPropertySymbols(o).find((s) => s.description === 'fastify.options')
+    if (sym)
+      return ((o as Record<symbol, unknown>)[sym] as { trustProxy?: unknown } | undefined)
+        ?.trustProxy
+  }
+  return undefined
+}
 
 function routeName(route: RouteOptions): string {
   return `route ${Array.isArray(route.method) ? route.method.join(',') : route.method} ${route.url}`
@@ -104,6 +127,7 @@ async function floodgate(
       `options.limitNotFound: expected a boolean, got ${JSON.stringify(limitNotFound)}`,
     )
   }
+  const exposeOn = checkExposeHeaders(options.exposeHeaders)
   const {
     limiter,
     owned,
@@ -111,26 +135,43 @@ async function floodgate(
     warn,
   } = prepareMount(options.rules, options, OWN_KEYS, fastify.log)
   if (owned) fastify.addHook('onClose', () => limiter.close())
+  const trustProxy = trustProxyOf(fastify)
+  if (typeof trustProxy === 'number' && trustProxy > 0) {
+    // proxy-addr's hop count is not what Fastify 5 does with a number: it trusts nothing.
+    warn(
+      'FG_WRN_FASTIFY_TRUST_PROXY_COUNT',
+      `trustProxy is ${trustProxy}, which Fastify 5 treats as "trust no proxy": request.ip is the proxy's address and every client behind it shares one bucket; set trustProxy to your proxies' addresses or subnets (e.g. '10.0.0.0/8' or 'loopback')`,
+    )
+  }
   await limiter.ready
   const { skip } = resolved
+  const expose = exposeOn ? exposedHeaderNames(resolved.draft, resolved.shadowHeader) : undefined
   const onLimited = options.onLimited
 
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.reply.raw,
     request: (c) => c.request.raw,
-    setHeader: (c, name, value) => void c.reply.header(name, value),
+    // An earlier hook may have sent the head on the raw response (Fastify's `reply.sent` stays
+    // false then): decide anyway, write no header, and never call reply.send, which would warn
+    // and leave the response unfinished.
+    setHeader: (c, name, value) => {
+      if (!c.reply.raw.headersSent) void c.reply.header(name, value)
+    },
     // reply.header lower-cases every name; ours arrive lower-cased already.
     lowerCaseNames: true,
     proceed: (c) => c.done(),
-    reject: onLimited
-      ? (c, rejection) => onLimited(c.request, c.reply, rejection)
-      : (c, rejection) => {
-          void c.reply
-            .code(rejection.status)
-            .header('content-type', PROBLEM_CONTENT_TYPE)
-            // A string with a content type skips Fastify's serializer: the same bytes, less work.
-            .send(rejection.json)
-        },
+    reject: (c, rejection) => {
+      const reply = c.reply
+      const raw = reply.raw
+      // Too late for a refusal: end what the earlier hook started; the handler does not run.
+      if (raw.headersSent || reply.sent) return void (raw.writableEnded || raw.end())
+      if (onLimited) return onLimited(c.request, reply, rejection)
+      void reply
+        .code(rejection.status)
+        .header('content-type', PROBLEM_CONTENT_TYPE)
+        // A string with a content type skips Fastify's serializer: the same bytes, less work.
+        .send(rejection.json)
+    },
     // Not calling done() ends the lifecycle here: the handler never runs.
     abandon: () => {},
   }
@@ -176,6 +217,12 @@ async function floodgate(
       done: HookHandlerDoneFunction,
     ): void {
       if (skip?.(request)) return done()
+      if (expose !== undefined && !reply.raw.headersSent) {
+        void reply.header(
+          EXPOSE_HEADERS,
+          appendExposeHeaders(reply.getHeader(EXPOSE_HEADERS), expose),
+        )
+      }
       const facts = new FastifyFacts(request, pattern, routeCost(cost, request, warn), routeRules)
       const result = enforce(limiter, facts, { request, reply, done }, io, resolved)
       if (result instanceof Promise) result.catch(done)

@@ -16,7 +16,11 @@ export class KoaFacts implements RequestFacts<Context> {
     return this.request.request.method
   }
 
-  /** The full path, also under koa-mount (which rewrites `ctx.path`). */
+  /**
+   * The full path, also under koa-mount (which rewrites `ctx.path`). Passed as sent: the rule
+   * matcher reads its canonical form (`canonicalPath`) once per distinct path, so
+   * `POST http://x/login` and `/%6Cogin` meet the rules of `/login`.
+   */
   get path(): string {
     return pathOf(this.request.originalUrl)
   }

@@ -1,6 +1,10 @@
 // Uses from @floodgate/core: prepareMount, firstCheck, enforce, routeCost.
 import {
+  appendExposeHeaders,
+  checkExposeHeaders,
   enforce,
+  EXPOSE_HEADERS,
+  exposedHeaderNames,
   firstCheck,
   prepareMount,
   PROBLEM_CONTENT_TYPE,
@@ -23,6 +27,13 @@ export interface KoaRateLimitOptions extends AdapterOptions<Context> {
    * onLimited: (ctx, { status, body }) => { ctx.status = status; ctx.body = { error: body.detail } }
    */
   readonly onLimited?: ((ctx: Context, rejection: Rejection) => void | Promise<void>) | undefined
+  /**
+   * Add the names of the headers the limiter sends (`RateLimit-Policy`, `RateLimit`,
+   * `Retry-After`, …) to `Access-Control-Expose-Headers`, after any names already there (mount
+   * `@koa/cors` first), so browser scripts on other origins can read them.
+   * @default false
+   */
+  readonly exposeHeaders?: boolean | undefined
 }
 
 /** The middleware, with the limiter it uses (to share it, read counters, or `close()` it). */
@@ -52,8 +63,10 @@ export function rateLimit(
   rules: LimiterInput<Context>,
   options: KoaRateLimitOptions = {},
 ): RateLimitMiddleware {
-  const mount = prepareMount(rules, options, ['onLimited'])
+  const exposeOn = checkExposeHeaders(options.exposeHeaders)
+  const mount = prepareMount(rules, options, ['onLimited', 'exposeHeaders'])
   const { limiter, settings, warn } = mount
+  const expose = exposeOn ? exposedHeaderNames(settings.draft, settings.shadowHeader) : undefined
   const shouldCheck = firstCheck(mount)
   const { skip, cost } = settings
   const onLimited = options.onLimited
@@ -62,15 +75,21 @@ export function rateLimit(
   const io: HttpIo<Ctx, void | Promise<void>> = {
     response: (c) => c.ctx.res,
     request: (c) => c.ctx.req,
+    // An earlier middleware may have sent the headers already: decide anyway, but write no
+    // header (Node would throw ERR_HTTP_HEADERS_SENT).
+    setHeader: (c, name, value) => {
+      if (!c.ctx.res.headersSent) c.ctx.res.setHeader(name, value)
+    },
     proceed: (c) => c.next(),
-    reject: onLimited
-      ? (c, rejection) => onLimited(c.ctx, rejection)
-      : ({ ctx }, rejection) => {
-          ctx.status = rejection.status
-          // Set before the body, so Koa keeps it instead of guessing text/plain.
-          ctx.set('Content-Type', PROBLEM_CONTENT_TYPE)
-          ctx.body = rejection.json
-        },
+    reject: ({ ctx }, rejection) => {
+      // Too late for a 429: Koa ends what the earlier middleware started; no handler runs.
+      if (ctx.res.headersSent) return
+      if (onLimited) return onLimited(ctx, rejection)
+      ctx.status = rejection.status
+      // Set before the body, so Koa keeps it instead of guessing text/plain.
+      ctx.set('Content-Type', PROBLEM_CONTENT_TYPE)
+      ctx.body = rejection.json
+    },
     abandon: (c) => {
       // The socket is gone: Koa must not try to write a 404 to it.
       c.ctx.respond = false
@@ -90,6 +109,9 @@ export function rateLimit(
       }
     }
     if (skip?.(ctx) || !shouldCheck(ctx, ctx.originalUrl)) return next()
+    if (expose !== undefined && !ctx.headerSent) {
+      ctx.set(EXPOSE_HEADERS, appendExposeHeaders(ctx.response.get(EXPOSE_HEADERS), expose))
+    }
     const facts = new KoaFacts(ctx, routeCost(cost, ctx, warn))
     return enforce(limiter, facts, { ctx, next }, io, settings) as void | Promise<void>
   }

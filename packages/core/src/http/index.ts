@@ -16,6 +16,12 @@ export {
   type RouteCost,
 } from './adapter-options.js'
 export { CHECKED_BY, doubleCountGuard } from './double-count-guard.js'
+export {
+  appendExposeHeaders,
+  EXPOSE_HEADERS,
+  exposedHeaderNames,
+  checkExposeHeaders,
+} from './expose-headers.js'
 export { firstCheck, pathOf, prepareMount, type Mount } from './mount.js'
 export {
   enforce,

@@ -2,8 +2,10 @@
  * Path patterns as rules write them: `/users/:id`, `/files/*`, `/api/**`. A pattern is a list
  * of segments, each a literal, a parameter (`:name`, one segment), `*` (one segment) or, as
  * the last segment only, `**` (any number of segments, zero included). No regular expression
- * is ever built from a pattern (P28): matching walks segments.
+ * is ever built from a pattern: matching walks segments. Patterns and request paths both go
+ * through {@link canonicalPath} first, so they are compared in one spelling.
  */
+import { canonicalPath } from './canonical-path.js'
 
 /** A segment kind: a literal (lower-cased), ONE (`:name` or `*`) or REST (`**`). */
 export const ONE = 1
@@ -49,23 +51,21 @@ export function checkPathPattern(input: string): { pattern: string } | { error: 
 /** Compiles a pattern already accepted by {@link checkPathPattern}. */
 export function compilePattern(pattern: string): PatternSegment[] {
   if (pattern === '/') return []
-  return pattern
+  return canonicalPath(pattern)
     .slice(1)
     .split('/')
     .map((s) => (s === '**' ? REST : s === '*' || s.startsWith(':') ? ONE : s.toLowerCase()))
 }
 
 /**
- * Splits a request path (or a route pattern) into lower-case segments. A query string or
- * fragment is cut off; empty segments (`//`, a trailing slash) are skipped, so `/a//b/` is
- * `/a/b`: a client must not escape a rule by spelling the path differently.
+ * Splits a request target (or a route pattern) into lower-case segments of its canonical path
+ * ({@link canonicalPath}: no scheme and host, no query string, unreserved characters decoded).
+ * Empty segments (`//`, a trailing slash) are skipped, so `/a//b/` is `/a/b`: a client must not
+ * escape a rule by spelling the path differently.
  */
-export function pathSegments(path: string): string[] {
-  let end = path.length
-  const q = path.indexOf('?')
-  if (q !== -1) end = q
-  const h = path.indexOf('#')
-  if (h !== -1 && h < end) end = h
+export function pathSegments(target: string): string[] {
+  const path = canonicalPath(target)
+  const end = path.length
   const out: string[] = []
   let start = 0
   for (let i = 0; i <= end; i++) {

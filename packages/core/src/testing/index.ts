@@ -23,3 +23,11 @@ export type { ReferenceLimiter, ReferenceModel, ReferenceResult } from './refere
 export { referenceModel, referenceModels } from './reference-models.js'
 export type { AlgorithmVector, VectorStep } from './vectors.js'
 export { vectors } from './vectors.js'
+export type { SpellingRoute, SpellingVariant } from './request-targets.js'
+export {
+  describeSpellingProperty,
+  sendRaw,
+  spellingOf,
+  spellingRoutes,
+  spellingRules,
+} from './request-targets.js'

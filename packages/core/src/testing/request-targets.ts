@@ -1,0 +1,218 @@
+import { connect } from 'node:net'
+import fc from 'fast-check'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createLimiter, type Limiter } from '../limiter.js'
+import type { RuleInput } from '../rules/schema.js'
+
+/** A route of the spelling property's app; the handler answers `{ route, params }` as JSON. */
+export interface SpellingRoute {
+  readonly method: 'GET' | 'POST'
+  /** Route pattern in the `/users/:id` syntax all three frameworks share. */
+  readonly path: string
+}
+
+/** One app configuration of an adapter under the spelling property. */
+export interface SpellingVariant {
+  /** Shown in the test name (`case-sensitive routing`). */
+  readonly name: string
+  /**
+   * Start an app whose handlers answer `200 {"route": <route.path>, "params": <decoded params>}`
+   * as JSON, with the limiter mounted app-wide (Fastify: registered before the routes).
+   * @returns the listening port and a close function
+   */
+  start(
+    limiter: Limiter<never>,
+    routes: readonly SpellingRoute[],
+  ): Promise<{ readonly port: number; close(): Promise<void> }>
+}
+
+/** The routes the spelling property mounts. */
+export const spellingRoutes: readonly SpellingRoute[] = [
+  { method: 'POST', path: '/login' },
+  { method: 'GET', path: '/users/:id' },
+  { method: 'POST', path: '/users/:id' },
+  { method: 'GET', path: '/admin/stats' },
+]
+
+// Limits far above what the property sends: only which rules apply is observed.
+const big = { limit: 1_000_000, window: '1m' } as const
+/** The rules the spelling property decides with: literal, parameter and wildcard paths. */
+export const spellingRules: readonly RuleInput[] = [
+  { id: 'login', match: 'POST /login', ...big },
+  { id: 'me', match: '/users/me', ...big },
+  { id: 'user', match: 'POST /users/:id', ...big },
+  { id: 'admin', match: '/admin/**', ...big },
+  { id: 'all', ...big },
+]
+
+const UNRESERVED = /[A-Za-z0-9._~-]/
+
+function hex(c: string): string {
+  return c.charCodeAt(0).toString(16).padStart(2, '0')
+}
+
+/** A path a request may ask for, before any respelling. */
+const basePath = fc.constantFrom(
+  ['POST', '/login'] as const,
+  ['GET', '/users/me'] as const,
+  ['POST', '/users/me'] as const,
+  ['GET', '/users/42'] as const,
+  ['POST', '/users/a%2Fb'] as const,
+  ['POST', '/users/caf%C3%A9'] as const,
+  ['GET', '/admin/stats'] as const,
+  ['GET', '/nowhere'] as const,
+)
+
+/**
+ * Random spellings of a path: unreserved characters percent-encoded in either hex case, other
+ * encodings in either case, absolute-form, a trailing slash, repeated slashes, dot segments,
+ * upper-case letters, and query strings.
+ */
+export function spellingOf(path: string): fc.Arbitrary<string> {
+  const chars: fc.Arbitrary<string>[] = []
+  for (let i = 0; i < path.length; i++) {
+    const c = path[i]!
+    if (c === '%') {
+      const enc = path.slice(i, i + 3)
+      chars.push(fc.constantFrom(enc.toUpperCase(), enc.toLowerCase()))
+      i += 2
+    } else if (UNRESERVED.test(c)) {
+      const alternatives = [c, `%${hex(c).toUpperCase()}`, `%${hex(c).toLowerCase()}`]
+      if (c.toUpperCase() !== c) alternatives.push(c.toUpperCase())
+      chars.push(fc.constantFrom(...alternatives))
+    } else {
+      chars.push(fc.constant(c))
+    }
+  }
+  return fc
+    .record({
+      chars: fc.tuple(...chars),
+      origin: fc.constantFrom('', '', 'http://x', 'HTTP://example.com:8080'),
+      shape: fc.constantFrom('', '', 'trailing', 'double', 'dot'),
+      query: fc.constantFrom('', '', '?a=1', '?', '?p=/login%2F..'),
+    })
+    .map(({ chars: cs, origin, shape, query }) => {
+      let p = cs.join('')
+      if (shape === 'trailing') p += '/'
+      else if (shape === 'double') p = '/' + p
+      else if (shape === 'dot') p = '/.' + p
+      return origin + p + query
+    })
+}
+
+interface RawResponse {
+  readonly status: number
+  readonly body: string
+}
+
+/** Send a request target byte for byte (client libraries would normalise it). */
+export function sendRaw(port: number, method: string, target: string): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write(
+        `${method} ${target} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+      )
+    })
+    let data = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk: string) => (data += chunk))
+    socket.on('error', reject)
+    socket.on('close', () => {
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0)
+      const head = data.indexOf('\r\n\r\n')
+      let body = head === -1 ? '' : data.slice(head + 4)
+      // Chunked bodies: the JSON answers here are small, one chunk.
+      if (/\r\ntransfer-encoding: chunked/i.test(data.slice(0, head))) {
+        body = body.slice(body.indexOf('\r\n') + 2, body.lastIndexOf('\r\n0\r\n'))
+      }
+      resolve({ status, body })
+    })
+  })
+}
+
+/**
+ * The spelling property, through real HTTP: for any two request targets that reach the same
+ * handler with the same parameters, the same rules apply. Each run sends random spellings of
+ * one path on raw sockets to a real server of the adapter and compares the rule ids the
+ * limiter decided with (seen through `onDecision`).
+ *
+ * @param adapter - shown in the suite name
+ * @param variants - app configurations to run the property against
+ * @param numRuns - fast-check runs per variant
+ */
+export function describeSpellingProperty(
+  adapter: string,
+  variants: readonly SpellingVariant[],
+  numRuns = 40,
+): void {
+  describe(`${adapter}: one rule set for every spelling of a request target`, () => {
+    for (const variant of variants) {
+      describe(variant.name, () => {
+        let last: string[] | undefined
+        const limiter = createLimiter({
+          rules: spellingRules,
+          onDecision: (d) => (last = d.outcomes.map((o) => o.rule.id).sort()),
+        })
+        let app: { readonly port: number; close(): Promise<void> } | undefined
+        beforeAll(async () => {
+          app = await variant.start(limiter, spellingRoutes)
+        })
+        afterAll(async () => {
+          await app?.close()
+          await limiter.close()
+        })
+
+        async function rulesFor(method: string, target: string) {
+          last = undefined
+          const r = await sendRaw(app!.port, method, target)
+          return { ...r, rules: last }
+        }
+
+        it('applies the same rules to every target that reaches the same handler', async () => {
+          await fc.assert(
+            fc.asyncProperty(
+              basePath.chain(([method, path]) =>
+                fc.tuple(
+                  fc.constant(method),
+                  fc.constant(path),
+                  fc.array(spellingOf(path), { minLength: 3, maxLength: 6 }),
+                ),
+              ),
+              async ([method, path, spellings]) => {
+                const byHandler = new Map<string, { target: string; rules: string[] }>()
+                for (const target of [path, ...spellings]) {
+                  const r = await rulesFor(method, target)
+                  if (r.status !== 200) continue
+                  // Every request a handler answered was decided on.
+                  expect(r.rules, `${method} ${target}: no decision`).toBeDefined()
+                  const prior = byHandler.get(r.body)
+                  if (!prior) byHandler.set(r.body, { target, rules: r.rules! })
+                  else {
+                    expect(
+                      r.rules,
+                      `${method} ${target} and ${prior.target} both reached ${r.body}`,
+                    ).toEqual(prior.rules)
+                  }
+                }
+              },
+            ),
+            { numRuns },
+          )
+        })
+
+        it('applies a literal rule under a parameter route to its encoded spelling', async () => {
+          const plain = await rulesFor('POST', '/users/me')
+          const encoded = await rulesFor('POST', '/users/%6De')
+          expect(plain.body).toBe(encoded.body)
+          expect(encoded.rules).toEqual(['all', 'me', 'user'])
+        })
+
+        it('applies a literal rule to an absolute-form target', async () => {
+          const r = await rulesFor('POST', 'http://x/login')
+          expect(r.status).toBe(200)
+          expect(r.rules).toEqual(['all', 'login'])
+        })
+      })
+    }
+  })
+}
