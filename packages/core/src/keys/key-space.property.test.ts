@@ -38,7 +38,7 @@ function keyFn(arity: number, fallbackKey: Rule['fallbackKey']): (i: Input) => s
       headers: {},
       request: input,
     }
-    return fn(facts as RequestFacts)
+    return fn(facts)
   }
 }
 
