@@ -1,7 +1,7 @@
 import { FloodgateError } from '../errors.js'
 import type { RequestFacts } from '../request-facts.js'
 import type { KeyPart, Rule } from '../rules/rule.js'
-import { boundKey } from './hash-key.js'
+import { boundKey, KEY_MARKER } from './hash-key.js'
 import { ipKey } from './ip-key.js'
 
 /**
@@ -24,9 +24,10 @@ export type KeyFn = (facts: RequestFacts) => string | undefined
 
 type PartFn = (facts: RequestFacts) => string | undefined
 
-// Fallback keys carry a prefix no IP, header value or builder output starts with by accident.
-const FALLBACK_IP = '\u0000ip:'
-const SHARED = '\u0000shared'
+// Fallback keys start with the marker and a letter; boundKey escapes every raw key that
+// starts with the marker, so no IP, header value or builder output can equal one.
+const FALLBACK_IP = `${KEY_MARKER}ip:`
+const SHARED = `${KEY_MARKER}shared`
 const SEP = '\u001f'
 
 function text(v: string | number | undefined | null): string | undefined {
@@ -57,7 +58,8 @@ function partFn<Req>(
   if (part.startsWith('header:')) {
     const name = part.slice('header:'.length).toLowerCase()
     return (f) => {
-      const v = f.headers[name]
+      // Own properties only: an inherited `constructor` or polluted prototype is no header.
+      const v = Object.hasOwn(f.headers, name) ? f.headers[name] : undefined
       return typeof v === 'string' ? text(v) : Array.isArray(v) ? text(v.join(',')) : undefined
     }
   }

@@ -95,8 +95,10 @@ class Candidates {
 }
 
 function headerValue(headers: HeaderBag, name: string): string | readonly string[] | undefined {
+  // Own properties only: a plain headers object inherits `constructor`, `toString`, and
+  // whatever a polluted Object.prototype carries; none of those is a header the client sent.
+  if (!Object.hasOwn(headers, name)) return undefined
   const v = headers[name]
-  // Inherited properties (`constructor`) are neither strings nor arrays: treated as absent.
   return typeof v === 'string' || Array.isArray(v) ? v : undefined
 }
 

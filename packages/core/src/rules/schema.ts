@@ -162,16 +162,20 @@ function normaliseMethods(
   return ok ? [...out] : undefined
 }
 
+function isHeaderObject(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false
+  const proto: unknown = Object.getPrototypeOf(v)
+  return proto === Object.prototype || proto === null
+}
+
 const matchObject = z.strictObject(
   {
     methods: list(z.string(err(E.method)), E.methods).optional(),
     paths: list(z.string(err(E.path)), E.paths).optional(),
+    // Checked by hand in the transform: a record schema would copy the object into a plain
+    // `{}` and lose a condition named `__proto__`, turning the rule into a match-everything.
     headers: z
-      .record(
-        z.string(),
-        z.union([z.string(), z.literal(true)], err(E.headerValue)),
-        err(E.headers),
-      )
+      .custom<Readonly<Record<string, string | true>>>(isHeaderObject, err(E.headers))
       .optional(),
     hosts: list(z.string(err(E.host)), E.hosts).optional(),
   },
@@ -205,8 +209,12 @@ const match = z
     let headers: Record<string, string | true> | undefined
     if (value.headers) {
       headers = Object.create(null) as Record<string, string | true>
-      for (const [name, v] of Object.entries(value.headers)) {
-        if (!HEADER_NAME.test(name)) {
+      // Own entries only, read from the caller's object: every name is kept exactly.
+      for (const [name, v] of Object.entries(value.headers) as [string, unknown][]) {
+        if (typeof v !== 'string' && v !== true) {
+          ok = false
+          expected(ctx, E.headerValue, v, ['headers', name])
+        } else if (!HEADER_NAME.test(name)) {
           ok = false
           expected(ctx, "a header name (letters, digits and !#$%&'*+.^_`|~-)", name, [
             'headers',

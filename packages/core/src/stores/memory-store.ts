@@ -11,16 +11,20 @@ import type { ConsumeEntry, RefundEntry, Store } from './store.js'
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
   /**
-   * Hard cap on keys across all rules. Under a flood of random keys the store evicts idle
-   * state first, then state of clients that still have room; a client over its limit is never
-   * evicted. When nothing can be evicted, new keys of a rule share one overflow state.
-   * Kept well below V8's Map ceiling of 2^24 entries (P7).
+   * Hard cap on keys across all rules. Only state that is back to fresh (a client that has
+   * fully recovered and holds no concurrency slot) is ever evicted, so forgetting it cannot
+   * admit anything that keeping it would refuse. When the store is full of state that is not
+   * fresh yet, requests from new keys are refused (fail closed) until some state recovers;
+   * clients that already have state are decided as usual. At most 2^24 - 1, V8's Map ceiling.
    * @default 1_000_000
    */
   readonly maxKeys?: number | undefined
 }
 
-const MAP_CEILING = 2 ** 24 - 1
+/** The largest `maxKeys`: a V8 Map throws a RangeError at 2^24 entries. */
+export const MAX_KEYS_CEILING = 2 ** 24 - 1
+// How soon a new key refused because the store is full is told to come back.
+const STORE_FULL_RETRY_MS = 1000
 // How many entries a new key may inspect, at most, to find room under pressure.
 const PRESSURE_SCAN = 32
 // How many entries each new key sweeps for idle state, so cleanup keeps pace with inserts.
@@ -29,6 +33,9 @@ const SWEEP_PER_INSERT = 2
 // fast-refilling rule is idle between its own requests, and dropping and re-creating its state
 // every time would be pure churn. Under pressure, idle state goes first regardless.
 const SWEEP_GRACE_MS = 60_000
+
+/** Whether a slot is in use by the request being decided, so it must not be evicted. */
+type Pinned = (table: RuleTable, slot: number) => boolean
 
 /**
  * State of one rule: key → slot in a packed Float64Array (a stride of the algorithm's state
@@ -39,7 +46,7 @@ class RuleTable {
   readonly stride: number
   slab: Float64Array
   private readonly freeSlots: number[] = []
-  private nextSlot = 1 // slot 0 is the overflow state shared by keys that found no room
+  private nextSlot = 1 // slot 0 stays fresh: it answers for keys refused because the store is full
   private sweep: Iterator<[string, number]> | undefined
 
   constructor(
@@ -94,19 +101,13 @@ class RuleTable {
     )
   }
 
-  /** Whether evicting the slot could not free a throttled client: it still has room for a unit. */
-  private hasRoom(slot: number, nowMs: number, probe: AlgorithmResult): boolean {
-    this.algorithm.consume(this.slab, slot * this.stride, this.params, 1, nowMs, 0, false, probe)
-    return probe.allowed
-  }
-
   /** Remove up to `budget` idle entries met by the sweep; returns how many were removed. */
-  sweepIdle(budget: number, nowMs: number): number {
+  sweepIdle(budget: number, nowMs: number, pinned: Pinned): number {
     let removed = 0
     for (let i = 0; i < budget; i++) {
       const e = this.nextEntry()
       if (!e) break
-      if (this.isIdle(e[1], nowMs, SWEEP_GRACE_MS)) {
+      if (this.isIdle(e[1], nowMs, SWEEP_GRACE_MS) && !pinned(this, e[1])) {
         this.remove(e[0], e[1])
         removed++
       }
@@ -114,21 +115,22 @@ class RuleTable {
     return removed
   }
 
-  /** Under pressure: evict one idle entry, else one that still has room; false when none found. */
-  evictOne(nowMs: number, probe: AlgorithmResult): boolean {
-    let candidate: [string, number] | undefined
+  /**
+   * Under pressure: evict one entry whose state is back to fresh; false when none found.
+   * State that is not fresh is never evicted, whatever room it has left: a client that
+   * "still has room" for one unit may not have room for what it pays, holds concurrency
+   * slots, or carries debt, and forgetting any of that would admit it afresh.
+   */
+  evictOne(nowMs: number, pinned: Pinned): boolean {
     for (let i = 0; i < PRESSURE_SCAN; i++) {
       const e = this.nextEntry()
       if (!e) break
-      if (this.isIdle(e[1], nowMs)) {
+      if (this.isIdle(e[1], nowMs) && !pinned(this, e[1])) {
         this.remove(e[0], e[1])
         return true
       }
-      if (!candidate && this.hasRoom(e[1], nowMs, probe)) candidate = e
     }
-    if (!candidate) return false
-    this.remove(candidate[0], candidate[1])
-    return true
+    return false
   }
 }
 
@@ -147,20 +149,29 @@ export class MemoryStore implements Store {
   private readonly maxKeys: number
   private readonly tables = new Map<string, RuleTable>()
   private readonly results: AlgorithmResult[] = []
-  private readonly probe = newResult()
   private keyCount = 0
-  private evictions = 0
+  // Slots the request being decided has found or allocated; a later entry of the same
+  // request must not evict them (a freshly allocated slot is idle until committed).
+  private readonly pinTables: RuleTable[] = []
+  private readonly pinSlots: number[] = []
+  private pinCount = 0
+  private readonly pinned: Pinned = (table, slot) => {
+    for (let i = 0; i < this.pinCount; i++) {
+      if (this.pinSlots[i] === slot && this.pinTables[i] === table) return true
+    }
+    return false
+  }
   // One-entry cache of the last rule's table: most requests hit the same rule again.
   private lastRule: CompiledRule | undefined
   private lastTable: RuleTable | undefined
-  /** Requests whose key found no room and shared a rule's overflow state. */
+  /** Requests (and charges) refused or dropped because the store was full of non-fresh state. */
   overflowed = 0
 
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys ?? 1_000_000
-    if (!Number.isInteger(maxKeys) || maxKeys < 1 || maxKeys > MAP_CEILING) {
+    if (!Number.isInteger(maxKeys) || maxKeys < 1 || maxKeys > MAX_KEYS_CEILING) {
       throw new OptionsError(
-        `MemoryStore maxKeys: expected an integer from 1 to ${MAP_CEILING}, got ${String(maxKeys)}`,
+        `MemoryStore maxKeys: expected an integer from 1 to ${MAX_KEYS_CEILING}, got ${String(maxKeys)}`,
       )
     }
     this.maxKeys = maxKeys
@@ -183,36 +194,41 @@ export class MemoryStore implements Store {
     return t
   }
 
+  /** Slot of the key, allocated when new; -1 when the store is full of non-fresh state. */
   private slotFor(t: RuleTable, key: string, nowMs: number): number {
     const found = t.find(key)
     if (found >= 0) return found
-    const swept = t.sweepIdle(SWEEP_PER_INSERT, nowMs)
-    if (swept > 0) {
-      this.keyCount -= swept
-      this.evictions++
-    }
+    this.keyCount -= t.sweepIdle(SWEEP_PER_INSERT, nowMs, this.pinned)
     if (this.keyCount >= this.maxKeys && !this.makeRoom(t, nowMs)) {
       this.overflowed++
-      return 0
+      return -1
     }
     this.keyCount++
     return t.allocate(key)
   }
 
-  /** Evict from the rule's own table first, then from the others. */
+  /** Evict fresh state from the rule's own table first, then from the others. */
   private makeRoom(t: RuleTable, nowMs: number): boolean {
-    this.evictions++
-    if (t.evictOne(nowMs, this.probe)) {
+    if (t.evictOne(nowMs, this.pinned)) {
       this.keyCount--
       return true
     }
     for (const other of this.tables.values()) {
-      if (other !== t && other.evictOne(nowMs, this.probe)) {
+      if (other !== t && other.evictOne(nowMs, this.pinned)) {
         this.keyCount--
         return true
       }
     }
     return false
+  }
+
+  /** The answer to a new key the store has no room for: refused, as a fresh client would look. */
+  private storeFull(t: RuleTable, e: ConsumeEntry, nowMs: number, out: AlgorithmResult): void {
+    t.algorithm.consume(t.slab, 0, t.params, e.cost, nowMs, 0, false, out)
+    out.allowed = false
+    out.waitMs = 0
+    out.remaining = 0
+    out.retryAfterMs = STORE_FULL_RETRY_MS
   }
 
   private result(i: number): AlgorithmResult {
@@ -232,6 +248,10 @@ export class MemoryStore implements Store {
       const e = entries[0]!
       const t = this.table(e.rule)
       const slot = this.slotFor(t, e.key, nowMs)
+      if (slot < 0) {
+        this.storeFull(t, e, nowMs, this.result(0))
+        return this.results
+      }
       t.algorithm.consume(
         t.slab,
         slot * t.stride,
@@ -247,24 +267,40 @@ export class MemoryStore implements Store {
     const tables: RuleTable[] = new Array<RuleTable>(n)
     const slots: number[] = new Array<number>(n)
     let gate = true
-    const evictionsBefore = this.evictions
-    for (let i = 0; i < n; i++) {
-      const e = entries[i]!
-      const t = (tables[i] = this.table(e.rule))
-      const slot = (slots[i] = this.slotFor(t, e.key, nowMs))
-      const r = this.result(i)
-      t.algorithm.consume(t.slab, slot * t.stride, t.params, e.cost, nowMs, e.maxWaitMs, false, r)
-      if (!e.shadow && !r.allowed) gate = false
+    this.pinCount = 0
+    try {
+      for (let i = 0; i < n; i++) {
+        const e = entries[i]!
+        const t = (tables[i] = this.table(e.rule))
+        const slot = (slots[i] = this.slotFor(t, e.key, nowMs))
+        const r = this.result(i)
+        if (slot < 0) {
+          this.storeFull(t, e, nowMs, r)
+        } else {
+          this.pinTables[this.pinCount] = t
+          this.pinSlots[this.pinCount++] = slot
+          t.algorithm.consume(
+            t.slab,
+            slot * t.stride,
+            t.params,
+            e.cost,
+            nowMs,
+            e.maxWaitMs,
+            false,
+            r,
+          )
+        }
+        if (!e.shadow && !r.allowed) gate = false
+      }
+    } finally {
+      this.pinCount = 0
+      this.pinTables.length = 0
     }
     if (!gate) return this.results
-    // A later entry's eviction may have freed an earlier entry's slot: look those up again.
-    const recheck = this.evictions !== evictionsBefore
     for (let i = 0; i < n; i++) {
       const e = entries[i]!
-      if (e.shadow && !this.results[i]!.allowed) continue
+      if (slots[i]! < 0 || (e.shadow && !this.results[i]!.allowed)) continue
       const t = tables[i]!
-      if (recheck && slots[i] !== 0 && t.find(e.key) !== slots[i])
-        slots[i] = this.slotFor(t, e.key, nowMs)
       t.algorithm.consume(
         t.slab,
         slots[i]! * t.stride,
@@ -307,6 +343,9 @@ export class MemoryStore implements Store {
       )
     }
     const slot = this.slotFor(t, key, nowMs)
+    // Full of non-fresh state: this key has no state here, and requests from it are refused
+    // until room frees, so the charge has nothing to add to until then.
+    if (slot < 0) return
     t.algorithm.charge(t.slab, slot * t.stride, t.params, cost, nowMs)
   }
 
