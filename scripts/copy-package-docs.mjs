@@ -12,8 +12,10 @@ if (pages.length === 0) throw new Error('copy-package-docs: name the docs pages 
 
 /** `[label](./page.md#part)` to a page not in `pages`: `label (docs/page.md in the repository)`. */
 export function unlinkUnshipped(markdown, shipped) {
-  return markdown.replace(/\[([^\]]+)\]\((?:\.\/)?([\w-]+\.md)(#[\w-]*)?\)/g, (link, label, page) =>
-    shipped.includes(page) ? link : `${label} (docs/${page} in the Floodgate repository)`,
+  return markdown.replace(
+    /\[([^\]]+)\]\((?:\.\/)?([\w-]+\.md)(#[\w-]*)?\)/g,
+    (link, label, page) =>
+      shipped.includes(page) ? link : `${label} (docs/${page} in the Floodgate repository)`,
   )
 }
 
