@@ -33,7 +33,7 @@ if (!available && process.env.CI === 'true') {
   throw new Error(`Redis is required under CI but ${redisUrl.href} did not answer`)
 }
 
-describe.concurrent.skipIf(!available).each([5, 6])('ioredis %i', (major) => {
+describe.skipIf(!available).concurrent.each([5, 6])('ioredis %i', (major) => {
   it('npm installs it beside the packed @floodgate/redis without a peer warning, and the store decides through Redis', async () => {
     const dir = join(packs.temp, `ioredis-${major}`)
     await mkdir(dir)
