@@ -2,42 +2,21 @@
 // sources), linted by publint and attw, installed from the tarballs into one throwaway project
 // (dependencies and peers from the npm registry, @floodgate/* only from the tarballs), then
 // loaded with import() and require() and compiled by tsc under node16 (ESM and CJS) and bundler.
-import { execFile } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import {
-  copyFile,
-  mkdir,
-  mkdtemp,
-  readdir,
-  readFile,
-  realpath,
-  rm,
-  writeFile,
-} from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { copyFile, mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { publint } from 'publint'
 import { formatMessage } from 'publint/utils'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, inject, it } from 'vitest'
+import { nodeBinary, otherNodeVersions } from './node-binaries.js'
+import { type Manifest, packOf, publishedPackages, root } from './packs.js'
+import { readmeSnippets, snippetModule } from './readme-snippets.js'
+import { type Run, run, runOk } from './run.js'
 
-const root = fileURLToPath(new URL('../../', import.meta.url))
 const fixtures = fileURLToPath(new URL('./consumer/', import.meta.url))
 const bin = (name: string): string => join(root, 'node_modules', '.bin', name)
-
-interface Manifest {
-  readonly name: string
-  readonly private?: boolean
-  readonly main?: string
-  readonly bin?: Readonly<Record<string, string>>
-  readonly files?: readonly string[]
-  readonly packageManager?: string
-  readonly exports?: Readonly<Record<string, string | Readonly<Record<string, unknown>>>>
-  readonly dependencies?: Readonly<Record<string, string>>
-  readonly peerDependencies?: Readonly<Record<string, string>>
-  readonly devDependencies?: Readonly<Record<string, string>>
-}
 
 /** One published package: its directory, manifest and entry points. */
 interface Published {
@@ -53,30 +32,6 @@ interface Entry {
   readonly subpath: string
   /** False for an entry published without a `require` condition (ESM only). */
   readonly requirable: boolean
-}
-
-interface Run {
-  readonly code: number
-  readonly output: string
-}
-
-/** Runs a command to its end; a non-zero exit is a result, not an exception. */
-function run(file: string, args: readonly string[], cwd: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    execFile(file, args, { cwd, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : undefined
-      if (code === undefined) reject(err ?? new Error(`${file} did not start`))
-      else resolve({ code, output: `${stdout}${stderr}` })
-    })
-  })
-}
-
-async function runOk(file: string, args: readonly string[], cwd: string): Promise<string> {
-  const result = await run(file, args, cwd)
-  if (result.code !== 0) {
-    throw new Error(`${file} ${args.join(' ')} exited ${result.code}:\n${result.output}`)
-  }
-  return result.output
 }
 
 const readJson = async <T>(path: string): Promise<T> =>
@@ -99,60 +54,16 @@ function entriesOf(manifest: Manifest): Entry[] {
 }
 
 // Found at collection time, so each package gets its own tests.
-const published: readonly Published[] = readdirSync(join(root, 'packages'))
-  .map((d) => join(root, 'packages', d))
-  .map((dir) => ({
-    dir,
-    manifest: JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as Manifest,
-  }))
-  .filter(({ manifest }) => manifest.private !== true)
-  .map(({ dir, manifest }) => ({
-    name: manifest.name,
-    dir,
-    manifest,
-    entries: entriesOf(manifest),
-  }))
+const published: readonly Published[] = publishedPackages.map(({ dir, manifest }) => ({
+  name: manifest.name,
+  dir,
+  manifest,
+  entries: entriesOf(manifest),
+}))
 
-let temp = ''
-/** Package name to the tarball `pnpm pack` made of it and the paths in it. */
-const tarballs = new Map<string, { filename: string; files: readonly string[] }>()
-
-const packOf = (name: string): { filename: string; files: readonly string[] } => {
-  const pack = tarballs.get(name)
-  if (pack === undefined) throw new Error(`pnpm pack made no tarball of ${name}`)
-  return pack
-}
-const tarballOf = (name: string): string => packOf(name).filename
-
-beforeAll(async () => {
-  for (const { dir, manifest } of published) {
-    if (manifest.main === undefined || !existsSync(join(dir, manifest.main))) {
-      throw new Error(`${manifest.name} has no ${manifest.main ?? 'main'}: run pnpm build first`)
-    }
-  }
-  temp = await mkdtemp(join(tmpdir(), 'floodgate-packed-'))
-  const out = await runOk(
-    'pnpm',
-    [
-      '--recursive',
-      '--filter',
-      './packages/*',
-      'pack',
-      '--pack-destination',
-      join(temp, 'tarballs'),
-      '--json',
-    ],
-    root,
-  )
-  type PackJson = { name: string; filename: string; files: { path: string }[] }[]
-  for (const { name, filename, files } of JSON.parse(out) as PackJson) {
-    tarballs.set(name, { filename, files: files.map((f) => f.path) })
-  }
-})
-
-afterAll(async () => {
-  if (temp !== '') await rm(temp, { recursive: true, force: true })
-})
+const packs = inject('packs')
+const temp = packs.temp
+const tarballOf = (name: string): string => packOf(packs, name).filename
 
 let installed: Promise<string> | undefined
 
@@ -202,13 +113,20 @@ function consumer(): Promise<string> {
     ] as const) {
       for (const to of copies) await copyFile(join(dir, from), join(dir, to))
     }
+    // The READMEs' TypeScript blocks, each a module of its own, compiled as written, in the
+    // node16 program (one tsc run fewer).
+    const snippets = readmeSnippets()
+    const readmeFiles = snippets.map((_, i) => `readme-${i + 1}.mts`)
+    for (const [i, snippet] of snippets.entries()) {
+      await writeFile(join(dir, readmeFiles[i]!), snippetModule(snippet))
+    }
     const compilerOptions = { target: 'es2022', strict: true, noEmit: true, types: ['node'] }
     await writeFile(
       join(dir, 'tsconfig.node16.json'),
       JSON.stringify({
         // skipLibCheck: checking every dependency's declarations too takes ~4x as long.
         compilerOptions: { ...compilerOptions, module: 'node16', moduleResolution: 'node16' },
-        files: ['types.mts', 'types.cts', 'testing.mts'],
+        files: ['types.mts', 'types.cts', 'testing.mts', ...readmeFiles],
       }),
     )
     await writeFile(
@@ -232,15 +150,20 @@ function consumer(): Promise<string> {
 type LoadResults = Record<string, { code?: string; message: string } | null>
 const loads = new Map<string, Promise<LoadResults>>()
 
-/** Loads every entry point through `runner` (import.mjs or require.cjs) in one process. */
-function load(runner: 'import.mjs' | 'require.cjs'): Promise<LoadResults> {
-  let results = loads.get(runner)
+/**
+ * Loads every entry point through `runner` (import.mjs or require.cjs) in one process of
+ * `version` of Node.js (by default the one running the tests).
+ */
+function load(runner: 'import.mjs' | 'require.cjs', version?: string): Promise<LoadResults> {
+  const key = `${runner} ${version ?? 'current'}`
+  let results = loads.get(key)
   if (results === undefined) {
     const specifiers = published.flatMap((p) => p.entries.map((e) => e.specifier))
-    results = consumer()
-      .then((dir) => runOk(process.execPath, [runner, ...specifiers], dir))
+    const node = version === undefined ? Promise.resolve(process.execPath) : nodeBinary(version)
+    results = Promise.all([consumer(), node])
+      .then(([dir, binary]) => runOk(binary, [runner, ...specifiers], dir))
       .then((out) => JSON.parse(out) as LoadResults)
-    loads.set(runner, results)
+    loads.set(key, results)
   }
   return results
 }
@@ -263,7 +186,7 @@ function tsc(config: 'node16' | 'bundler'): Promise<Run> {
 
 describe.concurrent.each(published)('$name, packed', ({ name, manifest, entries }) => {
   it('packs something under every path its `files` field names', () => {
-    const { files } = packOf(name)
+    const { files } = packOf(packs, name)
     // Plain paths only: `!` entries exclude, globs may rightly match nothing today.
     for (const path of (manifest.files ?? []).filter((f) => !/[!*?]/.test(f))) {
       expect(
@@ -353,5 +276,37 @@ describe.concurrent('consumers of the packed packages', () => {
     const result = await tsc('bundler')
     expect(result.output).toBe('')
     expect(result.code).toBe(0)
+  })
+})
+
+describe.concurrent('the READMEs', () => {
+  it('have TypeScript blocks, every one compiled by the next test', () => {
+    expect(readmeSnippets().length).toBeGreaterThan(10)
+  })
+
+  it('TypeScript blocks compile against the packed packages (strict, module node16)', async () => {
+    const result = await tsc('node16')
+    // readme-<n>.mts starts with the README line of its block: `// README.md:63`.
+    expect(result.output.split('\n').filter((l) => l.startsWith('readme-'))).toEqual([])
+  })
+})
+
+// The README promises Node 20, 22 and 24: the same import()/require() checks, run by the
+// official binaries of the other majors.
+describe.concurrent.each(otherNodeVersions)('under Node %s', (version) => {
+  const specifiers = published.flatMap((p) => p.entries)
+
+  it('every entry point loads with import() and works', async () => {
+    expect(await load('import.mjs', version)).toEqual(
+      Object.fromEntries(specifiers.map((e) => [e.specifier, null])),
+    )
+  })
+
+  it('every CJS entry point loads with require() and works; ESM-only ones are refused', async () => {
+    const results = await load('require.cjs', version)
+    for (const { specifier, requirable } of specifiers) {
+      if (requirable) expect(results[specifier], specifier).toBeNull()
+      else expect(results[specifier]?.code, specifier).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED')
+    }
   })
 })

@@ -28,6 +28,11 @@ describe('@floodgate/rules-service', () => {
       bin: Record<string, string>
     }
     expect(pkg.files).toContain('admin')
-    expect(pkg.bin).toEqual({ 'floodgate-rules': './dist/cli.js' })
+    expect(pkg.files).toContain('bin')
+    // A committed shim that imports the built CLI: the link exists before the first build.
+    expect(pkg.bin).toEqual({ 'floodgate-rules': './bin/floodgate-rules.js' })
+    expect(readFileSync(new URL('../bin/floodgate-rules.js', import.meta.url), 'utf8')).toContain(
+      "import '../dist/cli.js'",
+    )
   })
 })
