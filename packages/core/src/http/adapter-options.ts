@@ -1,7 +1,7 @@
 import { OptionsError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { Decision } from '../decision.js'
-import type { LimiterOptions } from '../limiter.js'
+import type { LimiterOptions } from '../limiter-types.js'
 
 /**
  * Which rate-limit headers an adapter writes: `true` means `'ietf'` (`RateLimit-Policy` and

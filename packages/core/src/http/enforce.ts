@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Decision } from '../decision.js'
-import { formatHeaders, type FormatHeadersOptions } from '../headers.js'
+import { formatHeaders, retryAfterSeconds, type FormatHeadersOptions } from './headers.js'
 import type { RequestFacts } from '../request-facts.js'
 import type { Rejection } from './adapter-options.js'
-import { retryAfterSeconds } from '../headers.js'
 import { PROBLEM_CONTENT_TYPE, serializedProblem } from './problem-details.js'
 import { limitField, policyField } from './rate-limit-fields.js'
 

@@ -1,5 +1,5 @@
-import type { Decision } from './decision.js'
-import { limitField, policyField, seconds } from './http/rate-limit-fields.js'
+import type { Decision } from '../decision.js'
+import { limitField, policyField, seconds } from './rate-limit-fields.js'
 
 /**
  * Which rate-limit header fields to send.
