@@ -23,6 +23,26 @@ export const NO_RULES: Decision = baseDecision(false)
 /** The decision when the store failed: allowed, unjudged. */
 export const FAILED_OPEN: Decision = baseDecision(true)
 
+const isCount = (v: unknown): boolean => typeof v === 'number' && v >= 0 && v <= Number.MAX_VALUE
+
+/**
+ * Whether a store's answer is one well-formed result per entry: a boolean verdict and finite,
+ * non-negative numbers. Anything else (a broken or hostile store) makes the request fail open
+ * instead of reaching the decision or a header.
+ */
+export function validResults(results: unknown, n: number): results is readonly AlgorithmResult[] {
+  if (!Array.isArray(results) || results.length !== n) return false
+  for (let i = 0; i < n; i++) {
+    const r: unknown = results[i]
+    if (typeof r !== 'object' || r === null) return false
+    const a = r as AlgorithmResult
+    if (typeof a.allowed !== 'boolean') return false
+    if (!isCount(a.limit) || !isCount(a.remaining) || !isCount(a.resetMs)) return false
+    if (!isCount(a.retryAfterMs) || !isCount(a.waitMs)) return false
+  }
+  return true
+}
+
 /**
  * Combine the store's per-rule results into one decision: every enforced rule must admit
  * (all-or-nothing); shadow rules are reported but never refuse. Counts each rule's outcome.
@@ -72,6 +92,17 @@ export function judge(entries: readonly Entry[], results: readonly AlgorithmResu
     const over = entries[refusing]!.rule.rule.onLimit
     action = drop ? 'drop' : 'reject'
     status = over.action === 'reject' ? over.status : 429
+  }
+  if (!gate) {
+    // Nothing was charged (all-or-nothing): the rules that would have admitted report what
+    // remains before this request, not after it.
+    for (let i = 0; i < n; i++) {
+      const o = outcomes[i]!
+      // A queued rule's reservation was not taken either, but its wait says it had no unit left.
+      if (o.shadow || !o.allowed || o.waitMs > 0) continue
+      const before = Math.min(o.limit, o.remaining + entries[i]!.cost)
+      outcomes[i] = { ...o, remaining: before }
+    }
   }
   const main = decider >= 0 ? outcomes[decider]! : undefined
   const decision: Decision = {

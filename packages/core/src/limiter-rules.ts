@@ -1,3 +1,4 @@
+import { RulesValidationError } from './errors.js'
 import { compileKey, type KeyBuilders, type KeyFn } from './keys/build-key.js'
 import { zeroCounts, type DecisionCounts } from './limiter-counters.js'
 import { compileRules as compileRuleSet } from './rules/compile-rules.js'
@@ -62,6 +63,7 @@ export class RuleRegistry<Req> {
   /** Swap in a rule set. A store that refuses it (retain throws) leaves the old set in force. */
   install(rules: readonly Rule[]): void {
     const next = this.prepare(rules, 'rules')
+    for (const set of this.routeSets) refuseClashes(next, set, 'a route rule set (routeRules)')
     if (this.store.retain) this.store.retain(stateIds([next, ...this.routeSets]))
     this.compiled = next
   }
@@ -69,6 +71,7 @@ export class RuleRegistry<Req> {
   /** Compile a route's extra rules at startup. */
   addRouteSet(rules: readonly Rule[]): CompiledRules {
     const set = this.prepare(rules, 'routeRules')
+    refuseClashes(set, this.compiled, 'the global rules')
     // The store may refuse a rule (SyncedStore shares only some algorithms): at startup, not
     // on the route's first request.
     if (this.store.retain) this.store.retain(stateIds([this.compiled, ...this.routeSets, set]))
@@ -91,4 +94,19 @@ function stateIds(sets: readonly CompiledRules[]): Set<string> {
   const ids = new Set<string>()
   for (const set of sets) for (const c of set.rules) ids.add(c.stateId)
   return ids
+}
+
+/**
+ * Global rules and a route's rules apply together; one id in both would charge one state
+ * twice and break all-or-nothing, so such a set is refused.
+ */
+function refuseClashes(set: CompiledRules, other: CompiledRules, otherName: string): void {
+  const ids = new Set(other.rules.map((c) => c.rule.id))
+  const issues: string[] = []
+  set.rules.forEach((c, i) => {
+    if (ids.has(c.rule.id)) {
+      issues.push(`rules[${i}].id: ${JSON.stringify(c.rule.id)} is also an id in ${otherName}`)
+    }
+  })
+  if (issues.length > 0) throw new RulesValidationError(issues)
 }

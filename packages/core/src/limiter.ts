@@ -1,10 +1,10 @@
 import type { AlgorithmResult } from './algorithms/algorithm.js'
 import { turnClock, type Clock } from './clock.js'
 import type { Decision } from './decision.js'
-import { OptionsError } from './errors.js'
+import { FloodgateError, OptionsError } from './errors.js'
 import { addCounts, zeroCounts, type CountersSnapshot } from './limiter-counters.js'
 import { withinDeadline } from './limiter-deadline.js'
-import { FAILED_OPEN, NO_RULES, judge } from './limiter-decide.js'
+import { FAILED_OPEN, NO_RULES, judge, validResults } from './limiter-decide.js'
 import { refundOf, type Entry } from './limiter-entry.js'
 import { FailOpenLog } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
@@ -31,7 +31,26 @@ function isRulesSource(x: unknown): x is RulesSource {
 }
 
 function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
-  return typeof (x as { then?: unknown }).then === 'function'
+  return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
+}
+
+/** A unit count the store can charge: a finite, non-negative number. */
+function isCost(v: unknown): v is number {
+  return typeof v === 'number' && v >= 0 && v <= Number.MAX_VALUE
+}
+
+function describe(v: unknown): string {
+  if (Array.isArray(v)) return `an array of ${v.length}`
+  return v === null ? 'null' : typeof v
+}
+
+type FailOpenCode = 'FG_WRN_STORE_FAILED_OPEN' | 'FG_WRN_COST_INVALID' | 'FG_WRN_CHECK_FAILED_OPEN'
+
+const FAIL_OPEN_MESSAGES: Record<FailOpenCode, string> = {
+  FG_WRN_STORE_FAILED_OPEN: 'store failed; request passed unjudged (fail-open)',
+  FG_WRN_COST_INVALID:
+    'request cost is not a finite, non-negative number; request passed uncounted (fail-open)',
+  FG_WRN_CHECK_FAILED_OPEN: 'check() failed outside the store; request passed unjudged (fail-open)',
 }
 
 function positiveInt(name: string, v: number | undefined, def: number, max = 2 ** 31 - 1): number {
@@ -138,6 +157,16 @@ class LimiterEngine<Req> implements Limiter<Req> {
   // ---- the hot path -------------------------------------------------------------------
 
   check(facts: RequestFacts<Req>): Decision | Promise<Decision> {
+    // check() never throws: whatever goes wrong outside the store (hostile facts, a key builder
+    // that throws) lets the request pass unjudged, like a store failure.
+    try {
+      return this.judgeRequest(facts)
+    } catch (err) {
+      return this.failOpen(err, [], facts, 'FG_WRN_CHECK_FAILED_OPEN')
+    }
+  }
+
+  private judgeRequest(facts: RequestFacts<Req>): Decision | Promise<Decision> {
     const registry = this.registry
     const matched = registry.compiled.match(facts)
     let rts = matched.length === 0 ? undefined : registry.runtimesFor(matched)
@@ -150,12 +179,29 @@ class LimiterEngine<Req> implements Limiter<Req> {
     }
     if (!rts) return this.report(NO_RULES, facts)
 
+    const routeCost: unknown = facts.cost === undefined ? 1 : facts.cost
+    if (!isCost(routeCost)) {
+      // Counting it would refund (negative) or poison the state (NaN, Infinity): refuse to count.
+      return this.failOpen(undefined, [], facts, 'FG_WRN_COST_INVALID', { cost: routeCost })
+    }
+
     // A synchronous store keeps nothing past its call: reuse the entry objects.
     const reuse = this.store.synchronous === true && !this.busy
     const entries: Entry[] = reuse ? this.scratch : []
-    const n = this.fillEntries(entries, rts, facts, reuse)
+    let n: number
+    try {
+      n = this.fillEntries(entries, rts, facts, routeCost, reuse)
+    } catch (err) {
+      return this.failOpen(err, [], facts, 'FG_WRN_CHECK_FAILED_OPEN')
+    }
     if (n === 0) return this.report(NO_RULES, facts)
     if (entries.length !== n) entries.length = n
+    for (let i = 0; i < n; i++) {
+      const cost = entries[i]!.cost
+      if (!isCost(cost)) {
+        return this.failOpen(undefined, entries, facts, 'FG_WRN_COST_INVALID', { cost })
+      }
+    }
 
     let results: readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
     try {
@@ -166,7 +212,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
     if (isThenable(results)) {
       // A store that broke its `synchronous` promise must not see its entries reused.
       const own = reuse ? entries.map((e) => ({ ...e })) : entries
-      return withinDeadline(results, this.timeoutMs, this.storeKeepsDeadline, {
+      // Promise.resolve turns a foreign thenable into a promise that cannot throw at us.
+      return withinDeadline(Promise.resolve(results), this.timeoutMs, this.storeKeepsDeadline, {
         answered: (r) => this.decide(own, r, facts),
         failed: (err) => this.failOpen(err, own, facts),
         late: (r) => this.undoLateAnswer(own, r),
@@ -186,13 +233,24 @@ class LimiterEngine<Req> implements Limiter<Req> {
     entries: Entry[],
     rts: readonly RuleRuntime[],
     facts: RequestFacts<Req>,
+    routeCost: number,
     reuse: boolean,
   ): number {
     let n = 0
-    const routeCost = facts.cost ?? 1
     for (let i = 0; i < rts.length; i++) {
       const rt = rts[i]!
-      const key = rt.keyFn(facts)
+      let key: string | undefined
+      try {
+        key = rt.keyFn(facts)
+      } catch (err) {
+        // Give back the queue places this request took so far; stale scratch entries past n
+        // belong to earlier requests.
+        for (let j = 0; j < n; j++) {
+          const place = entries[j]!.place
+          if (place !== undefined) this.holdings.leavePlace(place)
+        }
+        throw err
+      }
       if (key === undefined) continue
       const rule = rt.compiled.rule
       let maxWaitMs = 0
@@ -224,6 +282,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
    * the concurrency slots it recorded, or they would stay taken until their lease expires.
    */
   private undoLateAnswer(entries: Entry[], results: readonly AlgorithmResult[]): void {
+    if (!validResults(results, entries.length)) return
     const slots = entries
       .filter((e, i) => e.rule.algorithm.name === 'concurrency' && results[i]?.allowed === true)
       .map(refundOf)
@@ -237,6 +296,13 @@ class LimiterEngine<Req> implements Limiter<Req> {
     results: readonly AlgorithmResult[],
     facts: RequestFacts<Req>,
   ): Decision {
+    if (!validResults(results, entries.length)) {
+      const err = new FloodgateError(
+        'FG_ERR_STORE_ANSWER_INVALID',
+        `store answered ${describe(results)} for ${entries.length} entries; expected one result per entry`,
+      )
+      return this.failOpen(err, entries, facts)
+    }
     const decision = judge(entries, results)
     this.holdings.settle(decision, entries)
     return this.report(decision, facts)
@@ -259,15 +325,22 @@ class LimiterEngine<Req> implements Limiter<Req> {
     return decision
   }
 
-  private failOpen(err: unknown, entries: Entry[], facts: RequestFacts<Req>): Decision {
+  /** Let the request pass unjudged: free the queue places taken, count it, log (throttled). */
+  private failOpen(
+    err: unknown,
+    entries: readonly Entry[],
+    facts: RequestFacts<Req>,
+    code: FailOpenCode = 'FG_WRN_STORE_FAILED_OPEN',
+    fields?: Record<string, unknown>,
+  ): Decision {
     for (const e of entries) {
       e.rt.counts.failedOpen++
-      if (e.place !== undefined) this.holdings.leavePlace(e.place)
+      if (e.place !== undefined) {
+        this.holdings.leavePlace(e.place)
+        e.place = undefined
+      }
     }
-    this.failOpenLog.warn(
-      { err, code: 'FG_WRN_STORE_FAILED_OPEN' },
-      'store failed; request passed unjudged (fail-open)',
-    )
+    this.failOpenLog.warn({ err, code, ...fields }, FAIL_OPEN_MESSAGES[code])
     return this.report(FAILED_OPEN, facts)
   }
 
