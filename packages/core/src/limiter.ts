@@ -1,7 +1,7 @@
 import type { AlgorithmResult } from './algorithms/algorithm.js'
 import { turnClock, type Clock } from './clock.js'
 import type { Decision } from './decision.js'
-import { FloodgateError, OptionsError } from './errors.js'
+import { FloodgateError } from './errors.js'
 import { addCounts, zeroCounts, type CountersSnapshot } from './limiter-counters.js'
 import { withinDeadline } from './limiter-deadline.js'
 import { FAILED_OPEN, NO_RULES, judge, validResults } from './limiter-decide.js'
@@ -10,6 +10,15 @@ import { FailOpenLog } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
 import { RuleRegistry, type RuleRuntime } from './limiter-rules.js'
 import { scopeLogger, type Logger } from './logger.js'
+import {
+  checkFunction,
+  checkFunctionMap,
+  checkLogger,
+  checkMethods,
+  checkObject,
+  checkPositiveInt,
+  optionError,
+} from './options/checks.js'
 import type { RequestFacts } from './request-facts.js'
 import type { CompiledRules } from './rules/compiled-rules.js'
 import type { Rule } from './rules/rule.js'
@@ -53,14 +62,6 @@ const FAIL_OPEN_MESSAGES: Record<FailOpenCode, string> = {
   FG_WRN_CHECK_FAILED_OPEN: 'check() failed outside the store; request passed unjudged (fail-open)',
 }
 
-function positiveInt(name: string, v: number | undefined, def: number, max = 2 ** 31 - 1): number {
-  if (v === undefined) return def
-  if (!Number.isInteger(v) || v < 1 || v > max) {
-    throw new OptionsError(`${name}: expected an integer from 1 to ${max}, got ${String(v)}`)
-  }
-  return v
-}
-
 /**
  * Create a limiter.
  *
@@ -96,26 +97,31 @@ class LimiterEngine<Req> implements Limiter<Req> {
   readonly ready: Promise<void>
 
   constructor(options: LimiterOptions<Req>) {
-    this.store = options.store ?? new MemoryStore()
-    this.clock = options.clock ?? turnClock
-    this.timeoutMs = positiveInt('timeoutMs', options.timeoutMs, 50)
+    checkObject('options', options)
+    const o = options ?? {}
+    this.store = o.store ?? new MemoryStore()
+    checkMethods('store', this.store, ['consume', 'refund'])
+    this.clock = checkFunction('clock', o.clock) ?? turnClock
+    this.timeoutMs = checkPositiveInt('timeoutMs', o.timeoutMs, 50)
     const bound = this.store.settlesWithinMs
-    this.storeKeepsDeadline = bound !== undefined && bound <= this.timeoutMs
-    const ipv6Subnet = positiveInt('ipv6Subnet', options.ipv6Subnet, 64, 128)
-    const failOpenLogIntervalMs = positiveInt(
+    this.storeKeepsDeadline = typeof bound === 'number' && bound <= this.timeoutMs
+    const ipv6Subnet = checkPositiveInt('ipv6Subnet', o.ipv6Subnet, 64, 128)
+    const failOpenLogIntervalMs = checkPositiveInt(
       'failOpenLogIntervalMs',
-      options.failOpenLogIntervalMs,
+      o.failOpenLogIntervalMs,
       10_000,
     )
-    this.logger = scopeLogger(options.logger)
-    this.onDecision = options.onDecision
-    if (typeof this.store.consume !== 'function') {
-      throw new OptionsError('store: expected an object with a consume() method')
+    checkLogger('logger', o.logger)
+    this.logger = scopeLogger(o.logger)
+    this.onDecision = checkFunction('onDecision', o.onDecision)
+    checkFunctionMap('keys', o.keys)
+    const rules: unknown = o.rules
+    if (rules !== undefined && !Array.isArray(rules) && !isRulesSource(rules)) {
+      throw optionError('rules', 'an array of rules or a RulesSource', rules)
     }
-    this.registry = new RuleRegistry(this.store, options.keys ?? {}, ipv6Subnet)
+    this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet)
     this.holdings = new Holdings(this.store, this.clock, this.logger)
     this.failOpenLog = new FailOpenLog(this.logger, this.clock, failOpenLogIntervalMs)
-    const rules = options.rules
     if (isRulesSource(rules)) {
       this.source = rules
       this.ready = rules.start(
