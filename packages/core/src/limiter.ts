@@ -5,10 +5,10 @@ import { FloodgateError } from './errors.js'
 import { addCounts, zeroCounts, type CountersSnapshot } from './limiter-counters.js'
 import { withinDeadline } from './limiter-deadline.js'
 import { FAILED_OPEN, NO_RULES, judge, validResults } from './limiter-decide.js'
-import { refundOf, type Entry } from './limiter-entry.js'
-import { FailOpenLog } from './limiter-fail-open-log.js'
+import { describeAnswer, fillEntries, isCost, refundOf, type Entry } from './limiter-entry.js'
+import { FAIL_OPEN_MESSAGES, FailOpenLog, type FailOpenCode } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
-import { RuleRegistry, type RuleRuntime } from './limiter-rules.js'
+import { RuleRegistry } from './limiter-rules.js'
 import { scopeLogger, type Logger } from './logger.js'
 import {
   checkFunction,
@@ -41,25 +41,6 @@ function isRulesSource(x: unknown): x is RulesSource {
 
 function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
   return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
-}
-
-/** A unit count the store can charge: a finite, non-negative number. */
-function isCost(v: unknown): v is number {
-  return typeof v === 'number' && v >= 0 && v <= Number.MAX_VALUE
-}
-
-function describe(v: unknown): string {
-  if (Array.isArray(v)) return `an array of ${v.length}`
-  return v === null ? 'null' : typeof v
-}
-
-type FailOpenCode = 'FG_WRN_STORE_FAILED_OPEN' | 'FG_WRN_COST_INVALID' | 'FG_WRN_CHECK_FAILED_OPEN'
-
-const FAIL_OPEN_MESSAGES: Record<FailOpenCode, string> = {
-  FG_WRN_STORE_FAILED_OPEN: 'store failed; request passed unjudged (fail-open)',
-  FG_WRN_COST_INVALID:
-    'request cost is not a finite, non-negative number; request passed uncounted (fail-open)',
-  FG_WRN_CHECK_FAILED_OPEN: 'check() failed outside the store; request passed unjudged (fail-open)',
 }
 
 /**
@@ -196,7 +177,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     const entries: Entry[] = reuse ? this.scratch : []
     let n: number
     try {
-      n = this.fillEntries(entries, rts, facts, routeCost, reuse)
+      n = fillEntries(entries, rts, facts, routeCost, reuse, this.holdings)
     } catch (err) {
       return this.failOpen(err, [], facts, 'FG_WRN_CHECK_FAILED_OPEN')
     }
@@ -234,55 +215,6 @@ class LimiterEngine<Req> implements Limiter<Req> {
     }
   }
 
-  /** One store entry per rule that has a key for this request; returns how many. */
-  private fillEntries(
-    entries: Entry[],
-    rts: readonly RuleRuntime[],
-    facts: RequestFacts<Req>,
-    routeCost: number,
-    reuse: boolean,
-  ): number {
-    let n = 0
-    for (let i = 0; i < rts.length; i++) {
-      const rt = rts[i]!
-      let key: string | undefined
-      try {
-        key = rt.keyFn(facts)
-      } catch (err) {
-        // Give back the queue places this request took so far; stale scratch entries past n
-        // belong to earlier requests.
-        for (let j = 0; j < n; j++) {
-          const place = entries[j]!.place
-          if (place !== undefined) this.holdings.leavePlace(place)
-        }
-        throw err
-      }
-      if (key === undefined) continue
-      const rule = rt.compiled.rule
-      let maxWaitMs = 0
-      let place: string | undefined
-      if (rule.onLimit.action === 'queue') {
-        place = this.holdings.takePlace(rt.compiled, key, rule.onLimit.maxQueue)
-        if (place !== undefined) maxWaitMs = rule.onLimit.maxWaitMs
-      }
-      const cost = rule.cost * routeCost
-      const e = entries[n]
-      if (reuse && e) {
-        e.rule = rt.compiled
-        e.key = key
-        e.cost = cost
-        e.maxWaitMs = maxWaitMs
-        e.shadow = rule.shadow
-        e.rt = rt
-        e.place = place
-      } else {
-        entries[n] = { rule: rt.compiled, key, cost, maxWaitMs, shadow: rule.shadow, rt, place }
-      }
-      n++
-    }
-    return n
-  }
-
   /**
    * The store answered after the deadline and the request already passed unjudged: give back
    * the concurrency slots it recorded, or they would stay taken until their lease expires.
@@ -305,7 +237,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     if (!validResults(results, entries.length)) {
       const err = new FloodgateError(
         'FG_ERR_STORE_ANSWER_INVALID',
-        `store answered ${describe(results)} for ${entries.length} entries; expected one result per entry`,
+        `store answered ${describeAnswer(results)} for ${entries.length} entries; expected one result per entry`,
       )
       return this.failOpen(err, entries, facts)
     }
