@@ -28,8 +28,8 @@ export { CONCURRENCY_RETRY_AFTER_MS } from './algorithms/concurrency.js'
 // Requests and decisions
 export type { HeaderBag, RequestFacts } from './request-facts.js'
 export type { Decision, DecisionAction, RuleOutcome } from './decision.js'
-export type { FormatHeadersOptions, HeaderDraft, HeaderPair } from './headers.js'
-export { formatHeaders, retryAfterSeconds } from './headers.js'
+export type { FormatHeadersOptions, HeaderDraft, HeaderPair } from './http/headers.js'
+export { formatHeaders, retryAfterSeconds } from './http/headers.js'
 
 // Rules
 export type { FallbackKey, KeyPart, OverLimit, Rule, RuleMatch } from './rules/rule.js'
@@ -66,7 +66,7 @@ export type { MemoryStoreOptions } from './stores/memory-store.js'
 export { MemoryStore } from './stores/memory-store.js'
 
 // Limiter
-export type { Limiter, LimiterOptions } from './limiter.js'
+export type { Limiter, LimiterOptions } from './limiter-types.js'
 export { createLimiter } from './limiter.js'
 export type { CountersSnapshot, DecisionCounts } from './limiter-counters.js'
 

@@ -1,7 +1,7 @@
-import { OptionsError } from '../errors.js'
+import { checkBoolean, checkFunction, checkLogger, optionError } from '../options/checks.js'
 import type { Logger } from '../logger.js'
 import type { Decision } from '../decision.js'
-import type { LimiterOptions } from '../limiter.js'
+import type { LimiterOptions } from '../limiter-types.js'
 
 /**
  * Which rate-limit headers an adapter writes: `true` means `'ietf'` (`RateLimit-Policy` and
@@ -101,6 +101,7 @@ export const LIMITER_OPTION_KEYS: readonly string[] = [
   'clock',
   'timeoutMs',
   'onDecision',
+  'failOpenLogIntervalMs',
 ]
 
 /** Adapter options after validation; internal to adapters. */
@@ -110,17 +111,6 @@ export interface ResolvedAdapterOptions<Req> {
   readonly shadowHeader: boolean
   readonly cost: RouteCost<Req> | undefined
   readonly formatOptions: { readonly draft: 'ietf' | 'legacy' | 'both' } | undefined
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (typeof value === 'function') return 'a function'
-  if (value === null) return 'null'
-  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object'
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') {
-    return String(value)
-  }
-  return typeof value
 }
 
 /**
@@ -135,9 +125,7 @@ export function validateCost<Req>(cost: unknown, path: string): RouteCost<Req> |
   if (cost === undefined) return undefined
   if (typeof cost === 'function') return cost as (req: Req) => number
   if (typeof cost !== 'number' || !Number.isFinite(cost) || cost <= 0) {
-    throw new OptionsError(
-      `${path}: expected a positive number or a function, got ${describe(cost)}`,
-    )
+    throw optionError(path, 'a positive number or a function', cost)
   }
   return cost
 }
@@ -157,9 +145,8 @@ export function validateAdapterOptions<Req>(
   ownKeys: readonly string[],
   warn: (message: string) => void,
 ): ResolvedAdapterOptions<Req> {
-  if (typeof options !== 'object' || options === null) {
-    throw new OptionsError(`options: expected an object, got ${describe(options)}`)
-  }
+  if (typeof options !== 'object' || options === null)
+    throw optionError('options', 'an object', options)
   for (const key of Object.keys(options)) {
     if (
       !ADAPTER_OPTION_KEYS.includes(key) &&
@@ -170,9 +157,8 @@ export function validateAdapterOptions<Req>(
     }
   }
   const { skip, headers = true, shadowHeader = false, cost } = options
-  if (skip !== undefined && typeof skip !== 'function') {
-    throw new OptionsError(`options.skip: expected a function, got ${describe(skip)}`)
-  }
+  checkFunction('options.skip', skip)
+  checkLogger('options.logger', (options as Record<string, unknown>)['logger'])
   if (
     headers !== true &&
     headers !== false &&
@@ -180,19 +166,11 @@ export function validateAdapterOptions<Req>(
     headers !== 'legacy' &&
     headers !== 'both'
   ) {
-    throw new OptionsError(
-      `options.headers: expected true, false, 'ietf', 'legacy' or 'both', got ${describe(headers)}`,
-    )
+    throw optionError('options.headers', "true, false, 'ietf', 'legacy' or 'both'", headers)
   }
-  if (typeof shadowHeader !== 'boolean') {
-    throw new OptionsError(
-      `options.shadowHeader: expected a boolean, got ${describe(shadowHeader)}`,
-    )
-  }
+  checkBoolean('options.shadowHeader', shadowHeader, false)
   const onLimited = (options as Record<string, unknown>)['onLimited']
-  if (onLimited !== undefined && typeof onLimited !== 'function') {
-    throw new OptionsError(`options.onLimited: expected a function, got ${describe(onLimited)}`)
-  }
+  checkFunction('options.onLimited', onLimited)
   const draft = headers === true ? 'ietf' : headers === false ? undefined : headers
   return {
     skip,

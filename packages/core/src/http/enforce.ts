@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Decision } from '../decision.js'
-import { formatHeaders, type FormatHeadersOptions } from '../headers.js'
+import { formatHeaders, retryAfterSeconds, type FormatHeadersOptions } from './headers.js'
 import type { RequestFacts } from '../request-facts.js'
 import type { Rejection } from './adapter-options.js'
-import { retryAfterSeconds } from '../headers.js'
 import { PROBLEM_CONTENT_TYPE, serializedProblem } from './problem-details.js'
 import { limitField, policyField } from './rate-limit-fields.js'
 
@@ -127,6 +126,11 @@ function holdsSlot(decision: Decision): boolean {
   return false
 }
 
+/** Whether the response's connection is gone (its 'close' may have fired already). */
+function closed(res: ServerResponse): boolean {
+  return res.destroyed || res.closed || res.socket?.destroyed === true
+}
+
 /**
  * Write a refusal as `application/problem+json` on a raw Node response. Adapters whose
  * framework has its own reply API use that instead; the bytes are the same.
@@ -160,6 +164,13 @@ function apply<Req, C, R>(
     return io.reject(ctx, { status: body.status, body, json, decision })
   }
   if (holdsSlot(decision)) {
+    if (closed(res)) {
+      // The client left while an asynchronous store was deciding: its 'close' has fired
+      // already, so a listener would never run and the slot would stay taken until its lease
+      // expires. Give everything back now; nobody is there to answer.
+      limiter.release(decision)
+      return io.abandon(ctx)
+    }
     // 'close' follows 'finish' and also fires when the client aborts or the handler's error
     // ends the response; release is idempotent, so the order does not matter.
     res.once('close', () => limiter.release(decision))
@@ -180,7 +191,7 @@ async function queue<Req, C, R>(
   res.once('close', onClose)
   // With an asynchronous store the client may have left before the decision came back: its
   // 'close' has fired already, so give the reservation back now rather than wait it out.
-  if (res.destroyed || res.socket?.destroyed === true) aborter.abort()
+  if (closed(res)) aborter.abort()
   let admitted: boolean
   try {
     admitted = await limiter.waitInQueue(decision, aborter.signal)

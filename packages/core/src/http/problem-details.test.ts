@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Decision } from '../decision.js'
 import type { Rule } from '../rules/rule.js'
-import { retryAfterSeconds } from '../headers.js'
+import { retryAfterSeconds } from './headers.js'
 import { problemDetails } from './problem-details.js'
 
 const rule = (id: string): Rule => ({ id }) as Rule

@@ -1,5 +1,5 @@
 import type { Decision } from '../decision.js'
-import { retryAfterSeconds } from '../headers.js'
+import { retryAfterSeconds } from './headers.js'
 import type { Rule } from '../rules/rule.js'
 import type { ProblemDetails } from './adapter-options.js'
 

@@ -14,7 +14,12 @@ interface RuleStrings {
 }
 
 /** Whole seconds, rounded up; 0 for a time already past. */
-export const seconds = (ms: number): number => (ms <= 0 ? 0 : Math.ceil(ms / 1000))
+export const seconds = (ms: number): number =>
+  ms > 0 && ms <= Number.MAX_VALUE ? Math.ceil(ms / 1000) : 0
+
+/** A count fit for a header: a whole, finite, non-negative number (0 otherwise). */
+export const headerCount = (n: number): number =>
+  n >= 0 && n <= Number.MAX_SAFE_INTEGER ? Math.floor(n) : 0
 
 // Rules are frozen, so their strings can be kept as long as the rule lives.
 const byRule = new WeakMap<Rule, RuleStrings>()
@@ -75,7 +80,7 @@ export function limitField(decision: Decision): string {
     const o = outcomes[i]!
     if (o.shadow) continue
     const t = o.allowed ? seconds(o.resetMs) : seconds(o.retryAfterMs)
-    const item = stringsOf(o.rule).remaining + o.remaining + ';t=' + t
+    const item = stringsOf(o.rule).remaining + headerCount(o.remaining) + ';t=' + t
     limit = limit === '' ? item : `${limit}, ${item}`
   }
   return limit

@@ -32,8 +32,24 @@ const SEP = '\u001f'
 
 function text(v: string | number | undefined | null): string | undefined {
   if (v === undefined || v === null) return undefined
+  if (typeof v !== 'string' && typeof v !== 'number') return notAKey(v)
   const s = typeof v === 'string' ? v : String(v)
   return s.length > 0 ? s : undefined
+}
+
+/**
+ * A key builder answered something that is not a key (an object, a promise): every client
+ * would share one "[object …]" bucket. Refuse it; the limiter lets the request pass unjudged.
+ */
+function notAKey(v: unknown): never {
+  // A promise's rejection would otherwise go unhandled and end the process.
+  if (typeof (v as { then?: unknown }).then === 'function') {
+    Promise.resolve(v).catch(() => undefined)
+  }
+  throw new FloodgateError(
+    'FG_WRN_CHECK_FAILED_OPEN',
+    `key builder returned ${typeof v}; expected a string, a number or undefined (key builders are synchronous)`,
+  )
 }
 
 function partFn<Req>(

@@ -1,6 +1,6 @@
 import type { AlgorithmParams } from '../algorithms/algorithm.js'
 import { RulesValidationError } from '../errors.js'
-import type { RequestFacts } from '../request-facts.js'
+import type { MatchFacts } from './match-facts.js'
 import { findAlgorithm } from './algorithm-catalog.js'
 import type { CompiledRule, CompiledRules } from './compiled-rules.js'
 import type { Rule } from './rule.js'
@@ -28,7 +28,7 @@ class CompiledRuleSet implements CompiledRules {
     this.matcher = new RuleMatcher(rules, options)
   }
 
-  match(facts: RequestFacts): readonly CompiledRule[] {
+  match(facts: MatchFacts): readonly CompiledRule[] {
     return this.matcher.match(facts)
   }
 

@@ -1,5 +1,5 @@
 import type { Algorithm, AlgorithmParams } from '../algorithms/algorithm.js'
-import type { RequestFacts } from '../request-facts.js'
+import type { MatchFacts } from './match-facts.js'
 import type { Rule } from './rule.js'
 
 /** A rule ready for the hot path: its algorithm and numeric params resolved once. */
@@ -22,5 +22,5 @@ export interface CompiledRules {
    * The rules that apply to a request, in declaration order. Returns a shared, frozen array:
    * callers must not modify it.
    */
-  match(facts: RequestFacts): readonly CompiledRule[]
+  match(facts: MatchFacts): readonly CompiledRule[]
 }

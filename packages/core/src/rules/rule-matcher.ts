@@ -1,4 +1,4 @@
-import type { HeaderBag, RequestFacts } from '../request-facts.js'
+import type { HeaderBag, MatchFacts } from './match-facts.js'
 import type { CompiledRule } from './compiled-rules.js'
 import {
   ONE,
@@ -72,7 +72,7 @@ class Candidates {
   }
 
   /** The candidates whose header and host conditions hold for this request. */
-  select(facts: RequestFacts): readonly CompiledRule[] {
+  select(facts: MatchFacts): readonly CompiledRule[] {
     const variants = this.variants
     if (!variants) return this.build(facts)
     const conditional = this.conditional!
@@ -85,7 +85,7 @@ class Candidates {
     return (variants[mask] = this.build(facts))
   }
 
-  private build(facts: RequestFacts): readonly CompiledRule[] {
+  private build(facts: MatchFacts): readonly CompiledRule[] {
     const out: CompiledRule[] = []
     for (const e of this.entries) {
       if (!e.conditions || conditionsHold(e.conditions, facts)) out.push(e.compiled)
@@ -102,7 +102,7 @@ function headerValue(headers: HeaderBag, name: string): string | readonly string
   return typeof v === 'string' || Array.isArray(v) ? v : undefined
 }
 
-function conditionsHold(c: Conditions, facts: RequestFacts): boolean {
+function conditionsHold(c: Conditions, facts: MatchFacts): boolean {
   const names = c.headerNames
   for (let i = 0; i < names.length; i++) {
     const got = headerValue(facts.headers, names[i]!)
@@ -364,7 +364,7 @@ export class RuleMatcher {
    * @param facts - The request; `method`, `path`, `route`, `headers` and `host` are read.
    * @returns A shared frozen array: do not modify it.
    */
-  match(facts: RequestFacts): readonly CompiledRule[] {
+  match(facts: MatchFacts): readonly CompiledRule[] {
     if (this.direct) return this.direct
     const table = this.byMethod.get(facts.method) ?? this.other
     if (table.direct) return table.direct

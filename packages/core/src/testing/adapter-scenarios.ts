@@ -1,5 +1,5 @@
 import { request as httpRequest } from 'node:http'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import type { HeadersOption } from '../http/adapter-options.js'
 import { createLimiter, type Limiter } from '../limiter.js'
@@ -77,13 +77,25 @@ export interface ScenarioExpect {
 
 /** One step of a scenario. */
 export type ScenarioStep =
-  | { readonly send: ScenarioRequest; readonly expect: ScenarioExpect }
+  | {
+      readonly send: ScenarioRequest
+      readonly expect: ScenarioExpect
+      /** Over a real socket even when the harness's client is in-process (Fastify's inject). */
+      readonly raw?: boolean
+    }
   /** Send without awaiting the answer; the step ends once the limiter has decided it. */
   | { readonly sendInBackground: ScenarioRequest; readonly expect: ScenarioExpect }
   /** Open a real request, wait until its handler runs, then abort it client-side and wait for the refund. */
   | { readonly abortInFlight: ScenarioRequest }
   /** Open a real request, wait until the limiter decided it (queued), abort it, wait for the refund. */
   | { readonly abortQueued: ScenarioRequest }
+  /**
+   * Open a real request and destroy it client-side while the store's (held) answer is still on
+   * its way; the answer is delivered at the next `deliverHeld` step.
+   */
+  | { readonly abortBeforeDecision: ScenarioRequest }
+  /** Deliver the held store answer and let the limiter act on it. */
+  | { readonly deliverHeld: true }
   /** Wait for every background request and check its expectation. */
   | { readonly settle: true }
   /** Move the injected clock. */
@@ -98,7 +110,11 @@ export interface AdapterScenario {
   readonly name: string
   readonly rules: readonly RuleInput[]
   readonly routes?: readonly ScenarioRoute[]
-  readonly store?: 'memory' | 'throwing' | 'hanging'
+  /**
+   * `garbage`/`garbage-async`: answers `undefined`, then a wrong-length array, then results with
+   * wrong types, in turn (synchronously or as a promise).
+   */
+  readonly store?: 'memory' | 'throwing' | 'hanging' | 'garbage' | 'garbage-async'
   readonly timeoutMs?: number
   readonly trustProxy?: boolean
   readonly options?: HarnessSetup['options']
@@ -388,6 +404,65 @@ export const adapterScenarios: readonly AdapterScenario[] = [
     ],
   },
   {
+    name: 'concurrency: a client gone before an asynchronous decision does not keep its slot',
+    rules: [{ id: 'in-flight', algorithm: 'concurrency', limit: 1 }],
+    timeoutMs: 10_000,
+    steps: [
+      { abortBeforeDecision: GET('/') },
+      // The store holds the slot while its answer is on the way. A round trip over a real
+      // socket also lets the server see the first client's disconnect.
+      { send: GET('/'), expect: { status: 429 }, raw: true },
+      { deliverHeld: true },
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { handlerCalls: 2 },
+    ],
+  },
+  {
+    name: 'queue + concurrency: a client gone before an asynchronous decision gives both back',
+    rules: [
+      { id: 'in-flight', algorithm: 'concurrency', limit: 1 },
+      {
+        id: 'smooth',
+        limit: 10,
+        window: '1s',
+        burst: 1,
+        onLimit: { action: 'queue', maxWait: '150ms', maxQueue: 1 },
+      },
+    ],
+    timeoutMs: 10_000,
+    steps: [
+      { send: GET('/'), expect: { status: 200 } },
+      { advanceMs: 50 },
+      { abortBeforeDecision: GET('/') },
+      { send: GET('/'), expect: { status: 429 }, raw: true },
+      { deliverHeld: true },
+      { advanceMs: 100 },
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { handlerCalls: 2 },
+    ],
+  },
+  {
+    name: 'fail-open: a store answering garbage (sync) passes every request',
+    rules: [{ id: 'per-ip', limit: 1, window: '1m' }],
+    store: 'garbage',
+    steps: [
+      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
+      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
+      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
+    ],
+  },
+  {
+    name: 'fail-open: a store answering garbage (async) passes every request',
+    rules: [{ id: 'per-ip', limit: 1, window: '1m' }],
+    store: 'garbage-async',
+    steps: [
+      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
+      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
+      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
+    ],
+  },
+  {
     name: 'concurrency: a throwing handler releases the slot',
     rules: [{ id: 'in-flight', algorithm: 'concurrency', limit: 1 }],
     routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/boom', fail: true }],
@@ -427,6 +502,8 @@ class ObservedStore implements Store {
   refunds = 0
   consumes = 0
   private waiters: Array<() => void> = []
+  private holding = false
+  private held: Array<() => void> = []
 
   constructor(private readonly inner: Store) {}
 
@@ -435,8 +512,28 @@ class ObservedStore implements Store {
     nowMs: number,
   ): readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]> {
     this.consumes++
+    const answer = this.inner.consume(entries, nowMs)
+    if (this.holding) {
+      this.holding = false
+      // Copy now: a synchronous store reuses its result objects.
+      const settled = Promise.resolve(answer).then((r) => r.map((x) => ({ ...x })))
+      const out = new Promise<readonly AlgorithmResult[]>((resolve) => {
+        this.held.push(() => resolve(settled))
+      })
+      this.wake()
+      return out
+    }
     this.wake()
-    return this.inner.consume(entries, nowMs)
+    return answer
+  }
+
+  /** Hold the next consume's answer until {@link deliver}. */
+  holdNext(): void {
+    this.holding = true
+  }
+
+  deliver(): void {
+    for (const f of this.held.splice(0)) f()
   }
 
   refund(entries: readonly RefundEntry[], nowMs: number): void | Promise<void> {
@@ -462,6 +559,17 @@ function makeStore(kind: AdapterScenario['store']): Store {
     return {
       consume: () => {
         throw new Error('store down')
+      },
+      refund: () => {},
+    }
+  }
+  if (kind === 'garbage' || kind === 'garbage-async') {
+    const answers: unknown[] = [undefined, [], [{ allowed: 'yes', remaining: NaN }]]
+    let i = 0
+    return {
+      consume: () => {
+        const a = answers[i++ % answers.length] as readonly AlgorithmResult[]
+        return kind === 'garbage' ? a : Promise.resolve(a)
       },
       refund: () => {},
     }
@@ -539,9 +647,21 @@ export function describeAdapterScenarios(
 ): void {
   describe(`${harness.name}: adapter scenarios`, () => {
     let running: RunningApp | undefined
+    // An unhandled rejection ends a Node server: no scenario may cause one.
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason)
+    }
+    beforeAll(() => {
+      process.on('unhandledRejection', onUnhandled)
+    })
+    afterAll(() => {
+      process.off('unhandledRejection', onUnhandled)
+    })
     afterEach(async () => {
       await running?.close()
       running = undefined
+      expect(unhandled, 'unhandled rejections').toEqual([])
     })
 
     for (const scenario of scenarios) {
@@ -577,9 +697,10 @@ export function describeAdapterScenarios(
         for (const [i, step] of scenario.steps.entries()) {
           const label = `${scenario.name} · step ${i}`
           if ('send' in step) {
-            const res = step.expect.dropped
-              ? await rawRequest(app.url, step.send)
-              : await app.send(step.send)
+            const res =
+              step.expect.dropped || step.raw === true
+                ? await rawRequest(app.url, step.send)
+                : await app.send(step.send)
             check(res, step.expect, label)
           } else if ('sendInBackground' in step) {
             const decided = store.consumes + 1
@@ -603,6 +724,17 @@ export function describeAdapterScenarios(
             })
             expect(await done, `${label}: aborted`).toBe('dropped')
             await store.until(() => store.refunds >= refunded)
+          } else if ('abortBeforeDecision' in step) {
+            const decided = store.consumes + 1
+            store.holdNext()
+            const done = rawRequest(app.url, step.abortBeforeDecision, (abort) => {
+              void store.until(() => store.consumes >= decided).then(abort)
+            })
+            expect(await done, `${label}: aborted`).toBe('dropped')
+          } else if ('deliverHeld' in step) {
+            store.deliver()
+            // The limiter acts on the answer in microtasks; one macrotask turn covers them.
+            await new Promise((resolve) => setImmediate(resolve))
           } else if ('settle' in step) {
             await Promise.all(background.splice(0))
           } else if ('advanceMs' in step) {

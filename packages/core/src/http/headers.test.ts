@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import type { Decision, RuleOutcome } from './decision.js'
+import type { Decision, RuleOutcome } from '../decision.js'
 import { formatHeaders } from './headers.js'
-import { testRule } from './testing/test-rule.js'
+import { testRule } from '../testing/test-rule.js'
 
 const outcome = (id: string, over: Partial<RuleOutcome> = {}): RuleOutcome => ({
   rule: testRule('token-bucket', 100, 60_000, { id }).rule,

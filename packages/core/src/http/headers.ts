@@ -1,5 +1,5 @@
-import type { Decision } from './decision.js'
-import { limitField, policyField, seconds } from './http/rate-limit-fields.js'
+import type { Decision } from '../decision.js'
+import { headerCount, limitField, policyField, seconds } from './rate-limit-fields.js'
 
 /**
  * Which rate-limit header fields to send.
@@ -26,7 +26,9 @@ export type HeaderPair = readonly [name: string, value: string]
  * @returns seconds, at least 1
  */
 export function retryAfterSeconds(retryAfterMs: number): number {
-  return Math.max(1, Math.ceil(retryAfterMs / 1000))
+  return retryAfterMs > 1000 && retryAfterMs <= Number.MAX_VALUE
+    ? Math.ceil(retryAfterMs / 1000)
+    : 1
 }
 
 /**
@@ -56,8 +58,8 @@ export function formatHeaders(
   }
   if (policy !== '' && draft !== 'ietf') {
     out.push(
-      ['X-RateLimit-Limit', String(decision.limit)],
-      ['X-RateLimit-Remaining', String(decision.remaining)],
+      ['X-RateLimit-Limit', String(headerCount(decision.limit))],
+      ['X-RateLimit-Remaining', String(headerCount(decision.remaining))],
       ['X-RateLimit-Reset', String(seconds(decision.resetMs))],
     )
   }

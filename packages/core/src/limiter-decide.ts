@@ -1,0 +1,136 @@
+import type { AlgorithmResult } from './algorithms/algorithm.js'
+import type { Decision, DecisionAction, RuleOutcome } from './decision.js'
+import type { Entry } from './limiter-entry.js'
+
+function baseDecision(failedOpen: boolean): Decision {
+  return Object.freeze({
+    allowed: true,
+    action: 'allow',
+    status: 200,
+    limit: 0,
+    remaining: 0,
+    resetMs: 0,
+    retryAfterMs: 0,
+    waitMs: 0,
+    rule: undefined,
+    outcomes: Object.freeze([]),
+    failedOpen,
+  })
+}
+
+/** The decision when no rule applies: allowed, no outcomes, no headers. */
+export const NO_RULES: Decision = baseDecision(false)
+/** The decision when the store failed: allowed, unjudged. */
+export const FAILED_OPEN: Decision = baseDecision(true)
+
+const isCount = (v: unknown): boolean => typeof v === 'number' && v >= 0 && v <= Number.MAX_VALUE
+
+/**
+ * Whether a store's answer is one well-formed result per entry: a boolean verdict and finite,
+ * non-negative numbers. Anything else (a broken or hostile store) makes the request fail open
+ * instead of reaching the decision or a header.
+ */
+export function validResults(results: unknown, n: number): results is readonly AlgorithmResult[] {
+  if (!Array.isArray(results) || results.length !== n) return false
+  for (let i = 0; i < n; i++) {
+    const r: unknown = results[i]
+    if (typeof r !== 'object' || r === null) return false
+    const a = r as AlgorithmResult
+    if (typeof a.allowed !== 'boolean') return false
+    if (!isCount(a.limit) || !isCount(a.remaining) || !isCount(a.resetMs)) return false
+    if (!isCount(a.retryAfterMs) || !isCount(a.waitMs)) return false
+  }
+  return true
+}
+
+/**
+ * Combine the store's per-rule results into one decision: every enforced rule must admit
+ * (all-or-nothing); shadow rules are reported but never refuse. Counts each rule's outcome.
+ */
+export function judge(entries: readonly Entry[], results: readonly AlgorithmResult[]): Decision {
+  const n = entries.length
+  const outcomes: RuleOutcome[] = new Array<RuleOutcome>(n)
+  let gate = true
+  let drop = false
+  let waitMs = 0
+  let refusing = -1
+  let tightest = -1
+  for (let i = 0; i < n; i++) {
+    const r = results[i]!
+    const e = entries[i]!
+    // Copy now: a synchronous store reuses its result objects on the next call.
+    outcomes[i] = {
+      rule: e.rule.rule,
+      key: e.key,
+      allowed: r.allowed,
+      limit: r.limit,
+      remaining: r.remaining,
+      resetMs: r.resetMs,
+      retryAfterMs: r.retryAfterMs,
+      waitMs: r.waitMs,
+      shadow: e.shadow,
+    }
+    if (e.shadow) continue
+    if (!r.allowed) {
+      gate = false
+      if (e.rule.rule.onLimit.action === 'drop') drop = true
+      if (refusing < 0 || r.retryAfterMs > outcomes[refusing]!.retryAfterMs) refusing = i
+    } else if (r.waitMs > waitMs) {
+      waitMs = r.waitMs
+    }
+    if (tightest < 0 || r.remaining < outcomes[tightest]!.remaining) tightest = i
+  }
+
+  let action: DecisionAction
+  let status: 200 | 429 | 503 = 200
+  let decider = tightest
+  if (gate) {
+    action = waitMs > 0 ? 'queue' : 'allow'
+    if (action === 'queue') decider = outcomes.findIndex((o) => !o.shadow && o.waitMs === waitMs)
+  } else {
+    decider = refusing
+    const over = entries[refusing]!.rule.rule.onLimit
+    action = drop ? 'drop' : 'reject'
+    status = over.action === 'reject' ? over.status : 429
+  }
+  if (!gate) {
+    // Nothing was charged (all-or-nothing): the rules that would have admitted report what
+    // remains before this request, not after it.
+    for (let i = 0; i < n; i++) {
+      const o = outcomes[i]!
+      // A queued rule's reservation was not taken either, but its wait says it had no unit left.
+      if (o.shadow || !o.allowed || o.waitMs > 0) continue
+      const before = Math.min(o.limit, o.remaining + entries[i]!.cost)
+      outcomes[i] = { ...o, remaining: before }
+    }
+  }
+  const main = decider >= 0 ? outcomes[decider]! : undefined
+  const decision: Decision = {
+    allowed: gate,
+    action,
+    status,
+    limit: main?.limit ?? 0,
+    remaining: main?.remaining ?? 0,
+    resetMs: main?.resetMs ?? 0,
+    retryAfterMs: gate ? 0 : (main?.retryAfterMs ?? 0),
+    waitMs,
+    rule: main?.rule,
+    outcomes,
+    failedOpen: false,
+  }
+
+  for (let i = 0; i < n; i++) {
+    const c = entries[i]!.rt.counts
+    const o = outcomes[i]!
+    if (o.shadow) {
+      if (!o.allowed) c.shadowRejected++
+    } else if (gate) {
+      if (o.waitMs > 0) c.queued++
+      else c.allowed++
+    } else if (!o.allowed) {
+      if (drop) c.dropped++
+      else c.rejected++
+    }
+  }
+  return decision
+}

@@ -1,0 +1,82 @@
+import type { CompiledRule } from './rules/compiled-rules.js'
+import type { ConsumeEntry, RefundEntry } from './stores/store.js'
+import type { Holdings } from './limiter-holdings.js'
+import type { RuleRuntime } from './limiter-rules.js'
+import type { RequestFacts } from './request-facts.js'
+
+/** A store entry plus the rule's runtime, so the decision needs no second lookup. */
+export interface Entry extends ConsumeEntry {
+  rule: CompiledRule
+  key: string
+  cost: number
+  maxWaitMs: number
+  shadow: boolean
+  rt: RuleRuntime
+  /** The queue place taken before asking the store, so concurrent checks cannot overfill it. */
+  place: string | undefined
+}
+
+/** A copy of what the store needs to give an entry back: entry objects may be reused. */
+export function refundOf(e: Entry): RefundEntry {
+  return { rule: e.rule, key: e.key, cost: e.cost }
+}
+
+/** A unit count the store can charge: a finite, non-negative number. */
+export function isCost(v: unknown): v is number {
+  return typeof v === 'number' && v >= 0 && v <= Number.MAX_VALUE
+}
+
+export function describeAnswer(v: unknown): string {
+  if (Array.isArray(v)) return `an array of ${v.length}`
+  return v === null ? 'null' : typeof v
+}
+
+/** One store entry per rule that has a key for this request; returns how many. */
+export function fillEntries<Req>(
+  entries: Entry[],
+  rts: readonly RuleRuntime[],
+  facts: RequestFacts<Req>,
+  routeCost: number,
+  reuse: boolean,
+  holdings: Holdings,
+): number {
+  let n = 0
+  for (let i = 0; i < rts.length; i++) {
+    const rt = rts[i]!
+    let key: string | undefined
+    try {
+      key = rt.keyFn(facts)
+    } catch (err) {
+      // Give back the queue places this request took so far; stale scratch entries past n
+      // belong to earlier requests.
+      for (let j = 0; j < n; j++) {
+        const place = entries[j]!.place
+        if (place !== undefined) holdings.leavePlace(place)
+      }
+      throw err
+    }
+    if (key === undefined) continue
+    const rule = rt.compiled.rule
+    let maxWaitMs = 0
+    let place: string | undefined
+    if (rule.onLimit.action === 'queue') {
+      place = holdings.takePlace(rt.compiled, key, rule.onLimit.maxQueue)
+      if (place !== undefined) maxWaitMs = rule.onLimit.maxWaitMs
+    }
+    const cost = rule.cost * routeCost
+    const e = entries[n]
+    if (reuse && e) {
+      e.rule = rt.compiled
+      e.key = key
+      e.cost = cost
+      e.maxWaitMs = maxWaitMs
+      e.shadow = rule.shadow
+      e.rt = rt
+      e.place = place
+    } else {
+      entries[n] = { rule: rt.compiled, key, cost, maxWaitMs, shadow: rule.shadow, rt, place }
+    }
+    n++
+  }
+  return n
+}

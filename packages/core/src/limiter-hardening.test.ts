@@ -1,0 +1,389 @@
+import fc from 'fast-check'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import type { AlgorithmResult } from './algorithms/algorithm.js'
+import type { Decision } from './decision.js'
+import { formatHeaders } from './http/headers.js'
+import { createLimiter, type LimiterOptions } from './limiter.js'
+import type { Logger } from './logger.js'
+import type { RequestFacts } from './request-facts.js'
+import type { RuleInput } from './rules/schema.js'
+import { MemoryStore } from './stores/memory-store.js'
+import type { ConsumeEntry, Store } from './stores/store.js'
+
+const facts = (over: Partial<RequestFacts> = {}): RequestFacts => ({
+  method: 'GET',
+  path: '/api/items',
+  ip: '203.0.113.7',
+  headers: {},
+  ...over,
+})
+
+function logger() {
+  const log = { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() }
+  return log satisfies Logger
+}
+
+function sync(d: Decision | Promise<Decision>): Decision {
+  if (d instanceof Promise) throw new Error('expected a synchronous decision')
+  return d
+}
+
+/** Every header value is printable and carries no Infinity, NaN or negative number. */
+function expectSaneHeaders(d: Decision): void {
+  for (const draft of ['ietf', 'legacy', 'both'] as const) {
+    for (const [, value] of formatHeaders(d, { draft })) {
+      expect(value).not.toMatch(/Infinity|NaN|(^|[=\s,])-\d/)
+    }
+  }
+}
+
+const badCost = fc.oneof(
+  fc.double({ max: -Number.MIN_VALUE, noNaN: true }),
+  fc.constantFrom(NaN, Infinity, -Infinity, '3', null, true, {}, [], 10n),
+)
+
+describe('cost at the core boundary', () => {
+  it('a cost that is not a finite, non-negative number is never counted: fail open, logged with the cost', () => {
+    fc.assert(
+      fc.property(badCost, (cost) => {
+        const log = logger()
+        const limiter = createLimiter({
+          rules: [{ id: 'r', limit: 5, window: '1m' }],
+          clock: () => 1_000,
+          logger: log,
+        })
+        const d = sync(limiter.check(facts({ cost: cost as number })))
+        expect(d).toMatchObject({ allowed: true, failedOpen: true })
+        expectSaneHeaders(d)
+        // Nothing was charged or refunded: the next request sees the full quota less one.
+        expect(sync(limiter.check(facts())).remaining).toBe(4)
+        expect(log.warn).toHaveBeenCalledTimes(1)
+        expect(log.warn.mock.calls[0]![0]).toMatchObject({ code: 'FG_WRN_COST_INVALID' })
+        expect(Object.is(log.warn.mock.calls[0]![0].cost, cost)).toBe(true)
+      }),
+    )
+  })
+
+  it('a cost that overflows once multiplied by the rule cost fails open too', () => {
+    const limiter = createLimiter({
+      rules: [{ id: 'r', limit: 10, window: '1m', cost: 10 }],
+      clock: () => 1_000,
+      logger: logger(),
+    })
+    expect(sync(limiter.check(facts({ cost: Number.MAX_VALUE })))).toMatchObject({
+      failedOpen: true,
+    })
+  })
+})
+
+describe('headers never carry Infinity, NaN or negative numbers', () => {
+  const num = fc.oneof(fc.double(), fc.constantFrom(NaN, Infinity, -Infinity, -1, 0))
+  it('for any numbers in a decision', () => {
+    fc.assert(
+      fc.property(num, num, num, num, fc.boolean(), (limit, remaining, resetMs, retry, allowed) => {
+        const rule = { id: 'r', algorithm: 'fixed-window', limit: 5, windowMs: 60_000 } as never
+        const outcome = {
+          rule,
+          key: 'k',
+          allowed,
+          limit,
+          remaining,
+          resetMs,
+          retryAfterMs: retry,
+          waitMs: 0,
+          shadow: false,
+        }
+        const d: Decision = {
+          allowed,
+          action: allowed ? 'allow' : 'reject',
+          status: allowed ? 200 : 429,
+          limit,
+          remaining,
+          resetMs,
+          retryAfterMs: retry,
+          waitMs: 0,
+          rule,
+          outcomes: [outcome],
+          failedOpen: false,
+        }
+        expectSaneHeaders(d)
+      }),
+    )
+  })
+})
+
+// ---- hostile stores, key builders and facts ---------------------------------------------
+
+const garbage: fc.Arbitrary<unknown> = fc.oneof(
+  fc.constantFrom(undefined, null, 0, '', 'x', true, {}, [], [null], [undefined], [{}], NaN),
+  fc.array(
+    fc.record(
+      {
+        allowed: fc.oneof(fc.boolean(), fc.constantFrom(1, 'yes', null)),
+        limit: fc.oneof(fc.double(), fc.constant('5')),
+        remaining: fc.oneof(fc.double(), fc.constantFrom(NaN, Infinity, -1)),
+        resetMs: fc.double(),
+        retryAfterMs: fc.oneof(fc.double(), fc.constant(Infinity)),
+        waitMs: fc.double(),
+      },
+      { requiredKeys: [] },
+    ),
+    { maxLength: 3 },
+  ),
+)
+
+type StoreBehaviour =
+  | { kind: 'throw' }
+  | { kind: 'reject' }
+  | { kind: 'hang' }
+  | { kind: 'answer'; value: unknown; async: boolean }
+  | { kind: 'thenable-throws' }
+  | { kind: 'memory'; async: boolean }
+
+const storeBehaviour: fc.Arbitrary<StoreBehaviour> = fc.oneof(
+  fc.constant({ kind: 'throw' as const }),
+  fc.constant({ kind: 'reject' as const }),
+  fc.constant({ kind: 'hang' as const }),
+  fc.constant({ kind: 'thenable-throws' as const }),
+  fc.record({ kind: fc.constant('answer' as const), value: garbage, async: fc.boolean() }),
+  fc.record({ kind: fc.constant('memory' as const), async: fc.boolean() }),
+)
+
+function hostileStore(b: StoreBehaviour): Store {
+  const memory = new MemoryStore()
+  return {
+    consume(entries: readonly ConsumeEntry[], nowMs: number) {
+      switch (b.kind) {
+        case 'throw':
+          throw new Error('boom')
+        case 'reject':
+          return Promise.reject(new Error('boom'))
+        case 'hang':
+          return new Promise<readonly AlgorithmResult[]>(() => undefined)
+        case 'thenable-throws':
+          return {
+            then() {
+              throw new Error('then boom')
+            },
+          } as unknown as Promise<readonly AlgorithmResult[]>
+        case 'answer':
+          return (b.async ? Promise.resolve(b.value) : b.value) as readonly AlgorithmResult[]
+        case 'memory': {
+          const r = memory.consume(entries, nowMs).map((x) => ({ ...x }))
+          return b.async ? Promise.resolve(r) : r
+        }
+      }
+    },
+    refund: (entries, nowMs) => memory.refund(entries, nowMs),
+  }
+}
+
+const keyBuilder: fc.Arbitrary<(req: unknown) => unknown> = fc.oneof(
+  fc.constant(() => {
+    throw new Error('key boom')
+  }),
+  fc.constant(() => Promise.reject(new Error('async key boom'))),
+  fc.constant(() => Promise.resolve('k')),
+  fc.constant(() => ({})),
+  fc.constant(() => Symbol('s')),
+  fc.constant(() => 'x'.repeat(100_000)),
+  fc.constant(() => 42),
+  fc.constant(() => undefined),
+  fc.constant(() => 'alice'),
+)
+
+const hostileFacts: fc.Arbitrary<unknown> = fc.oneof(
+  fc.constantFrom(undefined, null, 42, 'GET', {}),
+  fc.record(
+    {
+      method: fc.oneof(fc.constantFrom('GET', 'POST'), fc.anything()),
+      path: fc.oneof(fc.constantFrom('/api/items', '/'), fc.anything()),
+      ip: fc.oneof(fc.constantFrom('203.0.113.7', '::1'), fc.anything()),
+      headers: fc.oneof(
+        fc.constant({}),
+        fc.constant(null),
+        fc.dictionary(fc.string(), fc.anything()),
+        fc.constant(Object.create(null) as object),
+      ),
+      host: fc.anything(),
+      cost: fc.oneof(fc.constant(1), badCost),
+      route: fc.anything(),
+    },
+    { requiredKeys: [] },
+  ),
+)
+
+const rules: RuleInput[] = [
+  { id: 'by-ip', limit: 3, window: '1m' },
+  { id: 'by-user', limit: 3, window: '1m', key: ['user'] },
+  { id: 'slots', algorithm: 'concurrency', limit: 2 },
+  {
+    id: 'queued',
+    algorithm: 'token-bucket',
+    limit: 2,
+    window: '1s',
+    onLimit: { action: 'queue', maxWait: '200ms', maxQueue: 2 },
+  },
+]
+
+describe('check() never throws, never hangs, never leaves a rejection unhandled', () => {
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown): void => {
+    unhandled.push(reason)
+  }
+  beforeAll(() => {
+    process.on('unhandledRejection', onUnhandled)
+  })
+  afterAll(() => {
+    process.off('unhandledRejection', onUnhandled)
+  })
+
+  it('for any hostile store, key builder and facts', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        storeBehaviour,
+        keyBuilder,
+        fc.array(hostileFacts, { minLength: 1, maxLength: 4 }),
+        async (behaviour, user, requests) => {
+          const options: LimiterOptions = {
+            rules,
+            store: hostileStore(behaviour),
+            keys: { user: user as never },
+            timeoutMs: 5,
+            logger: logger(),
+          }
+          const limiter = createLimiter(options)
+          for (const f of requests) {
+            let d: Decision | Promise<Decision>
+            expect(() => (d = limiter.check(f as RequestFacts))).not.toThrow()
+            const decision = await Promise.race([
+              Promise.resolve(d!),
+              new Promise<'hung'>((r) => setTimeout(() => r('hung'), 200)),
+            ])
+            expect(decision).not.toBe('hung')
+            const settled = decision as Decision
+            expect(typeof settled.allowed).toBe('boolean')
+            expectSaneHeaders(settled)
+            limiter.release(settled)
+          }
+        },
+      ),
+      { numRuns: 150 },
+    )
+    // Let late rejections surface before asserting none went unhandled.
+    await new Promise((r) => setTimeout(r, 20))
+    expect(unhandled).toEqual([])
+  })
+
+  it('a store answering garbage fails open, logged with FG_ERR_STORE_ANSWER_INVALID, and counted', async () => {
+    for (const value of [undefined, null, [], [null], [{ allowed: 'yes' }], 'x']) {
+      for (const async of [false, true]) {
+        const log = logger()
+        const limiter = createLimiter({
+          rules: [{ id: 'r', limit: 5, window: '1m' }],
+          store: hostileStore({ kind: 'answer', value, async }),
+          logger: log,
+        })
+        const d = await limiter.check(facts())
+        expect(d).toMatchObject({ allowed: true, failedOpen: true })
+        expect(log.warn.mock.calls[0]![0].err).toMatchObject({
+          code: 'FG_ERR_STORE_ANSWER_INVALID',
+        })
+        expect(limiter.counters().total.failedOpen).toBe(1)
+      }
+    }
+  })
+
+  it('a key builder that throws fails open and frees the queue place it was about to take', () => {
+    let throwNow = false
+    const limiter = createLimiter({
+      rules: [
+        {
+          id: 'q',
+          algorithm: 'token-bucket',
+          limit: 1,
+          window: '1s',
+          onLimit: { action: 'queue', maxWait: '5s', maxQueue: 1 },
+        },
+        { id: 'u', limit: 100, window: '1m', key: ['user'] },
+      ],
+      keys: {
+        user: () => {
+          if (throwNow) throw new Error('key boom')
+          return 'u'
+        },
+      },
+      clock: () => 1_000,
+      logger: logger(),
+    })
+    throwNow = true
+    for (let i = 0; i < 3; i++) {
+      expect(sync(limiter.check(facts()))).toMatchObject({ failedOpen: true })
+    }
+    throwNow = false
+    sync(limiter.check(facts()))
+    // The queue of one is still free: the failed checks left no place behind.
+    expect(sync(limiter.check(facts()))).toMatchObject({ action: 'queue' })
+  })
+})
+
+// ---- one charge per rule state; refused requests consume nothing ------------------------
+
+describe('rule ids across global and route rules', () => {
+  it('a route rule with a global rule id is refused at startup', () => {
+    const limiter = createLimiter({ rules: [{ id: 'r', limit: 5, window: '1m' }] })
+    expect(() => limiter.compileRules([{ id: 'r', limit: 1, window: '1m' }])).toThrow(
+      /"r" is also an id in the global rules/,
+    )
+  })
+
+  it('an update that would clash with a route rule is refused and the old rules stay', () => {
+    const limiter = createLimiter({ rules: [{ id: 'g', limit: 5, window: '1m' }] })
+    limiter.compileRules([{ id: 'route', limit: 1, window: '1m' }])
+    expect(() => limiter.updateRules([{ id: 'route', limit: 1, window: '1m' }])).toThrow(
+      /"route" is also an id in a route rule set/,
+    )
+    expect(limiter.rules.map((r) => r.id)).toEqual(['g'])
+  })
+
+  it('property: each state is charged at most once, a refused request consumes nothing, and r reports what remains', () => {
+    // Reference model: fixed windows that never roll over (the clock stands still).
+    const ruleArb = fc.record({
+      limit: fc.integer({ min: 2, max: 5 }),
+      route: fc.boolean(),
+      cost: fc.integer({ min: 1, max: 2 }),
+    })
+    fc.assert(
+      fc.property(
+        fc.array(ruleArb, { minLength: 1, maxLength: 4 }),
+        fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 12 }),
+        (specs, costs) => {
+          const input = (s: (typeof specs)[number], i: number): RuleInput => ({
+            id: `r${i}`,
+            limit: s.limit,
+            window: '1m',
+            cost: s.cost,
+          })
+          const global = specs.flatMap((s, i) => (s.route ? [] : [input(s, i)]))
+          const route = specs.flatMap((s, i) => (s.route ? [input(s, i)] : []))
+          const limiter = createLimiter({ rules: global, clock: () => 5_000 })
+          const routeRules = route.length > 0 ? limiter.compileRules(route) : undefined
+          const used = specs.map(() => 0)
+          for (const cost of costs) {
+            const d = sync(limiter.check(facts({ cost, routeRules })))
+            const need = specs.map((s) => s.cost * cost)
+            const fits = specs.map((s, i) => used[i]! + need[i]! <= s.limit)
+            const admit = fits.every(Boolean)
+            expect(d.allowed).toBe(admit)
+            expect(d.outcomes).toHaveLength(specs.length)
+            for (const o of d.outcomes) {
+              const i = Number(o.rule.id.slice(1))
+              if (admit) used[i]! += need[i]!
+              if (admit || o.allowed) expect(o.remaining).toBe(specs[i]!.limit - used[i]!)
+            }
+          }
+        },
+      ),
+    )
+  })
+})

@@ -1,0 +1,112 @@
+import { RulesValidationError } from './errors.js'
+import { compileKey, type KeyBuilders, type KeyFn } from './keys/build-key.js'
+import { zeroCounts, type DecisionCounts } from './limiter-counters.js'
+import { compileRules as compileRuleSet } from './rules/compile-rules.js'
+import type { CompiledRule, CompiledRules } from './rules/compiled-rules.js'
+import type { Rule } from './rules/rule.js'
+import type { Store } from './stores/store.js'
+
+/** What the hot path needs per rule, resolved once per rule set. */
+export interface RuleRuntime {
+  readonly compiled: CompiledRule
+  readonly keyFn: KeyFn
+  readonly counts: DecisionCounts
+  /** Whether an admitted request holds something until it ends (a concurrency slot). */
+  readonly holdsSlot: boolean
+}
+
+const EMPTY_COMPILED: CompiledRules = { rules: [], match: () => [] }
+
+/**
+ * The rule lifecycle of one limiter: the global set in force, the route sets compiled at
+ * startup, and each rule's runtime (key function, counters).
+ */
+export class RuleRegistry<Req> {
+  compiled: CompiledRules = EMPTY_COMPILED
+  readonly countsByRule = new Map<string, DecisionCounts>()
+  private readonly runtimes = new WeakMap<CompiledRule, RuleRuntime>()
+  private readonly matchCache = new WeakMap<readonly CompiledRule[], RuleRuntime[]>()
+  private readonly routeSets: CompiledRules[] = []
+
+  constructor(
+    private readonly store: Store,
+    private readonly keys: KeyBuilders<Req>,
+    private readonly ipv6Subnet: number,
+  ) {}
+
+  get rules(): readonly Rule[] {
+    return this.compiled.rules.map((c) => c.rule)
+  }
+
+  /** Compile key builders for every rule first, so a failure leaves the old set untouched. */
+  private prepare(rules: readonly Rule[], label: string): CompiledRules {
+    const compiled = compileRuleSet(rules)
+    const fresh: RuleRuntime[] = compiled.rules.map((c, i) => ({
+      compiled: c,
+      keyFn: compileKey(c.rule, this.keys, this.ipv6Subnet, `${label}[${i}]`),
+      counts: this.countsFor(c.rule.id),
+      holdsSlot: c.algorithm.name === 'concurrency',
+    }))
+    for (const rt of fresh) this.runtimes.set(rt.compiled, rt)
+    return compiled
+  }
+
+  private countsFor(id: string): DecisionCounts {
+    let c = this.countsByRule.get(id)
+    if (!c) {
+      c = zeroCounts()
+      this.countsByRule.set(id, c)
+    }
+    return c
+  }
+
+  /** Swap in a rule set. A store that refuses it (retain throws) leaves the old set in force. */
+  install(rules: readonly Rule[]): void {
+    const next = this.prepare(rules, 'rules')
+    for (const set of this.routeSets) refuseClashes(next, set, 'a route rule set (routeRules)')
+    if (this.store.retain) this.store.retain(stateIds([next, ...this.routeSets]))
+    this.compiled = next
+  }
+
+  /** Compile a route's extra rules at startup. */
+  addRouteSet(rules: readonly Rule[]): CompiledRules {
+    const set = this.prepare(rules, 'routeRules')
+    refuseClashes(set, this.compiled, 'the global rules')
+    // The store may refuse a rule (SyncedStore shares only some algorithms): at startup, not
+    // on the route's first request.
+    if (this.store.retain) this.store.retain(stateIds([this.compiled, ...this.routeSets, set]))
+    this.routeSets.push(set)
+    return set
+  }
+
+  /** The runtimes of a matched list; cached per (shared, frozen) list. */
+  runtimesFor(matched: readonly CompiledRule[]): RuleRuntime[] {
+    let rts = this.matchCache.get(matched)
+    if (!rts) {
+      rts = matched.map((c) => this.runtimes.get(c)!)
+      this.matchCache.set(matched, rts)
+    }
+    return rts
+  }
+}
+
+function stateIds(sets: readonly CompiledRules[]): Set<string> {
+  const ids = new Set<string>()
+  for (const set of sets) for (const c of set.rules) ids.add(c.stateId)
+  return ids
+}
+
+/**
+ * Global rules and a route's rules apply together; one id in both would charge one state
+ * twice and break all-or-nothing, so such a set is refused.
+ */
+function refuseClashes(set: CompiledRules, other: CompiledRules, otherName: string): void {
+  const ids = new Set(other.rules.map((c) => c.rule.id))
+  const issues: string[] = []
+  set.rules.forEach((c, i) => {
+    if (ids.has(c.rule.id)) {
+      issues.push(`rules[${i}].id: ${JSON.stringify(c.rule.id)} is also an id in ${otherName}`)
+    }
+  })
+  if (issues.length > 0) throw new RulesValidationError(issues)
+}
