@@ -1,10 +1,40 @@
+import { readFileSync } from 'node:fs'
 import { defineConfig } from 'tsup'
 
-/** One bundler config for every package: dual ESM + CJS with matching type declarations. */
+/** The parts of a package manifest that name its built entry points. */
+interface Manifest {
+  readonly exports?: Readonly<Record<string, unknown>>
+  readonly bin?: string | Readonly<Record<string, string>>
+}
+
+/** Every `./dist/….js` or `./dist/….cjs` path an exports map or bin names, however nested. */
+function distPaths(value: unknown): string[] {
+  if (typeof value === 'string') return /^\.\/dist\/.+\.c?js$/.test(value) ? [value] : []
+  if (typeof value !== 'object' || value === null) return []
+  return Object.values(value).flatMap(distPaths)
+}
+
+/**
+ * The bundles to build, read from the package's own `exports` and `bin`: `./dist/a/b.js` is
+ * built from `src/a/b.ts`, so a new subpath export needs only its entry in `exports`.
+ */
+function entries(manifest: Manifest): Record<string, string> {
+  const paths = [...distPaths(manifest.exports), ...distPaths(manifest.bin)]
+  const names = paths.map((p) => p.replace(/^\.\/dist\//, '').replace(/\.c?js$/, ''))
+  return Object.fromEntries([...new Set(names)].sort().map((name) => [name, `src/${name}.ts`]))
+}
+
+const manifest = JSON.parse(readFileSync('package.json', 'utf8')) as Manifest
+
+/**
+ * One bundler config for every package (run from the package's directory): dual ESM + CJS
+ * JavaScript. Type declarations come from `tsc -p tsconfig.dts.json` and
+ * `scripts/cjs-declarations.mjs`, which is much faster than bundling them here.
+ */
 export default defineConfig({
-  entry: ['src/index.ts'],
+  entry: entries(manifest),
   format: ['esm', 'cjs'],
-  dts: true,
+  dts: false,
   sourcemap: true,
   clean: true,
   target: 'node20',
