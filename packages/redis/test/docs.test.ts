@@ -10,7 +10,7 @@ import {
   type RequestFacts,
 } from '@floodgate/core'
 import { hashTag, redisKey, type RedisStore, type SyncedStore } from '@floodgate/redis'
-import { coveredSnippets, docsHarness, readDoc, where } from '../../core/test/docs-snippets.js'
+import { coveredSnippets, docsHarness, readDoc, where } from '@floodgate/docs-snippets'
 import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 
 // Every ```ts block of docs/distributed.md runs here: the store snippet against the Redis at
