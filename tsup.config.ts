@@ -39,5 +39,5 @@ export default defineConfig({
   clean: true,
   target: 'node20',
   splitting: false,
-  treeshake: true,
+  treeshake: false,
 })
