@@ -28,15 +28,15 @@ const manifest = JSON.parse(readFileSync('package.json', 'utf8')) as Manifest
 
 /**
  * One bundler config for every package (run from the package's directory): dual ESM + CJS
- * JavaScript. Type declarations come from `tsc -p tsconfig.dts.json` and
- * `scripts/cjs-declarations.mjs`, which is much faster than bundling them here.
+ * JavaScript. The type declarations come from `scripts/build-declarations.mjs`, which may run
+ * at the same time, so cleaning dist leaves them alone.
  */
 export default defineConfig({
   entry: entries(manifest),
   format: ['esm', 'cjs'],
   dts: false,
   sourcemap: true,
-  clean: true,
+  clean: ['!**/*.d.ts', '!**/*.d.cts'],
   target: 'node20',
   splitting: false,
   treeshake: false,
