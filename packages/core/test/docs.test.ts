@@ -8,7 +8,7 @@ import {
   parseRules,
 } from '../src/index.js'
 import { parseRulesDocument } from '../src/rules/schema.js'
-import { coveredSnippets, docsHarness, docSnippets, readDoc, where } from './docs-snippets.js'
+import { coveredSnippets, docsHarness, docSnippets, readDoc, where } from '@floodgate/docs-snippets'
 
 // Runs every ```ts block of the docs pages below as a module: a snippet that no longer
 // compiles or whose assertions fail breaks the build, so the docs cannot drift from the code.

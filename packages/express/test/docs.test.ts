@@ -3,13 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { rateLimit } from '@floodgate/express'
 import express, { type Express } from 'express'
-import {
-  coveredSnippets,
-  docsHarness,
-  docSnippets,
-  readDoc,
-  where,
-} from '../../core/test/docs-snippets.js'
+import { coveredSnippets, docsHarness, docSnippets, readDoc, where } from '@floodgate/docs-snippets'
 
 // Every ```ts block of docs/getting-started-express.md runs here, through real HTTP, and the
 // test checks what the page says about it. Fragments run after the setup they take for

@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { rateLimit } from '@floodgate/fastify'
 import Fastify, { type FastifyInstance } from 'fastify'
-import {
-  baseUrl,
-  coveredSnippets,
-  docsHarness,
-  readDoc,
-  where,
-} from '../../core/test/docs-snippets.js'
+import { baseUrl, coveredSnippets, docsHarness, readDoc, where } from '@floodgate/docs-snippets'
 
 // Every ```ts block of docs/getting-started-fastify.md runs here, through real HTTP, and the
 // test checks what the page says about it. Fragments run after the setup they take for

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import type { Logger } from '@floodgate/core'
 import { rateLimit } from '@floodgate/koa'
 import Koa from 'koa'
-import { baseUrl, coveredSnippets, docsHarness, where } from '../../core/test/docs-snippets.js'
+import { baseUrl, coveredSnippets, docsHarness, where } from '@floodgate/docs-snippets'
 
 // Every ```ts block of docs/getting-started-koa.md runs here, through real HTTP, and the test
 // checks what the page says about it. Fragments run after the setup they take for granted

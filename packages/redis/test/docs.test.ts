@@ -11,7 +11,7 @@ import {
 } from '@floodgate/core'
 import { redisKey, type RedisStore, type SyncedStore } from '@floodgate/redis'
 import { hashTag } from '../src/redis-key.js'
-import { coveredSnippets, docsHarness, readDoc, where } from '../../core/test/docs-snippets.js'
+import { coveredSnippets, docsHarness, readDoc, where } from '@floodgate/docs-snippets'
 import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 
 // Every ```ts block of docs/distributed.md runs here: the store snippet against the Redis at

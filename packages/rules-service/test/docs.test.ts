@@ -9,13 +9,7 @@ import {
   startRulesService,
   type RulesServiceApp,
 } from '@floodgate/rules-service'
-import {
-  baseUrl,
-  coveredSnippets,
-  docsHarness,
-  readDoc,
-  where,
-} from '../../core/test/docs-snippets.js'
+import { baseUrl, coveredSnippets, docsHarness, readDoc, where } from '@floodgate/docs-snippets'
 import { parseCli } from '../src/cli-options.js'
 import {
   DATABASE_URL,
