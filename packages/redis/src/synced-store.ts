@@ -552,7 +552,9 @@ export class SyncedStore implements Store {
       t.room = burst - used
       t.share = 1 / hosts
       if (hosts === 1 || this.find(t.rule, t.key) !== t) return
-      const mine = t.room > 0 ? burst - t.room * t.share : used
+      // At least one unit of the room, so a trickle spread over the hosts is not refused while
+      // the fleet bucket still has room for it.
+      const mine = t.room > 0 ? burst - Math.min(t.room, Math.max(t.room * t.share, 1)) : used
       const level = mine + t.pending
       this.memory.refund([{ rule: t.rule, key: t.key, cost: RESET }], now)
       if (level > EPSILON) this.memory.charge(t.rule, t.key, level, now)
