@@ -106,8 +106,14 @@ console.log(
   `rule: token bucket ${params.limit}/s, burst ${params.burst}; steady: ${STEADY_MS} ms, 2 requests per host per ms;` +
     ` bursty: ${BURSTS} bursts of ${BURST_MS} ms every ${BURST_GAP_MS} ms; ${runs} runs each\n`,
 )
-console.log('| hosts | syncMs | steady: over-admission, median (range) | bursty: excess after bursts 1..' + BURSTS + ', median (range of the last) |')
-console.log('| ----- | ------ | -------------------------------------- | ------------------------------------------------ |')
+console.log(
+  '| hosts | syncMs | steady: over-admission, median (range) | bursty: excess after bursts 1..' +
+    BURSTS +
+    ', median (range of the last) |',
+)
+console.log(
+  '| ----- | ------ | -------------------------------------- | ------------------------------------------------ |',
+)
 for (const hosts of hostCounts) {
   for (const syncMs of syncs) {
     const steady = []
