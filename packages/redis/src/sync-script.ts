@@ -4,7 +4,8 @@
  *
  * KEYS: fleet buckets (hashes), all in one Cluster slot. ARGV[1]: the host's id; then per key:
  * TTL in ms, the emission interval in ms (`windowMs / limit`), the window in ms within which a
- * host that pushed counts as active, the burst, n, and n pairs (seq, units). Each hash holds:
+ * host that pushed counts as active, the burst, how many ms ago the newest unit sent was admitted
+ * (a duration, so app and Redis clocks need not agree), n, and n pairs (seq, units). Each hash holds:
  *
  * - `t`: the fleet's total units (HINCRBYFLOAT, exact for any double);
  * - `f`: the fleet's theoretical arrival time in Redis TIME ms (a GCRA with no cap on debt):
@@ -34,8 +35,9 @@ for i = 1, #KEYS do
   local interval = tonumber(ARGV[a + 1])
   local window = tonumber(ARGV[a + 2])
   local burst = tonumber(ARGV[a + 3])
-  local n = tonumber(ARGV[a + 4])
-  a = a + 5
+  local since = tonumber(ARGV[a + 4])
+  local n = tonumber(ARGV[a + 5])
+  a = a + 6
   local f = redis.call('HMGET', k, 't', 'f', sfield, 'x')
   local total = f[1] or '0'
   local tat = tonumber(f[2] or '0')
@@ -58,7 +60,8 @@ for i = 1, #KEYS do
       owed = 0
     end
     tat = tat + added * interval
-    local over = (tat - now) / interval - burst
+    -- Measured when the newest unit was admitted: the refill since then is not forgiveness.
+    local over = (tat - now + since) / interval - burst
     if over > owed then owed = over end
     redis.call('HSET', k, sfield, last, 'f', string.format('%.3f', tat), pfield, now, 'x', tostring(owed))
   elseif n > 0 then

@@ -27,9 +27,10 @@ export interface SyncedStoreOptions extends RedisConnectionOptions {
    */
   prefix?: string
   /**
-   * How often this host pushes what it admitted and pulls what the others admitted, in
-   * milliseconds (each interval jittered by ±10 %, so hosts do not sync in lockstep). The
-   * fleet over-admits by at most about `(hosts - 1) × (burst + rate × 2 × syncMs)`.
+   * How often this host pushes what it admitted and takes the fleet bucket's level, in
+   * milliseconds (each interval jittered by ±10 %, so hosts do not sync in lockstep). A key
+   * also syncs early, at most every `syncMs / 10`, when a burst starts or this host's share of
+   * the fleet bucket runs out. Over-admission grows with it (docs/distributed.md).
    * @default 100
    */
   syncMs?: number
@@ -528,10 +529,12 @@ export class SyncedStore implements Store {
   private call(group: Tracked[]): Promise<string[]> {
     const args: (string | number)[] = group.map((t) => t.redisKey)
     args.push(this.hostId)
+    const now = this.clock()
     for (const t of group) {
       const r = t.rule
       const n = t.unacked.length / 2
-      args.push(ttlMs(r), interval(r), this.rememberMs(r), r.params.burst, n, ...t.unacked)
+      const since = n > 0 && now > t.lastUseMs ? Math.min(now - t.lastUseMs, idleMs(r)) : 0
+      args.push(ttlMs(r), interval(r), this.rememberMs(r), r.params.burst, since, n, ...t.unacked)
     }
     return this.syncScript()(group.length, ...args)
   }
