@@ -271,7 +271,7 @@ export class SyncedStore implements Store {
 
   /**
    * Run one sync round now (after the one in progress, if any): send what this host admitted,
-   * charge what the others admitted. Never rejects: a failed round is logged and its units
+   * take the fleet bucket's level. Never rejects: a failed round is logged and its units
    * are sent again by the next. The timer calls it every `syncMs`; tests call it directly.
    */
   syncNow(): Promise<void> {
