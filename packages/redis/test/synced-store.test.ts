@@ -115,7 +115,7 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     }
   })
 
-  it('a host that starts serving a busy key holds the fleet bucket's level after its first sync', async () => {
+  it('a host that starts serving a busy key holds the fleet bucket level after its first sync', async () => {
     const rule = testRule('token-bucket', 10, 60_000)
     const [a, b] = [await host(), await host()]
     now = 2_500_000
