@@ -1,5 +1,5 @@
 // `pnpm bench`: every benchmark, one after the other, each in its own process so one cannot
-// warm or pollute the heap of the next. BENCH_ONLY=core,http,http-instructions,redis picks some.
+// warm or pollute the heap of the next. BENCH_ONLY=core,http,http-instructions,redis,synced-admission picks some.
 import { spawnSync } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
@@ -15,6 +15,11 @@ const parts = [
     'valgrind',
   ],
   ['redis', 'redis/run.mjs', 'Redis: RedisStore vs peer Redis stores'],
+  [
+    'synced-admission',
+    'redis/synced-admission.mjs',
+    'Redis: SyncedStore over-admission vs one shared bucket',
+  ],
 ]
 const onPath = (cmd) =>
   (process.env.PATH ?? '').split(delimiter).some((dir) => {

@@ -1,76 +1,86 @@
 /**
- * The one script of SyncedStore. It adds batches of units to fleet counters and answers each
- * counter's state; it decides nothing (core's algorithms run locally, in each host).
+ * The one script of SyncedStore. It adds batches of units to a fleet bucket and answers each
+ * bucket's level; it decides nothing (core's algorithms run locally, in each host).
  *
- * KEYS: fleet counters (hashes), all in one Cluster slot. ARGV[1]: the host's id; then per key:
- * TTL in ms, the run gap in ms, the age in ms of the oldest unit sent, n, and n pairs (seq,
- * units). Each hash holds:
+ * KEYS: fleet buckets (hashes), all in one Cluster slot. ARGV[1]: the host's id; then per key:
+ * TTL in ms, the emission interval in ms (`windowMs / limit`), the window in ms within which a
+ * host that pushed counts as active, the burst, how many ms ago the newest unit sent was admitted
+ * (a duration, so app and Redis clocks need not agree), n, and n pairs (seq, units). Each hash holds:
  *
  * - `t`: the fleet's total units (HINCRBYFLOAT, exact for any double);
+ * - `f`: the fleet's theoretical arrival time in Redis TIME ms (a GCRA with no cap on debt):
+ *   every unit pushed moves it one interval later, from now if it lies in the past, so it is
+ *   one shared bucket that every host's units drain and Redis's clock refills;
+ * - `x`: the most the fleet admitted beyond the capacity in the current run. A bucket that
+ *   refills while idle forgives that overshoot, so the next run starts owing it: the fleet's
+ *   excess over one bucket stays that of one run instead of adding up run after run;
  * - `s:<host>`: the last batch seq the host applied: a batch sent again after its reply was
  *   lost carries the same seq and is skipped, so units are counted once;
- * - `m`, `rb`, `rt`: Redis TIME of the last push, and the total and time when the current
- *   "run" began (the first push after `gap` ms without one: the key was idle long enough for
- *   any bucket to be full again; backdated by the age of the batch's oldest unit);
- *   `h:<host>` is `rt:units`, the host's own units in that run.
+ * - `p:<host>`: Redis TIME of the host's last push, to count the hosts sharing the key.
  *
- * Reply per key: the total (as a string), the units the other hosts pushed in the current run
- * (0 when the run is over), and the run's age in ms.
+ * Reply per key: the total (as a string), the fleet bucket's used units now (its TAT ahead of
+ * now over the interval; above the capacity when the fleet is in debt), and the number of hosts
+ * that pushed within the active window, counting the caller.
  */
 export const SYNC_SCRIPT = `
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local sfield = 's:' .. ARGV[1]
-local hfield = 'h:' .. ARGV[1]
+local pfield = 'p:' .. ARGV[1]
 local out = {}
 local a = 2
 for i = 1, #KEYS do
   local k = KEYS[i]
   local ttl = ARGV[a]
-  local gap = tonumber(ARGV[a + 1])
-  local age = tonumber(ARGV[a + 2])
-  local n = tonumber(ARGV[a + 3])
-  a = a + 4
-  local f = redis.call('HMGET', k, 't', 'm', 'rb', 'rt', sfield, hfield)
+  local interval = tonumber(ARGV[a + 1])
+  local window = tonumber(ARGV[a + 2])
+  local burst = tonumber(ARGV[a + 3])
+  local since = tonumber(ARGV[a + 4])
+  local n = tonumber(ARGV[a + 5])
+  a = a + 6
+  local f = redis.call('HMGET', k, 't', 'f', sfield, 'x')
   local total = f[1] or '0'
-  local m = tonumber(f[2] or '0')
-  local rb = tonumber(f[3] or '0')
-  local rt = tonumber(f[4] or '0')
-  local last = tonumber(f[5] or '0')
-  local own = 0
-  if f[6] then
-    local ort, units = string.match(f[6], '^([^:]+):(.+)$')
-    if tonumber(ort) == rt then own = tonumber(units) end
-  end
-  local before = tonumber(total)
+  local tat = tonumber(f[2] or '0')
+  local last = tonumber(f[3] or '0')
+  local owed = tonumber(f[4] or '0')
   local added = 0
-  local applied = false
   for _ = 1, n do
     local seq = tonumber(ARGV[a])
     if seq > last then
       total = redis.call('HINCRBYFLOAT', k, 't', ARGV[a + 1])
       added = added + tonumber(ARGV[a + 1])
       last = seq
-      applied = true
     end
     a = a + 2
   end
-  if applied then
-    if now - m > gap then
-      rb = before
-      rt = now - age
-      own = 0
+  if added ~= 0 then
+    if tat < now then
+      -- A new run: the bucket refilled while idle, which forgave the last run's overshoot.
+      tat = now + owed * interval
+      owed = 0
     end
-    own = own + added
-    m = now
-    redis.call('HSET', k, sfield, last, 'm', m, 'rb', rb, 'rt', rt, hfield, rt .. ':' .. own)
+    tat = tat + added * interval
+    -- Measured when the newest unit was admitted: the refill since then is not forgiveness.
+    local over = (tat - now + since) / interval - burst
+    if over > owed then owed = over end
+    redis.call('HSET', k, sfield, last, 'f', string.format('%.3f', tat), pfield, now, 'x', tostring(owed))
+  elseif n > 0 then
+    redis.call('HSET', k, sfield, last, pfield, now)
   end
   redis.call('PEXPIRE', k, ttl)
-  local others = 0
-  if m > 0 and now - m <= gap then others = tonumber(total) - rb - own end
+  local hosts = 1
+  local all = redis.call('HGETALL', k)
+  for j = 1, #all, 2 do
+    local name = all[j]
+    if string.sub(name, 1, 2) == 'p:' and name ~= pfield and now - tonumber(all[j + 1]) <= window then
+      hosts = hosts + 1
+    end
+  end
+  local ahead = tat - now
+  if ahead < 0 then ahead = 0 end
   out[#out + 1] = total
-  out[#out + 1] = tostring(others)
-  out[#out + 1] = tostring(now - rt)
+  out[#out + 1] = tostring(ahead / interval)
+  out[#out + 1] = tostring(hosts)
 end
 return out
 `

@@ -27,9 +27,10 @@ export interface SyncedStoreOptions extends RedisConnectionOptions {
    */
   prefix?: string
   /**
-   * How often this host pushes what it admitted and pulls what the others admitted, in
-   * milliseconds (each interval jittered by ±10 %, so hosts do not sync in lockstep). The
-   * fleet over-admits by at most about `(hosts - 1) × (burst + rate × 2 × syncMs)`.
+   * How often this host pushes what it admitted and takes the fleet bucket's level, in
+   * milliseconds (each interval jittered by ±10 %, so hosts do not sync in lockstep). A key
+   * also syncs early, at most every `syncMs / 10`, when a burst starts or this host's share of
+   * the fleet bucket runs out. Over-admission grows with it (docs/distributed.md).
    * @default 100
    */
   syncMs?: number
@@ -62,18 +63,24 @@ interface Tracked {
   readonly tag: string
   /** Units admitted here and not yet sent. */
   pending: number
-  /** `nowMs` of the oldest unit not yet known to be in Redis (pending or unacked); NaN if none. */
-  oldestMs: number
   /** Batches sent whose outcome is unknown, flat: seq, units, seq, units… */
   unacked: number[]
-  /** Units of this host that Redis is known to hold, since tracking began. */
-  mine: number
-  /** Fleet total minus `mine` at the last sync: what the others admitted. NaN until first read. */
-  others: number
+  /** The fleet bucket's level has been read at least once. */
+  known: boolean
   /** A baseline read is in flight. */
   reading: boolean
   /** `nowMs` of the last local admission. */
   lastUseMs: number
+  /** Part of the fleet bucket's room this host may spend alone: 1 / hosts sharing the key. */
+  share: number
+  /** Room left in the fleet bucket at the last sync, in units (negative: debt). */
+  room: number
+  /** When the local bucket is full again, as far as this host knows (its own units only). */
+  fullAtMs: number
+  /** Queued for the next early round. */
+  urgent: boolean
+  /** Until when the local refill was cut to this host's share. */
+  adjustedMs: number
 }
 
 type SyncFn = (numKeys: number, ...args: (string | number)[]) => Promise<string[]>
@@ -82,20 +89,23 @@ type SyncFn = (numKeys: number, ...args: (string | number)[]) => Promise<string[
 const CHUNK = 256
 /** A fleet counter outlives the last host that synced it by this much. */
 const TTL_SLACK_MS = 60_000
+/** Refunding this much empties any local bucket: the first step of setting its level. */
+const RESET = Number.MAX_SAFE_INTEGER
 
 /**
  * Decides locally, shares consumption through Redis: the "synced" distributed mode.
  *
  * Every decision is made by a local {@link MemoryStore}, synchronously, at memory speed.
  * Every `syncMs` the store sends, per client key it served recently, the units it admitted
- * since the last sync and gets back the fleet's total for that key; what the other hosts
- * admitted meanwhile is charged to the local bucket with `MemoryStore.charge`, which may
- * take it into debt, so this host refuses until the debt is paid back at the rule's rate.
- * With one host it answers exactly like a MemoryStore.
+ * since the last sync to one fleet bucket per key in Redis (refilled by Redis's clock, with no
+ * floor, so what the fleet over-admits stays owed), and sets its local bucket to the fleet
+ * bucket's level plus what it admitted since. While the fleet bucket has room, each of the
+ * hosts sharing the key gets only its share of that room, so hosts that all start a burst at
+ * once spend about one bucket between them; a host that runs out of its share, or starts a
+ * burst, syncs early. With one host it answers exactly like a MemoryStore.
  *
- * The fleet admits at most what one shared bucket would, plus about
- * `(hosts - 1) × (burst + rate × 2 × syncMs)` (see docs/distributed.md for the derivation and
- * the measured figure). Only token bucket and GCRA rules are supported: they carry debt.
+ * See docs/distributed.md for the bound and the measured over-admission. Only token bucket
+ * and GCRA rules are supported: they carry debt.
  *
  * Redis failures never reach a request: decisions stay local, a failed sync is logged once per
  * interval, and the units not yet known to be in Redis are sent again by the next sync. Each
@@ -133,6 +143,10 @@ export class SyncedStore implements Store {
   private lastRule: CompiledRule | undefined
   private lastKeys: Map<string, Tracked> | undefined
   private readonly unread: Tracked[] = []
+  /** Keys an early round should sync: a burst began, or a share ran out. */
+  private readonly urgent: Tracked[] = []
+  private earlyTimer: NodeJS.Timeout | undefined
+  private lastEarlyMs = Date.now()
   private readScheduled = false
   private seq = 0
   private round: Promise<void> = Promise.resolve()
@@ -189,18 +203,33 @@ export class SyncedStore implements Store {
 
   /** Decide locally; the units admitted are shared with the fleet at the next sync. */
   consume(entries: readonly ConsumeEntry[], nowMs: number): readonly AlgorithmResult[] {
-    for (const e of entries) if (!e.rule.algorithm.charge) throw unsupported(e.rule)
+    for (const e of entries) {
+      if (!e.rule.algorithm.charge) throw unsupported(e.rule)
+      const t = this.find(e.rule, e.key)
+      if (t?.known && t.share < 1) this.holdBack(t, nowMs)
+    }
     const results = this.memory.consume(entries, nowMs)
     for (let i = 0; i < entries.length; i++) {
-      if (!entries[i]!.shadow && !results[i]!.allowed) return results // nothing was recorded
+      if (!entries[i]!.shadow && !results[i]!.allowed) {
+        // Refused while the fleet had room elsewhere: ask for a fresh share at once.
+        for (const e of entries) {
+          const t = this.find(e.rule, e.key)
+          if (t && t.share < 1 && t.room > EPSILON) this.markUrgent(t)
+        }
+        return results // nothing was recorded
+      }
     }
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!
       if (e.shadow && !results[i]!.allowed) continue
       const t = this.track(e.rule, e.key)
       t.pending += e.cost
+      // A burst starting, or this host's share spent: the others should learn soon.
+      if (nowMs - t.lastUseMs > this.syncMs || (t.share < 1 && results[i]!.remaining === 0)) {
+        this.markUrgent(t)
+      }
       t.lastUseMs = nowMs
-      if (Number.isNaN(t.oldestMs)) t.oldestMs = nowMs
+      t.fullAtMs = Math.max(t.fullAtMs, nowMs) + e.cost * interval(e.rule)
     }
     return results
   }
@@ -242,12 +271,16 @@ export class SyncedStore implements Store {
 
   /**
    * Run one sync round now (after the one in progress, if any): send what this host admitted,
-   * charge what the others admitted. Never rejects: a failed round is logged and its units
+   * take the fleet bucket's level. Never rejects: a failed round is logged and its units
    * are sent again by the next. The timer calls it every `syncMs`; tests call it directly.
    */
   syncNow(): Promise<void> {
+    return this.queueRound(false)
+  }
+
+  private queueRound(urgentOnly: boolean): Promise<void> {
     const next = this.round
-      .then(() => this.runRound())
+      .then(() => this.runRound(urgentOnly))
       .catch((err: unknown) => {
         // A round must never break the chain: the next one runs whatever happened here.
         this.failed++
@@ -262,6 +295,7 @@ export class SyncedStore implements Store {
     if (this.closed) return
     this.closed = true
     if (this.timer) clearTimeout(this.timer)
+    if (this.earlyTimer) clearTimeout(this.earlyTimer)
     await this.syncNow()
     // Keys seen for the first time since the last round were only read by it: send their units.
     if ([...this.allTracked()].some((t) => t.pending !== 0)) await this.syncNow()
@@ -271,6 +305,51 @@ export class SyncedStore implements Store {
     this.lastRule = undefined
     this.lastKeys = undefined
     await this.connection.close()
+  }
+
+  /**
+   * The local bucket refills at the rule's rate, but this host is owed only its share of the
+   * fleet's refill: charge back the rest of what it refilled since the last adjustment. And a
+   * local bucket that refilled to full while no sync said otherwise holds only its share of a
+   * full fleet bucket, so that hosts that all meet a burst after a pause spend one bucket
+   * between them, not one each.
+   */
+  private holdBack(t: Tracked, nowMs: number): void {
+    const step = interval(t.rule)
+    const refilled = Math.min(nowMs, t.fullAtMs) - t.adjustedMs
+    t.adjustedMs = Math.max(t.adjustedMs, nowMs)
+    if (nowMs >= t.fullAtMs) {
+      const held = t.rule.params.burst * (1 - t.share)
+      this.memory.charge(t.rule, t.key, held, nowMs)
+      t.fullAtMs = nowMs + held * step
+      this.markUrgent(t)
+    } else if (refilled > 0 && t.room > 0) {
+      const back = ((1 - t.share) * refilled) / step
+      this.memory.charge(t.rule, t.key, back, nowMs)
+      t.fullAtMs += back * step
+    }
+  }
+
+  private find(rule: CompiledRule, key: string): Tracked | undefined {
+    const keys = rule === this.lastRule ? this.lastKeys : this.tracked.get(rule.stateId)
+    return keys?.get(key)
+  }
+
+  /** Sync this key in an early round, at most one per `syncMs / 10`. */
+  private markUrgent(t: Tracked): void {
+    if (!t.urgent) {
+      t.urgent = true
+      this.urgent.push(t)
+    }
+    if (this.earlyTimer || this.closed) return
+    const gap = Math.max(1, this.syncMs / 10)
+    const delay = Math.max(0, this.lastEarlyMs + gap - Date.now())
+    this.earlyTimer = setTimeout(() => {
+      this.earlyTimer = undefined
+      this.lastEarlyMs = Date.now()
+      void this.queueRound(true)
+    }, delay)
+    this.earlyTimer.unref()
   }
 
   private track(rule: CompiledRule, key: string): Tracked {
@@ -293,17 +372,19 @@ export class SyncedStore implements Store {
       redisKey: `${this.prefix}:{${tag}}:${rule.stateId}:synced`,
       tag,
       pending: 0,
-      oldestMs: Number.NaN,
       unacked: [],
-      mine: 0,
-      others: Number.NaN,
+      known: false,
       reading: false,
-      lastUseMs: 0,
+      lastUseMs: Number.NEGATIVE_INFINITY,
+      share: 1,
+      room: rule.params.burst,
+      fullAtMs: Number.NEGATIVE_INFINITY,
+      urgent: false,
+      adjustedMs: Number.NEGATIVE_INFINITY,
     }
     keys.set(key, t)
     this.trackedCount++
-    // Read the fleet's total for the key now, so what the others admit from here on is
-    // charged; what they admitted before this host served the key is history.
+    // Read the fleet bucket's level now: what the others admitted recently is in it.
     this.unread.push(t)
     if (!this.readScheduled) {
       this.readScheduled = true
@@ -329,13 +410,13 @@ export class SyncedStore implements Store {
 
   private readBaselines(): void {
     this.readScheduled = false
-    const batch = this.unread.splice(0).filter((t) => Number.isNaN(t.others) && !t.reading)
+    const batch = this.unread.splice(0).filter((t) => !t.known && !t.reading)
     // Not connected: the next round reads them.
     if (batch.length === 0 || this.closed || !this.connected()) return
     for (const t of batch) t.reading = true
     this.reads = Promise.all([
       this.reads,
-      this.send(batch, 0)
+      this.send(batch, this.clock())
         .catch((err: unknown) => this.report(err, 'synced store: reading a fleet counter failed'))
         .finally(() => {
           for (const t of batch) t.reading = false
@@ -352,10 +433,15 @@ export class SyncedStore implements Store {
     this.timer.unref()
   }
 
-  private async runRound(): Promise<void> {
+  private async runRound(urgentOnly: boolean): Promise<void> {
     // A round sends units only for keys whose baseline is known: let the reads land first.
     await this.reads
     if (this.trackedCount === 0) return
+    if (urgentOnly && (!this.connected() || this.inFlight > 0)) {
+      // The regular round will carry these keys; an early round never counts as failed.
+      for (const t of this.urgent.splice(0)) t.urgent = false
+      return
+    }
     if (!this.connected()) {
       this.failed++
       this.report(undefined, 'synced store: Redis not connected; deciding locally, will catch up')
@@ -371,17 +457,21 @@ export class SyncedStore implements Store {
     const now = this.clock()
     const seq = ++this.seq
     const batch: Tracked[] = []
-    for (const t of this.allTracked()) {
+    const candidates = urgentOnly ? this.urgent.splice(0) : this.allTracked()
+    for (const t of candidates) {
+      t.urgent = false
       if (t.reading) continue
-      if (!Number.isNaN(t.others)) {
+      if (urgentOnly && this.find(t.rule, t.key) !== t) continue
+      if (t.known) {
         // A batch whose outcome is unknown goes again alone, so at most one is ever pending;
         // new units wait for the next round.
         if (t.unacked.length === 0 && t.pending !== 0) {
           t.unacked.push(seq, t.pending)
           t.pending = 0
         } else if (t.unacked.length === 0 && now - t.lastUseMs > idleMs(t.rule)) {
-          // Not served here for a full refill: stop syncing it. Nothing of ours is unsent.
-          this.untrack(t)
+          // Not served here for a full refill: stop syncing it, but remember its share for a
+          // while, so a burst after a pause is not met with a full bucket on every host.
+          if (now - t.lastUseMs > this.rememberMs(t.rule)) this.untrack(t)
           continue
         }
       }
@@ -441,43 +531,44 @@ export class SyncedStore implements Store {
     args.push(this.hostId)
     const now = this.clock()
     for (const t of group) {
-      // How long ago the oldest unit sent was admitted: a run that begins with this batch
-      // began that long before Redis sees it. A duration, so app and Redis clocks may differ.
-      const age = t.unacked.length > 0 && t.oldestMs < now ? now - t.oldestMs : 0
-      args.push(ttlMs(t.rule), idleMs(t.rule), age, t.unacked.length / 2, ...t.unacked)
+      const r = t.rule
+      const n = t.unacked.length / 2
+      const since = n > 0 && now > t.lastUseMs ? Math.min(now - t.lastUseMs, idleMs(r)) : 0
+      args.push(ttlMs(r), interval(r), this.rememberMs(r), r.params.burst, since, n, ...t.unacked)
     }
     return this.syncScript()(group.length, ...args)
   }
 
-  /** Learn the fleet's totals: our batches are in, and the others' new units are charged. */
+  /**
+   * Learn the fleet bucket's level: our batches are in it, and the local bucket becomes the
+   * fleet's (or, while it has room, this host's share of the room) plus what this host
+   * admitted since the call left. With one host sharing the key the local bucket is already
+   * exact and is left alone.
+   */
   private apply(group: Tracked[], reply: string[], now: number): void {
     group.forEach((t, i) => {
-      for (let j = 1; j < t.unacked.length; j += 2) t.mine += t.unacked[j]!
-      if (t.unacked.length > 0 && t.pending === 0) t.oldestMs = Number.NaN
       t.unacked.length = 0
-      const others = Number(reply[3 * i]) - t.mine
-      let fresh = others - t.others
-      if (Number.isNaN(t.others)) fresh = this.recentDebt(t.rule, reply, i)
-      t.others = others
-      // Below 0 when the counter was lost (Redis restarted empty, or it expired): start again
-      // from what is there, charging nothing.
-      if (fresh > EPSILON && this.tracked.get(t.rule.stateId)?.get(t.key) === t) {
-        this.memory.charge(t.rule, t.key, fresh, now)
-      }
+      t.known = true
+      const burst = t.rule.params.burst
+      const used = Number(reply[3 * i + 1])
+      const hosts = Math.max(1, Number(reply[3 * i + 2]))
+      t.room = burst - used
+      t.share = 1 / hosts
+      if (hosts === 1 || this.find(t.rule, t.key) !== t) return
+      // At least one unit of the room, so a trickle spread over the hosts is not refused while
+      // the fleet bucket still has room for it.
+      const mine = t.room > 0 ? burst - Math.min(t.room, Math.max(t.room * t.share, 1)) : used
+      const level = mine + t.pending
+      this.memory.refund([{ rule: t.rule, key: t.key, cost: RESET }], now)
+      if (level > EPSILON) this.memory.charge(t.rule, t.key, level, now)
+      t.fullAtMs = now + Math.max(0, level) * interval(t.rule)
+      t.adjustedMs = now
     })
   }
 
-  /**
-   * On first sight of a key, what the others admitted before cannot be told apart from old
-   * history by the total alone. The run fields can: since the run began (the key was idle
-   * before, so any bucket was full), the others admitted `units` in `runMs`, and a bucket
-   * refills at most `rate × runMs` meanwhile, so at least the rest is still used. Charging
-   * that lower bound never charges more than the fleet really consumed.
-   */
-  private recentDebt(rule: CompiledRule, reply: string[], i: number): number {
-    const units = Number(reply[3 * i + 1])
-    const runMs = Number(reply[3 * i + 2])
-    return units - (rule.params.limit / rule.params.windowMs) * runMs
+  /** How long a key served here stays remembered (not synced) after its last use. */
+  private rememberMs(rule: CompiledRule): number {
+    return Math.min(ttlMs(rule), Math.max(10 * idleMs(rule), 20 * this.syncMs))
   }
 
   private connected(): boolean {
@@ -493,6 +584,11 @@ export class SyncedStore implements Store {
   private report(err: unknown, msg: string): void {
     this.warn({ err, failedSyncs: this.failed }, msg)
   }
+}
+
+/** Milliseconds for one unit to refill. */
+function interval(rule: CompiledRule): number {
+  return rule.params.windowMs / rule.params.limit
 }
 
 /** Time for a rule's state to refill from empty: how long a key stays shared after its last use here. */

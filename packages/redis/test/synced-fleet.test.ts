@@ -113,7 +113,61 @@ describe.skipIf(!available)(`a fleet of ${HOSTS} SyncedStore hosts on one Redis`
       expect(peak).toBeLessThanOrEqual(bound)
       // And it does not starve the fleet: most of what one bucket allows is admitted.
       expect(admitted).toBeGreaterThan(0.5 * shared)
+      // Started together, the fleet converges on the shared bucket: the cold start is owed
+      // back, and the sync lag is paid out of the fleet bucket's debt.
+      if (staggerMs === 0) expect(admitted).toBeLessThanOrEqual(1.04 * shared)
     },
     30_000,
   )
+
+  // Bursts far above the limit, spaced further apart than the refill time (200 ms): one shared
+  // bucket is full again at each and admits about one bucket per burst. Each host's local
+  // bucket is full again too, yet the fleet must not admit a bucket per host per burst.
+  it('bursts after a pause: the excess over one shared bucket does not grow burst after burst', async () => {
+    const bursts = 4
+    const burstMs = 10
+    const everyMs = 500
+    const hosts = Array.from({ length: HOSTS }, () =>
+      forkFleetHost<Report>(worker, {
+        url: REDIS_URL,
+        prefix,
+        syncMs,
+        rule,
+        key: 'bursty-client',
+        burstMs,
+        burstEveryMs: everyMs,
+      }),
+    )
+    all.push(hosts.map((h) => h.child))
+    await Promise.all(hosts.map((h) => h.ready))
+    const originMs = Date.now() + 200
+    const stopAtMs = originMs + bursts * everyMs
+    for (const h of hosts) h.child.send({ originMs, startAtMs: originMs, stopAtMs })
+    const done = await Promise.all(hosts.map((h) => h.report))
+    const times = done.flatMap((r) => r.times)
+    const rate = rule.limit / rule.windowMs
+    // One shared bucket, full at each burst, admits its capacity plus the refill of the burst.
+    const perBurst = rule.burst + rate * burstMs
+    const excess = Array.from(
+      { length: bursts },
+      (_, k) => times.filter((t) => t < (k + 1) * everyMs).length - (k + 1) * perBurst,
+    )
+    console.info(
+      'synced fleet, bursty',
+      JSON.stringify({
+        excess,
+        offered: done.reduce((n, r) => n + r.offered, 0),
+        perHost: done.map((r) => r.admitted),
+      }),
+    )
+    expect(done.every((r) => r.failedSyncs === 0)).toBe(true)
+    expect(done.reduce((n, r) => n + r.offered, 0)).toBeGreaterThan(perBurst * bursts)
+    // Without a fleet bucket each host meets every burst with a full bucket of its own, and
+    // the excess grows by (hosts - 1) × burst = 60 per burst. Allow a quarter of a bucket of
+    // growth over three bursts, and at most one bucket's worth overall.
+    expect(excess[bursts - 1]! - excess[0]!).toBeLessThanOrEqual(rule.burst / 4)
+    expect(excess[bursts - 1]!).toBeLessThanOrEqual(rule.burst)
+    // And the bursts are served: most of one bucket per burst.
+    expect(times.length).toBeGreaterThan(0.6 * perBurst * bursts)
+  }, 30_000)
 })

@@ -22,6 +22,10 @@ interface Config {
     stateId: string
   }
   key: string
+  /** Offer only in bursts of this many ms (default: all the time)... */
+  burstMs?: number
+  /** ...starting every this many ms. */
+  burstEveryMs?: number
 }
 
 const config = JSON.parse(process.env.FG_FLEET ?? '{}') as Config
@@ -57,7 +61,13 @@ async function run(originMs: number, startAtMs: number, stopAtMs: number): Promi
   let admitted = 0
   let offered = 0
   const times: number[] = []
+  const every = config.burstEveryMs ?? 1
+  const burstMs = config.burstMs ?? every
   while (Date.now() < stopAtMs) {
+    if ((Date.now() - startAtMs) % every >= burstMs) {
+      await tick()
+      continue
+    }
     for (let i = 0; i < 2; i++) {
       offered++
       const now = Date.now()
