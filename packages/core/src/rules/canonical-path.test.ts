@@ -121,9 +121,7 @@ describe('rules and spellings', () => {
     ]),
   )
   const ids = (method: string, path: string, route?: string): string[] =>
-    new RuleMatcher(rules.rules)
-      .match({ method, path, route, headers: {} })
-      .map((r) => r.rule.id)
+    new RuleMatcher(rules.rules).match({ method, path, route, headers: {} }).map((r) => r.rule.id)
 
   it('applies a literal rule to every spelling of its path, with or without a route', () => {
     fc.assert(
