@@ -9,33 +9,91 @@ export interface DeadlineHandlers<T> {
   late(results: readonly AlgorithmResult[]): void
 }
 
+function timeoutError(ms: number, why: string): FloodgateError {
+  return new FloodgateError('FG_ERR_STORE_TIMEOUT', `store did not answer within ${why} (${ms} ms)`)
+}
+
+interface Waiter {
+  readonly sinceMs: number
+  fail(): void
+}
+
+/**
+ * The backstop for stores that promise to settle every call within the deadline themselves
+ * (`settlesWithinMs`): one sweep timer for all their calls instead of a timer per call, so a
+ * store that breaks its promise delays a request by at most twice `timeoutMs` plus a sweep,
+ * and never hangs it.
+ */
+export class DeadlineWatchdog {
+  private readonly waiting = new Set<Waiter>()
+  private timer: ReturnType<typeof setInterval> | undefined
+
+  constructor(private readonly timeoutMs: number) {}
+
+  add(waiter: Waiter): void {
+    this.waiting.add(waiter)
+    if (this.timer === undefined) {
+      this.timer = setInterval(() => this.sweep(), this.timeoutMs)
+      this.timer.unref()
+    }
+  }
+
+  /** False when the watchdog already failed this waiter. */
+  remove(waiter: Waiter): boolean {
+    return this.waiting.delete(waiter)
+  }
+
+  private sweep(): void {
+    const overdue = Date.now() - 2 * this.timeoutMs
+    for (const w of this.waiting) {
+      if (w.sinceMs > overdue) continue
+      this.waiting.delete(w)
+      w.fail()
+    }
+    if (this.waiting.size === 0) this.stop()
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
+    this.timer = undefined
+  }
+}
+
 /**
  * Wait for a store's answer for at most `timeoutMs`; past it, `failed` runs with a
- * `FG_ERR_STORE_TIMEOUT` error. `storeKeepsDeadline` skips the timer for stores that settle
- * every call within the deadline themselves.
+ * `FG_ERR_STORE_TIMEOUT` error. With a `watchdog` (a store that settles every call within the
+ * deadline itself), no timer is armed per call and the watchdog only catches a broken promise.
  */
 export function withinDeadline<T>(
   pending: Promise<readonly AlgorithmResult[]>,
   timeoutMs: number,
-  storeKeepsDeadline: boolean,
+  watchdog: DeadlineWatchdog | undefined,
   on: DeadlineHandlers<T>,
 ): Promise<T> {
-  if (storeKeepsDeadline) {
-    // A second timer per call would only cost.
-    return pending.then(
-      (results) => on.answered(results),
-      (err: unknown) => on.failed(err),
-    )
+  if (watchdog !== undefined) {
+    return new Promise<T>((resolve) => {
+      const waiter: Waiter = {
+        sinceMs: Date.now(),
+        fail: () =>
+          resolve(on.failed(timeoutError(2 * timeoutMs, 'twice the settlesWithinMs it promised'))),
+      }
+      watchdog.add(waiter)
+      pending.then(
+        (results) => {
+          if (watchdog.remove(waiter)) resolve(on.answered(results))
+          else on.late(results)
+        },
+        (err: unknown) => {
+          if (watchdog.remove(waiter)) resolve(on.failed(err))
+        },
+      )
+    })
   }
   return new Promise<T>((resolve) => {
     let settled = false
     const timer = setTimeout(() => {
       settled = true
-      const err = new FloodgateError(
-        'FG_ERR_STORE_TIMEOUT',
-        `store did not answer within timeoutMs (${timeoutMs} ms)`,
-      )
-      resolve(on.failed(err))
+      resolve(on.failed(timeoutError(timeoutMs, 'timeoutMs')))
     }, timeoutMs)
     pending.then(
       (results) => {

@@ -237,6 +237,30 @@ describe('createLimiter', () => {
     }
   })
 
+  it('never hangs on a store that promises settlesWithinMs and then never answers', async () => {
+    vi.useFakeTimers({
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
+    })
+    try {
+      const liar = createLimiter({
+        rules: [{ id: 'r', limit: 1, window: '1s' }],
+        timeoutMs: 50,
+        store: { settlesWithinMs: 50, consume: () => new Promise(() => {}), refund: () => {} },
+      })
+      let answered: unknown
+      void (liar.check(facts()) as Promise<unknown>).then((d) => (answered = d))
+      await vi.advanceTimersByTimeAsync(99)
+      expect(answered).toBeUndefined()
+      // Twice the promised bound, found by the next sweep (one sweep per timeoutMs).
+      await vi.advanceTimersByTimeAsync(51)
+      expect(answered).toMatchObject({ allowed: true, failedOpen: true })
+      await liar.close()
+      expect(vi.getTimerCount()).toBe(0)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
   it('keeps the rules in force when the store refuses the new set in retain() (P27)', () => {
     const limiter = createLimiter({ rules: [{ id: 'r', limit: 1, window: '1s' }], store: picky() })
     expect(limiter.check(facts())).toMatchObject({ allowed: true })

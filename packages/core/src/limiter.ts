@@ -3,7 +3,7 @@ import { turnClock, type Clock } from './clock.js'
 import type { Decision } from './decision.js'
 import { FloodgateError } from './errors.js'
 import { addCounts, zeroCounts, type CountersSnapshot } from './limiter-counters.js'
-import { withinDeadline } from './limiter-deadline.js'
+import { DeadlineWatchdog, withinDeadline } from './limiter-deadline.js'
 import { FAILED_OPEN, NO_RULES, judge, validResults } from './limiter-decide.js'
 import { describeAnswer, fillEntries, isCost, refundOf, type Entry } from './limiter-entry.js'
 import { FAIL_OPEN_MESSAGES, FailOpenLog, type FailOpenCode } from './limiter-fail-open-log.js'
@@ -72,8 +72,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private readonly total = zeroCounts()
   private readonly scratch: Entry[] = []
   private busy = false
-  /** The store settles every call within our `timeoutMs` itself (`settlesWithinMs`). */
-  private readonly storeKeepsDeadline: boolean
+  /** Set when the store settles every call within our `timeoutMs` itself (`settlesWithinMs`). */
+  private readonly watchdog: DeadlineWatchdog | undefined
 
   readonly ready: Promise<void>
 
@@ -85,7 +85,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
     this.clock = checkFunction('clock', o.clock) ?? turnClock
     this.timeoutMs = checkPositiveInt('timeoutMs', o.timeoutMs, 50)
     const bound = this.store.settlesWithinMs
-    this.storeKeepsDeadline = typeof bound === 'number' && bound <= this.timeoutMs
+    this.watchdog =
+      typeof bound === 'number' && bound <= this.timeoutMs
+        ? new DeadlineWatchdog(this.timeoutMs)
+        : undefined
     const ipv6Subnet = checkPositiveInt('ipv6Subnet', o.ipv6Subnet, 64, 128)
     const failOpenLogIntervalMs = checkPositiveInt(
       'failOpenLogIntervalMs',
@@ -200,7 +203,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
       // A store that broke its `synchronous` promise must not see its entries reused.
       const own = reuse ? entries.map((e) => ({ ...e })) : entries
       // Promise.resolve turns a foreign thenable into a promise that cannot throw at us.
-      return withinDeadline(Promise.resolve(results), this.timeoutMs, this.storeKeepsDeadline, {
+      return withinDeadline(Promise.resolve(results), this.timeoutMs, this.watchdog, {
         answered: (r) => this.decide(own, r, facts),
         failed: (err) => this.failOpen(err, own, facts),
         late: (r) => this.undoLateAnswer(own, r),
@@ -306,6 +309,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
 
   async close(): Promise<void> {
     this.source?.stop()
+    this.watchdog?.stop()
     await this.store.close?.()
   }
 }

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import {
   describeAdapterScenarios,
+  describeHostileFuzz,
   type HarnessSetup,
   type RunningApp,
   type ScenarioRoute,
@@ -55,3 +56,4 @@ export async function startExpress(setup: HarnessSetup): Promise<RunningApp> {
 }
 
 describeAdapterScenarios({ name: 'express', start: startExpress })
+describeHostileFuzz({ name: 'express', start: startExpress })

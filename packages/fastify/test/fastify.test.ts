@@ -1,4 +1,5 @@
-import { describeAdapterScenarios } from '@floodgate/core/testing'
+import { describeAdapterScenarios, describeHostileFuzz } from '@floodgate/core/testing'
 import { startFastify } from './harness.js'
 
 describeAdapterScenarios({ name: 'fastify', start: startFastify })
+describeHostileFuzz({ name: 'fastify', start: startFastify })

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import type { Limiter } from '@floodgate/core'
 import {
   describeAdapterScenarios,
+  describeHostileFuzz,
   type HarnessSetup,
   type RunningApp,
   type ScenarioRoute,
@@ -67,3 +68,4 @@ export async function startKoa(setup: HarnessSetup): Promise<RunningApp> {
 }
 
 describeAdapterScenarios({ name: 'koa', start: startKoa })
+describeHostileFuzz({ name: 'koa', start: startKoa })

@@ -41,7 +41,9 @@ export interface Store {
   /**
    * Declares that every promise `consume` returns settles within this many milliseconds on
    * its own (rejecting when its backend misses the deadline), as RedisStore's does. When it is
-   * no longer than the limiter's `timeoutMs`, the limiter arms no timer of its own per call.
+   * no longer than the limiter's `timeoutMs`, the limiter arms no timer of its own per call;
+   * a shared sweep fails a call still unsettled after twice `timeoutMs`, so a store that breaks
+   * the promise delays requests but never hangs them.
    */
   readonly settlesWithinMs?: number
   consume(

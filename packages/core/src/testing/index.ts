@@ -31,3 +31,4 @@ export {
   spellingRoutes,
   spellingRules,
 } from './request-targets.js'
+export { describeHostileFuzz } from './hostile-fuzz.js'
