@@ -5,7 +5,7 @@ import type { KeyBuilder } from '../keys/build-key.js'
 import { createLimiter } from '../limiter.js'
 import { MemoryStore } from '../stores/memory-store.js'
 import type { ConsumeEntry, Store } from '../stores/store.js'
-import type { AdapterHarness, ScenarioRequest, ScenarioResponse } from './adapter-scenarios.js'
+import type { AdapterHarness, ScenarioRequest, ScenarioResponse } from './scenario-types.js'
 
 /** What a hostile store answers: the shapes a buggy or broken store has been seen to return. */
 const ANSWERS = [

@@ -16,9 +16,10 @@ export type {
   ScenarioResponse,
   ScenarioRoute,
   ScenarioStep,
-} from './adapter-scenarios.js'
-export { adapterScenarios, describeAdapterScenarios } from './adapter-scenarios.js'
-export type { AdapterScenarioOptions } from './adapter-scenarios.js'
+} from './scenario-types.js'
+export { adapterScenarios } from './adapter-scenarios.js'
+export type { AdapterScenarioOptions } from './scenario-runner.js'
+export { describeAdapterScenarios } from './scenario-runner.js'
 export type { ReferenceLimiter, ReferenceModel, ReferenceResult } from './reference-models.js'
 export { referenceModel, referenceModels } from './reference-models.js'
 export type { AlgorithmVector, VectorStep } from './vectors.js'

@@ -1,0 +1,270 @@
+import { request as httpRequest } from 'node:http'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import type { AlgorithmResult } from '../algorithms/algorithm.js'
+import { createLimiter } from '../limiter.js'
+import { MemoryStore } from '../stores/memory-store.js'
+import type { ConsumeEntry, RefundEntry, Store } from '../stores/store.js'
+import { DEFAULT_ROUTES, adapterScenarios } from './adapter-scenarios.js'
+import type {
+  AdapterHarness,
+  AdapterScenario,
+  RunningApp,
+  ScenarioExpect,
+  ScenarioRequest,
+  ScenarioResponse,
+} from './scenario-types.js'
+
+/** Wraps a store to report refunds and decisions, so steps can wait for them without sleeping. */
+class ObservedStore implements Store {
+  refunds = 0
+  consumes = 0
+  private waiters: Array<() => void> = []
+  private holding = false
+  private held: Array<() => void> = []
+
+  constructor(private readonly inner: Store) {}
+
+  consume(
+    entries: readonly ConsumeEntry[],
+    nowMs: number,
+  ): readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]> {
+    this.consumes++
+    const answer = this.inner.consume(entries, nowMs)
+    if (this.holding) {
+      this.holding = false
+      // Copy now: a synchronous store reuses its result objects.
+      const settled = Promise.resolve(answer).then((r) => r.map((x) => ({ ...x })))
+      const out = new Promise<readonly AlgorithmResult[]>((resolve) => {
+        this.held.push(() => resolve(settled))
+      })
+      this.wake()
+      return out
+    }
+    this.wake()
+    return answer
+  }
+
+  /** Hold the next consume's answer until {@link deliver}. */
+  holdNext(): void {
+    this.holding = true
+  }
+
+  deliver(): void {
+    for (const f of this.held.splice(0)) f()
+  }
+
+  refund(entries: readonly RefundEntry[], nowMs: number): void | Promise<void> {
+    this.refunds++
+    this.wake()
+    return this.inner.refund(entries, nowMs)
+  }
+
+  private wake(): void {
+    const w = this.waiters
+    this.waiters = []
+    for (const f of w) f()
+  }
+
+  /** Resolves once `test()` holds, re-checked after every store call. */
+  async until(test: () => boolean): Promise<void> {
+    while (!test()) await new Promise<void>((resolve) => this.waiters.push(resolve))
+  }
+}
+
+function makeStore(kind: AdapterScenario['store']): Store {
+  if (kind === 'throwing') {
+    return {
+      consume: () => {
+        throw new Error('store down')
+      },
+      refund: () => {},
+    }
+  }
+  if (kind === 'garbage' || kind === 'garbage-async') {
+    const answers: unknown[] = [undefined, [], [{ allowed: 'yes', remaining: NaN }]]
+    let i = 0
+    return {
+      consume: () => {
+        const a = answers[i++ % answers.length] as readonly AlgorithmResult[]
+        return kind === 'garbage' ? a : Promise.resolve(a)
+      },
+      refund: () => {},
+    }
+  }
+  if (kind === 'hanging') {
+    return { consume: () => new Promise<never>(() => {}), refund: () => {} }
+  }
+  return new MemoryStore()
+}
+
+/** Send a request over a real socket; resolves with the response, or `dropped` when the socket dies first. */
+function rawRequest(
+  url: string,
+  req: ScenarioRequest,
+  onRequest?: (abort: () => void) => void,
+): Promise<ScenarioResponse | 'dropped'> {
+  return new Promise((resolve) => {
+    const r = httpRequest(`${url}${req.path}`, {
+      method: req.method,
+      headers: req.headers,
+      agent: false,
+    })
+    r.on('response', (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => (text += c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }))
+      res.on('error', () => resolve('dropped'))
+    })
+    r.on('error', () => resolve('dropped'))
+    onRequest?.(() => r.destroy())
+    r.end()
+  })
+}
+
+function check(res: ScenarioResponse | 'dropped', want: ScenarioExpect, label: string): void {
+  if (want.dropped) {
+    expect(res, `${label}: dropped`).toBe('dropped')
+    return
+  }
+  expect(res, `${label}: a response`).not.toBe('dropped')
+  const r = res as ScenarioResponse
+  if (want.status !== undefined) expect(r.status, `${label}: status (${r.text})`).toBe(want.status)
+  for (const [name, value] of Object.entries(want.headers ?? {})) {
+    expect(r.headers[name], `${label}: header ${name}`).toBe(value)
+  }
+  if (want.body !== undefined) expect(JSON.parse(r.text), `${label}: body`).toStrictEqual(want.body)
+}
+
+/** Options of {@link describeAdapterScenarios}. */
+export interface AdapterScenarioOptions {
+  /**
+   * Builds the store of each scenario that uses the default in-memory one, to run the table
+   * on another store (a RedisStore with a fresh key prefix and the caller's clock). Called
+   * once per scenario.
+   */
+  readonly makeStore?: () => Store
+}
+
+/**
+ * Run the scenario table against one adapter, through its real framework. Each adapter's test
+ * calls this with a harness that builds the app its idiomatic way; the expectations are the
+ * same literal values for all of them.
+ *
+ * @param harness - builds and starts an app for a scenario
+ * @param scenarios - the table (default: {@link adapterScenarios})
+ * @param options - another store for the in-memory scenarios
+ * @example
+ * describeAdapterScenarios({ name: 'express', start: async (setup) => startExpress(setup) })
+ */
+export function describeAdapterScenarios(
+  harness: AdapterHarness,
+  scenarios: readonly AdapterScenario[] = adapterScenarios,
+  options: AdapterScenarioOptions = {},
+): void {
+  describe(`${harness.name}: adapter scenarios`, () => {
+    let running: RunningApp | undefined
+    // An unhandled rejection ends a Node server: no scenario may cause one.
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason)
+    }
+    beforeAll(() => {
+      process.on('unhandledRejection', onUnhandled)
+    })
+    afterAll(() => {
+      process.off('unhandledRejection', onUnhandled)
+    })
+    afterEach(async () => {
+      await running?.close()
+      running = undefined
+      expect(unhandled, 'unhandled rejections').toEqual([])
+    })
+
+    for (const scenario of scenarios) {
+      it(scenario.name, async () => {
+        // On a minute boundary, so fixed windows start with the scenario.
+        let now = 1_699_999_980_000
+        const custom = (scenario.store ?? 'memory') === 'memory' ? options.makeStore?.() : undefined
+        const store = new ObservedStore(custom ?? makeStore(scenario.store))
+        const limiter = createLimiter({
+          rules: scenario.rules,
+          store,
+          clock: () => now,
+          timeoutMs: scenario.timeoutMs ?? 50,
+        })
+        let calls = 0
+        let openGate: () => void = () => {}
+        const gate = new Promise<void>((resolve) => (openGate = resolve))
+        let entered: () => void = () => {}
+        let enteredOnce = new Promise<void>((resolve) => (entered = resolve))
+        const app = await harness.start({
+          limiter,
+          routes: scenario.routes ?? DEFAULT_ROUTES,
+          trustProxy: scenario.trustProxy ?? false,
+          options: scenario.options ?? {},
+          enter: (route) => {
+            calls++
+            entered()
+            return route.slow ? gate : Promise.resolve()
+          },
+        })
+        running = app
+        const background: Array<Promise<void>> = []
+        for (const [i, step] of scenario.steps.entries()) {
+          const label = `${scenario.name} · step ${i}`
+          if ('send' in step) {
+            const res =
+              step.expect.dropped || step.raw === true
+                ? await rawRequest(app.url, step.send)
+                : await app.send(step.send)
+            check(res, step.expect, label)
+          } else if ('sendInBackground' in step) {
+            const decided = store.consumes + 1
+            background.push(
+              app.send(step.sendInBackground).then((res) => check(res, step.expect, label)),
+            )
+            await store.until(() => store.consumes >= decided)
+          } else if ('abortInFlight' in step) {
+            const refunded = store.refunds + 1
+            enteredOnce = new Promise<void>((resolve) => (entered = resolve))
+            const done = rawRequest(app.url, step.abortInFlight, (abort) => {
+              void enteredOnce.then(abort)
+            })
+            expect(await done, `${label}: aborted`).toBe('dropped')
+            await store.until(() => store.refunds >= refunded)
+          } else if ('abortQueued' in step) {
+            const decided = store.consumes + 1
+            const refunded = store.refunds + 1
+            const done = rawRequest(app.url, step.abortQueued, (abort) => {
+              void store.until(() => store.consumes >= decided).then(abort)
+            })
+            expect(await done, `${label}: aborted`).toBe('dropped')
+            await store.until(() => store.refunds >= refunded)
+          } else if ('abortBeforeDecision' in step) {
+            const decided = store.consumes + 1
+            store.holdNext()
+            const done = rawRequest(app.url, step.abortBeforeDecision, (abort) => {
+              void store.until(() => store.consumes >= decided).then(abort)
+            })
+            expect(await done, `${label}: aborted`).toBe('dropped')
+          } else if ('deliverHeld' in step) {
+            store.deliver()
+            // The limiter acts on the answer in microtasks; one macrotask turn covers them.
+            await new Promise((resolve) => setImmediate(resolve))
+          } else if ('settle' in step) {
+            await Promise.all(background.splice(0))
+          } else if ('advanceMs' in step) {
+            now += step.advanceMs
+          } else if ('openGate' in step) {
+            openGate()
+          } else {
+            expect(calls, `${label}: handler calls`).toBe(step.handlerCalls)
+          }
+        }
+        await Promise.all(background)
+        await limiter.close()
+      })
+    }
+  })
+}

@@ -1,0 +1,117 @@
+import type { HeadersOption } from '../http/adapter-options.js'
+import type { Limiter } from '../limiter.js'
+import type { RuleInput } from '../rules/schema.js'
+
+/** A route of a scenario app. Every handler answers `200 {"ok":true}` unless `slow` or `fail`. */
+export interface ScenarioRoute {
+  readonly method: 'GET' | 'POST'
+  /** Route pattern in the `/users/:id` syntax all three frameworks share. */
+  readonly path: string
+  /** Mount the limiter on this route with this cost (Express/Koa: route-level mount). */
+  readonly cost?: number
+  /** Not rate-limited at all (Fastify: `config.rateLimit: false`; Express/Koa: routed before the limiter). */
+  readonly exempt?: boolean
+  /** The handler waits until the harness's `gate` opens (for aborts while in flight). */
+  readonly slow?: boolean
+  /** The handler throws. */
+  readonly fail?: boolean
+}
+
+/** What an adapter harness needs to build one scenario's app. */
+export interface HarnessSetup {
+  /** The limiter to mount (shared-Limiter form of the adapter). */
+  readonly limiter: Limiter<never>
+  readonly routes: readonly ScenarioRoute[]
+  /** Trust X-Forwarded-For from any peer (Express `trust proxy`, Fastify `trustProxy`, Koa `app.proxy` + `maxIpsCount: 1`). */
+  readonly trustProxy: boolean
+  /** Adapter options every mount gets. */
+  readonly options: { readonly headers?: HeadersOption; readonly shadowHeader?: boolean }
+  /** Call at the start of every handler; await it in `slow` handlers before answering. */
+  readonly enter: (route: ScenarioRoute) => Promise<void>
+}
+
+/** A response as the scenario runner compares it. */
+export interface ScenarioResponse {
+  readonly status: number
+  /** Lower-case header names. */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>
+  readonly text: string
+}
+
+/** A request a scenario sends. */
+export interface ScenarioRequest {
+  readonly method: 'GET' | 'POST'
+  readonly path: string
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** A running app under test. */
+export interface RunningApp {
+  /** Send through the framework's test client (supertest, `inject()`). */
+  send(req: ScenarioRequest): Promise<ScenarioResponse>
+  /** Base URL of a listening loopback server, for drops and aborts that need a real socket. */
+  readonly url: string
+  close(): Promise<void>
+}
+
+/** One adapter under the scenario table. */
+export interface AdapterHarness {
+  readonly name: string
+  start(setup: HarnessSetup): Promise<RunningApp>
+}
+
+/** What a step expects. Headers listed are compared exactly (undefined = absent). */
+export interface ScenarioExpect {
+  readonly status?: number
+  readonly headers?: Readonly<Record<string, string | undefined>>
+  /** Parsed JSON body; omitted = not compared. */
+  readonly body?: unknown
+  /** The connection is destroyed without a response. */
+  readonly dropped?: boolean
+}
+
+/** One step of a scenario. */
+export type ScenarioStep =
+  | {
+      readonly send: ScenarioRequest
+      readonly expect: ScenarioExpect
+      /** Over a real socket even when the harness's client is in-process (Fastify's inject). */
+      readonly raw?: boolean
+    }
+  /** Send without awaiting the answer; the step ends once the limiter has decided it. */
+  | { readonly sendInBackground: ScenarioRequest; readonly expect: ScenarioExpect }
+  /** Open a real request, wait until its handler runs, then abort it client-side and wait for the refund. */
+  | { readonly abortInFlight: ScenarioRequest }
+  /** Open a real request, wait until the limiter decided it (queued), abort it, wait for the refund. */
+  | { readonly abortQueued: ScenarioRequest }
+  /**
+   * Open a real request and destroy it client-side while the store's (held) answer is still on
+   * its way; the answer is delivered at the next `deliverHeld` step.
+   */
+  | { readonly abortBeforeDecision: ScenarioRequest }
+  /** Deliver the held store answer and let the limiter act on it. */
+  | { readonly deliverHeld: true }
+  /** Wait for every background request and check its expectation. */
+  | { readonly settle: true }
+  /** Move the injected clock. */
+  | { readonly advanceMs: number }
+  /** Let slow handlers answer from now on. */
+  | { readonly openGate: true }
+  /** How many times handlers ran so far (all routes). */
+  | { readonly handlerCalls: number }
+
+/** One row of the table. */
+export interface AdapterScenario {
+  readonly name: string
+  readonly rules: readonly RuleInput[]
+  readonly routes?: readonly ScenarioRoute[]
+  /**
+   * `garbage`/`garbage-async`: answers `undefined`, then a wrong-length array, then results with
+   * wrong types, in turn (synchronously or as a promise).
+   */
+  readonly store?: 'memory' | 'throwing' | 'hanging' | 'garbage' | 'garbage-async'
+  readonly timeoutMs?: number
+  readonly trustProxy?: boolean
+  readonly options?: HarnessSetup['options']
+  readonly steps: readonly ScenarioStep[]
+}
