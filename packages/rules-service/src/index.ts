@@ -29,7 +29,8 @@ export type {
   RulesValidator,
   ServiceSummary,
 } from './rules-repository.js'
-export { RulesRepository, mergePatch } from './rules-repository.js'
+export { RulesRepository } from './rules-repository.js'
+export { mergePatch } from './rule-bodies.js'
 export type { ProblemBody, ProblemType } from './problem.js'
 export { ProblemError } from './problem.js'
 export { validateWithCore } from './core-validator.js'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { mergePatch } from './rules-repository.js'
+import { mergePatch } from './rule-bodies.js'
 
 // The examples of RFC 7396 appendix A.
 describe('mergePatch', () => {

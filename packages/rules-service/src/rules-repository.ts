@@ -1,8 +1,8 @@
 import type { Db, DbSession } from './db/db.js'
 import { ProblemError } from './problem.js'
+import { diffRules, mergePatch, type RuleBody } from './rule-bodies.js'
 
-/** A rule as stored: the JSON its author wrote (core's `RuleInput`), with its `id`. */
-export type RuleBody = Record<string, unknown> & { id: string }
+export type { RuleBody } from './rule-bodies.js'
 
 /** The whole rule set of a service: what a host's retriever polls. */
 export interface Ruleset {
@@ -55,39 +55,6 @@ interface PlannedChange {
   next: RuleBody[]
   /** The action recorded for rules whose body changed. */
   action: (before: RuleBody | undefined, after: RuleBody | undefined) => AuditAction
-}
-
-/** Key order does not matter in jsonb, so compare bodies in a canonical form. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`
-  }
-  return JSON.stringify(value)
-}
-
-/**
- * Apply an RFC 7396 JSON merge patch: objects merge key by key, `null` deletes, everything
- * else (arrays included) replaces.
- *
- * @param target - the document
- * @param patch - the patch
- * @returns the patched document (the inputs are not modified)
- */
-export function mergePatch(target: unknown, patch: unknown): unknown {
-  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch
-  const result: Record<string, unknown> =
-    target !== null && typeof target === 'object' && !Array.isArray(target)
-      ? { ...(target as Record<string, unknown>) }
-      : {}
-  for (const [key, value] of Object.entries(patch as Record<string, unknown>)) {
-    if (value === null) delete result[key]
-    else result[key] = mergePatch(result[key], value)
-  }
-  return result
 }
 
 const toIso = (value: unknown): string =>
@@ -378,7 +345,7 @@ export class RulesRepository {
       ).map((r) => r.body)
       const { next, action } = plan(current)
       this.#check(next)
-      const entries = diff(current, next)
+      const entries = diffRules(current, next)
       const reordered = current.map((r) => r.id).join('\n') !== next.map((r) => r.id).join('\n')
       if (entries.length === 0 && !reordered) return { revision, changed: false }
       const nextRevision = revision + 1
@@ -423,25 +390,6 @@ export class RulesRepository {
       throw new ProblemError('invalid-rules', issues.join('; '), { errors: issues })
     }
   }
-}
-
-function diff(
-  current: readonly RuleBody[],
-  next: readonly RuleBody[],
-): { id: string; before: RuleBody | undefined; after: RuleBody | undefined }[] {
-  const before = new Map(current.map((r) => [r.id, r]))
-  const after = new Map(next.map((r) => [r.id, r]))
-  const out: { id: string; before: RuleBody | undefined; after: RuleBody | undefined }[] = []
-  for (const rule of next) {
-    const old = before.get(rule.id)
-    if (old === undefined || canonical(old) !== canonical(rule)) {
-      out.push({ id: rule.id, before: old, after: rule })
-    }
-  }
-  for (const rule of current) {
-    if (!after.has(rule.id)) out.push({ id: rule.id, before: rule, after: undefined })
-  }
-  return out
 }
 
 async function write(
