@@ -1,6 +1,5 @@
 import type { CompiledRule } from './rules/compiled-rules.js'
 import type { ConsumeEntry, RefundEntry } from './stores/store.js'
-import type { Holdings } from './limiter-holdings.js'
 import type { RuleRuntime } from './limiter-rules.js'
 import type { RequestFacts } from './request-facts.js'
 
@@ -31,6 +30,13 @@ export function describeAnswer(v: unknown): string {
   return v === null ? 'null' : typeof v
 }
 
+/** The queue places a request takes while its entries are built (the limiter's holdings). */
+export interface QueuePlaces {
+  /** A place in the rule's queue for this client, or undefined when the queue is full. */
+  takePlace(rule: CompiledRule, key: string, maxQueue: number): string | undefined
+  leavePlace(place: string): void
+}
+
 /** One store entry per rule that has a key for this request; returns how many. */
 export function fillEntries<Req>(
   entries: Entry[],
@@ -38,7 +44,7 @@ export function fillEntries<Req>(
   facts: RequestFacts<Req>,
   routeCost: number,
   reuse: boolean,
-  holdings: Holdings,
+  holdings: QueuePlaces,
 ): number {
   let n = 0
   for (let i = 0; i < rts.length; i++) {

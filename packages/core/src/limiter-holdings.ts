@@ -1,6 +1,6 @@
 import type { Clock } from './clock.js'
 import type { Decision } from './decision.js'
-import { refundOf, type Entry } from './limiter-entry.js'
+import { refundOf, type Entry, type QueuePlaces } from './limiter-entry.js'
 import type { Logger } from './logger.js'
 import type { CompiledRule } from './rules/compiled-rules.js'
 import type { RefundEntry, Store } from './stores/store.js'
@@ -20,7 +20,7 @@ interface Lease {
  * Queue places and leases: what decisions hold (concurrency slots, queue places, units charged
  * for a queued request) and their return, exactly once.
  */
-export class Holdings {
+export class Holdings implements QueuePlaces {
   private readonly leases = new WeakMap<Decision, Lease>()
   private readonly queued = new Map<string, number>()
 
