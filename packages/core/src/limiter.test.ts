@@ -58,7 +58,7 @@ describe('createLimiter', () => {
     expect(b.check()).toMatchObject({ allowed: false, action: 'drop' })
   })
 
-  it('passes only when every matching rule allows, and charges none otherwise (P14)', () => {
+  it('passes only when every matching rule allows, and charges none otherwise', () => {
     const { check } = clocked([
       { id: 'wide', limit: 10, window: '1s' },
       { id: 'export', match: 'POST /export', limit: 1, window: '1s', algorithm: 'fixed-window' },
@@ -261,7 +261,7 @@ describe('createLimiter', () => {
     }
   })
 
-  it('keeps the rules in force when the store refuses the new set in retain() (P27)', () => {
+  it('keeps the rules in force when the store refuses the new set in retain()', () => {
     const limiter = createLimiter({ rules: [{ id: 'r', limit: 1, window: '1s' }], store: picky() })
     expect(limiter.check(facts())).toMatchObject({ allowed: true })
     expect(() =>
@@ -286,7 +286,7 @@ describe('createLimiter', () => {
     expect(limiter.check({ ...facts(), routeRules: route })).toMatchObject({ allowed: true })
   })
 
-  it('refuses a bad rule update and keeps the rules in force (P27)', () => {
+  it('refuses a bad rule update and keeps the rules in force', () => {
     const { limiter, check } = clocked([{ id: 'r', limit: 1, window: '1s' }])
     check()
     expect(() => limiter.updateRules([{ id: 'r', limit: -1, window: '1s' }])).toThrow(

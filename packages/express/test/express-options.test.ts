@@ -34,7 +34,7 @@ describe('express rateLimit options', () => {
     )
   })
 
-  it('charges once when one limiter is mounted on the app and again on a router (P13)', async () => {
+  it('charges once when one limiter is mounted on the app and again on a router', async () => {
     const log = logger()
     const limiter = createLimiter<Request>({ rules: [{ id: 'a', limit: 2, window: '1m' }] })
     const app = express()

@@ -100,7 +100,7 @@ export function rateLimit(
     if (!proxyChecked) {
       proxyChecked = true
       // Koa's app is only known here; with proxy on and maxIpsCount 0, ctx.ip is the leftmost
-      // X-Forwarded-For entry, which the client writes (pitfall P2).
+      // X-Forwarded-For entry, which the client writes (docs/security.md#client-address-and-proxies).
       if (ctx.app.proxy && !(ctx.app.maxIpsCount > 0)) {
         warn(
           'FG_WRN_KOA_PROXY_LEFTMOST_IP',

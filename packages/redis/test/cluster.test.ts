@@ -83,7 +83,7 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
     expect([wide(ds[2]!), wide(ds[3]!), wide(ds[4]!)]).toEqual([7, 7, 7])
   })
 
-  it("a client key with braces ('}evil') cannot scatter its rules over slots (P9)", async () => {
+  it("a client key with braces ('}evil') cannot scatter its rules over slots", async () => {
     // With the raw key as the tag, '}evil' empties it and the rules land in different slots.
     const naive = await Promise.all(
       ['r1', 'r2', 'r3'].map((r) => admin.cluster('KEYSLOT', `fg:{}evil}:${r}`)),
@@ -134,7 +134,7 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
     expect((await ipOnly.check(facts('10.9.9.9'))).remaining).toBe(7)
   })
 
-  it('reloads the script on every node after SCRIPT FLUSH (P11)', async () => {
+  it('reloads the script on every node after SCRIPT FLUSH', async () => {
     const limiter = createLimiter({
       store,
       rules: [{ id: 'flush', limit: 100, window: '1m', key: ['ip'] }],

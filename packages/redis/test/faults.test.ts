@@ -107,7 +107,7 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
     await limiter.close()
   })
 
-  it('a stalled connection fails open within the deadline and pending calls stay bounded (P24)', async () => {
+  it('a stalled connection fails open within the deadline and pending calls stay bounded', async () => {
     const s = await store({ maxPending: 5 })
     const limiter = createLimiter({ rules, store: s, timeoutMs: 50 })
     expect((await limiter.check(facts('10.3.0.1'))).failedOpen).toBe(false)
@@ -140,7 +140,7 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
     await limiter.close()
   })
 
-  it('never resends a script whose outcome is unknown: a decision is counted at most once (P12)', async () => {
+  it('never resends a script whose outcome is unknown: a decision is counted at most once', async () => {
     const s = await store({ clock: 'caller' })
     const rule = testRule('fixed-window', 10, 60_000)
     const entry = { rule, key: 'replay', cost: 1, maxWaitMs: 0, shadow: false }

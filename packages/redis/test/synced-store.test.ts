@@ -134,7 +134,7 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     expect(remaining(a, rule, 'late-joiner')).toBe(2)
   })
 
-  it('never charges twice when a sync whose reply was lost is sent again (P12)', async () => {
+  it('never charges twice when a sync whose reply was lost is sent again', async () => {
     const url = new URL(REDIS_URL)
     const proxy = await FaultProxy.start(url.hostname, Number(url.port || 6379))
     onTestFinished(() => proxy.close())

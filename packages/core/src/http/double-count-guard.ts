@@ -9,7 +9,7 @@ interface Marked {
 }
 
 /**
- * The double-count guard (pitfall P13) for one limiter: reports whether the limiter already
+ * The double-count guard (docs/security.md#double-counting-by-mounting) for one limiter: reports whether the limiter already
  * checked a request, and marks it. A limiter mounted twice on one request path (app and router,
  * a plugin registered twice, app-level plus route-level mounts sharing one Limiter) charges
  * once; the first mount to run decides, later ones pass the request through.

@@ -44,7 +44,7 @@ describe('formatHeaders', () => {
     ])
   })
 
-  it('adds Retry-After in whole seconds, rounded up, at least 1, when refused (P29)', () => {
+  it('adds Retry-After in whole seconds, rounded up, at least 1, when refused', () => {
     const refused = outcome('per-ip', { allowed: false, remaining: 0, retryAfterMs: 1_001 })
     const d = decision([refused], {
       allowed: false,
@@ -73,7 +73,7 @@ describe('formatHeaders', () => {
     expect(formatHeaders(d, { draft: 'both' })).toHaveLength(5)
   })
 
-  it('claims nothing while failing open or when no rule matched (P29)', () => {
+  it('claims nothing while failing open or when no rule matched', () => {
     expect(formatHeaders(decision([outcome('per-ip')], { failedOpen: true }))).toEqual([])
     expect(formatHeaders(decision([]))).toEqual([])
   })

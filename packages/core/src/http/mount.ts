@@ -48,7 +48,7 @@ export function prepareMount<Req>(
 /**
  * For middleware adapters (Express, Koa), whose mounts can stack on one request path: a
  * function that tells whether this mount should check the request, false when the same limiter
- * already did (pitfall P13), logging `FG_WRN_DOUBLE_MOUNT` once.
+ * already did (docs/security.md#double-counting-by-mounting), logging `FG_WRN_DOUBLE_MOUNT` once.
  *
  * @param mount - the mount
  * @returns a function of the per-request holder (see `doubleCountGuard`) and the path for the log

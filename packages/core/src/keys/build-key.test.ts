@@ -71,7 +71,7 @@ describe('compileKey', () => {
     expect(long).not.toBe(fn(facts({ headers: { x: 'b'.repeat(10_000) } })))
   })
 
-  it('refuses a rule naming a builder that is not registered, and ignores inherited names (P8)', () => {
+  it('refuses a rule naming a builder that is not registered, and ignores inherited names', () => {
     expect(() => compileKey(rule(['custom:nope']), builders, 64, 'rules[3]')).toThrow(
       /rules\[3\]\.key: key "custom:nope" needs a key builder registered as keys\.nope/,
     )

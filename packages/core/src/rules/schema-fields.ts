@@ -6,7 +6,7 @@ import type { KeyPart, OverLimit, RuleMatch } from './rule.js'
 
 // The field schemas a rule is built from, each with the message its errors carry.
 
-/** The longest duration a rule may use: `setTimeout` overflows above 2^31-1 ms (P32). */
+/** The longest duration a rule may use: `setTimeout` overflows above 2^31-1 ms and would fire at once. */
 export const MAX_DURATION_MS = 2 ** 31 - 1
 
 const MAX_KEY_PARTS = 8

@@ -120,7 +120,7 @@ describe('parseRules: defaults and normalisation', () => {
       { ...base, algorithm: 'sliding-window-log', limit: 10_000 },
       { limit: 10_000 },
     ],
-    ['window at the P32 cap', { ...base, window: 2 ** 31 - 1 }, { windowMs: 2 ** 31 - 1 }],
+    ['window at the timer limit', { ...base, window: 2 ** 31 - 1 }, { windowMs: 2 ** 31 - 1 }],
   ])('%s', (_name, input, expected) => {
     const [rule] = parseRules([input])
     expect(rule).toMatchObject(expected)
@@ -207,7 +207,7 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
       ],
     ],
     [
-      'window over 2^31-1 ms (P32)',
+      'window over 2^31-1 ms',
       [{ ...base, window: '25d' }],
       [
         'rules[0].window: expected a duration of at most 2147483647 ms (about 24.8 days), got "25d"',
@@ -321,7 +321,7 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
       ['rules[0].onLimit.status: expected a known field (one of action), got 503'],
     ],
     [
-      'maxWait over P32',
+      'maxWait over the timer limit',
       [{ ...base, onLimit: { action: 'queue', maxWait: 2 ** 31 } }],
       [
         'rules[0].onLimit.maxWait: expected a duration of at most 2147483647 ms (about 24.8 days), got 2147483648',
@@ -391,7 +391,7 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
       ],
     ],
     [
-      'regex-like param (P28)',
+      'regex-like param',
       [{ ...base, match: '/:a-:b' }],
       [
         `rules[0].match: expected a path pattern whose parameters are named like ':id', got "/:a-:b"`,
