@@ -2,8 +2,9 @@
  * Every error and warning Floodgate raises, in one table. Codes are stable and each has a
  * section in docs/error-codes.md; messages name the field and the value received.
  */
-// Each code has a section in the repository's docs/error-codes.md.
-const DOCS = 'docs/error-codes.md'
+// Each code has a section in docs/error-codes.md, which @floodgate/core ships, so the link
+// resolves in an installed package (node_modules/@floodgate/core/docs/error-codes.md).
+const DOCS = '@floodgate/core/docs/error-codes.md'
 
 export const errorCodes = {
   FG_ERR_RULES_INVALID: 'invalid rules',

@@ -80,7 +80,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
   constructor(options: LimiterOptions<Req>) {
     checkObject('options', options)
     const o = options ?? {}
-    this.store = o.store ?? new MemoryStore()
+    this.store = o.store === undefined ? new MemoryStore() : o.store
     checkMethods('store', this.store, ['consume', 'refund'])
     this.clock = checkFunction('clock', o.clock) ?? turnClock
     this.timeoutMs = checkPositiveInt('timeoutMs', o.timeoutMs, 50)

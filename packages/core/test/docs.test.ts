@@ -77,7 +77,7 @@ describe('docs/error-codes.md', () => {
     const { issues, message } = error as RulesValidationError
     for (const line of shown!.code.split('\n')) expect(issues).toContain(line)
     expect(message).toMatch(
-      / \(FG_ERR_RULES_INVALID, see docs\/error-codes\.md#fg_err_rules_invalid\)$/,
+      / \(FG_ERR_RULES_INVALID, see @floodgate\/core\/docs\/error-codes\.md#fg_err_rules_invalid\)$/,
     )
   })
 

@@ -187,7 +187,7 @@ export async function createRulesService(
 
   if (!(options.tokens ?? []).some((t) => t.role !== 'read')) {
     app.log.warn(
-      'no admin or write token configured: the API is read-only (see docs/rules-service.md#tokens)',
+      'no admin or write token configured: the API is read-only (set FLOODGATE_ADMIN_TOKEN, or tokens in --tokens-file; floodgate-rules --help lists them)',
     )
   }
   if (
