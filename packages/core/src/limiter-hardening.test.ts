@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import type { AlgorithmResult } from './algorithms/algorithm.js'
 import type { Decision } from './decision.js'
 import { formatHeaders } from './http/headers.js'
@@ -9,6 +9,7 @@ import type { RequestFacts } from './request-facts.js'
 import type { RuleInput } from './rules/schema.js'
 import { MemoryStore } from './stores/memory-store.js'
 import type { ConsumeEntry, Store } from './stores/store.js'
+import { collectUnhandledRejections } from './testing/unhandled-rejections.js'
 
 const facts = (over: Partial<RequestFacts> = {}): RequestFacts => ({
   method: 'GET',
@@ -227,16 +228,7 @@ const rules: RuleInput[] = [
 ]
 
 describe('check() never throws, never hangs, never leaves a rejection unhandled', () => {
-  const unhandled: unknown[] = []
-  const onUnhandled = (reason: unknown): void => {
-    unhandled.push(reason)
-  }
-  beforeAll(() => {
-    process.on('unhandledRejection', onUnhandled)
-  })
-  afterAll(() => {
-    process.off('unhandledRejection', onUnhandled)
-  })
+  const unhandled = collectUnhandledRejections()
 
   it('for any hostile store, key builder and facts', async () => {
     await fc.assert(

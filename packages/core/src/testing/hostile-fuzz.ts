@@ -1,11 +1,12 @@
 import fc from 'fast-check'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import type { KeyBuilder } from '../keys/build-key.js'
 import { createLimiter } from '../limiter.js'
 import { MemoryStore } from '../stores/memory-store.js'
 import type { ConsumeEntry, Store } from '../stores/store.js'
 import type { AdapterHarness, ScenarioRequest, ScenarioResponse } from './scenario-types.js'
+import { collectUnhandledRejections } from './unhandled-rejections.js'
 
 /** What a hostile store answers: the shapes a buggy or broken store has been seen to return. */
 const ANSWERS = [
@@ -134,16 +135,7 @@ function within(p: Promise<ScenarioResponse>): Promise<ScenarioResponse | 'hung'
  */
 export function describeHostileFuzz(harness: AdapterHarness, runs = 12): void {
   describe(`${harness.name}: hostile stores, key builders and requests`, () => {
-    const unhandled: unknown[] = []
-    const onUnhandled = (reason: unknown): void => {
-      unhandled.push(reason)
-    }
-    beforeAll(() => {
-      process.on('unhandledRejection', onUnhandled)
-    })
-    afterAll(() => {
-      process.off('unhandledRejection', onUnhandled)
-    })
+    const unhandled = collectUnhandledRejections()
 
     it('answers every request, never with a 5xx, and leaves no unhandled rejection', async () => {
       await fc.assert(

@@ -1,5 +1,5 @@
 import { request as httpRequest } from 'node:http'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import { createLimiter } from '../limiter.js'
 import { MemoryStore } from '../stores/memory-store.js'
@@ -13,6 +13,7 @@ import type {
   ScenarioRequest,
   ScenarioResponse,
 } from './scenario-types.js'
+import { collectUnhandledRejections } from './unhandled-rejections.js'
 
 /** Wraps a store to report refunds and decisions, so steps can wait for them without sleeping. */
 class ObservedStore implements Store {
@@ -165,16 +166,7 @@ export function describeAdapterScenarios(
   describe(`${harness.name}: adapter scenarios`, () => {
     let running: RunningApp | undefined
     // An unhandled rejection ends a Node server: no scenario may cause one.
-    const unhandled: unknown[] = []
-    const onUnhandled = (reason: unknown): void => {
-      unhandled.push(reason)
-    }
-    beforeAll(() => {
-      process.on('unhandledRejection', onUnhandled)
-    })
-    afterAll(() => {
-      process.off('unhandledRejection', onUnhandled)
-    })
+    const unhandled = collectUnhandledRejections()
     afterEach(async () => {
       await running?.close()
       running = undefined
