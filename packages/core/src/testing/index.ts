@@ -33,3 +33,5 @@ export {
   spellingRules,
 } from './request-targets.js'
 export { describeHostileFuzz } from './hostile-fuzz.js'
+export type { CorsServe, CorsServeOptions } from './cors-exposure.js'
+export { describeCorsExposure } from './cors-exposure.js'
