@@ -6,7 +6,6 @@ import {
   EXPOSE_HEADERS,
   exposedHeaderNames,
   enforce,
-  OptionsError,
   prepareMount,
   PROBLEM_CONTENT_TYPE,
   routeCost,
@@ -17,8 +16,8 @@ import {
   type LimiterInput,
   type Rejection,
   type RouteCost,
-  type RuleInput,
-} from '@floodgate/core'
+} from '@floodgate/core/http'
+import { OptionsError, type RuleInput } from '@floodgate/core'
 import type {
   FastifyInstance,
   FastifyReply,

@@ -1,13 +1,11 @@
+import { OptionsError, type Logger, type Store } from '@floodgate/core'
 import {
-  OptionsError,
   scopeLogger,
   type AlgorithmName,
   type AlgorithmResult,
   type ConsumeEntry,
-  type Logger,
   type RefundEntry,
-  type Store,
-} from '@floodgate/core'
+} from '@floodgate/core/algorithms'
 import { BatchQueue, type ScriptCall } from './batch-queue.js'
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js'
 import { checkPrefix, hashTag } from './redis-key.js'
