@@ -10,6 +10,7 @@ export const alias: Record<string, string> = {
   '@floodgate/core/http': pkg('core', 'http/index.ts'),
   '@floodgate/core/algorithms': pkg('core', 'algorithms/index.ts'),
   '@floodgate/core/rules': pkg('core', 'rules/index.ts'),
+  '@floodgate/core/options': pkg('core', 'options/index.ts'),
   '@floodgate/core': pkg('core'),
   '@floodgate/express': pkg('express'),
   '@floodgate/fastify': pkg('fastify'),

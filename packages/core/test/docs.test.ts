@@ -77,7 +77,7 @@ describe('docs/error-codes.md', () => {
   })
 
   it('quotes the OptionsError message httpRules throws', () => {
-    const message = 'httpRules: intervalMs: expected a number from 1 to 2147483647, got 0'
+    const message = 'httpRules: intervalMs: expected an integer from 1 to 2147483647, got 0'
     expect(page).toContain(`\`${message}\``)
     expect(() => httpRules('http://127.0.0.1/rules', { intervalMs: 0 })).toThrow(message)
   })

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { OptionsError } from '@floodgate/core'
+import { optionError } from '@floodgate/core/options'
 
 /**
  * The Redis Cluster hash tag of a client key: 22 base64url characters of its SHA-256
@@ -55,7 +55,7 @@ export function redisKey(prefix: string, clientKey: string, stateId: string): st
  */
 export function checkPrefix(prefix: unknown = 'fg'): string {
   if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
-    throw new OptionsError(`prefix: must not contain '{' or '}', got ${JSON.stringify(prefix)}`)
+    throw optionError('prefix', "a string without '{' or '}'", prefix)
   }
   return prefix
 }
