@@ -68,7 +68,11 @@ async function simulate(adaptiveThrottle: RetryOptions['adaptiveThrottle']): Pro
       if (time.clock() >= DURATION_MS) break
       calls.push(
         api('http://127.0.0.1/work').then((res) => {
-          if ('refusedLocally' in res && time.clock() < DURATION_MS && time.clock() >= MEASURE_FROM_MS) {
+          if (
+            'refusedLocally' in res &&
+            time.clock() < DURATION_MS &&
+            time.clock() >= MEASURE_FROM_MS
+          ) {
             refusedLocally++
           }
         }),
