@@ -19,6 +19,8 @@ export type {
 } from './adaptive-throttle.js'
 export { backoffCeilingMs, backoffDelayMs, DEFAULT_BASE_MS, DEFAULT_CAP_MS } from './backoff.js'
 export type { BackoffOptions, Jitter } from './backoff.js'
+export { createPacer } from './pacer.js'
+export type { AcquireOptions, Pacer, PacerOptions, TryAcquireOptions } from './pacer.js'
 export { parseRateLimit, parseRetryAfter, serverWaitMs } from './server-wait.js'
 export type { HeaderReader } from './server-wait.js'
 export { sleep } from './sleep.js'
