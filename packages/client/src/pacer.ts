@@ -227,31 +227,26 @@ export function createPacer(options: PacerOptions): Pacer {
     get waiting(): number {
       return queue.length
     },
-    acquire(cost = 1, acquireOptions: AcquireOptions = {}): Promise<number> {
-      try {
-        const c = checkCost(cost)
-        const signal = checkSignal('signal', acquireOptions.signal)
-        if (signal?.aborted) return Promise.reject(signal.reason as Error)
-        return take(c, signal, clock())
-      } catch (error) {
-        return Promise.reject(error as Error)
-      }
+    // async: a bad argument rejects the promise rather than throwing; the body still runs
+    // synchronously up to the reservation, so turns follow the order of the calls.
+    async acquire(cost = 1, acquireOptions: AcquireOptions = {}): Promise<number> {
+      const c = checkCost(cost)
+      const signal = checkSignal('signal', acquireOptions.signal)
+      if (signal?.aborted) throw signal.reason
+      return take(c, signal, clock())
     },
-    tryAcquire(cost = 1, tryOptions: TryAcquireOptions = {}): Promise<boolean> {
-      try {
-        const c = checkCost(cost)
-        const signal = checkSignal('signal', tryOptions.signal)
-        const timeoutMs =
-          tryOptions.timeoutMs === Number.POSITIVE_INFINITY
-            ? Number.POSITIVE_INFINITY
-            : checkNumberAbove('timeoutMs', tryOptions.timeoutMs, 0, 0, true)
-        if (signal?.aborted) return Promise.reject(signal.reason as Error)
-        const now = clock()
-        if (earliestGrant(state, now) - now > timeoutMs) return Promise.resolve(false)
-        return take(c, signal, now).then(() => true)
-      } catch (error) {
-        return Promise.reject(error as Error)
-      }
+    async tryAcquire(cost = 1, tryOptions: TryAcquireOptions = {}): Promise<boolean> {
+      const c = checkCost(cost)
+      const signal = checkSignal('signal', tryOptions.signal)
+      const timeoutMs =
+        tryOptions.timeoutMs === Number.POSITIVE_INFINITY
+          ? Number.POSITIVE_INFINITY
+          : checkNumberAbove('timeoutMs', tryOptions.timeoutMs, 0, 0, true)
+      if (signal?.aborted) throw signal.reason
+      const now = clock()
+      if (earliestGrant(state, now) - now > timeoutMs) return false
+      await take(c, signal, now)
+      return true
     },
   }
 }
