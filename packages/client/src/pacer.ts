@@ -185,7 +185,11 @@ export function createPacer(options: PacerOptions): Pacer {
     }
   }
 
-  /** A waiter gave up: its turn goes to those behind it, as if it had never asked. */
+  /**
+   * A waiter gave up: its turn goes to those behind it, as if it had never asked. Their turns
+   * are computed again from the schedule before its reservation, which costs one reservation
+   * per waiter behind it.
+   */
   function leave(w: Waiter): void {
     const index = queue.indexOf(w)
     if (index < 0) return

@@ -113,7 +113,8 @@ export interface RetryOptions {
    * {@link LocallyRefusedResponse} (a 429 whose `refusedLocally` is `true`) and retried like
    * a server's 429. `true` uses `k: 2` and a 2-minute window; an object sets them; an
    * {@link AdaptiveThrottle} from {@link createAdaptiveThrottle} is shared as is. Created from
-   * options, the throttle uses this wrapper's `clock` and `random`.
+   * options, the throttle uses this wrapper's `clock` and `random`. {@link fetchWithRetry}
+   * builds a wrapper per call, so there only a shared throttle learns anything.
    * @default false
    */
   readonly adaptiveThrottle?:
