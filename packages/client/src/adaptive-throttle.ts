@@ -55,8 +55,9 @@ export interface AdaptiveThrottle {
   accepted(): void
   /** The counts over the window and the current refusal probability. */
   counts(): AdaptiveThrottleCounts
-  /** `k` and `windowMs` in force. */
+  /** The multiplier in force: the server sees about `k` times what it accepts. */
   readonly k: number
+  /** How far back the counts reach, in milliseconds. */
   readonly windowMs: number
 }
 
