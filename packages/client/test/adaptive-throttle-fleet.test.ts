@@ -85,11 +85,16 @@ async function simulate(adaptiveThrottle: RetryOptions['adaptiveThrottle']): Pro
   await Promise.all(drivers)
   expect(time.pending()).toBe(0)
   const seconds = (DURATION_MS - MEASURE_FROM_MS) / 1000
-  return {
+  const load = {
     seenPerS: seen / seconds,
     acceptedPerS: accepted / seconds,
     refusedLocallyPerS: refusedLocally / seconds,
   }
+  // FG_MEASURE_FLEET=1 prints the figures docs/client.md quotes.
+  if (process.env.FG_MEASURE_FLEET === '1') {
+    console.log(`adaptiveThrottle ${JSON.stringify(adaptiveThrottle)}: ${JSON.stringify(load)}`)
+  }
+  return load
 }
 
 describe('a fleet of retrying clients against a server that accepts 25 requests/s', () => {
