@@ -14,6 +14,8 @@ export { createLimiter } from './limiter.js'
 export type { Limiter, LimiterOptions } from './limiter-types.js'
 export type { Decision, RuleOutcome } from './decision.js'
 export type { CountersSnapshot, DecisionCounts } from './limiter-counters.js'
+export type { LimiterObserver } from './limiter-observer.js'
+export type { TopClient, TopClientsOptions, TopClientsQuery } from './limiter-top-clients.js'
 export type { KeyBuilders } from './keys/build-key.js'
 
 // Rules and where they come from

@@ -14,6 +14,12 @@ export interface DecisionCounts {
 export interface CountersSnapshot {
   readonly total: Readonly<DecisionCounts>
   readonly byRule: ReadonlyMap<string, Readonly<DecisionCounts>>
+  /**
+   * Requests this limiter admitted that still hold a concurrency slot, per rule id (rules
+   * with `algorithm: concurrency`; a rule with none in flight is absent). Counts this host's
+   * requests only, also when the store shares the limit across hosts.
+   */
+  readonly inFlight: ReadonlyMap<string, number>
 }
 
 export function zeroCounts(): DecisionCounts {

@@ -23,6 +23,8 @@ interface Lease {
 export class Holdings implements QueuePlaces {
   private readonly leases = new WeakMap<Decision, Lease>()
   private readonly queued = new Map<string, number>()
+  /** Concurrency slots held by requests this limiter admitted, per rule id. */
+  readonly inFlight = new Map<string, number>()
 
   constructor(
     private readonly store: Store,
@@ -71,7 +73,11 @@ export class Holdings implements QueuePlaces {
       if (!concurrency && decision.action !== 'queue') continue
       lease ??= { released: false, charged: [], slots: [], queueKeys: [] }
       // Copies: the entry objects may be reused by the next check.
-      if (concurrency) lease.slots.push(refundOf(e))
+      if (concurrency) {
+        lease.slots.push(refundOf(e))
+        const id = e.rule.rule.id
+        this.inFlight.set(id, (this.inFlight.get(id) ?? 0) + 1)
+      }
       if (decision.action === 'queue' && o.allowed) {
         lease.charged.push(refundOf(e))
         // The place taken in check() now belongs to the waiting request.
@@ -91,6 +97,15 @@ export class Holdings implements QueuePlaces {
     }
   }
 
+  private dropSlots(lease: Lease): void {
+    for (const slot of lease.slots) {
+      const id = slot.rule.rule.id
+      const left = (this.inFlight.get(id) ?? 1) - 1
+      if (left > 0) this.inFlight.set(id, left)
+      else this.inFlight.delete(id)
+    }
+  }
+
   private leaveQueue(lease: Lease): void {
     for (const k of lease.queueKeys) this.leavePlace(k)
     lease.queueKeys.length = 0
@@ -101,6 +116,7 @@ export class Holdings implements QueuePlaces {
     if (!lease || lease.released) return
     lease.released = true
     this.leaveQueue(lease)
+    this.dropSlots(lease)
     if (lease.slots.length > 0) this.refund(lease.slots)
   }
 
@@ -113,6 +129,7 @@ export class Holdings implements QueuePlaces {
         if (!lease.released) {
           lease.released = true
           this.leaveQueue(lease)
+          this.dropSlots(lease)
           this.refund(lease.charged)
         }
         resolve(false)

@@ -79,6 +79,14 @@ export class RuleRegistry<Req> {
     return set
   }
 
+  /** The ids of every rule that can apply: the global set in force and the route sets. */
+  ruleIds(): Set<string> {
+    const ids = new Set<string>()
+    for (const set of [this.compiled, ...this.routeSets])
+      for (const c of set.rules) ids.add(c.rule.id)
+    return ids
+  }
+
   /** The runtimes of a matched list; cached per (shared, frozen) list. */
   runtimesFor(matched: readonly CompiledRule[]): RuleRuntime[] {
     let rts = this.matchCache.get(matched)

@@ -2,6 +2,8 @@ import type { Clock } from './clock.js'
 import type { Decision } from './decision.js'
 import type { KeyBuilders } from './keys/build-key.js'
 import type { CountersSnapshot } from './limiter-counters.js'
+import type { LimiterObserver } from './limiter-observer.js'
+import type { TopClient, TopClientsOptions, TopClientsQuery } from './limiter-top-clients.js'
 import type { Logger } from './logger.js'
 import type { RequestFacts } from './request-facts.js'
 import type { CompiledRules } from './rules/compiled-rules.js'
@@ -45,6 +47,12 @@ export interface LimiterOptions<Req = unknown> {
    * @default 10_000
    */
   readonly failOpenLogIntervalMs?: number | undefined
+  /**
+   * The per-rule summaries of the clients refused most often (`topClients()`), or `false` for
+   * none. Memory: at most `size` entries per rule in force.
+   * @default { size: 64, clearKeys: false }
+   */
+  readonly topClients?: TopClientsOptions | false | undefined
 }
 
 /** The limiter engine: rules, keys and a store, deciding one request at a time. */
@@ -79,7 +87,23 @@ export interface Limiter<Req = unknown> {
   readonly rules: readonly Rule[]
   /** Resolves once the rules source's first load attempt is over. */
   readonly ready: Promise<void>
+  /** Decisions counted since the limiter was made, in total and per rule; in-flight slots. */
   counters(): CountersSnapshot
+  /**
+   * The clients rule `ruleId` refused most often on this host (a shadow rule: would have
+   * refused), most refused first, from a fixed-memory summary. Keys are shown as a salted hash
+   * unless the limiter was made with `topClients: { clearKeys: true }`. A rule that refused
+   * no one, or is not in force, gives an empty list.
+   * @throws OptionsError when `ruleId` is not a string, `limit` is not an integer from 1 to
+   *   10000, or the limiter was made with `topClients: false`
+   */
+  topClients(ruleId: string, options?: TopClientsQuery): readonly TopClient[]
+  /**
+   * Subscribe to what `counters()` cannot tell: queue waits and store call timings (for a
+   * metrics exporter). Returns the function that unsubscribes.
+   * @throws OptionsError when `observer` is not an object of functions
+   */
+  observe(observer: LimiterObserver): () => void
   /** Stop the rules source and close the store. */
   close(): Promise<void>
 }

@@ -8,7 +8,9 @@ import { FAILED_OPEN, NO_RULES, judge, validResults } from './limiter-decide.js'
 import { describeAnswer, fillEntries, isCost, refundOf, type Entry } from './limiter-entry.js'
 import { FAIL_OPEN_MESSAGES, FailOpenLog, type FailOpenCode } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
+import type { LimiterObserver } from './limiter-observer.js'
 import { RuleRegistry } from './limiter-rules.js'
+import { TopClientsTracker, type TopClient, type TopClientsQuery } from './limiter-top-clients.js'
 import { scopeLogger, type Logger } from './logger.js'
 import {
   checkFunction,
@@ -18,6 +20,7 @@ import {
   checkObject,
   checkPositiveInt,
   optionError,
+  refusedOption,
 } from './options/checks.js'
 import type { RequestFacts } from './request-facts.js'
 import type { CompiledRules } from './rules/compiled-rules.js'
@@ -69,6 +72,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private readonly registry: RuleRegistry<Req>
   private readonly holdings: Holdings
   private readonly failOpenLog: FailOpenLog
+  private readonly top: TopClientsTracker | undefined
+  /** Observers by what they want, so the request path checks one array length per concern. */
+  private queueObservers: readonly LimiterObserver[] = []
+  private storeObservers: readonly LimiterObserver[] = []
   private readonly total = zeroCounts()
   private readonly scratch: Entry[] = []
   private busy = false
@@ -106,6 +113,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet)
     this.holdings = new Holdings(this.store, this.clock, this.logger)
     this.failOpenLog = new FailOpenLog(this.logger, this.clock, failOpenLogIntervalMs)
+    this.top = o.topClients === false ? undefined : new TopClientsTracker(o.topClients)
     if (isRulesSource(rules)) {
       this.source = rules
       this.ready = rules.start(
@@ -118,7 +126,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
       )
     } else {
       this.source = undefined
-      if (rules !== undefined) this.registry.install(parseRules(rules))
+      if (rules !== undefined) this.install(parseRules(rules))
       this.ready = Promise.resolve()
     }
   }
@@ -129,7 +137,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
 
   private applySource(next: Rule[], revision?: string): void {
     try {
-      this.registry.install(next)
+      this.install(next)
       this.logger.info({ revision, rules: next.length }, 'rules updated')
     } catch (err) {
       this.logger.error({ err, revision }, 'rules refused; keeping the rules in force')
@@ -137,11 +145,16 @@ class LimiterEngine<Req> implements Limiter<Req> {
   }
 
   updateRules(rules: readonly RuleInput[]): void {
-    this.registry.install(parseRules(rules))
+    this.install(parseRules(rules))
   }
 
   compileRules(rules: readonly RuleInput[]): CompiledRules {
     return this.registry.addRouteSet(parseRules(rules))
+  }
+
+  private install(rules: readonly Rule[]): void {
+    this.registry.install(rules)
+    this.top?.keepOnly(this.registry.ruleIds())
   }
 
   // ---- the hot path -------------------------------------------------------------------
@@ -194,21 +207,27 @@ class LimiterEngine<Req> implements Limiter<Req> {
     }
 
     let results: readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
+    // Store timings only when an observer asks for them: no clock read otherwise.
+    const startedMs = this.storeObservers.length > 0 ? performance.now() : -1
     try {
       results = this.store.consume(entries, this.clock())
     } catch (err) {
+      if (startedMs >= 0) this.storeCallEnded(startedMs, false)
       return this.failOpen(err, entries, facts)
     }
     if (isThenable(results)) {
       // A store that broke its `synchronous` promise must not see its entries reused.
       const own = reuse ? entries.map((e) => ({ ...e })) : entries
       // Promise.resolve turns a foreign thenable into a promise that cannot throw at us.
-      return withinDeadline(Promise.resolve(results), this.timeoutMs, this.watchdog, {
+      let pending = Promise.resolve(results)
+      if (startedMs >= 0) pending = this.timed(pending, startedMs)
+      return withinDeadline(pending, this.timeoutMs, this.watchdog, {
         answered: (r) => this.decide(own, r, facts),
         failed: (err) => this.failOpen(err, own, facts),
         late: (r) => this.undoLateAnswer(own, r),
       })
     }
+    if (startedMs >= 0) this.storeCallEnded(startedMs, true)
     // decide() may run onDecision, which may call check() again: keep the scratch ours until then.
     this.busy = reuse
     try {
@@ -246,6 +265,15 @@ class LimiterEngine<Req> implements Limiter<Req> {
     }
     const decision = judge(entries, results)
     this.holdings.settle(decision, entries)
+    const top = this.top
+    if (top !== undefined) {
+      const outcomes = decision.outcomes
+      for (let i = 0; i < outcomes.length; i++) {
+        const o = outcomes[i]!
+        // Enforced refusals and shadow would-be refusals; a queued outcome is allowed.
+        if (!o.allowed) top.refused(o.rule.id, o.key)
+      }
+    }
     return this.report(decision, facts)
   }
 
@@ -256,6 +284,9 @@ class LimiterEngine<Req> implements Limiter<Req> {
     else if (decision.action === 'queue') t.queued++
     else if (decision.action === 'drop') t.dropped++
     else t.rejected++
+    if (decision.action === 'queue' && this.queueObservers.length > 0) {
+      this.notifyQueued(decision.rule?.id ?? '', decision.waitMs)
+    }
     if (this.onDecision) {
       try {
         this.onDecision(decision, facts)
@@ -285,6 +316,65 @@ class LimiterEngine<Req> implements Limiter<Req> {
     return this.report(FAILED_OPEN, facts)
   }
 
+  // ---- observers ----------------------------------------------------------------------
+
+  observe(observer: LimiterObserver): () => void {
+    checkObject('observer', observer)
+    if (observer === undefined) throw optionError('observer', 'an object', observer)
+    checkFunction('observer.queued', observer.queued)
+    checkFunction('observer.storeCall', observer.storeCall)
+    if (observer.queued) this.queueObservers = [...this.queueObservers, observer]
+    if (observer.storeCall) this.storeObservers = [...this.storeObservers, observer]
+    return () => {
+      this.queueObservers = this.queueObservers.filter((x) => x !== observer)
+      this.storeObservers = this.storeObservers.filter((x) => x !== observer)
+    }
+  }
+
+  private notifyQueued(ruleId: string, waitMs: number): void {
+    for (const o of this.queueObservers) {
+      try {
+        o.queued!(ruleId, waitMs)
+      } catch (err) {
+        this.logger.warn({ err }, 'observer.queued threw; ignored')
+      }
+    }
+  }
+
+  private storeCallEnded(startedMs: number, ok: boolean): void {
+    const durationMs = performance.now() - startedMs
+    for (const o of this.storeObservers) {
+      try {
+        o.storeCall!(durationMs, ok)
+      } catch (err) {
+        this.logger.warn({ err }, 'observer.storeCall threw; ignored')
+      }
+    }
+  }
+
+  private timed(
+    pending: Promise<readonly AlgorithmResult[]>,
+    startedMs: number,
+  ): Promise<readonly AlgorithmResult[]> {
+    return pending.then(
+      (results) => {
+        this.storeCallEnded(startedMs, true)
+        return results
+      },
+      (err: unknown) => {
+        this.storeCallEnded(startedMs, false)
+        throw err
+      },
+    )
+  }
+
+  topClients(ruleId: string, options?: TopClientsQuery): readonly TopClient[] {
+    if (this.top === undefined) {
+      throw refusedOption('topClients', 'this limiter was created with topClients: false')
+    }
+    return this.top.top(ruleId, options)
+  }
+
   // ---- after the decision -------------------------------------------------------------
 
   release(decision: Decision): void {
@@ -304,7 +394,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     }
     const total = zeroCounts()
     addCounts(total, this.total)
-    return { total, byRule }
+    return { total, byRule, inFlight: new Map(this.holdings.inFlight) }
   }
 
   async close(): Promise<void> {

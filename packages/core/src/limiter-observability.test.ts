@@ -1,0 +1,214 @@
+import { createHash } from 'node:crypto'
+import { describe, expect, it, vi } from 'vitest'
+import type { Decision } from './decision.js'
+import { createLimiter, type LimiterOptions } from './limiter.js'
+import type { Logger } from './logger.js'
+import type { RequestFacts } from './request-facts.js'
+import type { RuleInput } from './rules/schema.js'
+import { MemoryStore } from './stores/memory-store.js'
+import type { Store } from './stores/store.js'
+
+const facts = (over: Partial<RequestFacts> = {}): RequestFacts => ({
+  method: 'GET',
+  path: '/api/items',
+  ip: '203.0.113.7',
+  headers: {},
+  ...over,
+})
+
+function clocked(rules: RuleInput[], over: Partial<LimiterOptions> = {}) {
+  let now = 1_000_000
+  const limiter = createLimiter({ rules, clock: () => now, ...over })
+  const check = (f: Partial<RequestFacts> = {}): Decision => {
+    const d = limiter.check(facts(f))
+    if (d instanceof Promise) throw new Error('expected a synchronous decision')
+    return d
+  }
+  return { limiter, check, advance: (ms: number) => (now += ms) }
+}
+
+const byKey: RuleInput = { id: 'per-key', key: 'header:x-api-key', limit: 1, window: '1m' }
+const asClient = (key: string): Partial<RequestFacts> => ({ headers: { 'x-api-key': key } })
+
+/** Refuse `key` `times` times (its first request is admitted). */
+function refuse(check: (f: Partial<RequestFacts>) => Decision, key: string, times: number): void {
+  for (let i = 0; i <= times; i++) check(asClient(key))
+}
+
+describe('limiter.topClients', () => {
+  it('lists the clients a rule refused most, as salted hashes, most refused first', () => {
+    const { limiter, check } = clocked([byKey], { topClients: { salt: 'pepper' } })
+    refuse(check, 'key-a', 5)
+    refuse(check, 'key-b', 2)
+    refuse(check, 'key-c', 0)
+    const hash = (k: string): string =>
+      'sha256:' +
+      createHash('sha256').update('pepper').update('\u0000').update(k).digest('hex').slice(0, 16)
+    expect(limiter.topClients('per-key')).toEqual([
+      { client: hash('key-a'), count: 5, error: 0 },
+      { client: hash('key-b'), count: 2, error: 0 },
+    ])
+    expect(limiter.topClients('per-key', { limit: 1 })).toHaveLength(1)
+    expect(limiter.topClients('unknown-rule')).toEqual([])
+  })
+
+  it('shows clear keys only when asked, and a per-process salt by default', () => {
+    const clear = clocked([byKey], { topClients: { clearKeys: true } })
+    refuse(clear.check, 'key-a', 1)
+    expect(clear.limiter.topClients('per-key')).toEqual([{ client: 'key-a', count: 1, error: 0 }])
+    const a = clocked([byKey])
+    const b = clocked([byKey])
+    refuse(a.check, 'key-a', 1)
+    refuse(b.check, 'key-a', 1)
+    const [ha] = a.limiter.topClients('per-key')
+    const [hb] = b.limiter.topClients('per-key')
+    expect(ha?.client).toMatch(/^sha256:[0-9a-f]{16}$/)
+    expect(ha?.client).not.toBe(hb?.client)
+    expect(ha?.client).not.toContain('key-a')
+  })
+
+  it('stays within its size, keeping the heavy client', () => {
+    const { limiter, check } = clocked([byKey], { topClients: { size: 3, clearKeys: true } })
+    // 'heavy' is refused every time after its first request: 99 refusals in all.
+    for (let i = 0; i < 50; i++) {
+      refuse(check, 'heavy', 1)
+      refuse(check, `light-${i}`, 1)
+    }
+    const top = limiter.topClients('per-key', { limit: 100 })
+    expect(top).toHaveLength(3)
+    expect(top[0]).toMatchObject({ client: 'heavy' })
+    expect(top[0]!.count - top[0]!.error).toBeLessThanOrEqual(99)
+    expect(top[0]!.count).toBeGreaterThanOrEqual(99)
+  })
+
+  it('counts shadow rules’ would-be refusals, not queued requests', () => {
+    const { limiter, check } = clocked(
+      [
+        { id: 'trial', key: 'header:x-api-key', limit: 1, window: '1m', shadow: true },
+        {
+          id: 'q',
+          key: 'header:x-api-key',
+          limit: 1,
+          window: '1m',
+          onLimit: { action: 'queue', maxWait: '2m', maxQueue: 5 },
+        },
+      ],
+      { topClients: { clearKeys: true } },
+    )
+    check(asClient('k'))
+    expect(check(asClient('k')).action).toBe('queue')
+    expect(limiter.topClients('trial')).toEqual([{ client: 'k', count: 1, error: 0 }])
+    expect(limiter.topClients('q')).toEqual([])
+  })
+
+  it('forgets rules that left the rule set', () => {
+    const { limiter, check } = clocked([byKey], { topClients: { clearKeys: true } })
+    refuse(check, 'k', 1)
+    limiter.updateRules([byKey, { id: 'other', limit: 5, window: '1s' }])
+    expect(limiter.topClients('per-key')).toHaveLength(1)
+    limiter.updateRules([{ id: 'other', limit: 5, window: '1s' }])
+    expect(limiter.topClients('per-key')).toEqual([])
+  })
+
+  it('refuses bad options and queries with errors naming them', () => {
+    const make = (topClients: unknown) => () =>
+      createLimiter({ topClients: topClients as LimiterOptions['topClients'] })
+    expect(make({ size: 0 })).toThrow(/topClients\.size: expected an integer from 1 to 10000, got 0/)
+    expect(make({ clearKeys: 'yes' })).toThrow(/topClients\.clearKeys: expected a boolean/)
+    expect(make({ salt: '' })).toThrow(/topClients\.salt: expected a non-empty string, got ""/)
+    expect(make({ sise: 3 })).toThrow(/topClients\.sise: unknown setting/)
+    expect(make('big')).toThrow(/topClients: expected an object, got "big"/)
+    const limiter = createLimiter({ rules: [byKey] })
+    expect(() => limiter.topClients(3 as unknown as string)).toThrow(
+      /ruleId: expected a rule id \(a string\), got 3/,
+    )
+    expect(() => limiter.topClients('per-key', { limit: 0 })).toThrow(/options\.limit/)
+    const off = createLimiter({ rules: [byKey], topClients: false })
+    expect(() => off.topClients('per-key')).toThrow(/topClients: false/)
+  })
+})
+
+describe('limiter.counters().inFlight', () => {
+  it('counts the concurrency slots held, per rule, until release or abandon', async () => {
+    const { limiter, check } = clocked([
+      { id: 'c', algorithm: 'concurrency', limit: 2 },
+      { id: 'q', limit: 1, window: '1m', onLimit: { action: 'queue', maxWait: '2m', maxQueue: 2 } },
+    ])
+    const first = check()
+    const second = check()
+    expect(second.action).toBe('queue')
+    expect(limiter.counters().inFlight).toEqual(new Map([['c', 2]]))
+    limiter.release(first)
+    limiter.release(first)
+    expect(limiter.counters().inFlight).toEqual(new Map([['c', 1]]))
+    const ac = new AbortController()
+    const waiting = limiter.waitInQueue(second, ac.signal)
+    ac.abort()
+    await waiting
+    expect(limiter.counters().inFlight).toEqual(new Map())
+    limiter.release(second)
+    expect(limiter.counters().inFlight).toEqual(new Map())
+  })
+})
+
+describe('limiter.observe', () => {
+  it('reports queue waits by rule and store timings of a synchronous store', () => {
+    const { limiter, check } = clocked([
+      { id: 'q', limit: 1, window: '1s', onLimit: { action: 'queue', maxWait: '5s', maxQueue: 5 } },
+    ])
+    const queued = vi.fn()
+    const storeCall = vi.fn()
+    const stop = limiter.observe({ queued, storeCall })
+    check()
+    check()
+    expect(queued.mock.calls).toEqual([['q', 1000]])
+    expect(storeCall).toHaveBeenCalledTimes(2)
+    const [ms, ok] = storeCall.mock.calls[0] as [number, boolean]
+    expect(ms).toBeGreaterThanOrEqual(0)
+    expect(ok).toBe(true)
+    stop()
+    check()
+    expect(storeCall).toHaveBeenCalledTimes(2)
+    expect(queued).toHaveBeenCalledTimes(1)
+  })
+
+  it('times an asynchronous store, failures included, and survives a throwing observer', async () => {
+    const memory = new MemoryStore()
+    let fail = false
+    const store: Store = {
+      consume: (entries, now) => {
+        if (fail) return Promise.reject(new Error('down'))
+        const results = memory.consume(entries, now).map((r) => ({ ...r }))
+        return new Promise((resolve) => setImmediate(() => resolve(results)))
+      },
+      refund: (entries, now) => memory.refund(entries, now),
+    }
+    const log = { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() }
+    const limiter = createLimiter({
+      rules: [{ id: 'r', limit: 5, window: '1s' }],
+      store,
+      logger: { ...log, child: () => log } as Logger,
+    })
+    const calls: [number, boolean][] = []
+    limiter.observe({ storeCall: (ms, ok) => calls.push([ms, ok]) })
+    limiter.observe({
+      storeCall: () => {
+        throw new Error('observer bug')
+      },
+    })
+    expect((await limiter.check(facts())).allowed).toBe(true)
+    fail = true
+    expect((await limiter.check(facts())).failedOpen).toBe(true)
+    expect(calls.map(([, ok]) => ok)).toEqual([true, false])
+    expect(calls.every(([ms]) => ms >= 0)).toBe(true)
+    expect(log.warn).toHaveBeenCalledWith(expect.anything(), 'observer.storeCall threw; ignored')
+  })
+
+  it('refuses an observer that is not an object of functions', () => {
+    const limiter = createLimiter()
+    expect(() => limiter.observe(undefined as never)).toThrow(/observer: expected an object/)
+    expect(() => limiter.observe({ queued: 1 } as never)).toThrow(
+      /observer\.queued: expected a function, got 1/,
+    )
+  })
+})
