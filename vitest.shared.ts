@@ -18,6 +18,9 @@ export const alias: Record<string, string> = {
   '@floodgate/redis': pkg('redis'),
   '@floodgate/rules-service': pkg('rules-service'),
   '@floodgate/client': pkg('client'),
+  '@floodgate/metrics/prometheus': pkg('metrics', 'prometheus.ts'),
+  '@floodgate/metrics/opentelemetry': pkg('metrics', 'opentelemetry.ts'),
+  '@floodgate/metrics': pkg('metrics'),
 }
 
 /** Options of {@link projectConfig}: what a package's tests need beyond the defaults. */

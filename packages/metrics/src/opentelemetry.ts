@@ -1,0 +1,138 @@
+/**
+ * `@floodgate/metrics/opentelemetry`: a limiter's metrics as OpenTelemetry instruments.
+ * Loads `@opentelemetry/api` only (an optional peer dependency), never prom-client.
+ * @module @floodgate/metrics/opentelemetry
+ */
+import { checkMethods, optionError } from '@floodgate/core/options'
+import { metrics, type BatchObservableCallback, type Meter } from '@opentelemetry/api'
+import {
+  checkCommonOptions,
+  checkLimiter,
+  countOf,
+  countsByLabel,
+  inFlightByLabel,
+  REQUEST_OUTCOMES,
+  RULE_OUTCOMES,
+  RuleLabels,
+  type CommonMetricsOptions,
+  type MetricsExporter,
+  type MetricsSource,
+} from './shared.js'
+
+export type { MetricsExporter, MetricsSource } from './shared.js'
+
+/** Options of {@link openTelemetryMetrics}. */
+export interface OpenTelemetryMetricsOptions extends CommonMetricsOptions {
+  /**
+   * The meter that makes the instruments.
+   * @default metrics.getMeter('@floodgate/metrics') from the global MeterProvider
+   */
+  readonly meter?: Meter | undefined
+  /**
+   * Prefix of every instrument name.
+   * @default 'floodgate.'
+   */
+  readonly prefix?: string | undefined
+}
+
+const PREFIX_PATTERN = /^[a-zA-Z][a-zA-Z0-9_.\-/]*$/
+
+/**
+ * Export a limiter's metrics through an OpenTelemetry meter:
+ *
+ * - `floodgate.decisions` (counter, `{outcome}`): requests decided;
+ * - `floodgate.rule.decisions` (counter, `{rule, outcome}`): outcomes per matched rule;
+ * - `floodgate.queue.wait` (histogram, s, `{rule}`): the waits queued requests were given;
+ * - `floodgate.store.latency` (histogram, s, `{result}`): store calls that decided a request;
+ * - `floodgate.in_flight` (gauge, `{rule}`): requests holding a concurrency slot on this host.
+ *
+ * The counters and the gauge are observed from `limiter.counters()` when the reader
+ * collects; the histograms are recorded through `limiter.observe()`. No client key is ever an
+ * attribute.
+ *
+ * @param limiter - the limiter to export
+ * @param options - meter, name prefix, rule attribute cap, histogram buckets
+ * @returns the exporter; `close()` stops observing (instruments cannot be deleted in
+ *   OpenTelemetry: they stop reporting)
+ * @throws OptionsError for a bad limiter or option
+ * @example
+ * openTelemetryMetrics(limiter, { meter: metrics.getMeter('my-service') })
+ */
+export function openTelemetryMetrics(
+  limiter: MetricsSource,
+  options: OpenTelemetryMetricsOptions = {},
+): MetricsExporter {
+  checkLimiter(limiter)
+  const common = checkCommonOptions(options, ['meter', 'prefix'])
+  const o = options ?? {}
+  const prefix = o.prefix ?? 'floodgate.'
+  if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
+    throw optionError('options.prefix', 'an OpenTelemetry instrument name prefix', prefix)
+  }
+  if (o.meter !== undefined) {
+    checkMethods('options.meter', o.meter, [
+      'createHistogram',
+      'createObservableCounter',
+      'createObservableGauge',
+      'addBatchObservableCallback',
+      'removeBatchObservableCallback',
+    ])
+  }
+  const meter = o.meter ?? metrics.getMeter('@floodgate/metrics')
+  const labels = new RuleLabels(common.maxRules)
+
+  const decisions = meter.createObservableCounter(`${prefix}decisions`, {
+    description: 'Requests the rate limiter decided, by outcome.',
+    unit: '{request}',
+  })
+  const ruleDecisions = meter.createObservableCounter(`${prefix}rule.decisions`, {
+    description:
+      'Outcomes per matched rate-limit rule (a request counts under each rule it matched).',
+    unit: '{request}',
+  })
+  const inFlight = meter.createObservableGauge(`${prefix}in_flight`, {
+    description: 'Requests holding a concurrency slot on this host, by rule.',
+    unit: '{request}',
+  })
+  const queueWait = meter.createHistogram(`${prefix}queue.wait`, {
+    description: 'The wait queued requests were given, by the rule that queued them.',
+    unit: 's',
+    advice: { explicitBucketBoundaries: common.queueWaitBuckets },
+  })
+  const storeLatency = meter.createHistogram(`${prefix}store.latency`, {
+    description: 'Duration of the store calls that decided requests, by result (ok or error).',
+    unit: 's',
+    advice: { explicitBucketBoundaries: common.storeLatencyBuckets },
+  })
+
+  const observe: BatchObservableCallback = (result) => {
+    const snapshot = limiter.counters()
+    for (const outcome of REQUEST_OUTCOMES) {
+      result.observe(decisions, countOf(snapshot.total, outcome), { outcome })
+    }
+    for (const [rule, counts] of countsByLabel(snapshot, labels)) {
+      for (const outcome of RULE_OUTCOMES) {
+        result.observe(ruleDecisions, countOf(counts, outcome), { rule, outcome })
+      }
+    }
+    for (const [rule, n] of inFlightByLabel(snapshot, labels)) {
+      result.observe(inFlight, n, { rule })
+    }
+  }
+  const observables = [decisions, ruleDecisions, inFlight]
+  meter.addBatchObservableCallback(observe, observables)
+
+  let stop: (() => void) | undefined = limiter.observe({
+    queued: (ruleId, waitMs) => queueWait.record(waitMs / 1000, { rule: labels.of(ruleId) }),
+    storeCall: (durationMs, ok) =>
+      storeLatency.record(durationMs / 1000, { result: ok ? 'ok' : 'error' }),
+  })
+  return {
+    close() {
+      if (stop === undefined) return
+      stop()
+      stop = undefined
+      meter.removeBatchObservableCallback(observe, observables)
+    },
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * `@floodgate/metrics/prometheus`: a limiter's metrics in a prom-client registry. Loads
+ * prom-client only (an optional peer dependency), never OpenTelemetry.
+ * @module @floodgate/metrics/prometheus
+ */
+import { optionError } from '@floodgate/core/options'
+import { Counter, Gauge, Histogram, register as defaultRegistry, type Registry } from 'prom-client'
+import {
+  checkCommonOptions,
+  checkLimiter,
+  countOf,
+  countsByLabel,
+  inFlightByLabel,
+  REQUEST_OUTCOMES,
+  RULE_OUTCOMES,
+  RuleLabels,
+  type CommonMetricsOptions,
+  type MetricsExporter,
+  type MetricsSource,
+} from './shared.js'
+
+export type { MetricsExporter, MetricsSource } from './shared.js'
+
+/** Options of {@link prometheusMetrics}. */
+export interface PrometheusMetricsOptions extends CommonMetricsOptions {
+  /**
+   * The registry the metrics join.
+   * @default prom-client's default registry (`register`)
+   */
+  readonly registry?: Registry | undefined
+  /**
+   * Prefix of every metric name.
+   * @default 'floodgate_'
+   */
+  readonly prefix?: string | undefined
+}
+
+const PREFIX_PATTERN = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/
+
+/**
+ * Export a limiter's metrics to a prom-client registry:
+ *
+ * - `floodgate_decisions_total{outcome}`: requests decided (allowed, rejected, queued,
+ *   dropped, failed_open);
+ * - `floodgate_rule_decisions_total{rule, outcome}`: outcomes per matched rule (also
+ *   shadow_rejected);
+ * - `floodgate_queue_wait_seconds{rule}`: the waits queued requests were given;
+ * - `floodgate_store_latency_seconds{result}`: store calls that decided a request (ok, error);
+ * - `floodgate_in_flight{rule}`: requests holding a concurrency slot on this host.
+ *
+ * Counters and the gauge are read from `limiter.counters()` at scrape time; the histograms
+ * are fed by `limiter.observe()`. No client key is ever a label.
+ *
+ * @param limiter - the limiter to export
+ * @param options - registry, name prefix, rule label cap, histogram buckets
+ * @returns the exporter; `close()` removes the metrics from the registry
+ * @throws OptionsError for a bad limiter or option, or when the registry already holds a
+ *   metric of the same name (use another prefix or registry per limiter)
+ * @example
+ * const registry = new Registry()
+ * prometheusMetrics(limiter, { registry })
+ * app.get('/metrics', async (_req, res) => {
+ *   res.type(registry.contentType).send(await registry.metrics())
+ * })
+ */
+export function prometheusMetrics(
+  limiter: MetricsSource,
+  options: PrometheusMetricsOptions = {},
+): MetricsExporter {
+  checkLimiter(limiter)
+  const common = checkCommonOptions(options, ['registry', 'prefix'])
+  const o = options ?? {}
+  const prefix = o.prefix ?? 'floodgate_'
+  if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
+    throw optionError(
+      'options.prefix',
+      'a Prometheus metric name prefix ([a-zA-Z_:][a-zA-Z0-9_:]*)',
+      prefix,
+    )
+  }
+  const registry = o.registry ?? defaultRegistry
+  if (
+    typeof registry !== 'object' ||
+    registry === null ||
+    typeof registry.getSingleMetric !== 'function'
+  ) {
+    throw optionError('options.registry', 'a prom-client Registry', registry)
+  }
+  const names = {
+    decisions: `${prefix}decisions_total`,
+    ruleDecisions: `${prefix}rule_decisions_total`,
+    queueWait: `${prefix}queue_wait_seconds`,
+    storeLatency: `${prefix}store_latency_seconds`,
+    inFlight: `${prefix}in_flight`,
+  }
+  for (const name of Object.values(names)) {
+    if (registry.getSingleMetric(name) !== undefined) {
+      throw optionError(
+        'options.registry',
+        `a registry without a metric named ${name} (give each limiter its own prefix or registry)`,
+        registry,
+      )
+    }
+  }
+
+  const labels = new RuleLabels(common.maxRules)
+  const registers = [registry]
+
+  new Counter({
+    name: names.decisions,
+    help: 'Requests the rate limiter decided, by outcome.',
+    labelNames: ['outcome'],
+    registers,
+    collect() {
+      const total = limiter.counters().total
+      this.reset()
+      for (const outcome of REQUEST_OUTCOMES) this.inc({ outcome }, countOf(total, outcome))
+    },
+  })
+  new Counter({
+    name: names.ruleDecisions,
+    help: 'Outcomes per matched rate-limit rule (a request counts under each rule it matched).',
+    labelNames: ['rule', 'outcome'],
+    registers,
+    collect() {
+      const byLabel = countsByLabel(limiter.counters(), labels)
+      this.reset()
+      for (const [rule, counts] of byLabel) {
+        for (const outcome of RULE_OUTCOMES) this.inc({ rule, outcome }, countOf(counts, outcome))
+      }
+    },
+  })
+  new Gauge({
+    name: names.inFlight,
+    help: 'Requests holding a concurrency slot on this host, by rule.',
+    labelNames: ['rule'],
+    registers,
+    collect() {
+      const inFlight = inFlightByLabel(limiter.counters(), labels)
+      this.reset()
+      for (const [rule, n] of inFlight) this.set({ rule }, n)
+    },
+  })
+  const queueWait = new Histogram({
+    name: names.queueWait,
+    help: 'The wait queued requests were given, by the rule that queued them.',
+    labelNames: ['rule'],
+    buckets: common.queueWaitBuckets,
+    registers,
+  })
+  const storeLatency = new Histogram({
+    name: names.storeLatency,
+    help: 'Duration of the store calls that decided requests, by result (ok or error).',
+    labelNames: ['result'],
+    buckets: common.storeLatencyBuckets,
+    registers,
+  })
+
+  let stop: (() => void) | undefined = limiter.observe({
+    queued: (ruleId, waitMs) => queueWait.observe({ rule: labels.of(ruleId) }, waitMs / 1000),
+    storeCall: (durationMs, ok) =>
+      storeLatency.observe({ result: ok ? 'ok' : 'error' }, durationMs / 1000),
+  })
+  return {
+    close() {
+      if (stop === undefined) return
+      stop()
+      stop = undefined
+      for (const name of Object.values(names)) registry.removeSingleMetric(name)
+    },
+  }
+}
