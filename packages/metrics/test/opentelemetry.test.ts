@@ -1,0 +1,143 @@
+import { createLimiter, type RuleInput } from '@floodgate/core'
+import {
+  DataPointType,
+  MeterProvider,
+  MetricReader,
+  type DataPoint,
+  type Histogram,
+  type MetricData,
+} from '@opentelemetry/sdk-metrics'
+import { describe, expect, it } from 'vitest'
+import { openTelemetryMetrics } from '@floodgate/metrics/opentelemetry'
+
+/** A reader that exports only when the test asks (`collect()`): no timers. */
+class OnDemandReader extends MetricReader {
+  protected onShutdown(): Promise<void> {
+    return Promise.resolve()
+  }
+  protected onForceFlush(): Promise<void> {
+    return Promise.resolve()
+  }
+}
+
+async function collect(reader: MetricReader): Promise<Map<string, MetricData>> {
+  const { resourceMetrics, errors } = await reader.collect()
+  expect(errors).toEqual([])
+  const out = new Map<string, MetricData>()
+  for (const scope of resourceMetrics.scopeMetrics) {
+    for (const m of scope.metrics) out.set(m.descriptor.name, m)
+  }
+  return out
+}
+
+function point(
+  m: MetricData | undefined,
+  attrs: Readonly<Record<string, string>>,
+): DataPoint<unknown> | undefined {
+  const points = (m?.dataPoints ?? []) as DataPoint<unknown>[]
+  return points.find((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v))
+}
+
+const facts = { method: 'GET', path: '/', ip: '203.0.113.7', headers: {} }
+
+function setup(rules: RuleInput[], maxRules?: number) {
+  const reader = new OnDemandReader()
+  const provider = new MeterProvider({ readers: [reader] })
+  const limiter = createLimiter({ rules, clock: () => 1_000_000 })
+  const exporter = openTelemetryMetrics(limiter, {
+    meter: provider.getMeter('test'),
+    queueWaitBuckets: [0.5, 1, 2],
+    ...(maxRules !== undefined && { maxRules }),
+  })
+  return { reader, limiter, exporter }
+}
+
+describe('openTelemetryMetrics with an in-memory reader', () => {
+  it('observes decisions by outcome and by rule, in-flight slots and store latency', async () => {
+    const { reader, limiter } = setup([
+      { id: 'per-ip', limit: 2, window: '1m' },
+      { id: 'trial', limit: 1, window: '1m', shadow: true },
+      { id: 'slots', algorithm: 'concurrency', limit: 10 },
+    ])
+    const decisions = [1, 2, 3].map(() => limiter.check(facts))
+    expect(decisions.map((d) => !(d instanceof Promise) && d.action)).toEqual([
+      'allow',
+      'allow',
+      'reject',
+    ])
+    const m = await collect(reader)
+
+    const total = m.get('floodgate.decisions')
+    expect(total?.dataPointType).toBe(DataPointType.SUM)
+    expect(point(total, { outcome: 'allowed' })?.value).toBe(2)
+    expect(point(total, { outcome: 'rejected' })?.value).toBe(1)
+    const byRule = m.get('floodgate.rule.decisions')
+    expect(point(byRule, { rule: 'per-ip', outcome: 'rejected' })?.value).toBe(1)
+    expect(point(byRule, { rule: 'trial', outcome: 'shadow_rejected' })?.value).toBe(2)
+    expect(point(byRule, { rule: 'slots', outcome: 'allowed' })?.value).toBe(2)
+
+    const inFlight = m.get('floodgate.in_flight')
+    expect(inFlight?.dataPointType).toBe(DataPointType.GAUGE)
+    expect(point(inFlight, { rule: 'slots' })?.value).toBe(2)
+
+    const latency = m.get('floodgate.store.latency')
+    expect(latency?.dataPointType).toBe(DataPointType.HISTOGRAM)
+    expect(latency?.descriptor.unit).toBe('s')
+    expect((point(latency, { result: 'ok' })?.value as Histogram).count).toBe(3)
+
+    // Attributes are rule, outcome and result only: never a client key.
+    const keys = new Set(
+      [...m.values()].flatMap((x) =>
+        (x.dataPoints as DataPoint<unknown>[]).flatMap((p) => Object.keys(p.attributes)),
+      ),
+    )
+    expect([...keys].sort()).toEqual(['outcome', 'result', 'rule'])
+  })
+
+  it('records queue waits in seconds by rule, with the configured buckets', async () => {
+    const { reader, limiter } = setup([
+      { id: 'q', limit: 1, window: '1s', onLimit: { action: 'queue', maxWait: '5s', maxQueue: 5 } },
+    ])
+    limiter.check(facts)
+    limiter.check(facts)
+    const wait = point((await collect(reader)).get('floodgate.queue.wait'), { rule: 'q' })
+    const h = wait?.value as Histogram
+    expect(h.count).toBe(1)
+    expect(h.sum).toBe(1)
+    expect(h.buckets.boundaries).toEqual([0.5, 1, 2])
+    expect(h.buckets.counts).toEqual([0, 1, 0, 0])
+  })
+
+  it('caps the rule attribute and stops observing on close', async () => {
+    const { reader, limiter, exporter } = setup(
+      ['a', 'b', 'c'].map((id) => ({ id, limit: 1, window: '1m' })),
+      1,
+    )
+    limiter.check(facts)
+    let m = await collect(reader)
+    const rules = (m.get('floodgate.rule.decisions')!.dataPoints as DataPoint<unknown>[]).map(
+      (p) => p.attributes.rule,
+    )
+    expect(new Set(rules)).toEqual(new Set(['a', '_other']))
+    expect(point(m.get('floodgate.rule.decisions'), { rule: '_other', outcome: 'allowed' })?.value).toBe(2)
+    exporter.close()
+    exporter.close()
+    limiter.check(facts)
+    m = await collect(reader)
+    // The reader keeps the last observed value (cumulative); the second request is not in it.
+    expect(point(m.get('floodgate.decisions'), { outcome: 'allowed' })?.value).toBe(1)
+    expect((point(m.get('floodgate.store.latency'), { result: 'ok' })?.value as Histogram).count).toBe(1)
+  })
+
+  it('refuses bad arguments with errors naming them', () => {
+    const limiter = createLimiter()
+    expect(() => openTelemetryMetrics(limiter, { meter: {} as never })).toThrow(
+      /options\.meter\.createHistogram: expected a function/,
+    )
+    expect(() => openTelemetryMetrics(limiter, { prefix: '' })).toThrow(/options\.prefix/)
+    expect(() => openTelemetryMetrics(limiter, { storeLatencyBuckets: [] })).toThrow(
+      /options\.storeLatencyBuckets: expected a non-empty list/,
+    )
+    expect(() => openTelemetryMetrics(null as never)).toThrow(/limiter: expected an object/)
+  })
+})
