@@ -57,7 +57,8 @@ export function parseExposition(text: string): Map<string, Family> {
     }
     return undefined
   }
-  if (text.length > 0 && !text.endsWith('\n')) throw new Error('the scrape does not end with a newline')
+  if (text.length > 0 && !text.endsWith('\n'))
+    throw new Error('the scrape does not end with a newline')
   for (const line of text.split('\n')) {
     if (line === '') continue
     if (line.startsWith('# HELP ')) {
@@ -69,7 +70,9 @@ export function parseExposition(text: string): Map<string, Family> {
       continue
     }
     if (line.startsWith('# TYPE ')) {
-      const m = new RegExp(`^# TYPE (${NAME}) (counter|gauge|histogram|summary|untyped)$`).exec(line)
+      const m = new RegExp(`^# TYPE (${NAME}) (counter|gauge|histogram|summary|untyped)$`).exec(
+        line,
+      )
       if (!m) throw new Error(`bad TYPE: ${line}`)
       const prev = families.get(m[1]!)
       if (prev && prev.samples.length > 0) throw new Error(`TYPE after samples: ${line}`)
@@ -103,6 +106,7 @@ export function valueOf(
   const hits = [...families.values()]
     .flatMap((f) => f.samples)
     .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-  if (hits.length > 1) throw new Error(`${hits.length} samples of ${name} match ${JSON.stringify(labels)}`)
+  if (hits.length > 1)
+    throw new Error(`${hits.length} samples of ${name} match ${JSON.stringify(labels)}`)
   return hits[0]?.value
 }

@@ -119,14 +119,18 @@ describe('openTelemetryMetrics with an in-memory reader', () => {
       (p) => p.attributes.rule,
     )
     expect(new Set(rules)).toEqual(new Set(['a', '_other']))
-    expect(point(m.get('floodgate.rule.decisions'), { rule: '_other', outcome: 'allowed' })?.value).toBe(2)
+    expect(
+      point(m.get('floodgate.rule.decisions'), { rule: '_other', outcome: 'allowed' })?.value,
+    ).toBe(2)
     exporter.close()
     exporter.close()
     limiter.check(facts)
     m = await collect(reader)
     // The reader keeps the last observed value (cumulative); the second request is not in it.
     expect(point(m.get('floodgate.decisions'), { outcome: 'allowed' })?.value).toBe(1)
-    expect((point(m.get('floodgate.store.latency'), { result: 'ok' })?.value as Histogram).count).toBe(1)
+    expect(
+      (point(m.get('floodgate.store.latency'), { result: 'ok' })?.value as Histogram).count,
+    ).toBe(1)
   })
 
   it('refuses bad arguments with errors naming them', () => {

@@ -108,9 +108,9 @@ describe('prometheusMetrics through a real Express app', () => {
 
     expect(m.get('floodgate_store_latency_seconds')?.type).toBe('histogram')
     expect(valueOf(m, 'floodgate_store_latency_seconds_count', { result: 'ok' })).toBe(6)
-    expect(
-      valueOf(m, 'floodgate_store_latency_seconds_bucket', { result: 'ok', le: '+Inf' }),
-    ).toBe(6)
+    expect(valueOf(m, 'floodgate_store_latency_seconds_bucket', { result: 'ok', le: '+Inf' })).toBe(
+      6,
+    )
     expect(m.get('floodgate_queue_wait_seconds')?.type).toBe('histogram')
 
     // No client key anywhere: the only labels are rule, outcome, result and le.
@@ -138,7 +138,8 @@ describe('prometheusMetrics', () => {
     limiter.check(facts)
     expect(limiter.check(facts)).toMatchObject({ action: 'queue', waitMs: 1000 })
     const m = parseExposition(await registry.metrics())
-    const wait = (le: string) => valueOf(m, 'floodgate_queue_wait_seconds_bucket', { rule: 'q', le })
+    const wait = (le: string) =>
+      valueOf(m, 'floodgate_queue_wait_seconds_bucket', { rule: 'q', le })
     expect([wait('0.5'), wait('1'), wait('2'), wait('+Inf')]).toEqual([0, 1, 1, 1])
     expect(valueOf(m, 'floodgate_queue_wait_seconds_sum', { rule: 'q' })).toBe(1)
     expect(valueOf(m, 'floodgate_rule_decisions_total', { rule: 'q', outcome: 'queued' })).toBe(1)
@@ -155,7 +156,9 @@ describe('prometheusMetrics', () => {
     const m = parseExposition(await registry.metrics())
     const series = m.get('floodgate_rule_decisions_total')!.samples
     expect(new Set(series.map((s) => s.labels.rule))).toEqual(new Set(['a', 'b', '_other']))
-    expect(valueOf(m, 'floodgate_rule_decisions_total', { rule: '_other', outcome: 'rejected' })).toBe(1)
+    expect(
+      valueOf(m, 'floodgate_rule_decisions_total', { rule: '_other', outcome: 'rejected' }),
+    ).toBe(1)
     expect(valueOf(m, 'floodgate_rule_decisions_total', { rule: 'a', outcome: 'allowed' })).toBe(1)
   })
 
@@ -179,7 +182,9 @@ describe('prometheusMetrics', () => {
   it('refuses bad arguments with errors naming them', () => {
     const limiter = createLimiter()
     const registry = new Registry()
-    expect(() => prometheusMetrics({} as never)).toThrow(/limiter\.counters: expected a function \(limiter must be an object with counters\(\), observe\(\)\)/)
+    expect(() => prometheusMetrics({} as never)).toThrow(
+      /limiter\.counters: expected a function \(limiter must be an object with counters\(\), observe\(\)\)/,
+    )
     expect(() => prometheusMetrics(limiter, { registry, prefix: '1x' })).toThrow(/options\.prefix/)
     expect(() => prometheusMetrics(limiter, { registry, maxRules: 0 })).toThrow(
       /options\.maxRules: expected an integer from 1 to 10000, got 0/,
