@@ -124,6 +124,37 @@ const checks = {
     assert.equal(local.refusedLocally, true)
     assert.ok(local instanceof m.LocallyRefusedResponse)
   },
+  async '@floodgate/metrics'(m) {
+    assert.deepEqual(m.RULE_OUTCOMES, [
+      'allowed',
+      'rejected',
+      'queued',
+      'dropped',
+      'shadow_rejected',
+      'failed_open',
+    ])
+    assert.equal(m.OTHER_RULES, '_other')
+  },
+  async '@floodgate/metrics/prometheus'(m) {
+    const { Registry } = require('prom-client')
+    const { createLimiter } = require('@floodgate/core')
+    const registry = new Registry()
+    const limiter = createLimiter({ rules: oneRequestPerMinute })
+    m.prometheusMetrics(limiter, { registry })
+    const facts = { method: 'GET', path: '/', ip: '192.0.2.1', headers: {} }
+    limiter.check(facts)
+    limiter.check(facts)
+    const text = await registry.metrics()
+    assert.match(text, /^floodgate_rule_decisions_total\{rule="one",outcome="rejected"\} 1$/m)
+  },
+  async '@floodgate/metrics/opentelemetry'(m) {
+    const { createLimiter } = require('@floodgate/core')
+    const limiter = createLimiter({ rules: oneRequestPerMinute })
+    // The global meter is a no-op until an SDK is installed: exporting to it must still work.
+    const exporter = m.openTelemetryMetrics(limiter)
+    limiter.check({ method: 'GET', path: '/', ip: '192.0.2.1', headers: {} })
+    exporter.close()
+  },
 }
 
 /**
