@@ -12,7 +12,9 @@ export interface LimiterObserver {
   /**
    * A store call to decide a request settled: how long it took, in milliseconds (high
    * resolution), and whether it answered (`false`: it threw or rejected). An answer that came
-   * after the limiter's deadline is reported too, with its full duration.
+   * after the limiter's deadline is reported too, with its full duration. Only asynchronous
+   * stores (such as the Redis store) are timed: a synchronous one (`store.synchronous`, such as
+   * MemoryStore) answers within the call.
    */
   storeCall?(durationMs: number, ok: boolean): void
 }

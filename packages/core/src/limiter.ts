@@ -76,6 +76,11 @@ class LimiterEngine<Req> implements Limiter<Req> {
   /** Observers by what they want, so the request path checks one array length per concern. */
   private queueObservers: readonly LimiterObserver[] = []
   private storeObservers: readonly LimiterObserver[] = []
+  /**
+   * Whether to time store calls: someone asks, and the store is asynchronous (a synchronous
+   * store answers within the call, so timing it would cost more than it tells).
+   */
+  private timeStore = false
   private readonly total = zeroCounts()
   private readonly scratch: Entry[] = []
   private busy = false
@@ -208,7 +213,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
 
     let results: readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
     // Store timings only when an observer asks for them: no clock read otherwise.
-    const startedMs = this.storeObservers.length > 0 ? performance.now() : -1
+    const startedMs = this.timeStore ? performance.now() : -1
     try {
       results = this.store.consume(entries, this.clock())
     } catch (err) {
@@ -325,9 +330,11 @@ class LimiterEngine<Req> implements Limiter<Req> {
     checkFunction('observer.storeCall', observer.storeCall)
     if (observer.queued) this.queueObservers = [...this.queueObservers, observer]
     if (observer.storeCall) this.storeObservers = [...this.storeObservers, observer]
+    this.timeStore = this.storeObservers.length > 0 && this.store.synchronous !== true
     return () => {
       this.queueObservers = this.queueObservers.filter((x) => x !== observer)
       this.storeObservers = this.storeObservers.filter((x) => x !== observer)
+      this.timeStore = this.storeObservers.length > 0 && this.store.synchronous !== true
     }
   }
 

@@ -122,10 +122,20 @@ export function openTelemetryMetrics(
   const observables = [decisions, ruleDecisions, inFlight]
   meter.addBatchObservableCallback(observe, observables)
 
+  // Attribute objects made once, not on every observation.
+  const OK = { result: 'ok' }
+  const ERROR = { result: 'error' }
+  const ruleAttributes = new Map<string, { rule: string }>()
   let stop: (() => void) | undefined = limiter.observe({
-    queued: (ruleId, waitMs) => queueWait.record(waitMs / 1000, { rule: labels.of(ruleId) }),
-    storeCall: (durationMs, ok) =>
-      storeLatency.record(durationMs / 1000, { result: ok ? 'ok' : 'error' }),
+    queued: (ruleId, waitMs) => {
+      let attributes = ruleAttributes.get(ruleId)
+      if (attributes === undefined) {
+        attributes = { rule: labels.of(ruleId) }
+        if (ruleAttributes.size < common.maxRules * 2) ruleAttributes.set(ruleId, attributes)
+      }
+      queueWait.record(waitMs / 1000, attributes)
+    },
+    storeCall: (durationMs, ok) => storeLatency.record(durationMs / 1000, ok ? OK : ERROR),
   })
   return {
     close() {

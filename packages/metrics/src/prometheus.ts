@@ -156,10 +156,20 @@ export function prometheusMetrics(
     registers,
   })
 
+  // Children bound once: resolving labels on every observation would cost more than the rest.
+  const latencyOk = storeLatency.labels('ok')
+  const latencyError = storeLatency.labels('error')
+  const waitByRule = new Map<string, { observe(seconds: number): void }>()
   let stop: (() => void) | undefined = limiter.observe({
-    queued: (ruleId, waitMs) => queueWait.observe({ rule: labels.of(ruleId) }, waitMs / 1000),
-    storeCall: (durationMs, ok) =>
-      storeLatency.observe({ result: ok ? 'ok' : 'error' }, durationMs / 1000),
+    queued: (ruleId, waitMs) => {
+      let child = waitByRule.get(ruleId)
+      if (child === undefined) {
+        child = queueWait.labels(labels.of(ruleId))
+        if (waitByRule.size < common.maxRules * 2) waitByRule.set(ruleId, child)
+      }
+      child.observe(waitMs / 1000)
+    },
+    storeCall: (durationMs, ok) => (ok ? latencyOk : latencyError).observe(durationMs / 1000),
   })
   return {
     close() {

@@ -1,4 +1,4 @@
-import { createLimiter, type RuleInput } from '@floodgate/core'
+import { createLimiter, type RuleInput, type Store } from '@floodgate/core'
 import {
   DataPointType,
   MeterProvider,
@@ -9,6 +9,7 @@ import {
 } from '@opentelemetry/sdk-metrics'
 import { describe, expect, it } from 'vitest'
 import { openTelemetryMetrics } from '@floodgate/metrics/opentelemetry'
+import { asyncMemoryStore } from './async-store.js'
 
 /** A reader that exports only when the test asks (`collect()`): no timers. */
 class OnDemandReader extends MetricReader {
@@ -40,10 +41,10 @@ function point(
 
 const facts = { method: 'GET', path: '/', ip: '203.0.113.7', headers: {} }
 
-function setup(rules: RuleInput[], maxRules?: number) {
+function setup(rules: RuleInput[], maxRules?: number, store?: Store) {
   const reader = new OnDemandReader()
   const provider = new MeterProvider({ readers: [reader] })
-  const limiter = createLimiter({ rules, clock: () => 1_000_000 })
+  const limiter = createLimiter({ rules, clock: () => 1_000_000, ...(store && { store }) })
   const exporter = openTelemetryMetrics(limiter, {
     meter: provider.getMeter('test'),
     queueWaitBuckets: [0.5, 1, 2],
@@ -54,17 +55,17 @@ function setup(rules: RuleInput[], maxRules?: number) {
 
 describe('openTelemetryMetrics with an in-memory reader', () => {
   it('observes decisions by outcome and by rule, in-flight slots and store latency', async () => {
-    const { reader, limiter } = setup([
-      { id: 'per-ip', limit: 2, window: '1m' },
-      { id: 'trial', limit: 1, window: '1m', shadow: true },
-      { id: 'slots', algorithm: 'concurrency', limit: 10 },
-    ])
-    const decisions = [1, 2, 3].map(() => limiter.check(facts))
-    expect(decisions.map((d) => !(d instanceof Promise) && d.action)).toEqual([
-      'allow',
-      'allow',
-      'reject',
-    ])
+    const { reader, limiter } = setup(
+      [
+        { id: 'per-ip', limit: 2, window: '1m' },
+        { id: 'trial', limit: 1, window: '1m', shadow: true },
+        { id: 'slots', algorithm: 'concurrency', limit: 10 },
+      ],
+      undefined,
+      asyncMemoryStore(),
+    )
+    const decisions = await Promise.all([1, 2, 3].map(() => limiter.check(facts)))
+    expect(decisions.map((d) => d.action)).toEqual(['allow', 'allow', 'reject'])
     const m = await collect(reader)
 
     const total = m.get('floodgate.decisions')
@@ -112,8 +113,9 @@ describe('openTelemetryMetrics with an in-memory reader', () => {
     const { reader, limiter, exporter } = setup(
       ['a', 'b', 'c'].map((id) => ({ id, limit: 1, window: '1m' })),
       1,
+      asyncMemoryStore(),
     )
-    limiter.check(facts)
+    await limiter.check(facts)
     let m = await collect(reader)
     const rules = (m.get('floodgate.rule.decisions')!.dataPoints as DataPoint<unknown>[]).map(
       (p) => p.attributes.rule,
@@ -124,7 +126,7 @@ describe('openTelemetryMetrics with an in-memory reader', () => {
     ).toBe(2)
     exporter.close()
     exporter.close()
-    limiter.check(facts)
+    await limiter.check(facts)
     m = await collect(reader)
     // The reader keeps the last observed value (cumulative); the second request is not in it.
     expect(point(m.get('floodgate.decisions'), { outcome: 'allowed' })?.value).toBe(1)

@@ -6,6 +6,7 @@ import express, { type Request } from 'express'
 import { Registry } from 'prom-client'
 import { afterEach, describe, expect, it } from 'vitest'
 import { prometheusMetrics } from '@floodgate/metrics/prometheus'
+import { asyncMemoryStore } from './async-store.js'
 import { parseExposition, valueOf } from './exposition.js'
 
 const servers: Server[] = []
@@ -43,7 +44,7 @@ const rules: RuleInput[] = [
 describe('prometheusMetrics through a real Express app', () => {
   it('serves counters by rule and outcome, store latency and in-flight requests at /metrics', async () => {
     const registry = new Registry()
-    const limiter = createLimiter<Request>({ rules })
+    const limiter = createLimiter<Request>({ rules, store: asyncMemoryStore() })
     prometheusMetrics(limiter, { registry })
 
     const app = express()
