@@ -7,8 +7,16 @@ const [main, branch] = await Promise.all([
 const { prometheusMetrics } = await import('/work/wt/metrics/packages/metrics/dist/prometheus.js')
 const { Registry } = await import('/work/wt/metrics/packages/metrics/node_modules/prom-client/index.js')
 const facts = { method: 'GET', path: '/items', ip: '203.0.113.7', headers: {} }
-function make(core, { exporter = false, limit = 1e12 } = {}) {
-  const l = core.createLimiter({ rules: [{ id: 'per-ip', limit, window: '1h' }] })
+function asyncStore(core) {
+  const memory = new core.MemoryStore()
+  return {
+    consume: (e, now) => Promise.resolve(memory.consume(e, now).map((r) => ({ ...r }))),
+    refund: (e, now) => memory.refund(e, now),
+  }
+}
+function make(core, { exporter = false, limit = 1e12, async = false } = {}) {
+  const store = async ? asyncStore(core) : undefined
+  const l = core.createLimiter({ rules: [{ id: 'per-ip', limit, window: '1h' }], ...(store && { store }) })
   if (exporter) prometheusMetrics(l, { registry: new Registry() })
   return l
 }
@@ -18,15 +26,18 @@ const variants = {
   'branch + prometheus, allowed': make(branch, { exporter: true }),
   'main, refused': make(main, { limit: 1 }),
   'branch, refused (topClients)': make(branch, { limit: 1 }),
+  'main, async store': make(main, { async: true }),
+  'branch + prometheus, async store': make(branch, { async: true, exporter: true }),
 }
 const N = 300_000
 const results = Object.fromEntries(Object.keys(variants).map((k) => [k, []]))
 for (let round = 0; round < 7; round++) {
   for (const [name, l] of Object.entries(variants)) {
     const t0 = process.hrtime.bigint()
-    for (let i = 0; i < N; i++) l.check(facts)
+    if (name.includes('async')) for (let i = 0; i < N / 10; i++) await l.check(facts)
+    else for (let i = 0; i < N; i++) l.check(facts)
     const ns = Number(process.hrtime.bigint() - t0)
-    results[name].push((N / ns) * 1e3)
+    results[name].push(((name.includes('async') ? N / 10 : N) / ns) * 1e3)
     await new Promise((r) => setImmediate(r))
   }
 }

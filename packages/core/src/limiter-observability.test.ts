@@ -207,6 +207,32 @@ describe('limiter.observe', () => {
     expect(calls).toHaveLength(2)
   })
 
+  it('times a late answer when it comes, not the deadline', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const memory = new MemoryStore()
+      const store: Store = {
+        consume: (entries, now) => {
+          const results = memory.consume(entries, now).map((r) => ({ ...r }))
+          return new Promise((resolve) => setTimeout(() => resolve(results), 80))
+        },
+        refund: (entries, now) => memory.refund(entries, now),
+      }
+      const limiter = createLimiter({ rules: [{ id: 'r', limit: 5, window: '1s' }], store })
+      const storeCall = vi.fn()
+      limiter.observe({ storeCall })
+      const pending = limiter.check(facts())
+      await vi.advanceTimersByTimeAsync(50)
+      expect((await pending).failedOpen).toBe(true)
+      expect(storeCall).not.toHaveBeenCalled()
+      await vi.advanceTimersByTimeAsync(30)
+      expect(storeCall).toHaveBeenCalledTimes(1)
+      expect(storeCall.mock.calls[0]?.[1]).toBe(true)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
   it('refuses an observer that is not an object of functions', () => {
     const limiter = createLimiter()
     expect(() => limiter.observe(undefined as never)).toThrow(/observer: expected an object/)

@@ -42,6 +42,11 @@ function isRulesSource(x: unknown): x is RulesSource {
   )
 }
 
+/** The deadline passed before the store answered: not an answer to time (a late one is). */
+function isTimeout(err: unknown): boolean {
+  return err instanceof FloodgateError && err.code === 'FG_ERR_STORE_TIMEOUT'
+}
+
 function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
   return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
 }
@@ -224,12 +229,20 @@ class LimiterEngine<Req> implements Limiter<Req> {
       // A store that broke its `synchronous` promise must not see its entries reused.
       const own = reuse ? entries.map((e) => ({ ...e })) : entries
       // Promise.resolve turns a foreign thenable into a promise that cannot throw at us.
-      let pending = Promise.resolve(results)
-      if (startedMs >= 0) pending = this.timed(pending, startedMs)
-      return withinDeadline(pending, this.timeoutMs, this.watchdog, {
-        answered: (r) => this.decide(own, r, facts),
-        failed: (err) => this.failOpen(err, own, facts),
-        late: (r) => this.undoLateAnswer(own, r),
+      // Timed in the handlers themselves: a promise more per call would cost more than the timing.
+      return withinDeadline(Promise.resolve(results), this.timeoutMs, this.watchdog, {
+        answered: (r) => {
+          if (startedMs >= 0) this.storeCallEnded(startedMs, true)
+          return this.decide(own, r, facts)
+        },
+        failed: (err) => {
+          if (startedMs >= 0 && !isTimeout(err)) this.storeCallEnded(startedMs, false)
+          return this.failOpen(err, own, facts)
+        },
+        late: (r) => {
+          if (startedMs >= 0) this.storeCallEnded(startedMs, true)
+          this.undoLateAnswer(own, r)
+        },
       })
     }
     if (startedMs >= 0) this.storeCallEnded(startedMs, true)
@@ -357,22 +370,6 @@ class LimiterEngine<Req> implements Limiter<Req> {
         this.logger.warn({ err }, 'observer.storeCall threw; ignored')
       }
     }
-  }
-
-  private timed(
-    pending: Promise<readonly AlgorithmResult[]>,
-    startedMs: number,
-  ): Promise<readonly AlgorithmResult[]> {
-    return pending.then(
-      (results) => {
-        this.storeCallEnded(startedMs, true)
-        return results
-      },
-      (err: unknown) => {
-        this.storeCallEnded(startedMs, false)
-        throw err
-      },
-    )
   }
 
   topClients(ruleId: string, options?: TopClientsQuery): readonly TopClient[] {

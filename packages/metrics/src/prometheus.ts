@@ -4,7 +4,14 @@
  * @module @floodgate/metrics/prometheus
  */
 import { optionError } from '@floodgate/core/options'
-import { Counter, Gauge, Histogram, register as defaultRegistry, type Registry } from 'prom-client'
+import {
+  Counter,
+  Gauge,
+  register as defaultRegistry,
+  type Metric,
+  type Registry,
+} from 'prom-client'
+import { LabelledHistogram } from './prometheus-histogram.js'
 import {
   checkCommonOptions,
   checkLimiter,
@@ -141,35 +148,36 @@ export function prometheusMetrics(
       for (const [rule, n] of inFlight) this.set({ rule }, n)
     },
   })
-  const queueWait = new Histogram({
-    name: names.queueWait,
-    help: 'The wait queued requests were given, by the rule that queued them.',
-    labelNames: ['rule'],
-    buckets: common.queueWaitBuckets,
-    registers,
-  })
-  const storeLatency = new Histogram({
-    name: names.storeLatency,
-    help: 'Duration of the store calls that decided requests, by result (ok or error).',
-    labelNames: ['result'],
-    buckets: common.storeLatencyBuckets,
-    registers,
-  })
+  const queueWait = new LabelledHistogram(
+    names.queueWait,
+    'The wait queued requests were given, by the rule that queued them.',
+    'rule',
+    common.queueWaitBuckets,
+  )
+  const storeLatency = new LabelledHistogram(
+    names.storeLatency,
+    'Duration of the store calls that decided requests, by result (ok or error).',
+    'result',
+    common.storeLatencyBuckets,
+  )
+  // prom-client types registerMetric for its own classes; the registry needs only name, help,
+  // type and get(), which LabelledHistogram has.
+  registry.registerMetric(queueWait as unknown as Metric)
+  registry.registerMetric(storeLatency as unknown as Metric)
 
-  // Children bound once: resolving labels on every observation would cost more than the rest.
-  const latencyOk = storeLatency.labels('ok')
-  const latencyError = storeLatency.labels('error')
-  const waitByRule = new Map<string, { observe(seconds: number): void }>()
+  const latencyOk = storeLatency.seriesFor('ok')
+  const latencyError = storeLatency.seriesFor('error')
+  const waitByRule = new Map<string, (seconds: number) => void>()
   let stop: (() => void) | undefined = limiter.observe({
     queued: (ruleId, waitMs) => {
-      let child = waitByRule.get(ruleId)
-      if (child === undefined) {
-        child = queueWait.labels(labels.of(ruleId))
-        if (waitByRule.size < common.maxRules * 2) waitByRule.set(ruleId, child)
+      let observe = waitByRule.get(ruleId)
+      if (observe === undefined) {
+        observe = queueWait.seriesFor(labels.of(ruleId))
+        if (waitByRule.size < common.maxRules * 2) waitByRule.set(ruleId, observe)
       }
-      child.observe(waitMs / 1000)
+      observe(waitMs / 1000)
     },
-    storeCall: (durationMs, ok) => (ok ? latencyOk : latencyError).observe(durationMs / 1000),
+    storeCall: (durationMs, ok) => (ok ? latencyOk : latencyError)(durationMs / 1000),
   })
   return {
     close() {
