@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto'
 import { describe, expect, it, vi } from 'vitest'
 import type { Decision } from './decision.js'
 import { createLimiter, type LimiterOptions } from './limiter.js'
-import type { Logger } from './logger.js'
 import type { RequestFacts } from './request-facts.js'
 import type { RuleInput } from './rules/schema.js'
 import { MemoryStore } from './stores/memory-store.js'
@@ -186,7 +185,7 @@ describe('limiter.observe', () => {
     const limiter = createLimiter({
       rules: [{ id: 'r', limit: 5, window: '1s' }],
       store,
-      logger: { ...log, child: () => log } as Logger,
+      logger: { ...log, child: () => log },
     })
     const calls: [number, boolean][] = []
     const stop = limiter.observe({ storeCall: (ms, ok) => calls.push([ms, ok]) })

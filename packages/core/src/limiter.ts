@@ -339,10 +339,12 @@ class LimiterEngine<Req> implements Limiter<Req> {
   observe(observer: LimiterObserver): () => void {
     checkObject('observer', observer)
     if (observer === undefined) throw optionError('observer', 'an object', observer)
-    checkFunction('observer.queued', observer.queued)
-    checkFunction('observer.storeCall', observer.storeCall)
-    if (observer.queued) this.queueObservers = [...this.queueObservers, observer]
-    if (observer.storeCall) this.storeObservers = [...this.storeObservers, observer]
+    // Read as plain fields: they are checked here, and called later on the observer itself.
+    const fields = observer as Readonly<Record<string, unknown>>
+    checkFunction('observer.queued', fields.queued)
+    checkFunction('observer.storeCall', fields.storeCall)
+    if (fields.queued) this.queueObservers = [...this.queueObservers, observer]
+    if (fields.storeCall) this.storeObservers = [...this.storeObservers, observer]
     this.timeStore = this.storeObservers.length > 0 && this.store.synchronous !== true
     return () => {
       this.queueObservers = this.queueObservers.filter((x) => x !== observer)

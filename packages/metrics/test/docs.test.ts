@@ -47,7 +47,7 @@ describe(`docs/${page}`, () => {
     })) as { provider: MeterProvider; limiter: Limiter }
     const printed: unknown[] = []
     vi.spyOn(console, 'dir').mockImplementation((x: unknown) => void printed.push(x))
-    limiter.check({ method: 'GET', path: '/', ip: '203.0.113.7', headers: {} })
+    await limiter.check({ method: 'GET', path: '/', ip: '203.0.113.7', headers: {} })
     await provider.forceFlush()
     await provider.shutdown()
     const names = printed.map((x) => (x as { descriptor: { name: string } }).descriptor.name)

@@ -136,7 +136,7 @@ describe('prometheusMetrics', () => {
     const registry = new Registry()
     const limiter = createLimiter({ rules: [queueRule], clock: () => 1_000_000 })
     prometheusMetrics(limiter, { registry, queueWaitBuckets: [0.5, 1, 2] })
-    limiter.check(facts)
+    await limiter.check(facts)
     expect(limiter.check(facts)).toMatchObject({ action: 'queue', waitMs: 1000 })
     const m = parseExposition(await registry.metrics())
     const wait = (le: string) =>
@@ -152,8 +152,8 @@ describe('prometheusMetrics', () => {
       rules: ['a', 'b', 'c'].map((id) => ({ id, limit: 1, window: '1m' })),
     })
     prometheusMetrics(limiter, { registry, maxRules: 2 })
-    limiter.check(facts)
-    limiter.check(facts)
+    await limiter.check(facts)
+    await limiter.check(facts)
     const m = parseExposition(await registry.metrics())
     const series = m.get('floodgate_rule_decisions_total')!.samples
     expect(new Set(series.map((s) => s.labels.rule))).toEqual(new Set(['a', 'b', '_other']))
