@@ -52,7 +52,7 @@ describe(`docs/${page}`, () => {
     await provider.shutdown()
     const names = printed.map((x) => (x as { descriptor: { name: string } }).descriptor.name)
     expect(names).toEqual(
-      expect.arrayContaining(['floodgate.decisions', 'floodgate.store.latency']),
+      expect.arrayContaining(['floodgate.decisions', 'floodgate.rule.decisions']),
     )
   })
 
