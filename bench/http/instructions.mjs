@@ -23,7 +23,8 @@
 // Env: BENCH_FRAMEWORKS (express,fastify,koa), BENCH_REQUESTS (4000), BENCH_WARMUP (8000, in 4
 // runs), BENCH_REPEATS (1; with more, fresh processes each, and the table gives the median, min
 // and max), BENCH_JOBS (2 servers under valgrind at once; it changes the wall time, not the
-// counts), BENCH_VARIANTS (all; e.g. `floodgate,peer:reject`; bare always runs),
+// counts), BENCH_VARIANTS (all; e.g. `floodgate,peer:reject`; bare always runs), BENCH_TIMEOUT
+// (60 s per request),
 // BENCH_NODE_FLAGS (replaces the node flags above, for experiments).
 import { execFileSync, fork, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -43,6 +44,9 @@ const REPEATS = Number(process.env.BENCH_REPEATS ?? 1)
 const JOBS = Number(process.env.BENCH_JOBS ?? 2)
 const CONNECTIONS = 10
 const WARMUP_RUNS = 4
+// Seconds autocannon waits for a response. A server under callgrind on a busy machine can be
+// slower than autocannon's default of 10; a timeout fails the run, a longer wait changes no count.
+const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT ?? 60)
 const NODE_FLAGS = (
   process.env.BENCH_NODE_FLAGS ??
   '--single-threaded-gc --min-semi-space-size=16 --max-semi-space-size=16'
@@ -119,7 +123,12 @@ function start(name, framework, variant, mode) {
 const log = (out) => (existsSync(`${out}.log`) ? readFileSync(`${out}.log`, 'utf8') : '')
 
 async function load(name, port, amount, expected) {
-  const r = await autocannon({ url: `http://127.0.0.1:${port}/`, connections: CONNECTIONS, amount })
+  const r = await autocannon({
+    url: `http://127.0.0.1:${port}/`,
+    connections: CONNECTIONS,
+    amount,
+    timeout: TIMEOUT_S,
+  })
   const codes = Object.fromEntries(
     Object.entries(r.statusCodeStats).map(([code, { count }]) => [code, count]),
   )
