@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { MemoryStore, type CompiledRule } from '@floodgate/core'
+import { MemoryStore } from '@floodgate/core'
+import type { CompiledRule } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { adoptFleetLevel, holdBack } from '../../src/synced/fleet-share.js'
 import { TrackedKeys, type Tracked } from '../../src/synced/tracked-keys.js'

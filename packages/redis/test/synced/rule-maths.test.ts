@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { OptionsError, type AlgorithmName } from '@floodgate/core'
+import { OptionsError } from '@floodgate/core'
+import type { AlgorithmName } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import {
   TTL_SLACK_MS,
