@@ -1,4 +1,5 @@
-import { OptionsError } from '@floodgate/core'
+import type { OptionsError } from '@floodgate/core'
+import { refusedOption } from '@floodgate/core/options'
 import { algorithms, type CompiledRule } from '@floodgate/core/algorithms'
 
 // The numbers a SyncedStore derives from a rule. Only algorithms that carry debt can be
@@ -38,8 +39,9 @@ export function isShareable(rule: CompiledRule): boolean {
 
 /** The error for a rule whose algorithm a SyncedStore cannot share. */
 export function unsupported(ruleId: string, algorithmName: string): OptionsError {
-  return new OptionsError(
-    `SyncedStore: rule ${ruleId} uses ${algorithmName}, which cannot carry the debt a sync charges; use token-bucket or gcra, or a RedisStore for this rule`,
+  return refusedOption(
+    `SyncedStore: rule ${ruleId}`,
+    `uses ${algorithmName}, which cannot carry the debt a sync charges; use token-bucket or gcra, or a RedisStore for this rule`,
   )
 }
 
