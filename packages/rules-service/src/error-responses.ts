@@ -80,7 +80,10 @@ function clientErrorProblem(err: NodeJS.ErrnoException & { rawPacket?: Buffer })
     if (end < 0 || end > 4096) {
       return problemBody('uri-too-long', 'the URL is longer than the service accepts')
     }
-    return problemBody('headers-too-large', 'the request headers are larger than the service accepts')
+    return problemBody(
+      'headers-too-large',
+      'the request headers are larger than the service accepts',
+    )
   }
   return problemBody('bad-request', 'the request is not valid HTTP/1.1')
 }

@@ -73,7 +73,9 @@ export function redactSecrets(text: string): string {
  * @param target - where the lines go (pino's stdout destination by default)
  * @returns the scrubbing destination
  */
-export function redactingStream(target: DestinationStream = pino.destination(1)): DestinationStream {
+export function redactingStream(
+  target: DestinationStream = pino.destination(1),
+): DestinationStream {
   return { write: (line: string) => target.write(redactSecrets(line)) }
 }
 

@@ -23,7 +23,8 @@ export function installRequestGuards(app: FastifyInstance): void {
       findUnstorable(request.params, 'params') ??
       findUnstorable(query, 'query') ??
       findUnstorable(request.body, 'body')
-    if (issue !== undefined) return done(new ProblemError('bad-request', issue, { errors: [issue] }))
+    if (issue !== undefined)
+      return done(new ProblemError('bad-request', issue, { errors: [issue] }))
     done()
   })
 }

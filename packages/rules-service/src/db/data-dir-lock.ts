@@ -136,7 +136,12 @@ export function lockDataDir(dataDir: string, options: LockDataDirOptions = {}): 
         throw lockedError(dataDir, path, owner, 'this process has it open already')
       }
       if (owner.pid > 0 && isAlive(owner.pid)) {
-        throw lockedError(dataDir, path, owner, `in use by process ${owner.pid} (since ${owner.since})`)
+        throw lockedError(
+          dataDir,
+          path,
+          owner,
+          `in use by process ${owner.pid} (since ${owner.since})`,
+        )
       }
       if (attempt > 2) {
         throw lockedError(dataDir, path, owner, 'another process keeps taking it over')
@@ -174,12 +179,7 @@ export function lockDataDir(dataDir: string, options: LockDataDirOptions = {}): 
  *
  * @returns true when our lock is in place; false to look again
  */
-function replaceStale(
-  path: string,
-  temp: string,
-  stale: LockOwner,
-  now: () => number,
-): boolean {
+function replaceStale(path: string, temp: string, stale: LockOwner, now: () => number): boolean {
   const guard = `${path}.takeover`
   try {
     mkdirSync(guard)

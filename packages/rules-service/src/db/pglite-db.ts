@@ -40,7 +40,8 @@ export async function openPgliteDb(options: PgliteDbOptions = {}): Promise<Db> {
   if (lock?.replacedStale !== undefined) options.onStaleLock?.(lock.replacedStale)
   let pg: PGlite
   try {
-    pg = options.dataDir === undefined ? await PGlite.create() : await PGlite.create(options.dataDir)
+    pg =
+      options.dataDir === undefined ? await PGlite.create() : await PGlite.create(options.dataDir)
     if (schema !== undefined) {
       // PGlite has a single session, so setting the search path once covers every later query.
       await pg.exec(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path TO ${schema}`)
