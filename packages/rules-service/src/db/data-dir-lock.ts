@@ -124,7 +124,9 @@ export function lockDataDir(dataDir: string, options: LockDataDirOptions = {}): 
       }
       const owner = readOwner(path)
       if (owner === undefined) continue // released in between: try again
-      if (owner.hostname !== host) {
+      // pid 0: content no version of this code writes (it links only complete files), so no
+      // live holder can be behind it.
+      if (owner.pid > 0 && owner.hostname !== host) {
         throw lockedError(
           dataDir,
           path,
