@@ -11,6 +11,7 @@
 export const MAX_JSON_DEPTH = 32
 
 // A NUL, a high surrogate not followed by a low one, or a low surrogate not preceded by a high one.
+// eslint-disable-next-line no-control-regex -- the NUL is exactly what must be found
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/

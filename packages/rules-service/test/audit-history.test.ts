@@ -158,7 +158,9 @@ for (const backend of backends) {
                       )
                     : o.kind === 'delete'
                       ? await send('DELETE', `${base}/${o.id}`)
-                      : await send('PUT', base, { rules: o.rules.map(body) })
+                      : await send('PUT', base, {
+                          rules: (o as Extract<Op, { kind: 'replace-all' }>).rules.map(body),
+                        })
             expect(res.status, JSON.stringify(o)).toBe(status)
             if (JSON.stringify(next) !== JSON.stringify(model)) history.push(next)
             model = next
