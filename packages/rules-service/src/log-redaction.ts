@@ -63,7 +63,7 @@ export function redactSecrets(text: string): string {
       value !== '' && SECRET_PARAM.test(decodeName(name)) ? `${sep}${name}=${REDACTED}` : pair,
     )
     .replace(AUTH_SCHEME, (match, scheme: string, space: string, value: string) =>
-      NOT_A_CREDENTIAL.test(value) ? match : `${scheme}${space}${REDACTED}`,
+      NOT_A_CREDENTIAL.test(value.replace(/[).\]]+$/, '')) ? match : `${scheme}${space}${REDACTED}`,
     )
 }
 
