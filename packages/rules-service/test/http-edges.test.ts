@@ -2,6 +2,7 @@ import { Writable } from 'node:stream'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  createRulesService,
   openPgliteDb,
   startRulesService,
   type Db,
@@ -223,4 +224,19 @@ describe('HTTP edges of the rules service', () => {
       /"url":"\/v1\/services\/[^"]*\?limit=5&[^"=&]+=\[redacted\]&rule=r/,
     )
   }, 120_000)
+})
+
+describe('a rules service that is stopping', () => {
+  it('answers requests that still arrive with a 503 problem and Connection: close', async () => {
+    const db = await openPgliteDb()
+    const app = await createRulesService({ db })
+    const closing = app.close()
+    const res = await app.inject({ url: '/v1/services' })
+    await closing
+    await db.close()
+    expect(res.statusCode).toBe(503)
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/)
+    expect(res.headers.connection).toBe('close')
+    expect(res.json()).toMatchObject({ title: 'Service unavailable', status: 503 })
+  })
 })
