@@ -1,17 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import {
   EPSILON,
-  MemoryStore,
-  OptionsError,
   algorithms,
   scopeLogger,
   type AlgorithmResult,
   type CompiledRule,
   type ConsumeEntry,
-  type Logger,
   type RefundEntry,
-  type Store,
-} from '@floodgate/core'
+} from '@floodgate/core/algorithms'
+import { MemoryStore, OptionsError, type Logger, type Store } from '@floodgate/core'
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js'
 import { checkPrefix, hashTag } from './redis-key.js'
 import { scriptCommand } from './script-command.js'

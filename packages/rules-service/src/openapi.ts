@@ -3,7 +3,7 @@
  * it describes. A rule's own schema is generated from core's zod schema (its input side), so
  * the document and the validation cannot drift apart.
  */
-import { ruleSchema } from '@floodgate/core'
+import { ruleSchema } from '@floodgate/core/rules'
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 

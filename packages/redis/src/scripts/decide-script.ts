@@ -1,4 +1,4 @@
-import { CONCURRENCY_RETRY_AFTER_MS, type AlgorithmName } from '@floodgate/core'
+import { CONCURRENCY_RETRY_AFTER_MS, type AlgorithmName } from '@floodgate/core/algorithms'
 import { concurrencyLua } from './concurrency.js'
 import { fixedWindowLua } from './fixed-window.js'
 import { gcraLua } from './gcra.js'
