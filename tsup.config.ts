@@ -57,6 +57,8 @@ export default defineConfig({
   sourcemap: false,
   clean: ['!**/*.d.ts', '!**/*.d.cts'],
   target: 'node20',
-  splitting: false,
+  // Shared chunks keep one copy of each module across a package's entry points, so a class
+  // (OptionsError) or a WeakMap is the same object whichever subpath imported it.
+  splitting: true,
   treeshake: false,
 })

@@ -6,6 +6,7 @@ export default defineConfig({
       'packages/*/vitest.config.ts',
       'examples/*/vitest.config.ts',
       'test/external/vitest.config.ts',
+      'test/repo/vitest.config.ts',
     ],
   },
 })

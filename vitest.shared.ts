@@ -7,6 +7,10 @@ const pkg = (name: string, entry = 'index.ts'): string =>
 /** Tests run against workspace sources, never a stale dist. */
 export const alias: Record<string, string> = {
   '@floodgate/core/testing': pkg('core', 'testing/index.ts'),
+  '@floodgate/core/http': pkg('core', 'http/index.ts'),
+  '@floodgate/core/algorithms': pkg('core', 'algorithms/index.ts'),
+  '@floodgate/core/rules': pkg('core', 'rules/index.ts'),
+  '@floodgate/core/options': pkg('core', 'options/index.ts'),
   '@floodgate/core': pkg('core'),
   '@floodgate/express': pkg('express'),
   '@floodgate/fastify': pkg('fastify'),

@@ -1,6 +1,8 @@
 // Floodgate as a user installs it: the built package.
-import { compileRules, parseRules } from '@floodgate/core'
-export { createLimiter, MemoryStore, systemClock } from '@floodgate/core'
+import { compileRules } from '@floodgate/core/rules'
+import { parseRules } from '@floodgate/core'
+export { createLimiter, MemoryStore } from '@floodgate/core'
+export { systemClock } from '@floodgate/core/algorithms'
 
 /** One compiled rule, as the limiter would hand it to the store. */
 export function testRuleForBench(algorithm, limit, windowMs) {

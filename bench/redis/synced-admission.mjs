@@ -5,7 +5,7 @@
 //
 //   node bench/redis/synced-admission.mjs            (REDIS_URL, RUNS=3, HOSTS=2,4,8, SYNC_MS=50,100,200)
 import { randomBytes } from 'node:crypto'
-import { algorithms } from '@floodgate/core'
+import { algorithms } from '@floodgate/core/algorithms'
 import { createSyncedStore } from '@floodgate/redis'
 import { Redis } from 'ioredis'
 import { ensureBuilt } from '../ensure-built.mjs'

@@ -1,13 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
-import {
-  RulesValidationError,
-  errorCodes,
-  httpRules,
-  parseDuration,
-  parseRules,
-} from '../src/index.js'
-import { parseRulesDocument } from '../src/rules/schema.js'
+import { RulesValidationError, httpRules, parseRules } from '../src/index.js'
+import { errorCodes } from '../src/errors.js'
+import { parseDuration, parseRulesDocument } from '../src/rules/index.js'
 import { coveredSnippets, docsHarness, docSnippets, readDoc, where } from '@floodgate/docs-snippets'
 
 // Runs every ```ts block of the docs pages below as a module: a snippet that no longer
@@ -82,7 +77,7 @@ describe('docs/error-codes.md', () => {
   })
 
   it('quotes the OptionsError message httpRules throws', () => {
-    const message = 'httpRules: intervalMs: expected a number from 1 to 2147483647, got 0'
+    const message = 'httpRules: intervalMs: expected an integer from 1 to 2147483647, got 0'
     expect(page).toContain(`\`${message}\``)
     expect(() => httpRules('http://127.0.0.1/rules', { intervalMs: 0 })).toThrow(message)
   })

@@ -6,10 +6,10 @@ import {
   httpRules,
   parseRules,
   type Decision,
-  type RequestFacts,
   type Rule,
   type RulesSource,
 } from '@floodgate/core'
+import { type RequestFacts } from '@floodgate/core/http'
 
 /** A source the test drives by hand. */
 function manualSource() {

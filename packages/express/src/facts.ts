@@ -1,5 +1,5 @@
 // Uses from @floodgate/core: RequestFacts (what the limiter reads about a request).
-import { pathOf, type HeaderBag, type RequestFacts } from '@floodgate/core'
+import { pathOf, type HeaderBag, type RequestFacts } from '@floodgate/core/http'
 import type { Request } from 'express'
 
 /**

@@ -11,10 +11,10 @@ import {
   writeProblem,
   type AdapterOptions,
   type HttpIo,
-  type Limiter,
   type LimiterInput,
   type Rejection,
-} from '@floodgate/core'
+} from '@floodgate/core/http'
+import { type Limiter } from '@floodgate/core'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { ExpressFacts } from './facts.js'
 

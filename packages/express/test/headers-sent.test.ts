@@ -1,4 +1,5 @@
-import { createLimiter, type HeadersOption } from '@floodgate/core'
+import { createLimiter } from '@floodgate/core'
+import { type HeadersOption } from '@floodgate/core/http'
 import { rateLimit } from '@floodgate/express'
 import express, { type NextFunction, type Request, type Response } from 'express'
 import fc from 'fast-check'

@@ -1,4 +1,5 @@
-import { createLimiter, type Limiter, type Rejection } from '@floodgate/core'
+import { createLimiter, type Limiter } from '@floodgate/core'
+import { type Rejection } from '@floodgate/core/http'
 import {
   rateLimit,
   type ExpressRateLimitOptions,

@@ -1,5 +1,5 @@
 // Uses from @floodgate/core: RequestFacts, CompiledRules (per-route rules compiled at startup).
-import type { CompiledRules, HeaderBag, RequestFacts } from '@floodgate/core'
+import type { CompiledRules, HeaderBag, RequestFacts } from '@floodgate/core/http'
 import type { FastifyRequest } from 'fastify'
 
 /**

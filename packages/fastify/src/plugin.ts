@@ -6,7 +6,6 @@ import {
   EXPOSE_HEADERS,
   exposedHeaderNames,
   enforce,
-  OptionsError,
   prepareMount,
   PROBLEM_CONTENT_TYPE,
   routeCost,
@@ -17,8 +16,9 @@ import {
   type LimiterInput,
   type Rejection,
   type RouteCost,
-  type RuleInput,
-} from '@floodgate/core'
+} from '@floodgate/core/http'
+import type { RuleInput } from '@floodgate/core'
+import { checkBoolean, checkKnownKeys, optionError, refusedOption } from '@floodgate/core/options'
 import type {
   FastifyInstance,
   FastifyReply,
@@ -103,15 +103,13 @@ function routeSettings(route: RouteOptions): RouteRateLimit | false {
   if (value === false) return false
   const where = `${routeName(route)}: config.rateLimit`
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new OptionsError(`${where}: expected false or an object, got ${JSON.stringify(value)}`)
+    throw optionError(where, 'false or an object', value)
   }
-  for (const key of Object.keys(value)) {
-    if (!ROUTE_KEYS.includes(key)) throw new OptionsError(`${where}.${key}: unknown setting`)
-  }
+  checkKnownKeys(where, value, ROUTE_KEYS)
   const { cost, rules } = value as RouteRateLimit
   validateCost(cost, `${where}.cost`)
   if (rules !== undefined && !Array.isArray(rules)) {
-    throw new OptionsError(`${where}.rules: expected an array of rules`)
+    throw optionError(`${where}.rules`, 'an array of rules', rules)
   }
   return { cost, rules }
 }
@@ -121,12 +119,7 @@ async function floodgate(
   options: FastifyRateLimitOptions,
 ): Promise<void> {
   // Before prepareMount, which may build a limiter that a throw would leave open.
-  const limitNotFound: unknown = options.limitNotFound
-  if (limitNotFound !== undefined && typeof limitNotFound !== 'boolean') {
-    throw new OptionsError(
-      `options.limitNotFound: expected a boolean, got ${JSON.stringify(limitNotFound)}`,
-    )
-  }
+  const limitNotFound = checkBoolean('options.limitNotFound', options.limitNotFound, true)
   const exposeOn = checkExposeHeaders(options.exposeHeaders)
   const {
     limiter,
@@ -197,9 +190,7 @@ async function floodgate(
     try {
       routeRules = settings.rules ? limiter.compileRules(settings.rules) : undefined
     } catch (err) {
-      throw new OptionsError(
-        `${routeName(route)}: config.rateLimit.rules: ${(err as Error).message}`,
-      )
+      throw refusedOption(`${routeName(route)}: config.rateLimit.rules`, (err as Error).message)
     }
     const hook = limitHook(route.url, cost, routeRules)
     mine.add(hook)
@@ -229,7 +220,7 @@ async function floodgate(
     }
   }
 
-  if (limitNotFound !== false) {
+  if (limitNotFound) {
     // Fastify gives its 404 handler the hooks of the instance, not route hooks: one instance
     // hook that steps aside for every request that found a route (those have their own).
     // A 404 reaches the hook of every registration of this limiter in its instance (the plugin

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream'
-import { createLimiter, type HeadersOption } from '@floodgate/core'
+import { createLimiter } from '@floodgate/core'
+import { type HeadersOption } from '@floodgate/core/http'
 import { rateLimit } from '@floodgate/fastify'
 import Fastify, { type FastifyRequest } from 'fastify'
 import fc from 'fast-check'

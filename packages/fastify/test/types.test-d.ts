@@ -1,4 +1,4 @@
-import type { Rejection } from '@floodgate/core'
+import type { Rejection } from '@floodgate/core/http'
 import floodgate, { rateLimit, type RouteRateLimit } from '@floodgate/fastify'
 import Fastify, { type FastifyContextConfig, type FastifyRequest } from 'fastify'
 import { describe, expectTypeOf, it } from 'vitest'

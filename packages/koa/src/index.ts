@@ -3,3 +3,8 @@
  * @module @floodgate/koa
  */
 export { rateLimit, type KoaRateLimitOptions, type RateLimitMiddleware } from './middleware.js'
+
+// What an application needs from core, so installing this adapter alone is enough under
+// pnpm's strict layout: createLimiter, MemoryStore, the rule sources, the rule and decision
+// types, the errors.
+export * from '@floodgate/core'

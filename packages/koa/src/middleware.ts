@@ -11,10 +11,10 @@ import {
   routeCost,
   type AdapterOptions,
   type HttpIo,
-  type Limiter,
   type LimiterInput,
   type Rejection,
-} from '@floodgate/core'
+} from '@floodgate/core/http'
+import { type Limiter } from '@floodgate/core'
 import type { Context, Middleware, Next } from 'koa'
 import { KoaFacts } from './facts.js'
 

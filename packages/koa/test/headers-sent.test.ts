@@ -1,5 +1,6 @@
 import { createServer } from 'node:http'
-import { createLimiter, type HeadersOption } from '@floodgate/core'
+import { createLimiter } from '@floodgate/core'
+import { type HeadersOption } from '@floodgate/core/http'
 import { rateLimit } from '@floodgate/koa'
 import fc from 'fast-check'
 import Koa, { type Context } from 'koa'

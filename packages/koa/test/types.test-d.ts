@@ -1,4 +1,5 @@
-import type { Limiter, Rejection } from '@floodgate/core'
+import type { Limiter } from '@floodgate/core'
+import type { Rejection } from '@floodgate/core/http'
 import { rateLimit, type RateLimitMiddleware } from '@floodgate/koa'
 import type { Context, Middleware } from 'koa'
 import { describe, expectTypeOf, it } from 'vitest'

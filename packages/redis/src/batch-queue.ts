@@ -1,4 +1,5 @@
-import { FloodgateError, type AlgorithmName, type AlgorithmResult } from '@floodgate/core'
+import { FloodgateError } from '@floodgate/core'
+import { type AlgorithmName, type AlgorithmResult } from '@floodgate/core/algorithms'
 import { hashTag, redisKey } from './redis-key.js'
 import { scriptAlgorithms } from './scripts/decide-script.js'
 import { RESULT_FIELDS, decodeResults, encodeRequest, type WireEntry } from './wire-format.js'

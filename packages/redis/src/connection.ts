@@ -1,5 +1,5 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
-import { OptionsError } from '@floodgate/core'
+import { optionsConflict } from '@floodgate/core/options'
 
 /** A client Floodgate can run its script on: a single Redis or a Redis Cluster. */
 export type RedisClient = Redis | Cluster
@@ -72,7 +72,7 @@ export class RedisConnection {
   constructor(options: RedisConnectionOptions, timeoutMs: number) {
     const sources = [options.client, options.url, options.cluster].filter((s) => s !== undefined)
     if (sources.length > 1) {
-      throw new OptionsError('client, url, cluster: give only one of them')
+      throw optionsConflict('client, url, cluster: give only one of them')
     }
     if (options.client) {
       this.client = options.client

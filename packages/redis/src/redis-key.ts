@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { OptionsError } from '@floodgate/core'
+import { optionError } from '@floodgate/core/options'
 
 /**
  * The Redis Cluster hash tag of a client key: 22 base64url characters of its SHA-256
@@ -24,7 +24,7 @@ export function hashTag(clientKey: string): string {
   return tag
 }
 
-// Clients come back: remembering recent tags saves a SHA-256 (~1.5 µs) on most requests.
+// Clients come back: remembering recent tags saves a SHA-256 on most requests.
 const RECENT_MAX = 10_000
 const recent = new Map<string, string>()
 
@@ -55,7 +55,7 @@ export function redisKey(prefix: string, clientKey: string, stateId: string): st
  */
 export function checkPrefix(prefix: unknown = 'fg'): string {
   if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
-    throw new OptionsError(`prefix: must not contain '{' or '}', got ${JSON.stringify(prefix)}`)
+    throw optionError('prefix', "a string without '{' or '}'", prefix)
   }
   return prefix
 }

@@ -1,13 +1,12 @@
+import type { Logger, Store } from '@floodgate/core'
+import { checkPositiveInt, checkPositiveNumber, optionError } from '@floodgate/core/options'
 import {
-  OptionsError,
   scopeLogger,
   type AlgorithmName,
   type AlgorithmResult,
   type ConsumeEntry,
-  type Logger,
   type RefundEntry,
-  type Store,
-} from '@floodgate/core'
+} from '@floodgate/core/algorithms'
 import { BatchQueue, type ScriptCall } from './batch-queue.js'
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js'
 import { checkPrefix, hashTag } from './redis-key.js'
@@ -107,26 +106,13 @@ export class RedisStore implements Store {
    * @throws OptionsError when the options are inconsistent or out of range.
    */
   constructor(options: RedisStoreOptions) {
-    const timeoutMs = options.timeoutMs ?? 50
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-      throw new OptionsError(`timeoutMs: expected a positive number, got ${String(timeoutMs)}`)
-    }
+    const timeoutMs = checkPositiveNumber('timeoutMs', options.timeoutMs, 50)
     const prefix = checkPrefix(options.prefix)
-    const maxPending = options.maxPending ?? 1000
-    if (!Number.isInteger(maxPending) || maxPending < 1) {
-      throw new OptionsError(`maxPending: expected a positive integer, got ${String(maxPending)}`)
-    }
-    const leaseMs = options.concurrencyLeaseMs ?? 60_000
-    if (!Number.isInteger(leaseMs) || leaseMs < 1) {
-      throw new OptionsError(
-        `concurrencyLeaseMs: expected a positive integer, got ${String(leaseMs)}`,
-      )
-    }
+    const maxPending = checkPositiveInt('maxPending', options.maxPending, 1000)
+    const leaseMs = checkPositiveInt('concurrencyLeaseMs', options.concurrencyLeaseMs, 60_000)
     const clock = options.clock ?? 'redis'
     if (clock !== 'redis' && clock !== 'caller' && typeof clock !== 'function') {
-      throw new OptionsError(
-        `clock: expected 'redis', 'caller' or a function, got ${String(clock)}`,
-      )
+      throw optionError('clock', "'redis', 'caller' or a function", clock)
     }
 
     this.timeoutMs = timeoutMs

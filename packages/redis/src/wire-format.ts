@@ -1,4 +1,4 @@
-import type { AlgorithmResult, ConsumeEntry, RefundEntry } from '@floodgate/core'
+import type { AlgorithmResult, ConsumeEntry, RefundEntry } from '@floodgate/core/algorithms'
 
 /**
  * The one definition of what RedisStore sends its script and reads back. The encoder below

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import type { AlgorithmResult, ConsumeEntry } from '@floodgate/core'
+import type { AlgorithmResult, ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { BATCH_REQUESTS, BatchQueue, type ScriptCall } from '../src/batch-queue.js'
 import { RESULT_FIELDS, decodeBatch } from '../src/wire-format.js'

@@ -1,12 +1,12 @@
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MemoryStore } from '@floodgate/core'
 import {
-  MemoryStore,
   type AlgorithmName,
   type AlgorithmResult,
   type ConsumeEntry,
-} from '@floodgate/core'
+} from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { RedisStore, redisKey } from '@floodgate/redis'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { ConsumeEntry } from '@floodgate/core'
+import type { ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { createRedisStore, redisKey, type RedisStore } from '@floodgate/redis'
 import { RedisClusterFixture } from './helpers/redis-cluster.js'

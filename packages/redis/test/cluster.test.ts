@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createLimiter, type Decision, type RequestFacts } from '@floodgate/core'
+import { createLimiter, type Decision } from '@floodgate/core'
+import { type RequestFacts } from '@floodgate/core/http'
 import { createRedisStore, redisKey, type RedisStore } from '@floodgate/redis'
 import { hashTag } from '../src/redis-key.js'
 import { RedisClusterFixture } from './helpers/redis-cluster.js'

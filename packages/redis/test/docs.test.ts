@@ -1,14 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  createLimiter,
-  parseRule,
-  stateIdOf,
-  type Limiter,
-  type Rule,
-  type RequestFacts,
-} from '@floodgate/core'
+import { createLimiter, type Limiter, type Rule } from '@floodgate/core'
+import { parseRule } from '@floodgate/core/rules'
+import { stateIdOf } from '@floodgate/core/algorithms'
+import { type RequestFacts } from '@floodgate/core/http'
 import { redisKey, type RedisStore, type SyncedStore } from '@floodgate/redis'
 import { hashTag } from '../src/redis-key.js'
 import { coveredSnippets, docsHarness, readDoc, where } from '@floodgate/docs-snippets'

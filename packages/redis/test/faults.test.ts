@@ -1,12 +1,7 @@
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import {
-  MemoryStore,
-  createLimiter,
-  type Decision,
-  type Limiter,
-  type RequestFacts,
-} from '@floodgate/core'
+import { MemoryStore, createLimiter, type Decision, type Limiter } from '@floodgate/core'
+import { type RequestFacts } from '@floodgate/core/http'
 import { testRule } from '@floodgate/core/testing'
 import { createRedisStore, type RedisStore } from '@floodgate/redis'
 import { FaultProxy } from './helpers/fault-proxy.js'

@@ -7,7 +7,7 @@ import {
   type AlgorithmName,
   type CompiledRule,
   type ConsumeEntry,
-} from '@floodgate/core'
+} from '@floodgate/core/algorithms'
 import { createRedisStore } from '@floodgate/redis'
 import { forkFleetHost } from './helpers/fleet-host.js'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'

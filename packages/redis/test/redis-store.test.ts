@@ -1,13 +1,13 @@
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MemoryStore } from '@floodgate/core'
 import {
-  MemoryStore,
   algorithms,
   type AlgorithmName,
   type AlgorithmResult,
   type ConsumeEntry,
-} from '@floodgate/core'
+} from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { RedisStore, createRedisStore, redisKey } from '@floodgate/redis'
 import { hashTag } from '../src/redis-key.js'

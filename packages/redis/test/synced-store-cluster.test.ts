@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import type { CompiledRule, ConsumeEntry } from '@floodgate/core'
+import type { CompiledRule, ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { createSyncedStore, type SyncedStore } from '@floodgate/redis'
 import { RedisClusterFixture } from './helpers/redis-cluster.js'

@@ -1,14 +1,12 @@
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { MemoryStore, createLimiter, type Logger } from '@floodgate/core'
 import {
-  MemoryStore,
-  createLimiter,
   type AlgorithmResult,
   type CompiledRule,
   type ConsumeEntry,
-  type Logger,
-} from '@floodgate/core'
+} from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { SyncedStore, createSyncedStore, type SyncedStoreOptions } from '@floodgate/redis'
 import { hashTag } from '../src/redis-key.js'

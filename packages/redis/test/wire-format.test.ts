@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AlgorithmName, ConsumeEntry } from '@floodgate/core'
+import type { AlgorithmName, ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { decideScript } from '../src/scripts/decide-script.js'
 import {

@@ -3,7 +3,7 @@
  * it describes. A rule's own schema is generated from core's zod schema (its input side), so
  * the document and the validation cannot drift apart.
  */
-import { ruleSchema } from '@floodgate/core'
+import { ruleSchema } from '@floodgate/core/rules'
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 
@@ -311,10 +311,16 @@ export function openApiDocument(): Json {
             service: { type: 'string' },
             ruleId: { type: ['string', 'null'] },
             actor: { type: 'string', description: 'The name of the token that made the change' },
-            action: { enum: ['create', 'replace', 'patch', 'delete'] },
+            action: { enum: ['create', 'replace', 'patch', 'delete', 'reorder'] },
             revision: { type: 'integer' },
-            before: { oneOf: [ref('Rule'), { type: 'null' }] },
-            after: { oneOf: [ref('Rule'), { type: 'null' }] },
+            before: {
+              oneOf: [ref('Rule'), { type: 'array', items: { type: 'string' } }, { type: 'null' }],
+              description: 'The rule before, or the rule ids in their old order (reorder)',
+            },
+            after: {
+              oneOf: [ref('Rule'), { type: 'array', items: { type: 'string' } }, { type: 'null' }],
+              description: 'The rule after, or the rule ids in their new order (reorder)',
+            },
             at: { type: 'string', format: 'date-time' },
           },
         },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Algorithm } from './algorithm.js'
-import { algorithms } from './index.js'
+import { algorithms } from './registry.js'
 import { runner } from './harness.test-util.js'
 
 const p = { limit: 10, windowMs: 1000, burst: 10 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { referenceModel } from '../testing/reference-models.js'
 import type { Algorithm, AlgorithmParams } from './algorithm.js'
 import { runner, saneResult } from './harness.test-util.js'
-import { algorithms } from './index.js'
+import { algorithms } from './registry.js'
 
 // FG_PROPERTY_RUNS raises the run count for a soak (the default keeps the suite around a second).
 const NUM_RUNS = Number(process.env.FG_PROPERTY_RUNS ?? 250)

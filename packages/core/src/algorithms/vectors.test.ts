@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { referenceModel } from '../testing/reference-models.js'
 import { vectors } from '../testing/vectors.js'
 import { runner } from './harness.test-util.js'
-import { getAlgorithm } from './index.js'
+import { getAlgorithm } from './registry.js'
 
 describe('shared vectors', () => {
   describe.each(vectors.map((v) => [v.name, v] as const))('%s', (_name, v) => {

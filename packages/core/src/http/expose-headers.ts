@@ -1,4 +1,4 @@
-import { OptionsError } from '../errors.js'
+import { checkBoolean } from '../options/checks.js'
 import { SHADOW_HEADER } from './enforce.js'
 
 /** The CORS response header that lets browser scripts read other response headers. */
@@ -34,13 +34,7 @@ export function exposedHeaderNames(
  * @throws OptionsError when the value is not a boolean
  */
 export function checkExposeHeaders(value: unknown): boolean {
-  if (value === undefined) return false
-  if (typeof value !== 'boolean') {
-    throw new OptionsError(
-      `options.exposeHeaders: expected a boolean, got ${JSON.stringify(value)}`,
-    )
-  }
-  return value
+  return checkBoolean('options.exposeHeaders', value, false)
 }
 
 /**

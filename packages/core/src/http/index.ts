@@ -1,6 +1,8 @@
 /**
- * The HTTP enforcement flow and option handling shared by the Express, Fastify and Koa adapters.
- * @module
+ * `@floodgate/core/http`: the HTTP enforcement flow, option handling and header formatting
+ * shared by the Express, Fastify and Koa adapters, for anyone writing an adapter for another
+ * framework. Applications use an adapter instead.
+ * @module @floodgate/core/http
  */
 export {
   validateAdapterOptions,
@@ -36,3 +38,17 @@ export { isLimiter, resolveLimiter, type LimiterInput } from './resolve-limiter.
 export { routeCost } from './route-cost.js'
 export { warnOnce, type WarnOnce } from './warn-once.js'
 export type { RuleInput } from '../rules/schema.js'
+export {
+  formatHeaders,
+  retryAfterSeconds,
+  type FormatHeadersOptions,
+  type HeaderDraft,
+  type HeaderPair,
+} from './headers.js'
+export type { HeaderBag, RequestFacts } from '../request-facts.js'
+export type { CompiledRule, CompiledRules } from '../rules/compiled-rules.js'
+export { canonicalPath } from '../rules/canonical-path.js'
+export { compileKey, type KeyBuilder, type KeyBuilders, type KeyFn } from '../keys/build-key.js'
+export type { Decision, DecisionAction, RuleOutcome } from '../decision.js'
+export { ipKey } from '../keys/ip-key.js'
+export { scopeLogger } from '../logger.js'

@@ -1,4 +1,4 @@
-import { OptionsError } from '../errors.js'
+import { optionError, optionsConflict } from '../options/checks.js'
 import { createLimiter, type Limiter, type LimiterOptions } from '../limiter.js'
 import type { Logger } from '../logger.js'
 import type { RulesSource } from '../rules/sources/rules-source.js'
@@ -49,16 +49,14 @@ export function resolveLimiter<Req>(
       (k) => (options as Record<string, unknown>)[k] !== undefined,
     )
     if (given.length > 0) {
-      throw new OptionsError(
+      throw optionsConflict(
         `options.${given[0]}: a shared Limiter was given, which has its own ${given.join(', ')}; configure the Limiter instead`,
       )
     }
     return { limiter: input, owned: false }
   }
   if (input === undefined || input === null || typeof input !== 'object') {
-    throw new OptionsError(
-      `rules: expected an array of rules, a RulesSource or a Limiter, got ${String(input)}`,
-    )
+    throw optionError('rules', 'an array of rules, a RulesSource or a Limiter', input)
   }
   const limiterOptions: LimiterOptions<Req> = { rules: input }
   const o = options as Record<string, unknown>

@@ -27,13 +27,87 @@ export function checkFunction<T>(name: string, v: T | undefined): T | undefined 
   return v
 }
 
-/** An optional integer from 1 to `max`; `def` when left out. */
-export function checkPositiveInt(name: string, v: unknown, def: number, max = 2 ** 31 - 1): number {
+/** An object whose keys must all be in `known` (a typo would otherwise be silently ignored). */
+export function checkKnownKeys(name: string, v: object, known: readonly string[]): void {
+  for (const key of Object.keys(v)) {
+    if (!known.includes(key)) {
+      throw new OptionsError(`${name}.${key}: unknown setting (known: ${known.join(', ')})`)
+    }
+  }
+}
+
+/** The error for options that are each fine alone but not together (`a` and `b` both given). */
+export function optionsConflict(message: string): OptionsError {
+  return new OptionsError(message)
+}
+
+/** The error for an option its own validator refused (`reason` says why). */
+export function refusedOption(name: string, reason: string): OptionsError {
+  return new OptionsError(`${name}: ${reason}`)
+}
+
+/** The error for a call the object's state does not allow (a source started twice). */
+export function misuseError(message: string): OptionsError {
+  return new OptionsError(message)
+}
+
+/** An optional integer from `min` to `max`; `def` when left out. */
+export function checkIntInRange(
+  name: string,
+  v: unknown,
+  def: number,
+  min: number,
+  max: number,
+): number {
   if (v === undefined) return def
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) {
-    throw optionError(name, `an integer from 1 to ${max}`, v)
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw optionError(name, `an integer from ${min} to ${max}`, v)
   }
   return v
+}
+
+/** An optional integer from 1 to `max`; `def` when left out. */
+export function checkPositiveInt(name: string, v: unknown, def: number, max = 2 ** 31 - 1): number {
+  return checkIntInRange(name, v, def, 1, max)
+}
+
+/** An optional finite number from `min` to `max`; `def` when left out. */
+export function checkNumberInRange(
+  name: string,
+  v: unknown,
+  def: number,
+  min: number,
+  max: number,
+): number {
+  if (v === undefined) return def
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
+    throw optionError(name, `a number from ${min} to ${max}`, v)
+  }
+  return v
+}
+
+/** An optional number greater than 0 (and finite); `def` when left out. */
+export function checkPositiveNumber(name: string, v: unknown, def: number): number {
+  if (v === undefined) return def
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
+    throw optionError(name, 'a positive number', v)
+  }
+  return v
+}
+
+/** An optional value from a fixed list; `def` when left out. */
+export function checkOneOf<T extends string | boolean>(
+  name: string,
+  v: unknown,
+  def: T,
+  values: readonly T[],
+): T {
+  if (v === undefined) return def
+  if (!values.includes(v as T)) {
+    const list = values.map((x) => (typeof x === 'string' ? `'${x}'` : String(x)))
+    throw optionError(name, `${list.slice(0, -1).join(', ')} or ${list.at(-1)}`, v)
+  }
+  return v as T
 }
 
 /** An optional boolean; `def` when left out. */

@@ -1,5 +1,5 @@
 import type { Algorithm, AlgorithmName } from '../algorithms/algorithm.js'
-import { algorithms } from '../algorithms/index.js'
+import { algorithms } from '../algorithms/registry.js'
 
 /** Every algorithm a rule may name, in the order the docs list them. */
 export const ALGORITHM_NAMES = [

@@ -4,7 +4,7 @@ import {
   type AlgorithmParams,
   type AlgorithmResult,
 } from '../algorithms/algorithm.js'
-import { OptionsError } from '../errors.js'
+import { checkPositiveInt, misuseError } from '../options/checks.js'
 import type { CompiledRule } from '../rules/compiled-rules.js'
 import type { ConsumeEntry, RefundEntry, Store } from './store.js'
 
@@ -168,13 +168,12 @@ export class MemoryStore implements Store {
   overflowed = 0
 
   constructor(options: MemoryStoreOptions = {}) {
-    const maxKeys = options.maxKeys ?? 1_000_000
-    if (!Number.isInteger(maxKeys) || maxKeys < 1 || maxKeys > MAX_KEYS_CEILING) {
-      throw new OptionsError(
-        `MemoryStore maxKeys: expected an integer from 1 to ${MAX_KEYS_CEILING}, got ${String(maxKeys)}`,
-      )
-    }
-    this.maxKeys = maxKeys
+    this.maxKeys = checkPositiveInt(
+      'MemoryStore maxKeys',
+      options.maxKeys,
+      1_000_000,
+      MAX_KEYS_CEILING,
+    )
   }
 
   /** Number of keys held across all rules. */
@@ -338,7 +337,7 @@ export class MemoryStore implements Store {
   charge(rule: CompiledRule, key: string, cost: number, nowMs: number): void {
     const t = this.table(rule)
     if (!t.algorithm.charge) {
-      throw new OptionsError(
+      throw misuseError(
         `rule ${rule.rule.id}: algorithm ${t.algorithm.name} cannot be charged units into debt (token-bucket and gcra can)`,
       )
     }

@@ -1,5 +1,5 @@
 import type { AlgorithmName, AlgorithmParams } from '../algorithms/algorithm.js'
-import { getAlgorithm } from '../algorithms/index.js'
+import { getAlgorithm } from '../algorithms/registry.js'
 import type { CompiledRule } from '../rules/compiled-rules.js'
 import type { OverLimit, Rule } from '../rules/rule.js'
 

@@ -1,7 +1,8 @@
 // One fresh app host on a Redis Cluster: it creates a store, awaits `ready`, then at once
 // sends 64 checks concurrently and reports how many were not judged (failed open, or for a
 // SyncedStore, a failed sync or a logged Redis error).
-import { algorithms, type CompiledRule, type ConsumeEntry, type Logger } from '@floodgate/core'
+import { algorithms, type CompiledRule, type ConsumeEntry } from '@floodgate/core/algorithms'
+import { type Logger } from '@floodgate/core'
 import { createRedisStore, createSyncedStore } from '../../src/index.js'
 
 interface Config {

@@ -6,7 +6,7 @@ import {
   type AlgorithmName,
   type CompiledRule,
   type ConsumeEntry,
-} from '@floodgate/core'
+} from '@floodgate/core/algorithms'
 import { createRedisStore } from '../../src/index.js'
 
 interface FleetRule {

@@ -7,7 +7,7 @@ import {
   type AlgorithmName,
   type CompiledRule,
   type ConsumeEntry,
-} from '@floodgate/core'
+} from '@floodgate/core/algorithms'
 import { createSyncedStore } from '../../src/index.js'
 
 interface Config {

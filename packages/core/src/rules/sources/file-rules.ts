@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto'
 import { watch, type FSWatcher } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { basename, dirname, extname } from 'node:path'
-import { FloodgateError, OptionsError } from '../../errors.js'
+import { FloodgateError } from '../../errors.js'
+import { checkIntInRange, misuseError } from '../../options/checks.js'
 import { scopeLogger, type Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
 import { parseRulesDocument } from '../schema.js'
@@ -38,20 +39,11 @@ export interface FileRulesSource extends RulesSource {
   reload(): Promise<void>
 }
 
-function checkMs(name: string, value: number, min: number): number {
-  if (!Number.isSafeInteger(value) || value < min || value > 2 ** 31 - 1) {
-    throw new OptionsError(
-      `fileRules: ${name}: expected an integer from ${min} to 2147483647, got ${value}`,
-    )
-  }
-  return value
-}
-
 async function parseText(path: string, text: string): Promise<unknown> {
   const json = extname(path).toLowerCase() === '.json'
   try {
     if (json) return JSON.parse(text) as unknown
-    // Loaded on first use: the YAML parser is about 1.2 MB of heap that JSON users never need.
+    // Loaded on first use: JSON users never pay for the YAML parser's heap.
     const { parse } = await import('yaml')
     return parse(text) as unknown
   } catch (e) {
@@ -80,8 +72,20 @@ async function parseText(path: string, text: string): Promise<unknown> {
  */
 export function fileRules(path: string, options: FileRulesOptions = {}): FileRulesSource {
   const watchFile = options.watch ?? true
-  const pollIntervalMs = checkMs('pollIntervalMs', options.pollIntervalMs ?? 5000, 0)
-  const debounceMs = checkMs('debounceMs', options.debounceMs ?? 100, 0)
+  const pollIntervalMs = checkIntInRange(
+    'fileRules: pollIntervalMs',
+    options.pollIntervalMs,
+    5000,
+    0,
+    2 ** 31 - 1,
+  )
+  const debounceMs = checkIntInRange(
+    'fileRules: debounceMs',
+    options.debounceMs,
+    100,
+    0,
+    2 ** 31 - 1,
+  )
   const logger = scopeLogger(options.logger)
   const failures = new FailureLog(logger, `file ${path}`)
 
@@ -175,7 +179,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
 
   return {
     async start(rulesCallback, errorCallback) {
-      if (running) throw new OptionsError('fileRules: start() called twice')
+      if (running) throw misuseError('fileRules: start() called twice')
       running = true
       onRules = rulesCallback
       onError = errorCallback

@@ -1,4 +1,13 @@
-import { FloodgateError, OptionsError } from '../../errors.js'
+import { FloodgateError } from '../../errors.js'
+import {
+  checkIntInRange,
+  checkNumberInRange,
+  misuseError,
+  optionError,
+} from '../../options/checks.js'
+
+// setTimeout's ceiling.
+const MAX_MS = 2 ** 31 - 1
 import { scopeLogger, type Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
 import { parseRulesDocument } from '../schema.js'
@@ -46,26 +55,6 @@ export function jitteredDelay(
   random: number = Math.random(),
 ): number {
   return Math.max(1, Math.round(intervalMs * (1 + jitter * (2 * random - 1))))
-}
-
-function checkNumber(
-  name: string,
-  value: number,
-  min: number,
-  max: number,
-  integer = true,
-): number {
-  if (
-    !Number.isFinite(value) ||
-    (integer && !Number.isInteger(value)) ||
-    value < min ||
-    value > max
-  ) {
-    throw new OptionsError(
-      `httpRules: ${name}: expected a number from ${min} to ${max}, got ${value}`,
-    )
-  }
-  return value
 }
 
 /** Reads a body as UTF-8 text, giving up (undefined) past `maxBytes` without buffering the rest. */
@@ -122,21 +111,18 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   try {
     target = new URL(url)
   } catch {
-    throw new OptionsError(
-      `httpRules: url: expected an absolute http(s) URL, got ${JSON.stringify(String(url))}`,
-    )
+    throw optionError('httpRules: url', 'an absolute http(s) URL', String(url))
   }
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
-    throw new OptionsError(
-      `httpRules: url: expected an http(s) URL, got ${JSON.stringify(target.protocol)}`,
-    )
+    throw optionError('httpRules: url', 'an http(s) URL', target.protocol)
   }
-  const intervalMs = checkNumber('intervalMs', options.intervalMs ?? 10_000, 1, 2 ** 31 - 1)
-  const jitter = checkNumber('jitter', options.jitter ?? 0.1, 0, 1, false)
-  const timeoutMs = checkNumber('timeoutMs', options.timeoutMs ?? 5000, 1, 2 ** 31 - 1)
-  const maxBytes = checkNumber(
-    'maxBytes',
-    options.maxBytes ?? 5 * 1024 * 1024,
+  const intervalMs = checkIntInRange('httpRules: intervalMs', options.intervalMs, 10_000, 1, MAX_MS)
+  const jitter = checkNumberInRange('httpRules: jitter', options.jitter, 0.1, 0, 1)
+  const timeoutMs = checkIntInRange('httpRules: timeoutMs', options.timeoutMs, 5000, 1, MAX_MS)
+  const maxBytes = checkIntInRange(
+    'httpRules: maxBytes',
+    options.maxBytes,
+    5 * 1024 * 1024,
     1,
     Number.MAX_SAFE_INTEGER,
   )
@@ -240,7 +226,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
 
   return {
     async start(rulesCallback, errorCallback) {
-      if (running) throw new OptionsError('httpRules: start() called twice')
+      if (running) throw misuseError('httpRules: start() called twice')
       running = true
       onRules = rulesCallback
       onError = errorCallback

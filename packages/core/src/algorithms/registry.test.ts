@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { AlgorithmName } from './algorithm.js'
-import { algorithms, getAlgorithm } from './index.js'
+import { algorithms, getAlgorithm } from './registry.js'
 
 describe('algorithms', () => {
   it('maps every name to the algorithm of that name', () => {

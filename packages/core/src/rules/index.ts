@@ -1,0 +1,22 @@
+/**
+ * `@floodgate/core/rules`: tools that work on rules as data, for services that store, edit
+ * or serve them (the rules service is built on it): the schema (also as JSON Schema), the
+ * whole-document parser, duration parsing and rule compilation. Applications use
+ * `parseRules` and the rule sources from `@floodgate/core` instead.
+ * @module @floodgate/core/rules
+ */
+export {
+  MAX_DURATION_MS,
+  parseRule,
+  parseRules,
+  parseRulesDocument,
+  ruleSchema,
+  rulesSchema,
+  type RuleInput,
+  type RulesDocument,
+} from './schema.js'
+export { compileRules, stateIdOf, type CompileRulesOptions } from './compile-rules.js'
+export type { CompiledRule, CompiledRules } from './compiled-rules.js'
+export type { FallbackKey, KeyPart, OverLimit, Rule, RuleMatch } from './rule.js'
+export { canonicalPath } from './canonical-path.js'
+export { parseDuration } from '../duration.js'
