@@ -21,7 +21,8 @@ const EXPRESS = 'express@5.2.1'
 const FASTIFY = 'fastify@5.12.8'
 const KOA = 'koa@3.3.0'
 const PEER = 'express-rate-limit@8.7.4'
-const BLOCKS = ['zod@4.6.7', 'valibot@1.5.0', 'yaml@2.9.1']
+const YAML = 'yaml@2.9.1'
+const BLOCKS = ['zod@4.6.7', 'valibot@1.5.0', YAML]
 
 ensureBuilt(['core', 'express', 'fastify', 'koa'])
 const work = mkdtempSync(join(tmpdir(), 'floodgate-footprint-'))
@@ -92,6 +93,13 @@ const rows = [
   {
     name: '@floodgate/express',
     dir: project('fg-express', [EXPRESS, core, tar.express]),
+    base: base.express,
+    entry: '@floodgate/express',
+  },
+  {
+    // What a user who keeps rules in a YAML file installs: yaml is an optional peer.
+    name: '@floodgate/express + yaml',
+    dir: project('fg-express-yaml', [EXPRESS, core, tar.express, YAML]),
     base: base.express,
     entry: '@floodgate/express',
   },
