@@ -9,7 +9,7 @@
 // for the rules schema (see docs/benchmarks.md), installed alone.
 import { execFileSync, spawnSync } from 'node:child_process'
 import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureBuilt } from '../ensure-built.mjs'
@@ -158,7 +158,7 @@ const peerSize =
   sizeOf(join(rows[0].dir, 'node_modules')).disk - sizeOf(join(rows[0].base, 'node_modules')).disk
 const peerTime = time(PEER)
 console.log(
-  `Node ${process.version}; median of ${RUNS} fresh processes; a bare \`node -e 0\` took ${ms(node)}.\n`,
+  `Node ${process.version}; median of ${RUNS} fresh processes; a bare \`node -e 0\` took ${ms(node)}; load average ${loadavg()[0].toFixed(1)}.\n`,
 )
 console.log(
   '| installed | node_modules added (du) | apparent bytes added | cold import | import alone | vs express-rate-limit (size, time) |',
