@@ -1,8 +1,4 @@
 import { createRequire } from 'node:module'
-import { fileURLToPath } from 'node:url'
-
-// The CommonJS build has __filename; the ES module build has import.meta.url.
-const here = typeof __filename === 'string' ? __filename : fileURLToPath(import.meta.url)
 
 /**
  * Whether an optional peer dependency is installed where this package can load it. Resolved
@@ -10,7 +6,7 @@ const here = typeof __filename === 'string' ? __filename : fileURLToPath(import.
  */
 export function isInstalled(name: string): boolean {
   try {
-    createRequire(here).resolve(name)
+    createRequire(import.meta.url).resolve(name)
     return true
   } catch {
     return false
