@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { durationMs } from '../duration.js'
 import { ALGORITHM_NAMES } from './algorithm-catalog.js'
 import { checkPathPattern } from './path-pattern.js'
-import type { KeyPart, OverLimit, RuleMatch } from './rule.js'
+import type { KeyPart, OverLimit, RuleBan, RuleMatch } from './rule.js'
 
 // The field schemas a rule is built from, each with the message its errors carry.
 
@@ -10,6 +10,8 @@ import type { KeyPart, OverLimit, RuleMatch } from './rule.js'
 export const MAX_DURATION_MS = 2 ** 31 - 1
 
 const MAX_KEY_PARTS = 8
+/** The most refusals a ban may count: each is a timestamp kept per client while it counts. */
+export const MAX_BAN_AFTER = 1000
 export const ID = /^[A-Za-z0-9._-]{1,64}$/
 const METHOD = /^[A-Za-z]{1,20}$/
 // RFC 9110 token characters: the only characters a header name may hold.
@@ -48,6 +50,8 @@ export const E = {
   action: "'reject', 'queue' or 'drop'",
   status: '429 or 503',
   boolean: 'true or false',
+  ban: "an object like { after: 5, within: '1m', for: '15m' }",
+  banAfter: `a whole number of refusals from 1 to ${MAX_BAN_AFTER}`,
 } as const
 
 export const err = (error: string): { error: string } => ({ error })
@@ -300,3 +304,21 @@ export const onLimit = z
         })
     }
   })
+
+/** `ban: { after, within, for }`: the refusals that start a ban, their period, its length. */
+export const ban = z
+  .strictObject(
+    {
+      after: z
+        .number(err(E.banAfter))
+        .int(err(E.banAfter))
+        .min(1, err(E.banAfter))
+        .max(MAX_BAN_AFTER, err(E.banAfter)),
+      within: duration,
+      for: duration,
+    },
+    err(E.ban),
+  )
+  .transform(
+    (v): RuleBan => Object.freeze({ after: v.after, withinMs: v.within, forMs: v.for }),
+  )

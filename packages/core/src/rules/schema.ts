@@ -11,6 +11,7 @@ import {
 import {
   E,
   ID,
+  ban,
   duration,
   err,
   expected,
@@ -50,6 +51,7 @@ const ruleObject = z.strictObject(
       .optional(),
     onLimit: onLimit.optional(),
     shadow: z.boolean(err(E.boolean)).optional(),
+    ban: ban.optional(),
   },
   err(E.rule),
 )
@@ -138,6 +140,7 @@ export const ruleSchema = ruleObject.transform((v, ctx): Rule => {
     cost,
     onLimit: over,
     shadow: v.shadow ?? false,
+    ...(v.ban === undefined ? {} : { ban: v.ban }),
   })
 })
 
