@@ -56,7 +56,8 @@ export function applyBanChecks(
       limit: r.limit,
       remaining: 0,
       resetMs: Math.max(r.resetMs, block.retryAfterMs),
-      retryAfterMs: block.retryAfterMs,
+      // The same request passes once both the ban and the rule itself let it.
+      retryAfterMs: Math.max(block.retryAfterMs, r.allowed ? 0 : r.retryAfterMs),
     }
   })
   return { results: own, banned }
@@ -136,11 +137,11 @@ export function bannedDecision(
     outcomes[i] = {
       ...o,
       remaining: 0,
-      retryAfterMs: forMs,
+      retryAfterMs: Math.max(o.retryAfterMs, forMs),
       resetMs: Math.max(o.resetMs, forMs),
       banned: true,
     }
-    if (longest < 0 || forMs > outcomes[longest]!.retryAfterMs) longest = i
+    if (longest < 0 || outcomes[i]!.retryAfterMs > outcomes[longest]!.retryAfterMs) longest = i
   }
   const main = outcomes[longest]!
   if (main.retryAfterMs <= decision.retryAfterMs) {
