@@ -27,7 +27,7 @@ describe.skipIf(!available)('one client across the fleet (RedisStore)', () => {
       return { store, limiter }
     })
     await Promise.all(hosts.map((h) => h.store.ready))
-    return hosts.map((h) => h.limiter)
+    return [hosts[0]!.limiter, hosts[1]!.limiter] as const
   }
 
   it('a reset on one host frees the client on the other', async () => {
