@@ -109,7 +109,9 @@ describe('ban: the penalty box', () => {
     expect(bad({ after: 0, within: '1m', for: '1m' })).toMatch(
       /rules\[0\]\.ban\.after: expected a whole number of refusals from 1 to 1000, got 0/,
     )
-    expect(bad({ after: 2, within: 'soon', for: '1m' })).toMatch(/rules\[0\]\.ban\.within: expected a duration/)
+    expect(bad({ after: 2, within: 'soon', for: '1m' })).toMatch(
+      /rules\[0\]\.ban\.within: expected a duration/,
+    )
     expect(bad({ after: 2, within: '1m' })).toMatch(/rules\[0\]\.ban\.for: expected a duration/)
     expect(bad({ after: 2, within: '1m', for: '1m', forever: true })).toMatch(/forever/)
     expect(bad('5m')).toMatch(/rules\[0\]\.ban: expected an object like \{ after: 5/)
@@ -206,7 +208,11 @@ describe('ban: property against a reference model', () => {
             now += gap
             const d = limiter.check(facts()) as Decision
             const want = model.request(now)
-            const got = { allowed: d.allowed, banned: d.banned === true, retryAfterMs: d.retryAfterMs }
+            const got = {
+              allowed: d.allowed,
+              banned: d.banned === true,
+              retryAfterMs: d.retryAfterMs,
+            }
             expect(got, `request ${i} at ${now}`).toEqual(want)
           }
         },

@@ -141,7 +141,7 @@ export function bannedDecision(
       resetMs: Math.max(o.resetMs, forMs),
       banned: true,
     }
-    if (longest < 0 || outcomes[i]!.retryAfterMs > outcomes[longest]!.retryAfterMs) longest = i
+    if (longest < 0 || outcomes[i].retryAfterMs > outcomes[longest]!.retryAfterMs) longest = i
   }
   const main = outcomes[longest]!
   if (main.retryAfterMs <= decision.retryAfterMs) {

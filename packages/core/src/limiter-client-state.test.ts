@@ -107,11 +107,15 @@ describe('limiter.get / reset / penalty / reward', () => {
     await expect(limiter.get('1.2.3.4', { rule: 'nope' })).rejects.toThrow(
       /get: no rule with id "nope" is in force/,
     )
-    await expect(limiter.reset({ user: 'u1' })).rejects.toThrow(/reset: no rule in force is keyed by/)
+    await expect(limiter.reset({ user: 'u1' })).rejects.toThrow(
+      /reset: no rule in force is keyed by/,
+    )
     await expect(limiter.penalty('1.2.3.4', 1, { rule: 'win' })).rejects.toThrow(
       /rule "win" \(fixed-window\) cannot be charged past its limit/,
     )
-    await expect(limiter.penalty('1.2.3.4', -1)).rejects.toThrow(/penalty: units: expected a positive/)
+    await expect(limiter.penalty('1.2.3.4', -1)).rejects.toThrow(
+      /penalty: units: expected a positive/,
+    )
     await expect(limiter.reward('1.2.3.4', 1, { rule: 'slots' })).rejects.toThrow(/release\(\)/)
     await expect(limiter.get(null as never)).rejects.toBeInstanceOf(OptionsError)
   })

@@ -123,7 +123,8 @@ export function judge(
     outcomes,
     failedOpen: false,
   }
-  if (!gate && main?.banned === true) return countOutcomes(entries, { ...decision, banned: true }, drop)
+  if (!gate && main?.banned === true)
+    return countOutcomes(entries, { ...decision, banned: true }, drop)
   return countOutcomes(entries, decision, drop)
 }
 

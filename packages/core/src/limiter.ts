@@ -67,7 +67,8 @@ function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
 function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new FloodgateError('FG_ERR_STORE_TIMEOUT', `store did not answer within ${ms} ms`)),
+      () =>
+        reject(new FloodgateError('FG_ERR_STORE_TIMEOUT', `store did not answer within ${ms} ms`)),
       ms,
     )
     Promise.resolve(pending).then(

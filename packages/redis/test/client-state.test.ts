@@ -63,7 +63,11 @@ describe.skipIf(!available)('one client across the fleet (RedisStore)', () => {
     now = 2_000_000
     expect((await a.check(facts)).allowed).toBe(true)
     expect((await a.check(facts)).banned).toBeUndefined()
-    expect(await a.check(facts)).toMatchObject({ allowed: false, banned: true, retryAfterMs: 300_000 })
+    expect(await a.check(facts)).toMatchObject({
+      allowed: false,
+      banned: true,
+      retryAfterMs: 300_000,
+    })
     now += 60_000
     const seen = await b.check(facts)
     expect(seen).toMatchObject({ allowed: false, banned: true, retryAfterMs: 240_000 })
@@ -75,9 +79,15 @@ describe.skipIf(!available)('one client across the fleet (RedisStore)', () => {
   })
 
   it('limit() decides events across the fleet', async () => {
-    const [a, b] = await fleet([{ id: 'ws-msg', match: '/never', key: 'header:x-user', limit: 3, window: '1m' }])
-    expect((await a.limit({ 'header:x-user': 'u1' }, { rule: 'ws-msg', cost: 2 })).remaining).toBe(1)
-    expect((await b.limit({ 'header:x-user': 'u1' }, { rule: 'ws-msg', cost: 2 })).allowed).toBe(false)
+    const [a, b] = await fleet([
+      { id: 'ws-msg', match: '/never', key: 'header:x-user', limit: 3, window: '1m' },
+    ])
+    expect((await a.limit({ 'header:x-user': 'u1' }, { rule: 'ws-msg', cost: 2 })).remaining).toBe(
+      1,
+    )
+    expect((await b.limit({ 'header:x-user': 'u1' }, { rule: 'ws-msg', cost: 2 })).allowed).toBe(
+      false,
+    )
     expect((await b.limit({ 'header:x-user': 'u1' }, { rule: 'ws-msg' })).allowed).toBe(true)
   })
 })

@@ -340,7 +340,9 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     expect((await limiter.get('203.0.113.7'))[0]!.remaining).toBe(2)
     expect(() =>
       createLimiter({
-        rules: [{ id: 'login', limit: 5, window: '1m', ban: { after: 3, within: '1m', for: '5m' } }],
+        rules: [
+          { id: 'login', limit: 5, window: '1m', ban: { after: 3, within: '1m', for: '5m' } },
+        ],
         store,
       }),
     ).toThrow(/rule "login": ban needs a store that can reset\(\); SyncedStore cannot/)

@@ -181,7 +181,9 @@ export function keyFromParts(rule: Rule, given: ClientKey, ipv6Subnet: number): 
   let key = ''
   values.forEach((v, i) => {
     const safe =
-      v!.includes(SEP) || v!.includes('\\') ? v!.replaceAll('\\', '\\\\').replaceAll(SEP, '\\s') : v!
+      v!.includes(SEP) || v!.includes('\\')
+        ? v!.replaceAll('\\', '\\\\').replaceAll(SEP, '\\s')
+        : v!
     key = i === 0 ? safe : key + SEP + safe
   })
   return boundKey(key)

@@ -319,6 +319,4 @@ export const ban = z
     },
     err(E.ban),
   )
-  .transform(
-    (v): RuleBan => Object.freeze({ after: v.after, withinMs: v.within, forMs: v.for }),
-  )
+  .transform((v): RuleBan => Object.freeze({ after: v.after, withinMs: v.within, forMs: v.for }))
