@@ -43,7 +43,7 @@ async function parseText(path: string, text: string): Promise<unknown> {
   const json = extname(path).toLowerCase() === '.json'
   try {
     if (json) return JSON.parse(text) as unknown
-    // Loaded on first use: the YAML parser is about 1.2 MB of heap that JSON users never need.
+    // Loaded on first use: JSON users never pay for the YAML parser's heap.
     const { parse } = await import('yaml')
     return parse(text) as unknown
   } catch (e) {
