@@ -166,9 +166,9 @@ export class SyncedStore implements Store {
    */
   penalize(entries: readonly RefundEntry[], nowMs: number): void {
     for (const e of entries) {
-      if (!e.rule.algorithm.charge) throw unsupported(e.rule)
+      if (!isShareable(e.rule)) throw unsupported(e.rule.rule.id, e.rule.algorithm.name)
       this.memory.charge(e.rule, e.key, e.cost, nowMs)
-      const t = this.track(e.rule, e.key)
+      const t = this.keys.track(e.rule, e.key)
       t.pending += e.cost
       this.markUrgent(t)
       t.fullAtMs = Math.max(t.fullAtMs, nowMs) + e.cost * interval(e.rule)
