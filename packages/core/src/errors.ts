@@ -26,6 +26,8 @@ export const errorCodes = {
     'Fastify 5 trusts no proxy when trustProxy is a number: every client behind the proxy shares one IP',
   FG_WRN_OPTION_UNKNOWN: 'an unknown option was ignored',
   FG_ERR_DATA_DIR_LOCKED: 'another process has the rules service data directory open',
+  FG_WRN_BAN_NOT_RECORDED:
+    'a refusal of a rule with a ban could not be counted, or the ban it earned could not be started',
 } as const
 
 /** A Floodgate error or warning code. */

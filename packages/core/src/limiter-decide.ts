@@ -47,7 +47,11 @@ export function validResults(results: unknown, n: number): results is readonly A
  * Combine the store's per-rule results into one decision: every enforced rule must admit
  * (all-or-nothing); shadow rules are reported but never refuse. Counts each rule's outcome.
  */
-export function judge(entries: readonly Entry[], results: readonly AlgorithmResult[]): Decision {
+export function judge(
+  entries: readonly Entry[],
+  results: readonly AlgorithmResult[],
+  banned?: readonly boolean[],
+): Decision {
   const n = entries.length
   if (n === 1) return judgeOne(entries[0]!, results[0]!)
   const outcomes: RuleOutcome[] = new Array<RuleOutcome>(n)
@@ -71,6 +75,7 @@ export function judge(entries: readonly Entry[], results: readonly AlgorithmResu
       waitMs: r.waitMs,
       shadow: e.shadow,
     }
+    if (banned?.[i] === true) outcomes[i] = { ...outcomes[i]!, banned: true }
     if (e.shadow) continue
     if (!r.allowed) {
       gate = false
@@ -119,6 +124,15 @@ export function judge(entries: readonly Entry[], results: readonly AlgorithmResu
     outcomes,
     failedOpen: false,
   }
+  if (!gate && main?.banned === true)
+    return countOutcomes(entries, { ...decision, banned: true }, drop)
+  return countOutcomes(entries, decision, drop)
+}
+
+function countOutcomes(entries: readonly Entry[], decision: Decision, drop: boolean): Decision {
+  const n = entries.length
+  const gate = decision.allowed
+  const outcomes = decision.outcomes
 
   for (let i = 0; i < n; i++) {
     const c = entries[i]!.rt.counts

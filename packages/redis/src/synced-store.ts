@@ -5,6 +5,7 @@ import {
   type AlgorithmResult,
   type ConsumeEntry,
   type RefundEntry,
+  type StateEntry,
 } from '@floodgate/core/algorithms'
 import { RedisConnection, type RedisClient } from './connection.js'
 import { throttledWarn } from './throttled-warn.js'
@@ -145,6 +146,32 @@ export class SyncedStore implements Store {
     for (const e of entries) {
       const t = this.keys.get(e.rule.stateId, e.key)
       if (t) t.pending -= e.cost
+    }
+  }
+
+  /**
+   * This host's view of each entry's state (the fleet level at the last sync plus what this
+   * host admitted since), read without changing it.
+   */
+  peek(entries: readonly StateEntry[], nowMs: number): readonly AlgorithmResult[] {
+    return this.memory.peek(entries, nowMs)
+  }
+
+  /**
+   * Charge units into debt here and share them with the fleet at the next (early) sync, like
+   * units this host admitted: every host sees the debt within a sync interval.
+   * There is no `reset`: the fleet bucket in Redis takes every host's units, and forgetting
+   * them on one host would only lend it room; `limiter.reset` and rules with a `ban` are
+   * refused with this store (use RedisStore).
+   */
+  penalize(entries: readonly RefundEntry[], nowMs: number): void {
+    for (const e of entries) {
+      if (!isShareable(e.rule)) throw unsupported(e.rule.rule.id, e.rule.algorithm.name)
+      this.memory.charge(e.rule, e.key, e.cost, nowMs)
+      const t = this.keys.track(e.rule, e.key)
+      t.pending += e.cost
+      this.markUrgent(t)
+      t.fullAtMs = Math.max(t.fullAtMs, nowMs) + e.cost * interval(e.rule)
     }
   }
 

@@ -1,5 +1,5 @@
 import { ALGORITHM_NAMES } from './algorithm-catalog.js'
-import { E, ID, MAX_DURATION_MS } from './schema-fields.js'
+import { E, ID, MAX_BAN_AFTER, MAX_DURATION_MS } from './schema-fields.js'
 
 /** A JSON value, as a JSON Schema document is made of. */
 export type JsonValue =
@@ -100,6 +100,17 @@ const RULE: JsonSchema = {
     },
     onLimit,
     shadow: { type: 'boolean', description: E.boolean },
+    ban: {
+      type: 'object',
+      required: ['after', 'within', 'for'],
+      properties: {
+        after: { type: 'integer', minimum: 1, maximum: MAX_BAN_AFTER, description: E.banAfter },
+        within: duration,
+        for: duration,
+      },
+      additionalProperties: false,
+      description: E.ban,
+    },
   },
   additionalProperties: false,
 }

@@ -1,7 +1,7 @@
 import { durationMs } from '../duration.js'
 import { ALGORITHM_NAMES } from './algorithm-catalog.js'
 import { checkPathPattern } from './path-pattern.js'
-import type { KeyPart, OverLimit, RuleMatch } from './rule.js'
+import type { KeyPart, OverLimit, RuleBan, RuleMatch } from './rule.js'
 import { BAD, type Bad, type Checker } from './schema-issues.js'
 import { checkFields, isObject, oneOf, stringOrList, type Field } from './schema-object.js'
 
@@ -11,6 +11,8 @@ import { checkFields, isObject, oneOf, stringOrList, type Field } from './schema
 export const MAX_DURATION_MS = 2 ** 31 - 1
 
 const MAX_KEY_PARTS = 8
+/** The most refusals a ban may count: each is a timestamp kept per client while it counts. */
+export const MAX_BAN_AFTER = 1000
 export const ID = /^[A-Za-z0-9._-]{1,64}$/
 const METHOD = /^[A-Za-z]{1,20}$/
 // RFC 9110 token characters: the only characters a header name may hold.
@@ -49,6 +51,8 @@ export const E = {
   action: "'reject', 'queue' or 'drop'",
   status: '429 or 503',
   boolean: 'true or false',
+  ban: "an object like { after: 5, within: '1m', for: '15m' }",
+  banAfter: `a whole number of refusals from 1 to ${MAX_BAN_AFTER}`,
 } as const
 
 /** A positive safe integer. */
@@ -286,3 +290,20 @@ export const onLimit: Field<OverLimit> = (value, c) => {
 /** `true` or `false`. */
 export const boolean: Field<boolean> = (value, c) =>
   typeof value === 'boolean' ? value : c.expected(E.boolean, value)
+
+const banFields = {
+  after: ((value, c) =>
+    typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_BAN_AFTER
+      ? value
+      : c.expected(E.banAfter, value)) as Field<number>,
+  within: duration,
+  for: duration,
+} as const
+
+/** `ban: { after, within, for }`: the refusals that start a ban, their period, its length. */
+export const ban: Field<RuleBan> = (value, c) => {
+  if (!isObject(value)) return c.expected(E.ban, value)
+  const { fields, ok } = checkFields(value, banFields, c, ['after', 'within', 'for'])
+  if (!ok) return BAD
+  return Object.freeze({ after: fields.after!, withinMs: fields.within!, forMs: fields.for! })
+}

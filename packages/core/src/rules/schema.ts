@@ -12,6 +12,7 @@ import {
   E,
   ID,
   REJECT_429,
+  ban,
   boolean,
   cost,
   duration,
@@ -61,6 +62,8 @@ export interface RuleInput {
     | { action: 'drop' }
     | undefined
   shadow?: boolean | undefined
+  /** After `after` refusals within `within`, refuse the client outright for `for`. */
+  ban?: { after: number; within: string | number; for: string | number } | undefined
 }
 
 const DEFAULT_KEY: readonly KeyPart[] = Object.freeze(['ip'])
@@ -86,6 +89,7 @@ const ruleFields = {
   cost,
   onLimit,
   shadow: boolean,
+  ban,
 } satisfies Record<keyof RuleInput, Field<unknown>>
 
 /**
@@ -169,6 +173,7 @@ function checkRule(input: unknown, c: Checker): Rule | Bad {
     cost,
     onLimit: over,
     shadow: v.shadow ?? false,
+    ...(v.ban === undefined ? {} : { ban: v.ban }),
   })
 }
 

@@ -40,8 +40,8 @@ export function isShareable(rule: CompiledRule): boolean {
 /** The error for a rule whose algorithm a SyncedStore cannot share. */
 export function unsupported(ruleId: string, algorithmName: string): OptionsError {
   return refusedOption(
-    `SyncedStore: rule ${ruleId}`,
-    `uses ${algorithmName}, which cannot carry the debt a sync charges; use token-bucket or gcra, or a RedisStore for this rule`,
+    'SyncedStore',
+    `rule ${ruleId} uses ${algorithmName}, which cannot carry the debt a sync charges; use token-bucket or gcra, or a RedisStore for this rule`,
   )
 }
 
