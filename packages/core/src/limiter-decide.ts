@@ -53,7 +53,8 @@ export function judge(
   banned?: readonly boolean[],
 ): Decision {
   const n = entries.length
-  if (n === 1) return judgeOne(entries[0]!, results[0]!)
+  // A banned rule's outcome carries the ban: the general path marks it.
+  if (n === 1 && banned?.[0] !== true) return judgeOne(entries[0]!, results[0]!)
   const outcomes: RuleOutcome[] = new Array<RuleOutcome>(n)
   let gate = true
   let drop = false
