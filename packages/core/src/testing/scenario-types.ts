@@ -1,4 +1,4 @@
-import type { HeadersOption } from '../http/adapter-options.js'
+import type { HeaderFormat } from '../http/headers.js'
 import type { Limiter } from '../limiter.js'
 import type { RuleInput } from '../rules/schema.js'
 
@@ -25,7 +25,7 @@ export interface HarnessSetup {
   /** Trust X-Forwarded-For from any peer (Express `trust proxy`, Fastify `trustProxy`, Koa `app.proxy` + `maxIpsCount: 1`). */
   readonly trustProxy: boolean
   /** Adapter options every mount gets. */
-  readonly options: { readonly headers?: HeadersOption; readonly shadowHeader?: boolean }
+  readonly options: { readonly headers?: boolean | HeaderFormat; readonly shadowHeader?: boolean }
   /** Call at the start of every handler; await it in `slow` handlers before answering. */
   readonly enter: (route: ScenarioRoute) => Promise<void>
 }
