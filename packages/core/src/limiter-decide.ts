@@ -23,7 +23,10 @@ export const NO_RULES: Decision = baseDecision(false)
 /** The decision when no rule matches the request: allowed, no outcomes, no headers. */
 export const UNMATCHED: Decision = Object.freeze({ ...baseDecision(false), reason: 'unmatched' })
 /** The decision for a client on the allow list: allowed, nothing counted, no headers. */
-export const ALLOW_LISTED: Decision = Object.freeze({ ...baseDecision(false), reason: 'allow-list' })
+export const ALLOW_LISTED: Decision = Object.freeze({
+  ...baseDecision(false),
+  reason: 'allow-list',
+})
 
 /**
  * A refusal made without counting: a client on the deny list, or a request no rule matched under
@@ -33,7 +36,10 @@ export const ALLOW_LISTED: Decision = Object.freeze({ ...baseDecision(false), re
  * @param reason - why
  * @returns the frozen decision
  */
-export function listedRefusal(status: Decision['status'], reason: 'deny-list' | 'unmatched'): Decision {
+export function listedRefusal(
+  status: Decision['status'],
+  reason: 'deny-list' | 'unmatched',
+): Decision {
   return Object.freeze({
     ...baseDecision(false),
     allowed: false,

@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net'
 import {
   describeAdapterScenarios,
   describeHostileFuzz,
+  echoRateLimit,
   type HarnessSetup,
   type RunningApp,
   type ScenarioRoute,
@@ -16,10 +17,10 @@ export async function startExpress(setup: HarnessSetup): Promise<RunningApp> {
   const app = express()
   if (setup.trustProxy) app.set('trust proxy', true)
   const limiter = setup.limiter as unknown as Limiter<Request>
-  const handler = (route: ScenarioRoute) => async (_req: Request, res: Response) => {
+  const handler = (route: ScenarioRoute) => async (req: Request, res: Response) => {
     await setup.enter(route)
     if (route.fail) throw new Error('boom')
-    res.json({ ok: true })
+    res.json(route.echo ? { ok: true, rateLimit: echoRateLimit(req.rateLimit) } : { ok: true })
   }
   const verb = (r: ScenarioRoute): 'get' | 'post' => (r.method === 'GET' ? 'get' : 'post')
   for (const r of setup.routes) {

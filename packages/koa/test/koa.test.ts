@@ -4,6 +4,7 @@ import type { Limiter } from '@floodgate/core'
 import {
   describeAdapterScenarios,
   describeHostileFuzz,
+  echoRateLimit,
   type HarnessSetup,
   type RunningApp,
   type ScenarioRoute,
@@ -25,7 +26,9 @@ export async function startKoa(setup: HarnessSetup): Promise<RunningApp> {
   const handler = (route: ScenarioRoute) => async (ctx: Context) => {
     await setup.enter(route)
     if (route.fail) throw new Error('boom')
-    ctx.body = { ok: true }
+    ctx.body = route.echo
+      ? { ok: true, rateLimit: echoRateLimit(ctx.state.rateLimit) }
+      : { ok: true }
   }
   app.use(async (ctx, next) => {
     try {

@@ -20,7 +20,10 @@ describe('validateAdapterOptions', () => {
     [{ cost: 0 }, /options\.cost: expected a positive number or a function, got 0/],
     [{ cost: Number.NaN }, /options\.cost/],
     [{ cost: '3' }, /options\.cost: .*got "3"/],
-    [{ headers: 'draft-8' }, /options\.headers: expected true, false, 'ietf', 'draft-7', 'legacy' or 'both', got "draft-8"/],
+    [
+      { headers: 'draft-8' },
+      /options\.headers: expected true, false, 'ietf', 'draft-7', 'legacy' or 'both', got "draft-8"/,
+    ],
     [{ warnings: 'off' }, /options\.warnings: expected a boolean, got "off"/],
     [{ skip: true }, /options\.skip: expected a function, got true/],
     [{ shadowHeader: 1 }, /options\.shadowHeader/],
@@ -36,14 +39,20 @@ describe('validateAdapterOptions', () => {
     expect(warn).toHaveBeenCalledWith(expect.stringContaining('options.max'))
   })
 
-  it.each(['max', 'windowMs', 'message', 'standardHeaders', 'legacyHeaders', 'keyGenerator', 'handler', 'skipSuccessfulRequests'])(
-    "names what to write instead of express-rate-limit's %s",
-    (key) => {
-      const warn = vi.fn()
-      validateAdapterOptions({ [key]: 1 } as never, [], warn)
-      expect(warn).toHaveBeenCalledWith(
-        `options.${key} is not a Floodgate option and is ignored; write ${PEER_OPTION_HINTS[key]}`,
-      )
-    },
-  )
+  it.each([
+    'max',
+    'windowMs',
+    'message',
+    'standardHeaders',
+    'legacyHeaders',
+    'keyGenerator',
+    'handler',
+    'skipSuccessfulRequests',
+  ])("names what to write instead of express-rate-limit's %s", (key) => {
+    const warn = vi.fn()
+    validateAdapterOptions({ [key]: 1 } as never, [], warn)
+    expect(warn).toHaveBeenCalledWith(
+      `options.${key} is not a Floodgate option and is ignored; write ${PEER_OPTION_HINTS[key]}`,
+    )
+  })
 })

@@ -1,4 +1,10 @@
-import { checkBoolean, checkFunction, checkLogger, checkOneOf, optionError } from '../options/checks.js'
+import {
+  checkBoolean,
+  checkFunction,
+  checkLogger,
+  checkOneOf,
+  optionError,
+} from '../options/checks.js'
 import { HEADER_FORMATS, type HeaderFormat } from './headers.js'
 import type { Logger } from '../logger.js'
 import type { Decision, DecisionStatus } from '../decision.js'
@@ -104,7 +110,8 @@ export const PEER_OPTION_HINTS: Readonly<Record<string, string>> = {
   statusCode: "a rule's onLimit: { action: 'reject', status: 503 } (429 by default)",
   standardHeaders: "headers: 'draft-7' (or true for the current IETF draft)",
   legacyHeaders: "headers: 'legacy' or 'both'",
-  keyGenerator: "a rule's key (key: ip, header:<name>, user, custom:<name>) with keys: { user: (req) => … }",
+  keyGenerator:
+    "a rule's key (key: ip, header:<name>, user, custom:<name>) with keys: { user: (req) => … }",
   skipSuccessfulRequests: "count: 'failed' on the rule (see docs/rules.md)",
   skipFailedRequests: "count: 'successful' on the rule (see docs/rules.md)",
   allowList: "allow: { ips: ['10.0.0.0/8'], keys: { 'header:x-api-key': ['…'] } }",

@@ -1,11 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Decision } from '../decision.js'
-import {
-  draft7Fields,
-  epochResetSeconds,
-  retryAfterSeconds,
-  type HeaderFormat,
-} from './headers.js'
+import { draft7Fields, epochResetSeconds, retryAfterSeconds, type HeaderFormat } from './headers.js'
 import { headerCount } from './rate-limit-fields.js'
 import type { RequestFacts } from '../request-facts.js'
 import type { Rejection } from './adapter-options.js'

@@ -85,7 +85,9 @@ describe('formatHeaders', () => {
       ['RateLimit-Policy', '100;w=60'],
       ['RateLimit', 'limit=100, remaining=99, reset=30'],
     ])
-    expect(formatHeaders(decision([outcome('t', { shadow: true })]), { format: 'draft-7' })).toEqual([])
+    expect(
+      formatHeaders(decision([outcome('t', { shadow: true })]), { format: 'draft-7' }),
+    ).toEqual([])
   })
 
   it('claims nothing while failing open or when no rule matched', () => {

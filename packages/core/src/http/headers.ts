@@ -73,8 +73,7 @@ export function draft7Fields(
   if (rule === undefined || !decision.outcomes.some((o) => !o.shadow)) return undefined
   const limit = headerCount(decision.limit)
   return {
-    policy:
-      rule.algorithm === 'concurrency' ? `${limit}` : `${limit};w=${seconds(rule.windowMs)}`,
+    policy: rule.algorithm === 'concurrency' ? `${limit}` : `${limit};w=${seconds(rule.windowMs)}`,
     limit: `limit=${limit}, remaining=${headerCount(decision.remaining)}, reset=${seconds(decision.resetMs)}`,
   }
 }

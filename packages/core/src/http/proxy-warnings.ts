@@ -14,11 +14,13 @@ export type ProxyTrust = 'none' | 'some' | 'all'
  *
  * @param warn - the mount's warner
  * @param setting - how the framework's setting is spelled, for the messages (`app.set('trust proxy')`)
+ * @param remedy - what to set instead, in the framework's terms
  * @returns a check of one request, given the trust its framework reports now
  */
 export function proxyWarnings(
   warn: WarnOnce,
   setting: string,
+  remedy: string,
 ): (trust: ProxyTrust, headers: HeaderBag) => void {
   let trustAllSeen = false
   let forwardedSeen = false
@@ -28,13 +30,13 @@ export function proxyWarnings(
       trustAllSeen = true
       warn(
         'FG_WRN_TRUST_PROXY_ALL',
-        `${setting} trusts every proxy, so the client address is the leftmost X-Forwarded-For entry, which the client writes itself; trust only your proxies (their number, addresses or subnets)`,
+        `${setting} trusts every proxy, so the client address is the leftmost X-Forwarded-For entry, which the client writes itself; ${remedy}`,
       )
     } else if (trust === 'none' && !forwardedSeen && headers['x-forwarded-for'] !== undefined) {
       forwardedSeen = true
       warn(
         'FG_WRN_FORWARDED_UNTRUSTED',
-        `a request carried X-Forwarded-For but ${setting} trusts no proxy: if the app runs behind a proxy, every client shares the proxy's address and one quota; set ${setting} to your proxies (their number, addresses or subnets)`,
+        `a request carried X-Forwarded-For but ${setting} trusts no proxy: if the app runs behind a proxy, every client shares the proxy's address and one quota; ${remedy}`,
       )
     }
   }

@@ -42,7 +42,10 @@ function parseRange(entry: unknown, where: string): { address: string; prefix: n
   const bits = entry.slice(slash + 1)
   const prefix = /^\d{1,3}$/.test(bits) ? Number(bits) : NaN
   if (!(prefix >= 0 && prefix <= max)) {
-    throw refusedOption(where, `prefix length must be a whole number from 0 to ${max}, got "${bits}"`)
+    throw refusedOption(
+      where,
+      `prefix length must be a whole number from 0 to ${max}, got "${bits}"`,
+    )
   }
   return { address, prefix }
 }
@@ -51,7 +54,9 @@ function parseRange(entry: unknown, where: string): { address: string; prefix: n
  * The address as node:net reads it: brackets, ports and zone ids gone, IPv4-mapped IPv6 as
  * IPv4 (the same normalisation the `ip` key part uses, at full length).
  */
-function canonicalAddress(ip: string | undefined): { address: string; family: 'ipv4' | 'ipv6' } | undefined {
+function canonicalAddress(
+  ip: string | undefined,
+): { address: string; family: 'ipv4' | 'ipv6' } | undefined {
   const key = ipKey(ip, 128)
   if (key === undefined || key.startsWith('?')) return undefined
   if (key.endsWith('/128')) return { address: key.slice(0, -4), family: 'ipv6' }
@@ -63,7 +68,10 @@ export class CompiledAccessList {
   private readonly blocks: BlockList | undefined
   private readonly parts: ReadonlyArray<readonly [PartFn, ReadonlySet<string>]>
 
-  private constructor(blocks: BlockList | undefined, parts: Array<readonly [PartFn, ReadonlySet<string>]>) {
+  private constructor(
+    blocks: BlockList | undefined,
+    parts: Array<readonly [PartFn, ReadonlySet<string>]>,
+  ) {
     this.blocks = blocks
     this.parts = parts
   }
@@ -91,7 +99,8 @@ export class CompiledAccessList {
     }
     let blocks: BlockList | undefined
     if (ips !== undefined) {
-      if (!Array.isArray(ips)) throw optionError(`${name}.ips`, 'an array of addresses or CIDR ranges', ips)
+      if (!Array.isArray(ips))
+        throw optionError(`${name}.ips`, 'an array of addresses or CIDR ranges', ips)
       blocks = new BlockList()
       ips.forEach((entry: unknown, i) => {
         const { address, prefix } = parseRange(entry, `${name}.ips[${i}]`)
