@@ -19,9 +19,10 @@ declare module 'fastify' {
 async function authApp(hook: 'onRequest' | 'preHandler' | undefined) {
   const app = Fastify()
   app.decorateRequest('user', undefined)
-  app.addHook('preHandler', async (request) => {
+  app.addHook('preHandler', (request, _reply, done) => {
     const token = request.headers.authorization?.replace(/^Bearer /, '')
     if (token) request.user = { id: token }
+    done()
   })
   await app.register(rateLimit, {
     rules: perUser,

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 const RULES = [{ id: 'per-ip', limit: 100, window: '1m' }]
 
 /** Lines Floodgate wrote to stderr while `run` ran. */
-async function stderrOf(run: () => Promise<unknown> | unknown): Promise<string[]> {
+async function stderrOf(run: () => unknown): Promise<string[]> {
   const lines: string[] = []
   const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: unknown) => {
     if (typeof chunk === 'string' && chunk.startsWith('floodgate: ')) lines.push(chunk)

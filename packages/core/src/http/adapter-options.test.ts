@@ -50,7 +50,7 @@ describe('validateAdapterOptions', () => {
     'skipSuccessfulRequests',
   ])("names what to write instead of express-rate-limit's %s", (key) => {
     const warn = vi.fn()
-    validateAdapterOptions({ [key]: 1 } as never, [], warn)
+    validateAdapterOptions({ [key]: 1 }, [], warn)
     expect(warn).toHaveBeenCalledWith(
       `options.${key} is not a Floodgate option and is ignored; write ${PEER_OPTION_HINTS[key]}`,
     )
