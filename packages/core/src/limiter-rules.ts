@@ -27,6 +27,8 @@ export class RuleRegistry<Req> {
   private readonly runtimes = new WeakMap<CompiledRule, RuleRuntime>()
   private readonly matchCache = new WeakMap<readonly CompiledRule[], RuleRuntime[]>()
   private readonly routeSets: CompiledRules[] = []
+  private lastMatched: readonly CompiledRule[] | undefined
+  private lastRuntimes: RuleRuntime[] | undefined
 
   constructor(
     private readonly store: Store,
@@ -81,11 +83,15 @@ export class RuleRegistry<Req> {
 
   /** The runtimes of a matched list; cached per (shared, frozen) list. */
   runtimesFor(matched: readonly CompiledRule[]): RuleRuntime[] {
+    // Most requests match the list the previous one matched: skip even the WeakMap.
+    if (matched === this.lastMatched) return this.lastRuntimes!
     let rts = this.matchCache.get(matched)
     if (!rts) {
       rts = matched.map((c) => this.runtimes.get(c)!)
       this.matchCache.set(matched, rts)
     }
+    this.lastMatched = matched
+    this.lastRuntimes = rts
     return rts
   }
 }

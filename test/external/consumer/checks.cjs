@@ -108,6 +108,21 @@ const checks = {
     })
     assert.equal((await fetchTwice('http://example.test/')).status, 200)
     assert.deepEqual(statuses, [])
+    // A new pacer lets one call through at once; the next turn is 100 ms away.
+    const pacer = m.createPacer({ rate: 10, clock: () => 60_000 })
+    assert.equal(await pacer.acquire(), 0)
+    assert.equal(await pacer.tryAcquire(), false)
+    // A throttle refuses locally once the server refuses: a 429 that says so.
+    const refusing = m.withRetry(async () => new Response(null, { status: 429 }), {
+      maxAttempts: 1,
+      random: () => 0,
+      adaptiveThrottle: true,
+    })
+    assert.equal((await refusing('http://example.test/')).refusedLocally, undefined)
+    const local = await refusing('http://example.test/')
+    assert.equal(local.status, 429)
+    assert.equal(local.refusedLocally, true)
+    assert.ok(local instanceof m.LocallyRefusedResponse)
   },
 }
 

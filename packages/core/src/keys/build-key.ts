@@ -123,6 +123,15 @@ export function compileKey<Req>(
             const ip = ipKey(f.ip, ipv6Subnet)
             return ip === undefined ? SHARED : FALLBACK_IP + ip
           }
+  if (parts.length === 1 && rule.key[0] === 'ip') {
+    const ip = parts[0]!
+    // An IP key is at most 65 characters and never starts with KEY_MARKER (see ipKey), so
+    // boundKey would return it unchanged.
+    return (f) => {
+      const v = ip(f)
+      return v === undefined ? fallback(f) : v
+    }
+  }
   if (parts.length === 1) {
     const only = parts[0]!
     return (f) => {

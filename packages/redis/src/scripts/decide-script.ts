@@ -37,6 +37,10 @@ export const SCRIPT_ALGORITHMS: readonly AlgorithmName[] = Object.keys(
 const prelude = `
 local EPSILON = 1e-9
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
+`
+
+/** What only the concurrency algorithm reads: parsing the lease costs every other call. */
+const concurrencyPrelude = `
 local CONCURRENCY_RETRY_AFTER_MS = ${CONCURRENCY_RETRY_AFTER_MS}
 local LEASE_MS = tonumber(ARGV[${ARGV.leaseMs}])
 `
@@ -179,6 +183,9 @@ while pos <= nblob do
     if write then
       ${storeState('alg', 'key', 'limit, window_ms, burst', 'out')}
     end
+    -- The batch's only request (one call in flight): its answer is the reply. Filling the
+    -- empty R instead would grow it four times, each time a rehash.
+    if r == 0 and pos > nblob then return out end
     R[r + 1], R[r + 2], R[r + 3], R[r + 4], R[r + 5], R[r + 6] = out[1], out[2], out[3], out[4], out[5], out[6]
     r = r + ${RESULT_FIELDS}
   else
@@ -260,7 +267,8 @@ export function decideScript(algorithms: readonly AlgorithmName[] = SCRIPT_ALGOR
   const names = scriptAlgorithms(algorithms)
   const defs = names.map((a, i) => `local A${i + 1} = ${ALGORITHM_LUA[a].trim()}`)
   const table = `local ALG = { ${names.map((_, i) => `A${i + 1}`).join(', ')} } -- ${names.join(', ')}`
-  return [prelude, ...defs, table, main].join('\n')
+  const lease = names.includes('concurrency') ? [concurrencyPrelude] : []
+  return [prelude, ...lease, ...defs, table, main].join('\n')
 }
 
 /** The algorithms of a script in the order of their indexes (the packed entries' uint8). */
