@@ -28,6 +28,10 @@ export const errorCodes = {
   FG_ERR_DATA_DIR_LOCKED: 'another process has the rules service data directory open',
   FG_WRN_BAN_NOT_RECORDED:
     'a refusal of a rule with a ban could not be counted, or the ban it earned could not be started',
+  FG_WRN_FORWARDED_UNTRUSTED:
+    'a request carried X-Forwarded-For but the app trusts no proxy: every client behind the proxy shares its address',
+  FG_WRN_TRUST_PROXY_ALL:
+    'the app trusts every proxy: a client can write its own address into X-Forwarded-For',
 } as const
 
 /** A Floodgate error or warning code. */

@@ -13,6 +13,7 @@
 export { createLimiter } from './limiter.js'
 export type { Limiter, LimiterOptions } from './limiter-types.js'
 export type { Decision, RuleOutcome } from './decision.js'
+export type { AccessList } from './lists/access-list.js'
 export type { CountersSnapshot, DecisionCounts } from './limiter-counters.js'
 export type { KeyBuilders, ClientKey } from './keys/build-key.js'
 export type { ClientRuleOptions, ClientState, LimitOptions } from './limiter-client-state.js'

@@ -18,8 +18,36 @@ function baseDecision(failedOpen: boolean): Decision {
   })
 }
 
-/** The decision when no rule applies: allowed, no outcomes, no headers. */
+/** The decision when every matched rule's key skipped the request: allowed, no headers. */
 export const NO_RULES: Decision = baseDecision(false)
+/** The decision when no rule matches the request: allowed, no outcomes, no headers. */
+export const UNMATCHED: Decision = Object.freeze({ ...baseDecision(false), reason: 'unmatched' })
+/** The decision for a client on the allow list: allowed, nothing counted, no headers. */
+export const ALLOW_LISTED: Decision = Object.freeze({
+  ...baseDecision(false),
+  reason: 'allow-list',
+})
+
+/**
+ * A refusal made without counting: a client on the deny list, or a request no rule matched under
+ * `unmatched: 'reject'`.
+ *
+ * @param status - the status to answer
+ * @param reason - why
+ * @returns the frozen decision
+ */
+export function listedRefusal(
+  status: Decision['status'],
+  reason: 'deny-list' | 'unmatched',
+): Decision {
+  return Object.freeze({
+    ...baseDecision(false),
+    allowed: false,
+    action: 'reject',
+    status,
+    reason,
+  })
+}
 /** The decision when the store failed: allowed, unjudged. */
 export const FAILED_OPEN: Decision = baseDecision(true)
 

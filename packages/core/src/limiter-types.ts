@@ -4,6 +4,7 @@ import type { KeyBuilders } from './keys/build-key.js'
 import type { ClientKey } from './keys/build-key.js'
 import type { ClientRuleOptions, ClientState, LimitOptions } from './limiter-client-state.js'
 import type { CountersSnapshot } from './limiter-counters.js'
+import type { AccessList } from './lists/access-list.js'
 import type { Logger } from './logger.js'
 import type { RequestFacts } from './request-facts.js'
 import type { CompiledRules } from './rules/compiled-rules.js'
@@ -47,6 +48,31 @@ export interface LimiterOptions<Req = unknown> {
    * @default 10_000
    */
   readonly failOpenLogIntervalMs?: number | undefined
+  /**
+   * Clients refused before any counting, by address or CIDR range (IPv4, IPv6, IPv4-mapped IPv6)
+   * or by key value. The deny list wins over the allow list.
+   * @default undefined (nobody)
+   */
+  readonly deny?: AccessList | undefined
+  /**
+   * The status a client on the deny list gets (with a problem+json body).
+   * @default 403
+   */
+  readonly denyStatus?: 403 | 404 | 429 | 503 | undefined
+  /**
+   * Clients never limited (health checkers, internal callers): no rule counts them and no
+   * RateLimit header is sent.
+   * @default undefined (nobody)
+   */
+  readonly allow?: AccessList | undefined
+  /**
+   * What to do with a request no rule matches: let it pass (`'allow'`), or refuse it with 503
+   * and a problem+json body saying the client is not known to the rules (`'reject'`), for
+   * services where every client must be covered by a rule. Counted in `counters().total.unmatched`
+   * either way.
+   * @default 'allow'
+   */
+  readonly unmatched?: 'allow' | 'reject' | undefined
 }
 
 /** The limiter engine: rules, keys and a store, deciding one request at a time. */

@@ -4,7 +4,16 @@ import type { Decision } from './decision.js'
 import { FloodgateError } from './errors.js'
 import { addCounts, zeroCounts, type CountersSnapshot } from './limiter-counters.js'
 import { DeadlineWatchdog, withinDeadline } from './limiter-deadline.js'
-import { FAILED_OPEN, NO_RULES, judge, validResults } from './limiter-decide.js'
+import {
+  ALLOW_LISTED,
+  FAILED_OPEN,
+  NO_RULES,
+  UNMATCHED,
+  judge,
+  listedRefusal,
+  validResults,
+} from './limiter-decide.js'
+import { CompiledAccessList } from './lists/access-list.js'
 import { describeAnswer, fillEntries, isCost, refundOf, type Entry } from './limiter-entry.js'
 import { FAIL_OPEN_MESSAGES, FailOpenLog, type FailOpenCode } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
@@ -36,6 +45,7 @@ import {
   checkLogger,
   checkMethods,
   checkObject,
+  checkOneOf,
   checkPositiveInt,
   optionError,
 } from './options/checks.js'
@@ -117,6 +127,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private busy = false
   /** Set when the store settles every call within our `timeoutMs` itself (`settlesWithinMs`). */
   private readonly watchdog: DeadlineWatchdog | undefined
+  private readonly denyList: CompiledAccessList | undefined
+  private readonly allowList: CompiledAccessList | undefined
+  private readonly denied: Decision
+  private readonly unmatched: Decision
 
   readonly ready: Promise<void>
 
@@ -146,6 +160,16 @@ class LimiterEngine<Req> implements Limiter<Req> {
     if (rules !== undefined && !Array.isArray(rules) && !isRulesSource(rules)) {
       throw optionError('rules', 'an array of rules or a RulesSource', rules)
     }
+    this.denyList = CompiledAccessList.compile('deny', o.deny, o.keys ?? {})
+    this.allowList = CompiledAccessList.compile('allow', o.allow, o.keys ?? {})
+    this.denied = listedRefusal(
+      checkOneOf('denyStatus', o.denyStatus, 403, [403, 404, 429, 503] as const),
+      'deny-list',
+    )
+    this.unmatched =
+      checkOneOf('unmatched', o.unmatched, 'allow', ['allow', 'reject'] as const) === 'reject'
+        ? listedRefusal(503, 'unmatched')
+        : UNMATCHED
     this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet)
     this.holdings = new Holdings(this.store, this.clock, this.logger)
     this.clientState = {
@@ -206,6 +230,9 @@ class LimiterEngine<Req> implements Limiter<Req> {
   }
 
   private judgeRequest(facts: RequestFacts<Req>): Decision | Promise<Decision> {
+    // Before any matching or counting: a denied client costs no store call.
+    if (this.denyList?.has(facts)) return this.report(this.denied, facts)
+    if (this.allowList?.has(facts)) return this.report(ALLOW_LISTED, facts)
     const registry = this.registry
     const matched = registry.compiled.match(facts)
     let rts = matched.length === 0 ? undefined : registry.runtimesFor(matched)
@@ -216,7 +243,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
         rts = rts ? rts.concat(more) : more
       }
     }
-    if (!rts) return this.report(NO_RULES, facts)
+    if (!rts) return this.report(this.unmatched, facts)
 
     const routeCost: unknown = facts.cost === undefined ? 1 : facts.cost
     if (!isCost(routeCost)) {
@@ -356,6 +383,12 @@ class LimiterEngine<Req> implements Limiter<Req> {
     else if (decision.action === 'queue') t.queued++
     else if (decision.action === 'drop') t.dropped++
     else t.rejected++
+    const reason = decision.reason
+    if (reason !== undefined) {
+      if (reason === 'unmatched') t.unmatched++
+      else if (reason === 'deny-list') t.denied++
+      else t.allowListed++
+    }
     if (this.onDecision && facts !== undefined) {
       try {
         this.onDecision(decision, facts)

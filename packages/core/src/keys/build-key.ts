@@ -22,7 +22,8 @@ export type KeyBuilders<Req = unknown> = Readonly<Record<string, KeyBuilder<Req>
 /** A compiled key function: the client key for a rule, or undefined when the rule does not apply. */
 export type KeyFn = (facts: RequestFacts) => string | undefined
 
-type PartFn = (facts: RequestFacts) => string | undefined
+/** One compiled key part. */
+export type PartFn = (facts: RequestFacts) => string | undefined
 
 // Fallback keys start with the marker and a letter; boundKey escapes every raw key that
 // starts with the marker, so no IP, header value or builder output can equal one.
@@ -52,7 +53,13 @@ function notAKey(v: unknown): never {
   )
 }
 
-function partFn<Req>(
+/**
+ * Compile one key part (`ip`, `header:<name>`, `user`, `custom:<name>`) into a function of the
+ * request's facts; undefined when the request has no such value.
+ *
+ * @throws FloodgateError FG_ERR_KEY_BUILDER_UNKNOWN when the part needs a builder that is not registered
+ */
+export function partFn<Req>(
   part: KeyPart,
   builders: KeyBuilders<Req>,
   ipv6Subnet: number,
