@@ -20,6 +20,8 @@ export interface RuleOutcome {
   /** Reservation wait when the rule queued the request. */
   readonly waitMs: number
   readonly shadow: boolean
+  /** True when the rule refused because it bans this client (its `ban`); absent otherwise. */
+  readonly banned?: boolean
 }
 
 /**
@@ -32,8 +34,12 @@ export interface Decision {
   /** True for `allow` and `queue`: the request proceeds (after `waitMs` when queued). */
   readonly allowed: boolean
   readonly action: DecisionAction
-  /** HTTP status to answer: 200 when allowed or queued, else 429 or 503 (the rule's choice). */
-  readonly status: 200 | 429 | 503
+  /**
+   * HTTP status to answer: 200 when allowed or queued, else 429 or 503 (the rule's choice), the
+   * limiter's `denyStatus` (403 by default) for a client on the deny list, 503 for a request no
+   * rule matches under `unmatched: 'reject'`.
+   */
+  readonly status: DecisionStatus
   readonly limit: number
   readonly remaining: number
   readonly resetMs: number
@@ -46,4 +52,21 @@ export interface Decision {
   readonly outcomes: readonly RuleOutcome[]
   /** True when the store failed or missed its deadline and the request passed unjudged. */
   readonly failedOpen: boolean
+  /**
+   * True when a rule refused because it bans the client (its `ban`): `retryAfterMs` is then
+   * the time left in the ban. Absent otherwise.
+   */
+  readonly banned?: boolean
+  /**
+   * Set when the limiter decided without counting: the client is on the `deny` list
+   * (`'deny-list'`) or the `allow` list (`'allow-list'`), or no rule matched the request
+   * (`'unmatched'`). Undefined for every decision the rules made.
+   */
+  readonly reason?: DecisionReason | undefined
 }
+
+/** The statuses a decision can carry. */
+export type DecisionStatus = 200 | 403 | 404 | 429 | 503
+
+/** Why a decision was made without counting (see `Decision.reason`). */
+export type DecisionReason = 'deny-list' | 'allow-list' | 'unmatched'

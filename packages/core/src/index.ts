@@ -13,13 +13,15 @@
 export { createLimiter } from './limiter.js'
 export type { Limiter, LimiterOptions } from './limiter-types.js'
 export type { Decision, RuleOutcome } from './decision.js'
+export type { AccessList } from './lists/access-list.js'
 export type { CountersSnapshot, DecisionCounts } from './limiter-counters.js'
 export type { LimiterObserver } from './limiter-observer.js'
 export type { TopClient, TopClientsOptions, TopClientsQuery } from './limiter-top-clients.js'
-export type { KeyBuilders } from './keys/build-key.js'
+export type { KeyBuilders, ClientKey } from './keys/build-key.js'
+export type { ClientRuleOptions, ClientState, LimitOptions } from './limiter-client-state.js'
 
 // Rules and where they come from
-export type { Rule } from './rules/rule.js'
+export type { Rule, RuleBan } from './rules/rule.js'
 export { parseRules, type RuleInput } from './rules/schema.js'
 export type { RulesSource } from './rules/sources/rules-source.js'
 export { staticRules } from './rules/sources/static-rules.js'

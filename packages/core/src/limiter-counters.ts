@@ -8,6 +8,15 @@ export interface DecisionCounts {
   shadowRejected: number
   /** Requests that passed unjudged because the store failed or missed its deadline. */
   failedOpen: number
+  /** Refused because the client is on the `deny` list (also counted in `rejected`). */
+  denied: number
+  /** Passed uncounted because the client is on the `allow` list (also counted in `allowed`). */
+  allowListed: number
+  /**
+   * Requests no rule matched (also counted in `allowed`, or in `rejected` under
+   * `unmatched: 'reject'`). Always 0 per rule.
+   */
+  unmatched: number
 }
 
 /** A snapshot of the limiter's counters, for a metrics exporter. */
@@ -23,7 +32,17 @@ export interface CountersSnapshot {
 }
 
 export function zeroCounts(): DecisionCounts {
-  return { allowed: 0, rejected: 0, queued: 0, dropped: 0, shadowRejected: 0, failedOpen: 0 }
+  return {
+    allowed: 0,
+    rejected: 0,
+    queued: 0,
+    dropped: 0,
+    shadowRejected: 0,
+    failedOpen: 0,
+    denied: 0,
+    allowListed: 0,
+    unmatched: 0,
+  }
 }
 
 export function addCounts(into: DecisionCounts, from: Readonly<DecisionCounts>): void {
@@ -33,4 +52,7 @@ export function addCounts(into: DecisionCounts, from: Readonly<DecisionCounts>):
   into.dropped += from.dropped
   into.shadowRejected += from.shadowRejected
   into.failedOpen += from.failedOpen
+  into.denied += from.denied
+  into.allowListed += from.allowListed
+  into.unmatched += from.unmatched
 }

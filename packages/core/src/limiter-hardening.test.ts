@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it, vi } from 'vitest'
 import type { AlgorithmResult } from './algorithms/algorithm.js'
 import type { Decision } from './decision.js'
-import { formatHeaders } from './http/headers.js'
+import { formatHeaders, HEADER_FORMATS } from './http/headers.js'
 import { createLimiter, type LimiterOptions } from './limiter.js'
 import type { Logger } from './logger.js'
 import type { RequestFacts } from './request-facts.js'
@@ -31,8 +31,8 @@ function sync(d: Decision | Promise<Decision>): Decision {
 
 /** Every header value is printable and carries no Infinity, NaN or negative number. */
 function expectSaneHeaders(d: Decision): void {
-  for (const draft of ['ietf', 'legacy', 'both'] as const) {
-    for (const [, value] of formatHeaders(d, { draft })) {
+  for (const format of HEADER_FORMATS) {
+    for (const [, value] of formatHeaders(d, { format })) {
       expect(value).not.toMatch(/Infinity|NaN|(^|[=\s,])-\d/)
     }
   }

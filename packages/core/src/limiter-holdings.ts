@@ -52,6 +52,11 @@ export class Holdings implements QueuePlaces {
    * charged and the queue places) and free the places it does not keep.
    */
   settle(decision: Decision, entries: readonly Entry[]): void {
+    // The common case, one rule that neither queues nor holds a slot: nothing to hold or free.
+    if (entries.length === 1) {
+      const e = entries[0]!
+      if (e.place === undefined && !e.rt.holdsSlot && decision.action !== 'queue') return
+    }
     let lease: Lease | undefined
     if (decision.allowed) {
       let holds = decision.action === 'queue'

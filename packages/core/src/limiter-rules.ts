@@ -27,6 +27,8 @@ export class RuleRegistry<Req> {
   private readonly runtimes = new WeakMap<CompiledRule, RuleRuntime>()
   private readonly matchCache = new WeakMap<readonly CompiledRule[], RuleRuntime[]>()
   private readonly routeSets: CompiledRules[] = []
+  private lastMatched: readonly CompiledRule[] | undefined
+  private lastRuntimes: RuleRuntime[] | undefined
 
   constructor(
     private readonly store: Store,
@@ -63,6 +65,7 @@ export class RuleRegistry<Req> {
   /** Swap in a rule set. A store that refuses it (retain throws) leaves the old set in force. */
   install(rules: readonly Rule[]): void {
     const next = this.prepare(rules, 'rules')
+    refuseBansWithout(this.store, next)
     for (const set of this.routeSets) refuseClashes(next, set, 'a route rule set (routeRules)')
     if (this.store.retain) this.store.retain(stateIds([next, ...this.routeSets]))
     this.compiled = next
@@ -71,6 +74,7 @@ export class RuleRegistry<Req> {
   /** Compile a route's extra rules at startup. */
   addRouteSet(rules: readonly Rule[]): CompiledRules {
     const set = this.prepare(rules, 'routeRules')
+    refuseBansWithout(this.store, set)
     refuseClashes(set, this.compiled, 'the global rules')
     // The store may refuse a rule (SyncedStore shares only some algorithms): at startup, not
     // on the route's first request.
@@ -87,21 +91,63 @@ export class RuleRegistry<Req> {
     return ids
   }
 
+  /** Every rule in force, global rules first, then the route rule sets. */
+  allRuntimes(): RuleRuntime[] {
+    const out: RuleRuntime[] = []
+    for (const set of [this.compiled, ...this.routeSets]) {
+      for (const c of set.rules) out.push(this.runtimes.get(c)!)
+    }
+    return out
+  }
+
   /** The runtimes of a matched list; cached per (shared, frozen) list. */
   runtimesFor(matched: readonly CompiledRule[]): RuleRuntime[] {
+    // Most requests match the list the previous one matched: skip even the WeakMap.
+    if (matched === this.lastMatched) return this.lastRuntimes!
     let rts = this.matchCache.get(matched)
     if (!rts) {
       rts = matched.map((c) => this.runtimes.get(c)!)
       this.matchCache.set(matched, rts)
     }
+    this.lastMatched = matched
+    this.lastRuntimes = rts
     return rts
   }
 }
 
 function stateIds(sets: readonly CompiledRules[]): Set<string> {
   const ids = new Set<string>()
-  for (const set of sets) for (const c of set.rules) ids.add(c.stateId)
+  for (const set of sets) {
+    for (const c of set.rules) {
+      ids.add(c.stateId)
+      if (c.ban) {
+        ids.add(c.ban.refusals.stateId)
+        ids.add(c.ban.block.stateId)
+      }
+    }
+  }
   return ids
+}
+
+/**
+ * A ban lives in the store (so a fleet shares it): refuse, when the rules are installed, a
+ * ban the store cannot keep, naming the store and what it lacks.
+ */
+function refuseBansWithout(store: Store, set: CompiledRules): void {
+  const banning = set.rules.find((c) => c.ban)
+  if (!banning) return
+  const missing = (['reset', 'penalize'] as const).filter((m) => typeof store[m] !== 'function')
+  if (missing.length === 0) return
+  const name = storeName(store)
+  throw new RulesValidationError([
+    `rule ${JSON.stringify(banning.rule.id)}: ban needs a store that can ${missing.map((m) => `${m}()`).join(' and ')}; ${name} cannot (MemoryStore and RedisStore can)`,
+  ])
+}
+
+/** The store's class name, for error messages. */
+export function storeName(store: Store): string {
+  const ctor = (store as { constructor?: { name?: unknown } }).constructor
+  return typeof ctor?.name === 'string' && ctor.name !== 'Object' ? ctor.name : 'this store'
 }
 
 /**

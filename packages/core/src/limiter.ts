@@ -4,11 +4,40 @@ import type { Decision } from './decision.js'
 import { FloodgateError } from './errors.js'
 import { addCounts, zeroCounts, type CountersSnapshot } from './limiter-counters.js'
 import { DeadlineWatchdog, withinDeadline } from './limiter-deadline.js'
-import { FAILED_OPEN, NO_RULES, judge, validResults } from './limiter-decide.js'
+import {
+  ALLOW_LISTED,
+  FAILED_OPEN,
+  NO_RULES,
+  UNMATCHED,
+  judge,
+  listedRefusal,
+  validResults,
+} from './limiter-decide.js'
+import { CompiledAccessList } from './lists/access-list.js'
 import { describeAnswer, fillEntries, isCost, refundOf, type Entry } from './limiter-entry.js'
 import { FAIL_OPEN_MESSAGES, FailOpenLog, type FailOpenCode } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
 import type { LimiterObserver } from './limiter-observer.js'
+import {
+  findRule,
+  getState,
+  keyFor,
+  penalize,
+  resetState,
+  reward as giveBack,
+  type ClientRuleOptions,
+  type ClientState,
+  type ClientStateContext,
+  type LimitOptions,
+} from './limiter-client-state.js'
+import type { ClientKey } from './keys/build-key.js'
+import {
+  applyBanChecks,
+  banFailed,
+  bannedDecision,
+  recordRefusals,
+  withBanChecks,
+} from './limiter-ban.js'
 import { RuleRegistry } from './limiter-rules.js'
 import { TopClientsTracker, type TopClient, type TopClientsQuery } from './limiter-top-clients.js'
 import { scopeLogger, type Logger } from './logger.js'
@@ -18,6 +47,7 @@ import {
   checkLogger,
   checkMethods,
   checkObject,
+  checkOneOf,
   checkPositiveInt,
   optionError,
   refusedOption,
@@ -51,6 +81,27 @@ function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
   return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
 }
 
+/** `pending`, or a rejection once `ms` have passed without an answer. */
+function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(new FloodgateError('FG_ERR_STORE_TIMEOUT', `store did not answer within ${ms} ms`)),
+      ms,
+    )
+    Promise.resolve(pending).then(
+      (v) => {
+        clearTimeout(timer)
+        resolve(v)
+      },
+      (err: unknown) => {
+        clearTimeout(timer)
+        reject(err instanceof Error ? err : new Error(String(err)))
+      },
+    )
+  })
+}
+
 /**
  * Create a limiter.
  *
@@ -71,6 +122,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private readonly store: Store
   private readonly clock: Clock
   private readonly timeoutMs: number
+  /** What `limit`, `get`, `reset`, `penalty` and `reward` work with. */
+  private readonly clientState: ClientStateContext
   private readonly logger: Logger
   private readonly onDecision: LimiterOptions<Req>['onDecision']
   private readonly source: RulesSource | undefined
@@ -91,6 +144,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private busy = false
   /** Set when the store settles every call within our `timeoutMs` itself (`settlesWithinMs`). */
   private readonly watchdog: DeadlineWatchdog | undefined
+  private readonly denyList: CompiledAccessList | undefined
+  private readonly allowList: CompiledAccessList | undefined
+  private readonly denied: Decision
+  private readonly unmatched: Decision
 
   readonly ready: Promise<void>
 
@@ -120,8 +177,24 @@ class LimiterEngine<Req> implements Limiter<Req> {
     if (rules !== undefined && !Array.isArray(rules) && !isRulesSource(rules)) {
       throw optionError('rules', 'an array of rules or a RulesSource', rules)
     }
+    this.denyList = CompiledAccessList.compile('deny', o.deny, o.keys ?? {})
+    this.allowList = CompiledAccessList.compile('allow', o.allow, o.keys ?? {})
+    this.denied = listedRefusal(
+      checkOneOf('denyStatus', o.denyStatus, 403, [403, 404, 429, 503] as const),
+      'deny-list',
+    )
+    this.unmatched =
+      checkOneOf('unmatched', o.unmatched, 'allow', ['allow', 'reject'] as const) === 'reject'
+        ? listedRefusal(503, 'unmatched')
+        : UNMATCHED
     this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet)
     this.holdings = new Holdings(this.store, this.clock, this.logger)
+    this.clientState = {
+      store: this.store,
+      ipv6Subnet,
+      clock: this.clock,
+      runtimes: () => this.registry.allRuntimes(),
+    }
     this.failOpenLog = new FailOpenLog(this.logger, this.clock, failOpenLogIntervalMs)
     this.top = o.topClients === false ? undefined : new TopClientsTracker(o.topClients)
     if (isRulesSource(rules)) {
@@ -180,6 +253,9 @@ class LimiterEngine<Req> implements Limiter<Req> {
   }
 
   private judgeRequest(facts: RequestFacts<Req>): Decision | Promise<Decision> {
+    // Before any matching or counting: a denied client costs no store call.
+    if (this.denyList?.has(facts)) return this.report(this.denied, facts)
+    if (this.allowList?.has(facts)) return this.report(ALLOW_LISTED, facts)
     const registry = this.registry
     const matched = registry.compiled.match(facts)
     let rts = matched.length === 0 ? undefined : registry.runtimesFor(matched)
@@ -190,7 +266,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
         rts = rts ? rts.concat(more) : more
       }
     }
-    if (!rts) return this.report(NO_RULES, facts)
+    if (!rts) return this.report(this.unmatched, facts)
 
     const routeCost: unknown = facts.cost === undefined ? 1 : facts.cost
     if (!isCost(routeCost)) {
@@ -216,11 +292,23 @@ class LimiterEngine<Req> implements Limiter<Req> {
       }
     }
 
+    return this.decideEntries(entries, reuse, facts)
+  }
+
+  /** Ask the store about the entries (and their rules' ban checks), then decide. */
+  private decideEntries(
+    entries: Entry[],
+    reuse: boolean,
+    facts: RequestFacts<Req> | undefined,
+  ): Decision | Promise<Decision> {
+    const bans = withBanChecks(entries)
+    const asked = bans ? bans.all : entries
     let results: readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
     // Store timings only when an observer asks for them: no clock read otherwise.
     const startedMs = this.timeStore ? performance.now() : -1
+    const nowMs = this.clock()
     try {
-      results = this.store.consume(entries, this.clock())
+      results = this.store.consume(asked, nowMs)
     } catch (err) {
       if (startedMs >= 0) this.storeCallEnded(startedMs, false)
       return this.failOpen(err, entries, facts)
@@ -230,10 +318,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
       const own = reuse ? entries.map((e) => ({ ...e })) : entries
       // Promise.resolve turns a foreign thenable into a promise that cannot throw at us.
       // Timed in the handlers themselves: a promise more per call would cost more than the timing.
-      return withinDeadline(Promise.resolve(results), this.timeoutMs, this.watchdog, {
+      return withinDeadline<Decision>(Promise.resolve(results), this.timeoutMs, this.watchdog, {
         answered: (r) => {
           if (startedMs >= 0) this.storeCallEnded(startedMs, true)
-          return this.decide(own, r, facts)
+          return this.decide(own, r, facts, bans?.owners, nowMs)
         },
         failed: (err) => {
           if (startedMs >= 0 && !isTimeout(err)) this.storeCallEnded(startedMs, false)
@@ -241,7 +329,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
         },
         late: (r) => {
           if (startedMs >= 0) this.storeCallEnded(startedMs, true)
-          this.undoLateAnswer(own, r)
+          // A banned client was charged nothing: there is nothing to give back.
+          if (bans && !validResults(r, bans.all.length)) return
+          if (bans && r.slice(own.length).some((b) => !b.allowed)) return
+          this.undoLateAnswer(own, bans ? r.slice(0, own.length) : r)
         },
       })
     }
@@ -249,7 +340,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     // decide() may run onDecision, which may call check() again: keep the scratch ours until then.
     this.busy = reuse
     try {
-      return this.decide(entries, results, facts)
+      return this.decide(entries, results, facts, bans?.owners, nowMs)
     } finally {
       if (reuse) this.busy = false
     }
@@ -271,17 +362,23 @@ class LimiterEngine<Req> implements Limiter<Req> {
 
   private decide(
     entries: Entry[],
-    results: readonly AlgorithmResult[],
-    facts: RequestFacts<Req>,
-  ): Decision {
-    if (!validResults(results, entries.length)) {
+    answer: readonly AlgorithmResult[],
+    facts: RequestFacts<Req> | undefined,
+    banOwners: readonly number[] | undefined,
+    nowMs: number,
+  ): Decision | Promise<Decision> {
+    const asked = entries.length + (banOwners?.length ?? 0)
+    if (!validResults(answer, asked)) {
       const err = new FloodgateError(
         'FG_ERR_STORE_ANSWER_INVALID',
-        `store answered ${describeAnswer(results)} for ${entries.length} entries; expected one result per entry`,
+        `store answered ${describeAnswer(answer)} for ${asked} entries; expected one result per entry`,
       )
       return this.failOpen(err, entries, facts)
     }
-    const decision = judge(entries, results)
+    let results = answer
+    let banned: readonly boolean[] | undefined
+    if (banOwners) ({ results, banned } = applyBanChecks(answer, entries.length, banOwners))
+    const decision = judge(entries, results, banned)
     this.holdings.settle(decision, entries)
     const top = this.top
     if (top !== undefined) {
@@ -292,10 +389,38 @@ class LimiterEngine<Req> implements Limiter<Req> {
         if (!o.allowed) top.refused(o.rule.id, o.key)
       }
     }
-    return this.report(decision, facts)
+    if (decision.allowed || !banOwners) return this.report(decision, facts)
+    return this.startBans(decision, entries, facts, nowMs)
   }
 
-  private report(decision: Decision, facts: RequestFacts<Req>): Decision {
+  /** Count the refusals of banning rules; the refusal that earns a ban answers as banned. */
+  private startBans(
+    decision: Decision,
+    entries: readonly Entry[],
+    facts: RequestFacts<Req> | undefined,
+    nowMs: number,
+  ): Decision | Promise<Decision> {
+    // Copies: the entry objects may be reused by the next check.
+    const own = entries.map((e) => ({ ...e }))
+    let earned: number[] | Promise<number[]> | undefined
+    try {
+      earned = recordRefusals(this.store, own, decision.outcomes, nowMs)
+    } catch (err) {
+      banFailed(this.logger, err)
+      return this.report(decision, facts)
+    }
+    if (earned === undefined) return this.report(decision, facts)
+    if (!isThenable(earned)) return this.report(bannedDecision(decision, own, earned), facts)
+    return withTimeout(earned, this.timeoutMs).then(
+      (e) => this.report(bannedDecision(decision, own, e), facts),
+      (err: unknown) => {
+        banFailed(this.logger, err)
+        return this.report(decision, facts)
+      },
+    )
+  }
+
+  private report(decision: Decision, facts: RequestFacts<Req> | undefined): Decision {
     const t = this.total
     if (decision.failedOpen) t.failedOpen++
     else if (decision.action === 'allow') t.allowed++
@@ -305,7 +430,13 @@ class LimiterEngine<Req> implements Limiter<Req> {
     if (decision.action === 'queue' && this.queueObservers.length > 0) {
       this.notifyQueued(decision.rule?.id ?? '', decision.waitMs)
     }
-    if (this.onDecision) {
+    const reason = decision.reason
+    if (reason !== undefined) {
+      if (reason === 'unmatched') t.unmatched++
+      else if (reason === 'deny-list') t.denied++
+      else t.allowListed++
+    }
+    if (this.onDecision && facts !== undefined) {
       try {
         this.onDecision(decision, facts)
       } catch (err) {
@@ -319,7 +450,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private failOpen(
     err: unknown,
     entries: readonly Entry[],
-    facts: RequestFacts<Req>,
+    facts: RequestFacts<Req> | undefined,
     code: FailOpenCode = 'FG_WRN_STORE_FAILED_OPEN',
     fields?: Record<string, unknown>,
   ): Decision {
@@ -389,6 +520,52 @@ class LimiterEngine<Req> implements Limiter<Req> {
 
   waitInQueue(decision: Decision, signal?: AbortSignal): Promise<boolean> {
     return this.holdings.waitInQueue(decision, signal)
+  }
+
+  // ---- one client, outside a request ----------------------------------------------------
+
+  limit(key: ClientKey, options: LimitOptions): Decision | Promise<Decision> {
+    if (typeof options !== 'object' || options === null) {
+      throw optionError('limit: options', 'an object like { rule: id }', options)
+    }
+    const ctx = this.clientState
+    const rt = findRule(ctx, 'limit', options.rule)
+    const stored = keyFor(ctx, 'limit', rt, key)
+    const units: unknown = options.cost ?? 1
+    if (!isCost(units)) throw optionError('limit: cost', 'a finite number of at least 0', units)
+    const rule = rt.compiled.rule
+    let maxWaitMs = 0
+    let place: string | undefined
+    if (rule.onLimit.action === 'queue') {
+      place = this.holdings.takePlace(rt.compiled, stored, rule.onLimit.maxQueue)
+      if (place !== undefined) maxWaitMs = rule.onLimit.maxWaitMs
+    }
+    const entry: Entry = {
+      rule: rt.compiled,
+      key: stored,
+      cost: rule.cost * units,
+      maxWaitMs,
+      shadow: rule.shadow,
+      rt,
+      place,
+    }
+    return this.decideEntries([entry], false, undefined)
+  }
+
+  get(key: ClientKey, options?: ClientRuleOptions): Promise<readonly ClientState[]> {
+    return Promise.resolve().then(() => getState(this.clientState, key, options))
+  }
+
+  reset(key: ClientKey, options?: ClientRuleOptions): Promise<void> {
+    return Promise.resolve().then(() => resetState(this.clientState, key, options))
+  }
+
+  penalty(key: ClientKey, units: number, options?: ClientRuleOptions): Promise<void> {
+    return Promise.resolve().then(() => penalize(this.clientState, key, units, options))
+  }
+
+  reward(key: ClientKey, units: number, options?: ClientRuleOptions): Promise<void> {
+    return Promise.resolve().then(() => giveBack(this.clientState, key, units, options))
   }
 
   counters(): CountersSnapshot {

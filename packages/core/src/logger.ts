@@ -17,3 +17,18 @@ export function scopeLogger(logger: Logger | undefined, component = 'floodgate')
   if (!logger) return silentLogger
   return logger.child ? logger.child({ component }) : logger
 }
+
+/**
+ * Where misconfiguration warnings go when the app gave no logger (and the framework has none):
+ * one line on stderr each, `floodgate: <message> (<code>)`, as express-rate-limit's validations
+ * print theirs. Only `warn` writes; the other levels stay silent.
+ */
+export const stderrWarnings: Logger = {
+  debug: noop,
+  info: noop,
+  warn: (obj, msg) => {
+    const code = (obj as { code?: unknown }).code
+    process.stderr.write(`floodgate: ${msg ?? ''}${typeof code === 'string' ? ` (${code})` : ''}\n`)
+  },
+  error: noop,
+}

@@ -7,11 +7,13 @@ import {
   exposedHeaderNames,
   firstCheck,
   prepareMount,
+  proxyWarnings,
   routeCost,
   writeProblem,
   type AdapterOptions,
   type HttpIo,
   type LimiterInput,
+  type ProxyTrust,
   type Rejection,
 } from '@floodgate/core/http'
 import { type Limiter } from '@floodgate/core'
@@ -49,6 +51,12 @@ interface Ctx {
   readonly next: NextFunction
 }
 
+// Express keeps the setting as given: false (the default), true, a hop count, or addresses.
+function trustOf(req: Request): ProxyTrust {
+  const setting: unknown = (req.app.settings as Record<string, unknown>)['trust proxy']
+  return setting === true ? 'all' : setting === false || setting === undefined ? 'none' : 'some'
+}
+
 /**
  * Rate-limit Express requests with Floodgate.
  *
@@ -72,10 +80,15 @@ export function rateLimit(
   const exposeOn = checkExposeHeaders(options.exposeHeaders)
   const mount = prepareMount(rules, options, ['onLimited', 'exposeHeaders'])
   const { limiter, settings, warn } = mount
-  const expose = exposeOn ? exposedHeaderNames(settings.draft, settings.shadowHeader) : undefined
+  const expose = exposeOn ? exposedHeaderNames(settings.format, settings.shadowHeader) : undefined
   const shouldCheck = firstCheck(mount)
   const { skip, cost } = settings
   const onLimited = options.onLimited
+  const checkProxy = proxyWarnings(
+    warn,
+    "app.set('trust proxy')",
+    "set app.set('trust proxy', n) to the number of proxies in front of the app, or to their addresses or subnets",
+  )
 
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.res,
@@ -84,6 +97,9 @@ export function rateLimit(
     // header (Node would throw ERR_HTTP_HEADERS_SENT).
     setHeader: (c, name, value) => {
       if (!c.res.headersSent) c.res.setHeader(name, value)
+    },
+    attach: (c, info) => {
+      c.req.rateLimit = info
     },
     proceed: (c) => c.next(),
     reject: (c, rejection) => {
@@ -100,6 +116,7 @@ export function rateLimit(
     if (expose !== undefined && !res.headersSent) {
       res.setHeader(EXPOSE_HEADERS, appendExposeHeaders(res.getHeader(EXPOSE_HEADERS), expose))
     }
+    checkProxy(trustOf(req), req.headers)
     const facts = new ExpressFacts(req, routeCost(cost, req, warn))
     const result = enforce(limiter, facts, { req, res, next }, io, settings)
     // Express 4 ignores a returned promise; hand any failure to the error handler ourselves.

@@ -20,7 +20,7 @@ describe('express rateLimit options', () => {
   it('throws at construction on bad rules and bad options, naming the field', () => {
     expect(() => rateLimit([{ id: 'a', limit: -1, window: '1s' }])).toThrow(/rules\[0\]\.limit/)
     expect(() => rateLimit([], { cost: 0 })).toThrow(/options\.cost/)
-    expect(() => rateLimit([], { headers: 'draft-7' as never })).toThrow(/options\.headers/)
+    expect(() => rateLimit([], { headers: 'draft-8' as never })).toThrow(/options\.headers/)
     const limiter = createLimiter({ rules: [] })
     expect(() => rateLimit(limiter, { timeoutMs: 5 })).toThrow(/shared Limiter/)
   })

@@ -1,12 +1,12 @@
 import { createLimiter } from '@floodgate/core'
-import { type HeadersOption } from '@floodgate/core/http'
+import { HEADER_FORMATS, type HeaderFormat } from '@floodgate/core/http'
 import { rateLimit } from '@floodgate/express'
 import express, { type NextFunction, type Request, type Response } from 'express'
 import fc from 'fast-check'
 import request from 'supertest'
 import { describe, expect, it } from 'vitest'
 
-const headersOption = fc.constantFrom<HeadersOption>(true, false, 'ietf', 'legacy', 'both')
+const headersOption = fc.constantFrom<boolean | HeaderFormat>(true, false, ...HEADER_FORMATS)
 
 describe('express: headers already sent by an earlier middleware', () => {
   it('decides every request, writes no header, never throws, and runs the handler only when allowed', async () => {

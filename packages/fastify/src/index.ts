@@ -6,6 +6,7 @@ import './augment.js'
 import { rateLimit } from './plugin.js'
 
 export { rateLimit, type FastifyRateLimitOptions, type RouteRateLimit } from './plugin.js'
+export type { RateLimitInfo } from '@floodgate/core/http'
 export default rateLimit
 
 // What an application needs from core, so installing this adapter alone is enough under

@@ -7,6 +7,7 @@ import {
   exposedHeaderNames,
   enforce,
   prepareMount,
+  proxyWarnings,
   PROBLEM_CONTENT_TYPE,
   routeCost,
   validateCost,
@@ -14,11 +15,18 @@ import {
   type CompiledRules,
   type HttpIo,
   type LimiterInput,
+  type ProxyTrust,
   type Rejection,
   type RouteCost,
 } from '@floodgate/core/http'
 import type { RuleInput } from '@floodgate/core'
-import { checkBoolean, checkKnownKeys, optionError, refusedOption } from '@floodgate/core/options'
+import {
+  checkBoolean,
+  checkKnownKeys,
+  checkOneOf,
+  optionError,
+  refusedOption,
+} from '@floodgate/core/options'
 import type {
   FastifyInstance,
   FastifyReply,
@@ -66,6 +74,14 @@ export interface FastifyRateLimitOptions extends AdapterOptions<FastifyRequest> 
    * @default false
    */
   readonly exposeHeaders?: boolean | undefined
+  /**
+   * The request hook the limiter runs in, as @fastify/rate-limit's `hook` option:
+   * `'onRequest'` refuses before the body is read, the cheapest place; `'preHandler'` runs
+   * after your authentication hooks (`onRequest`, `preParsing`, `preValidation` and earlier
+   * `preHandler` hooks), so rules keyed by `user` see the user they set.
+   * @default 'onRequest'
+   */
+  readonly hook?: 'onRequest' | 'preHandler' | undefined
 }
 
 interface Ctx {
@@ -78,7 +94,7 @@ const ROUTE_KEYS = ['cost', 'rules']
 const hooksByLimiter = new WeakMap<object, WeakSet<object>>()
 // Options Fastify itself reads from `register`'s second argument.
 const REGISTER_KEYS = ['prefix', 'logLevel', 'logSerializers']
-const OWN_KEYS = ['rules', 'onLimited', 'limitNotFound', 'exposeHeaders', ...REGISTER_KEYS]
+const OWN_KEYS = ['rules', 'onLimited', 'limitNotFound', 'exposeHeaders', 'hook', ...REGISTER_KEYS]
 
 // Fastify keeps its constructor options under a private symbol; read trustProxy from there,
 // walking up from an encapsulated instance. Undefined when a future Fastify moves it.
@@ -121,12 +137,22 @@ async function floodgate(
   // Before prepareMount, which may build a limiter that a throw would leave open.
   const limitNotFound = checkBoolean('options.limitNotFound', options.limitNotFound, true)
   const exposeOn = checkExposeHeaders(options.exposeHeaders)
+  const hookName = checkOneOf('options.hook', options.hook, 'onRequest', [
+    'onRequest',
+    'preHandler',
+  ] as const)
   const {
     limiter,
     owned,
     settings: resolved,
     warn,
-  } = prepareMount(options.rules, options, OWN_KEYS, fastify.log)
+  } = prepareMount(
+    options.rules,
+    options,
+    OWN_KEYS,
+    // Fastify's logger when it is on; with logger: false (no level), warnings go to stderr.
+    typeof fastify.log.level === 'string' ? fastify.log : undefined,
+  )
   if (owned) fastify.addHook('onClose', () => limiter.close())
   const trustProxy = trustProxyOf(fastify)
   if (typeof trustProxy === 'number' && trustProxy > 0) {
@@ -136,9 +162,22 @@ async function floodgate(
       `trustProxy is ${trustProxy}, which Fastify 5 treats as "trust no proxy": request.ip is the proxy's address and every client behind it shares one bucket; set trustProxy to your proxies' addresses or subnets (e.g. '10.0.0.0/8' or 'loopback')`,
     )
   }
+  const checkProxy = proxyWarnings(
+    warn,
+    'trustProxy',
+    "set trustProxy to your proxies' addresses or subnets (e.g. '10.0.0.0/8' or 'loopback')",
+  )
+  const trust: ProxyTrust =
+    trustProxy === true
+      ? 'all'
+      : trustProxy === undefined || trustProxy === false
+        ? 'none'
+        : // A hop count has its own warning above.
+          'some'
+  if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined)
   await limiter.ready
   const { skip } = resolved
-  const expose = exposeOn ? exposedHeaderNames(resolved.draft, resolved.shadowHeader) : undefined
+  const expose = exposeOn ? exposedHeaderNames(resolved.format, resolved.shadowHeader) : undefined
   const onLimited = options.onLimited
 
   const io: HttpIo<Ctx, void> = {
@@ -152,6 +191,9 @@ async function floodgate(
     },
     // reply.header lower-cases every name; ours arrive lower-cased already.
     lowerCaseNames: true,
+    attach: (c, info) => {
+      c.request.rateLimit = info
+    },
     proceed: (c) => c.done(),
     reject: (c, rejection) => {
       const reply = c.reply
@@ -170,9 +212,9 @@ async function floodgate(
   }
 
   // One hook per route, built at startup with the route's pattern, cost and rules bound in:
-  // exempt routes pay nothing, and nothing is looked up per request. onRequest runs before the
-  // body is parsed, so a refusal costs the least; auth hooks the `user` key needs must be
-  // registered as onRequest hooks before this plugin.
+  // exempt routes pay nothing, and nothing is looked up per request. onRequest (the default)
+  // runs before the body is parsed, so a refusal costs the least; with hook: 'preHandler' the
+  // route hook runs after every instance-level hook, authentication included.
   // The double-count guard, at startup: a route that already has a hook of this limiter (the
   // plugin registered twice, or the HEAD twin Fastify copies from a GET route) gets no second
   // one. Nothing is marked per request: a request decorator measurably slowed every request.
@@ -180,7 +222,7 @@ async function floodgate(
   if (!ours) hooksByLimiter.set(limiter, (ours = new WeakSet()))
   const mine = ours
   fastify.addHook('onRoute', (route) => {
-    const existing = route.onRequest
+    const existing = route[hookName]
     const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing]
     if (hooks.some((h) => mine.has(h))) return
     const settings = routeSettings(route)
@@ -194,7 +236,7 @@ async function floodgate(
     }
     const hook = limitHook(route.url, cost, routeRules)
     mine.add(hook)
-    route.onRequest = [...hooks, hook]
+    route[hookName] = [...hooks, hook]
   })
 
   function limitHook(
@@ -208,6 +250,7 @@ async function floodgate(
       done: HookHandlerDoneFunction,
     ): void {
       if (skip?.(request)) return done()
+      checkProxy(trust, request.headers)
       if (expose !== undefined && !reply.raw.headersSent) {
         void reply.header(
           EXPOSE_HEADERS,
@@ -227,17 +270,23 @@ async function floodgate(
     // registered twice): only the first charges. The mark is set on 404s only.
     const notFound = limitHook(undefined, resolved.cost, undefined)
     const seen = doubleCountGuard(limiter)
-    fastify.addHook('onRequest', function rateLimitNotFound(request, reply, done) {
+    const rateLimitNotFound = function rateLimitNotFound(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      done: HookHandlerDoneFunction,
+    ): void {
       if (!request.is404 || seen(reply)) return done()
       notFound(request, reply, done)
-    })
+    }
+    if (hookName === 'preHandler') fastify.addHook('preHandler', rateLimitNotFound)
+    else fastify.addHook('onRequest', rateLimitNotFound)
   }
 }
 
 /**
  * Rate-limit a Fastify 5 app with Floodgate. Register it before the routes it should cover.
  *
- * Each route gets an `onRequest` hook built at startup; `config: { rateLimit: false }` exempts a
+ * Each route gets an `onRequest` hook (or `preHandler`, see `hook`) built at startup; `config: { rateLimit: false }` exempts a
  * route, `config: { rateLimit: { cost, rules } }` sets its cost and extra rules. Rules match the
  * route pattern (`/users/:id`). Client IPs come from `request.ip`, so `trustProxy` decides
  * whether `X-Forwarded-For` counts.

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import type { Limiter } from '@floodgate/core'
-import type { HarnessSetup, RunningApp } from '@floodgate/core/testing'
+import { echoRateLimit, type HarnessSetup, type RunningApp } from '@floodgate/core/testing'
 import { rateLimit } from '@floodgate/fastify'
 import Fastify, { type FastifyRequest } from 'fastify'
 
@@ -17,10 +17,10 @@ export async function startFastify(setup: HarnessSetup): Promise<RunningApp> {
       method: r.method,
       url: r.path,
       config: { rateLimit: r.exempt ? false : r.cost !== undefined ? { cost: r.cost } : {} },
-      handler: async () => {
+      handler: async (request) => {
         await setup.enter(r)
         if (r.fail) throw new Error('boom')
-        return { ok: true }
+        return r.echo ? { ok: true, rateLimit: echoRateLimit(request.rateLimit) } : { ok: true }
       },
     })
   }

@@ -1,12 +1,12 @@
 import { Writable } from 'node:stream'
 import { createLimiter } from '@floodgate/core'
-import { type HeadersOption } from '@floodgate/core/http'
+import { HEADER_FORMATS, type HeaderFormat } from '@floodgate/core/http'
 import { rateLimit } from '@floodgate/fastify'
 import Fastify, { type FastifyRequest } from 'fastify'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 
-const headersOption = fc.constantFrom<HeadersOption>(true, false, 'ietf', 'legacy', 'both')
+const headersOption = fc.constantFrom<boolean | HeaderFormat>(true, false, ...HEADER_FORMATS)
 
 describe('fastify: headers already sent by an earlier hook', () => {
   it('decides every request, writes no header, logs no error, and runs the handler only when allowed', async () => {

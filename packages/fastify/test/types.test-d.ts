@@ -1,5 +1,6 @@
+import type { Decision } from '@floodgate/core'
 import type { Rejection } from '@floodgate/core/http'
-import floodgate, { rateLimit, type RouteRateLimit } from '@floodgate/fastify'
+import floodgate, { rateLimit, type RateLimitInfo, type RouteRateLimit } from '@floodgate/fastify'
 import Fastify, { type FastifyContextConfig, type FastifyRequest } from 'fastify'
 import { describe, expectTypeOf, it } from 'vitest'
 
@@ -16,6 +17,18 @@ describe('@floodgate/fastify types', () => {
       },
     })
     await app.register(floodgate, { rules: [] })
+  })
+
+  it('types request.rateLimit (module augmentation) and the hook option', async () => {
+    const app = Fastify()
+    await app.register(rateLimit, { rules: [], hook: 'preHandler', headers: 'draft-7' })
+    // @ts-expect-error hook is 'onRequest' or 'preHandler'
+    await app.register(rateLimit, { rules: [], hook: 'onSend' })
+    app.get('/', (request) => {
+      expectTypeOf(request.rateLimit).toEqualTypeOf<RateLimitInfo | undefined>()
+      expectTypeOf(request.rateLimit?.decision).toEqualTypeOf<Decision | undefined>()
+      return { remaining: request.rateLimit?.remaining }
+    })
   })
 
   it('augments route config', () => {

@@ -7,6 +7,7 @@ import {
   exposedHeaderNames,
   firstCheck,
   prepareMount,
+  proxyWarnings,
   PROBLEM_CONTENT_TYPE,
   routeCost,
   type AdapterOptions,
@@ -66,11 +67,16 @@ export function rateLimit(
   const exposeOn = checkExposeHeaders(options.exposeHeaders)
   const mount = prepareMount(rules, options, ['onLimited', 'exposeHeaders'])
   const { limiter, settings, warn } = mount
-  const expose = exposeOn ? exposedHeaderNames(settings.draft, settings.shadowHeader) : undefined
+  const expose = exposeOn ? exposedHeaderNames(settings.format, settings.shadowHeader) : undefined
   const shouldCheck = firstCheck(mount)
   const { skip, cost } = settings
   const onLimited = options.onLimited
   let proxyChecked = false
+  const checkProxy = proxyWarnings(
+    warn,
+    'app.proxy',
+    'set app.proxy = true and app.maxIpsCount to the number of proxies in front of the app',
+  )
 
   const io: HttpIo<Ctx, void | Promise<void>> = {
     response: (c) => c.ctx.res,
@@ -79,6 +85,9 @@ export function rateLimit(
     // header (Node would throw ERR_HTTP_HEADERS_SENT).
     setHeader: (c, name, value) => {
       if (!c.ctx.res.headersSent) c.ctx.res.setHeader(name, value)
+    },
+    attach: (c, info) => {
+      c.ctx.state.rateLimit = info
     },
     proceed: (c) => c.next(),
     reject: ({ ctx }, rejection) => {
@@ -112,6 +121,8 @@ export function rateLimit(
     if (expose !== undefined && !ctx.headerSent) {
       ctx.set(EXPOSE_HEADERS, appendExposeHeaders(ctx.response.get(EXPOSE_HEADERS), expose))
     }
+    // app.proxy with maxIpsCount 0 (trust all) has its own warning above.
+    checkProxy(ctx.app.proxy ? 'some' : 'none', ctx.request.headers)
     const facts = new KoaFacts(ctx, routeCost(cost, ctx, warn))
     return enforce(limiter, facts, { ctx, next }, io, settings) as void | Promise<void>
   }

@@ -2,7 +2,9 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe } from 'vitest'
 import { adapterScenarios, describeAdapterScenarios } from '@floodgate/core/testing'
 import { RedisStore } from '@floodgate/redis'
+import { startExpress } from '../../express/test/harness.js'
 import { startFastify } from '../../fastify/test/harness.js'
+import { startKoa } from '../../koa/test/harness.js'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 const available = await redisAvailable()
@@ -27,8 +29,21 @@ describe.skipIf(!available)('the adapters scenario table on RedisStore', () => {
   const scenarios = adapterScenarios.filter((s) => s.name !== 'queue full rejects')
 
   // The table drives an injected clock, so the store uses the caller's nowMs here.
+  const makeStore = () =>
+    new RedisStore({ client, prefix: `${prefix}:${++n}`, clock: 'caller', timeoutMs: 1000 })
   describeAdapterScenarios({ name: 'fastify + RedisStore', start: startFastify }, scenarios, {
-    makeStore: () =>
-      new RedisStore({ client, prefix: `${prefix}:${++n}`, clock: 'caller', timeoutMs: 1000 }),
+    makeStore,
+  })
+
+  // Express and Koa run the whole table on MemoryStore; on Redis, the rows about what handlers
+  // read, the header formats and the lists (the rest is the same enforcement flow Fastify runs).
+  const integration = scenarios.filter((s) =>
+    /draft-7|legacy|handlers read|deny|allow list|unmatched/.test(s.name),
+  )
+  describeAdapterScenarios({ name: 'express + RedisStore', start: startExpress }, integration, {
+    makeStore,
+  })
+  describeAdapterScenarios({ name: 'koa + RedisStore', start: startKoa }, integration, {
+    makeStore,
   })
 })

@@ -1,26 +1,30 @@
 import { describe, expect, it, vi } from 'vitest'
-import { validateAdapterOptions } from './adapter-options.js'
+import { PEER_OPTION_HINTS, validateAdapterOptions } from './adapter-options.js'
 
 describe('validateAdapterOptions', () => {
   it('fills defaults', () => {
     const r = validateAdapterOptions({}, [], () => {})
     expect(r).toMatchObject({
-      draft: 'ietf',
+      format: 'ietf',
+      warnings: true,
       shadowHeader: false,
       skip: undefined,
       cost: undefined,
     })
-    expect(validateAdapterOptions({ headers: false }, [], () => {}).draft).toBeUndefined()
-    expect(validateAdapterOptions({ headers: 'both' }, [], () => {}).formatOptions).toStrictEqual({
-      draft: 'both',
-    })
+    expect(validateAdapterOptions({ headers: false }, [], () => {}).format).toBeUndefined()
+    expect(validateAdapterOptions({ headers: 'both' }, [], () => {}).format).toBe('both')
+    expect(validateAdapterOptions({ headers: 'draft-7' }, [], () => {}).format).toBe('draft-7')
   })
 
   it.each([
     [{ cost: 0 }, /options\.cost: expected a positive number or a function, got 0/],
     [{ cost: Number.NaN }, /options\.cost/],
     [{ cost: '3' }, /options\.cost: .*got "3"/],
-    [{ headers: 'draft-7' }, /options\.headers: .*got "draft-7"/],
+    [
+      { headers: 'draft-8' },
+      /options\.headers: expected true, false, 'ietf', 'draft-7', 'legacy' or 'both', got "draft-8"/,
+    ],
+    [{ warnings: 'off' }, /options\.warnings: expected a boolean, got "off"/],
     [{ skip: true }, /options\.skip: expected a function, got true/],
     [{ shadowHeader: 1 }, /options\.shadowHeader/],
     [{ onLimited: {} }, /options\.onLimited: expected a function, got an object/],
@@ -33,5 +37,22 @@ describe('validateAdapterOptions', () => {
     validateAdapterOptions({ store: undefined, rules: [], max: 5 } as never, ['rules'], warn)
     expect(warn).toHaveBeenCalledTimes(1)
     expect(warn).toHaveBeenCalledWith(expect.stringContaining('options.max'))
+  })
+
+  it.each([
+    'max',
+    'windowMs',
+    'message',
+    'standardHeaders',
+    'legacyHeaders',
+    'keyGenerator',
+    'handler',
+    'skipSuccessfulRequests',
+  ])("names what to write instead of express-rate-limit's %s", (key) => {
+    const warn = vi.fn()
+    validateAdapterOptions({ [key]: 1 }, [], warn)
+    expect(warn).toHaveBeenCalledWith(
+      `options.${key} is not a Floodgate option and is ignored; write ${PEER_OPTION_HINTS[key]}`,
+    )
   })
 })

@@ -1,15 +1,14 @@
-import { checkBoolean, checkFunction, checkLogger, optionError } from '../options/checks.js'
+import {
+  checkBoolean,
+  checkFunction,
+  checkLogger,
+  checkOneOf,
+  optionError,
+} from '../options/checks.js'
+import { HEADER_FORMATS, type HeaderFormat } from './headers.js'
 import type { Logger } from '../logger.js'
-import type { Decision } from '../decision.js'
+import type { Decision, DecisionStatus } from '../decision.js'
 import type { LimiterOptions } from '../limiter-types.js'
-
-/**
- * Which rate-limit headers an adapter writes: `true` means `'ietf'` (`RateLimit-Policy` and
- * `RateLimit` from draft-ietf-httpapi-ratelimit-headers), `'legacy'` the `X-RateLimit-*` trio,
- * `'both'` both sets, `false` none. `Retry-After` is sent on every refusal regardless: it is
- * part of what 429 and 503 mean (RFC 9110).
- */
-export type HeadersOption = boolean | 'ietf' | 'legacy' | 'both'
 
 /** A route's cost: a number, or a function of the request (e.g. by page size). */
 export type RouteCost<Req> = number | ((req: Req) => number)
@@ -18,12 +17,15 @@ export type RouteCost<Req> = number | ((req: Req) => number)
 export interface ProblemDetails {
   readonly type: string
   readonly title: string
-  readonly status: 429 | 503
+  readonly status: Exclude<DecisionStatus, 200>
   readonly detail: string
-  /** Ids of the rules that refused the request. */
+  /** Ids of the rules that refused the request (empty for a deny-list or unmatched refusal). */
   readonly 'violated-policies': readonly string[]
-  /** Whole seconds until the request could pass; equals the `Retry-After` header. */
-  readonly retryAfter: number
+  /**
+   * Whole seconds until the request could pass; equals the `Retry-After` header. Absent when
+   * waiting would not help: a client on the deny list, a request no rule matches.
+   */
+  readonly retryAfter?: number | undefined
 }
 
 /**
@@ -32,7 +34,7 @@ export interface ProblemDetails {
  * response when the handler runs.
  */
 export interface Rejection {
-  readonly status: 429 | 503
+  readonly status: Exclude<DecisionStatus, 200>
   readonly body: ProblemDetails
   /** `body` serialised: what the default handler sends as `application/problem+json`. */
   readonly json: string
@@ -59,10 +61,12 @@ export interface AdapterOptions<Req> extends AdapterLimiterOptions<Req> {
    */
   readonly skip?: ((req: Req) => boolean) | undefined
   /**
-   * Which rate-limit headers to write.
-   * @default true (the IETF draft's `RateLimit-Policy` and `RateLimit`)
+   * Which rate-limit headers to write: a {@link HeaderFormat}, `true` for `'ietf'`
+   * (draft-ietf-httpapi-ratelimit-headers-11), `false` for none. `Retry-After` is sent on every
+   * 429 and 503 regardless: it is part of what those statuses mean (RFC 9110).
+   * @default true
    */
-  readonly headers?: HeadersOption | undefined
+  readonly headers?: boolean | HeaderFormat | undefined
   /**
    * Write `Floodgate-Shadow: <rule ids>` when a shadow rule would have refused the request.
    * Off by default because it tells clients about rules you are still trying out.
@@ -81,6 +85,37 @@ export interface AdapterOptions<Req> extends AdapterLimiterOptions<Req> {
    * @default a silent logger (Fastify: `fastify.log`)
    */
   readonly logger?: Logger | undefined
+  /**
+   * Warn about misconfiguration, once each: an unknown option (with what to write instead when
+   * it is another rate limiter's spelling), a proxy setting that lets clients choose their
+   * address or hides them behind the proxy's, a limiter mounted twice. Warnings go to `logger`
+   * (Fastify: `fastify.log`), else to stderr. `false` turns them all off.
+   * @default true
+   */
+  readonly warnings?: boolean | undefined
+}
+
+/**
+ * Options of express-rate-limit and @fastify/rate-limit that Floodgate spells differently, and
+ * what to write instead: an app moving over gets a pointer rather than a silently ignored option.
+ */
+export const PEER_OPTION_HINTS: Readonly<Record<string, string>> = {
+  max: "a rule's limit: rules: [{ id: 'per-ip', limit: 100, window: '1m' }]",
+  limit: "a rule's limit: rules: [{ id: 'per-ip', limit: 100, window: '1m' }]",
+  windowMs: "a rule's window: rules: [{ id: 'per-ip', limit: 100, window: '15m' }]",
+  timeWindow: "a rule's window: rules: [{ id: 'per-ip', limit: 100, window: '1m' }]",
+  message: 'onLimited, which answers a refused request yourself',
+  errorResponseBuilder: 'onLimited, which answers a refused request yourself',
+  handler: 'onLimited, which answers a refused request yourself',
+  statusCode: "a rule's onLimit: { action: 'reject', status: 503 } (429 by default)",
+  standardHeaders: "headers: 'draft-7' (or true for the current IETF draft)",
+  legacyHeaders: "headers: 'legacy' or 'both'",
+  keyGenerator:
+    "a rule's key (key: ip, header:<name>, user, custom:<name>) with keys: { user: (req) => … }",
+  skipSuccessfulRequests: "count: 'failed' on the rule (see docs/rules.md)",
+  skipFailedRequests: "count: 'successful' on the rule (see docs/rules.md)",
+  allowList: "allow: { ips: ['10.0.0.0/8'], keys: { 'header:x-api-key': ['…'] } }",
+  whitelist: "allow: { ips: ['10.0.0.0/8'] }",
 }
 
 /** Option names known to {@link validateAdapterOptions}, beyond the adapter's own. */
@@ -91,6 +126,7 @@ export const ADAPTER_OPTION_KEYS: readonly string[] = [
   'cost',
   'logger',
   'onLimited',
+  'warnings',
 ]
 
 /** Options a limiter is built from; refused next to a shared Limiter. */
@@ -102,15 +138,20 @@ export const LIMITER_OPTION_KEYS: readonly string[] = [
   'timeoutMs',
   'onDecision',
   'failOpenLogIntervalMs',
+  'allow',
+  'deny',
+  'denyStatus',
+  'unmatched',
 ]
 
 /** Adapter options after validation; internal to adapters. */
 export interface ResolvedAdapterOptions<Req> {
   readonly skip: ((req: Req) => boolean) | undefined
-  readonly draft: 'ietf' | 'legacy' | 'both' | undefined
+  /** The header format, or undefined for no RateLimit headers. */
+  readonly format: HeaderFormat | undefined
   readonly shadowHeader: boolean
   readonly cost: RouteCost<Req> | undefined
-  readonly formatOptions: { readonly draft: 'ietf' | 'legacy' | 'both' } | undefined
+  readonly warnings: boolean
 }
 
 /**
@@ -153,30 +194,31 @@ export function validateAdapterOptions<Req>(
       !LIMITER_OPTION_KEYS.includes(key) &&
       !ownKeys.includes(key)
     ) {
-      warn(`options.${key} is not a Floodgate option and is ignored`)
+      const hint = Object.hasOwn(PEER_OPTION_HINTS, key) ? PEER_OPTION_HINTS[key] : undefined
+      warn(
+        hint === undefined
+          ? `options.${key} is not a Floodgate option and is ignored`
+          : `options.${key} is not a Floodgate option and is ignored; write ${hint}`,
+      )
     }
   }
   const { skip, headers = true, shadowHeader = false, cost } = options
   checkFunction('options.skip', skip)
   checkLogger('options.logger', (options as Record<string, unknown>)['logger'])
-  if (
-    headers !== true &&
-    headers !== false &&
-    headers !== 'ietf' &&
-    headers !== 'legacy' &&
-    headers !== 'both'
-  ) {
-    throw optionError('options.headers', "true, false, 'ietf', 'legacy' or 'both'", headers)
-  }
+  const format = checkOneOf<boolean | HeaderFormat>('options.headers', headers, true, [
+    true,
+    false,
+    ...HEADER_FORMATS,
+  ])
+  const warnings = checkBoolean('options.warnings', options.warnings, true)
   checkBoolean('options.shadowHeader', shadowHeader, false)
   const onLimited = (options as Record<string, unknown>)['onLimited']
   checkFunction('options.onLimited', onLimited)
-  const draft = headers === true ? 'ietf' : headers === false ? undefined : headers
   return {
     skip,
-    draft,
-    formatOptions: draft === undefined ? undefined : { draft },
+    format: format === true ? 'ietf' : format === false ? undefined : format,
     shadowHeader,
+    warnings,
     cost: validateCost<Req>(cost, 'options.cost'),
   }
 }

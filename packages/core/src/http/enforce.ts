@@ -1,9 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Decision } from '../decision.js'
-import { formatHeaders, retryAfterSeconds, type FormatHeadersOptions } from './headers.js'
+import { draft7Fields, epochResetSeconds, retryAfterSeconds, type HeaderFormat } from './headers.js'
+import { headerCount } from './rate-limit-fields.js'
 import type { RequestFacts } from '../request-facts.js'
 import type { Rejection } from './adapter-options.js'
 import { PROBLEM_CONTENT_TYPE, serializedProblem } from './problem-details.js'
+import { rateLimitInfo, type RateLimitInfo } from './rate-limit-info.js'
 import { limitField, policyField } from './rate-limit-fields.js'
 
 /** The part of a `Limiter` the HTTP flow uses; any core `Limiter` satisfies it. */
@@ -36,6 +38,11 @@ export interface HttpIo<C, R> {
    * then passed lower-cased, which saves the framework the conversion.
    */
   readonly lowerCaseNames?: boolean | undefined
+  /**
+   * Hand the decision to the route handler (`req.rateLimit`, `request.rateLimit`,
+   * `ctx.state.rateLimit`); called before `proceed` and before `reject`.
+   */
+  readonly attach?: ((ctx: C, info: RateLimitInfo) => void) | undefined
   /** Continue to the route handler. */
   proceed(ctx: C): R
   /** Answer a refusal. Headers are already set; write `rejection.status` and the body. */
@@ -49,11 +56,9 @@ export interface HttpIo<C, R> {
 
 /** Per-mount settings {@link enforce} needs, resolved once at startup. */
 export interface EnforceSettings {
-  /** Header draft, or undefined for no RateLimit headers (Retry-After is still sent). */
-  readonly draft: 'ietf' | 'legacy' | 'both' | undefined
+  /** Header format, or undefined for no RateLimit headers (Retry-After is still sent). */
+  readonly format: HeaderFormat | undefined
   readonly shadowHeader: boolean
-  /** `{ draft }`, allocated once per mount instead of per request. */
-  readonly formatOptions?: FormatHeadersOptions | undefined
 }
 
 /** Name of the header that reports shadow rules that would have refused (opt-in). */
@@ -61,9 +66,36 @@ export const SHADOW_HEADER = 'Floodgate-Shadow'
 
 // Header names as the drafts spell them, and lower-cased for frameworks that lower-case names
 // themselves (the same bytes on the wire, without a toLowerCase per header per request).
-type Names = readonly [policy: string, limit: string, retryAfter: string, shadow: string]
-const NAMES: Names = ['RateLimit-Policy', 'RateLimit', 'Retry-After', SHADOW_HEADER]
-const LOWER_NAMES: Names = ['ratelimit-policy', 'ratelimit', 'retry-after', 'floodgate-shadow']
+type Names = readonly [
+  policy: string,
+  limit: string,
+  retryAfter: string,
+  shadow: string,
+  legacyLimit: string,
+  legacyRemaining: string,
+  legacyReset: string,
+]
+const NAMES: Names = [
+  'RateLimit-Policy',
+  'RateLimit',
+  'Retry-After',
+  SHADOW_HEADER,
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+]
+const LOWER_NAMES: Names = NAMES.map((n) => n.toLowerCase()) as unknown as Names
+
+function put<C>(
+  ctx: C,
+  io: HttpIo<C, unknown>,
+  res: ServerResponse,
+  name: string,
+  value: string,
+): void {
+  if (io.setHeader) io.setHeader(ctx, name, value)
+  else res.setHeader(name, value)
+}
 
 function setHeaders<C>(
   ctx: C,
@@ -72,48 +104,41 @@ function setHeaders<C>(
   decision: Decision,
   settings: EnforceSettings,
 ): void {
-  const set = io.setHeader
   const names = io.lowerCaseNames === true ? LOWER_NAMES : NAMES
-  const draft = settings.draft
-  if (draft === 'ietf') {
-    // formatHeaders' fields, without its pairs: no quota claims when the decision failed open.
-    if (!decision.failedOpen) {
+  const format = settings.format
+  // No quota claims when the decision failed open (the store is down; nothing was judged).
+  if (format !== undefined && !decision.failedOpen) {
+    if (format === 'draft-7') {
+      const fields = draft7Fields(decision)
+      if (fields) {
+        put(ctx, io, res, names[0], fields.policy)
+        put(ctx, io, res, names[1], fields.limit)
+      }
+    } else {
       const policy = policyField(decision)
       if (policy !== '') {
-        const limit = limitField(decision)
-        if (set) {
-          set(ctx, names[0], policy)
-          set(ctx, names[1], limit)
-        } else {
-          res.setHeader(names[0], policy)
-          res.setHeader(names[1], limit)
+        if (format !== 'legacy') {
+          put(ctx, io, res, names[0], policy)
+          put(ctx, io, res, names[1], limitField(decision))
+        }
+        if (format !== 'ietf') {
+          put(ctx, io, res, names[4], String(headerCount(decision.limit)))
+          put(ctx, io, res, names[5], String(headerCount(decision.remaining)))
+          put(ctx, io, res, names[6], String(epochResetSeconds(decision.resetMs, Date.now())))
         }
       }
     }
-  } else if (draft !== undefined) {
-    // formatHeaders returns nothing for a failed-open decision: no quota claims during an outage.
-    const pairs = formatHeaders(decision, settings.formatOptions ?? { draft })
-    for (let i = 0; i < pairs.length; i++) {
-      const [name, value] = pairs[i]!
-      if (set) set(ctx, name, value)
-      else res.setHeader(name, value)
-    }
   }
-  // formatHeaders sends Retry-After itself; otherwise a refusal still needs it.
-  if (draft !== 'legacy' && draft !== 'both' && decision.action === 'reject') {
-    const value = String(retryAfterSeconds(decision.retryAfterMs))
-    if (set) set(ctx, names[2], value)
-    else res.setHeader(names[2], value)
+  // A deny list or an unknown client is not lifted by waiting: no Retry-After for those.
+  if (decision.action === 'reject' && decision.reason === undefined) {
+    put(ctx, io, res, names[2], String(retryAfterSeconds(decision.retryAfterMs)))
   }
   if (settings.shadowHeader) {
     let ids = ''
     for (const o of decision.outcomes) {
       if (o.shadow && !o.allowed) ids = ids === '' ? o.rule.id : `${ids}, ${o.rule.id}`
     }
-    if (ids !== '') {
-      if (set) set(ctx, names[3], ids)
-      else res.setHeader(names[3], ids)
-    }
+    if (ids !== '') put(ctx, io, res, names[3], ids)
   }
 }
 
@@ -159,6 +184,7 @@ function apply<Req, C, R>(
     return io.abandon(ctx)
   }
   setHeaders(ctx, io as HttpIo<C, unknown>, res, decision, settings)
+  io.attach?.(ctx, rateLimitInfo(decision))
   if (action === 'reject') {
     const { body, json } = serializedProblem(decision)
     return io.reject(ctx, { status: body.status, body, json, decision })

@@ -1,24 +1,27 @@
 import { checkBoolean } from '../options/checks.js'
 import { SHADOW_HEADER } from './enforce.js'
+import type { HeaderFormat } from './headers.js'
 
 /** The CORS response header that lets browser scripts read other response headers. */
 export const EXPOSE_HEADERS = 'Access-Control-Expose-Headers'
 
 /**
  * The header names a mount sends, for `Access-Control-Expose-Headers`: the RateLimit headers
- * of the chosen draft, `Retry-After`, and `Floodgate-Shadow` when that header is on.
+ * of the chosen format, `Retry-After`, and `Floodgate-Shadow` when that header is on.
  *
- * @param draft - the mount's header draft (undefined: no RateLimit headers)
+ * @param format - the mount's header format (undefined: no RateLimit headers)
  * @param shadowHeader - whether the mount writes `Floodgate-Shadow`
  * @returns the names, comma-separated
  */
 export function exposedHeaderNames(
-  draft: 'ietf' | 'legacy' | 'both' | undefined,
+  format: HeaderFormat | undefined,
   shadowHeader: boolean,
 ): string {
   const names: string[] = []
-  if (draft === 'ietf' || draft === 'both') names.push('RateLimit-Policy', 'RateLimit')
-  if (draft === 'legacy' || draft === 'both') {
+  if (format === 'ietf' || format === 'both' || format === 'draft-7') {
+    names.push('RateLimit-Policy', 'RateLimit')
+  }
+  if (format === 'legacy' || format === 'both') {
     names.push('X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset')
   }
   names.push('Retry-After')

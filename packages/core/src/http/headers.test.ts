@@ -63,14 +63,31 @@ describe('formatHeaders', () => {
     expect(formatHeaders(tiny)).toContainEqual(['Retry-After', '1'])
   })
 
-  it('writes legacy fields on request', () => {
+  it('writes legacy fields on request, the reset as epoch seconds', () => {
     const d = decision([outcome('per-ip')])
-    expect(formatHeaders(d, { draft: 'legacy' })).toEqual([
+    const nowMs = 1_700_000_000_500
+    expect(formatHeaders(d, { format: 'legacy', nowMs })).toEqual([
       ['X-RateLimit-Limit', '100'],
       ['X-RateLimit-Remaining', '42'],
-      ['X-RateLimit-Reset', '17'],
+      // (1_700_000_000_500 + 16_200) / 1000, rounded up, as express-rate-limit rounds it.
+      ['X-RateLimit-Reset', '1700000017'],
     ])
-    expect(formatHeaders(d, { draft: 'both' })).toHaveLength(5)
+    expect(formatHeaders(d, { format: 'both', nowMs })).toHaveLength(5)
+  })
+
+  it("writes draft-7's combined fields, as express-rate-limit's standardHeaders: 'draft-7'", () => {
+    const d = decision([outcome('per-ip'), outcome('per-user', { shadow: true })], {
+      limit: 100,
+      remaining: 99,
+      resetMs: 29_001,
+    })
+    expect(formatHeaders(d, { format: 'draft-7' })).toEqual([
+      ['RateLimit-Policy', '100;w=60'],
+      ['RateLimit', 'limit=100, remaining=99, reset=30'],
+    ])
+    expect(
+      formatHeaders(decision([outcome('t', { shadow: true })]), { format: 'draft-7' }),
+    ).toEqual([])
   })
 
   it('claims nothing while failing open or when no rule matched', () => {

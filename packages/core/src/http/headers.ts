@@ -2,17 +2,33 @@ import type { Decision } from '../decision.js'
 import { headerCount, limitField, policyField, seconds } from './rate-limit-fields.js'
 
 /**
- * Which rate-limit header fields to send.
- * - `ietf`: `RateLimit-Policy` and `RateLimit` from draft-ietf-httpapi-ratelimit-headers.
- * - `legacy`: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (seconds).
- * - `both`: all of them.
+ * Which rate-limit header fields to send; the one list of formats every Floodgate adapter and
+ * {@link formatHeaders} accept.
+ * - `ietf`: `RateLimit-Policy` and `RateLimit` as draft-ietf-httpapi-ratelimit-headers-11
+ *   structures them: one named item per enforced rule (`"per-ip";q=100;w=60` and
+ *   `"per-ip";r=99;t=60`).
+ * - `draft-7`: the combined fields of draft-ietf-httpapi-ratelimit-headers-07, byte for byte what
+ *   express-rate-limit's `standardHeaders: 'draft-7'` sends: `RateLimit-Policy: 100;w=60` and
+ *   `RateLimit: limit=100, remaining=99, reset=60`, for the most restrictive enforced rule.
+ * - `legacy`: `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`, the reset as
+ *   epoch seconds (when the quota is back), as express-rate-limit's `legacyHeaders` and GitHub
+ *   send it.
+ * - `both`: `ietf` and `legacy` together.
  */
-export type HeaderDraft = 'ietf' | 'legacy' | 'both'
+export type HeaderFormat = 'ietf' | 'draft-7' | 'legacy' | 'both'
+
+/** Every {@link HeaderFormat}, for option checks and documentation. */
+export const HEADER_FORMATS: readonly HeaderFormat[] = ['ietf', 'draft-7', 'legacy', 'both']
 
 /** Options of {@link formatHeaders}. */
 export interface FormatHeadersOptions {
   /** @default 'ietf' */
-  readonly draft?: HeaderDraft | undefined
+  readonly format?: HeaderFormat | undefined
+  /**
+   * The wall-clock time in milliseconds, for `X-RateLimit-Reset` (epoch seconds).
+   * @default Date.now()
+   */
+  readonly nowMs?: number | undefined
 }
 
 /** A header name and value, ready for `res.setHeader`. */
@@ -32,15 +48,46 @@ export function retryAfterSeconds(retryAfterMs: number): number {
 }
 
 /**
+ * The `X-RateLimit-Reset` value: the epoch second at which the quota is back, rounded up.
+ *
+ * @param resetMs - milliseconds until the reset
+ * @param nowMs - the wall-clock time
+ * @returns epoch seconds
+ */
+export function epochResetSeconds(resetMs: number, nowMs: number): number {
+  return Math.ceil((nowMs + (resetMs > 0 && resetMs <= Number.MAX_VALUE ? resetMs : 0)) / 1000)
+}
+
+/**
+ * The draft-7 pair for a decision: `RateLimit-Policy: <limit>;w=<window s>` and
+ * `RateLimit: limit=<limit>, remaining=<n>, reset=<s>`, from the decision's summary (its most
+ * restrictive enforced rule). Empty for a decision no enforced rule judged.
+ *
+ * @param decision - a decision that did not fail open
+ * @returns the two values, or undefined for no headers
+ */
+export function draft7Fields(
+  decision: Decision,
+): { readonly policy: string; readonly limit: string } | undefined {
+  const rule = decision.rule
+  if (rule === undefined || !decision.outcomes.some((o) => !o.shadow)) return undefined
+  const limit = headerCount(decision.limit)
+  return {
+    policy: rule.algorithm === 'concurrency' ? `${limit}` : `${limit};w=${seconds(rule.windowMs)}`,
+    limit: `limit=${limit}, remaining=${headerCount(decision.remaining)}, reset=${seconds(decision.resetMs)}`,
+  }
+}
+
+/**
  * Turn a decision into response header pairs.
  *
- * Every enforced (non-shadow) matched rule appears in `RateLimit-Policy` and `RateLimit`;
- * `Retry-After` (whole seconds, rounded up, at least 1) is set when the request is refused.
- * A decision that failed open carries no rate-limit fields at all: claiming a full quota
- * while the store is down would mislead clients.
+ * Every enforced (non-shadow) matched rule appears in the `ietf` fields; `draft-7` and `legacy`
+ * describe the most restrictive one. `Retry-After` (whole seconds, rounded up, at least 1) is
+ * set when the request is refused. A decision that failed open carries no rate-limit fields at
+ * all: claiming a full quota while the store is down would mislead clients.
  *
  * @param decision - the limiter's decision
- * @param options - which header draft to use
+ * @param options - which header format to use
  * @returns header pairs, possibly empty
  * @example
  * for (const [name, value] of formatHeaders(decision)) res.setHeader(name, value)
@@ -51,17 +98,23 @@ export function formatHeaders(
 ): HeaderPair[] {
   const out: HeaderPair[] = []
   if (decision.failedOpen) return out
-  const draft = options.draft ?? 'ietf'
-  const policy = policyField(decision)
-  if (policy !== '' && draft !== 'legacy') {
-    out.push(['RateLimit-Policy', policy], ['RateLimit', limitField(decision)])
-  }
-  if (policy !== '' && draft !== 'ietf') {
-    out.push(
-      ['X-RateLimit-Limit', String(headerCount(decision.limit))],
-      ['X-RateLimit-Remaining', String(headerCount(decision.remaining))],
-      ['X-RateLimit-Reset', String(seconds(decision.resetMs))],
-    )
+  const format = options.format ?? 'ietf'
+  if (format === 'draft-7') {
+    const fields = draft7Fields(decision)
+    if (fields) out.push(['RateLimit-Policy', fields.policy], ['RateLimit', fields.limit])
+  } else {
+    const policy = policyField(decision)
+    if (policy !== '' && format !== 'legacy') {
+      out.push(['RateLimit-Policy', policy], ['RateLimit', limitField(decision)])
+    }
+    if (policy !== '' && format !== 'ietf') {
+      const nowMs = options.nowMs ?? Date.now()
+      out.push(
+        ['X-RateLimit-Limit', String(headerCount(decision.limit))],
+        ['X-RateLimit-Remaining', String(headerCount(decision.remaining))],
+        ['X-RateLimit-Reset', String(epochResetSeconds(decision.resetMs, nowMs))],
+      )
+    }
   }
   if (!decision.allowed && (decision.action === 'reject' || decision.action === 'drop')) {
     out.push(['Retry-After', String(retryAfterSeconds(decision.retryAfterMs))])

@@ -9,9 +9,9 @@ export {
   validateCost,
   ADAPTER_OPTION_KEYS,
   LIMITER_OPTION_KEYS,
+  PEER_OPTION_HINTS,
   type AdapterOptions,
   type AdapterLimiterOptions,
-  type HeadersOption,
   type ProblemDetails,
   type Rejection,
   type ResolvedAdapterOptions,
@@ -36,19 +36,30 @@ export {
 export { PROBLEM_CONTENT_TYPE, problemDetails, serializedProblem } from './problem-details.js'
 export { isLimiter, resolveLimiter, type LimiterInput } from './resolve-limiter.js'
 export { routeCost } from './route-cost.js'
-export { warnOnce, type WarnOnce } from './warn-once.js'
+export { silentWarn, warnOnce, type WarnOnce } from './warn-once.js'
+export { proxyWarnings, type ProxyTrust } from './proxy-warnings.js'
+export { rateLimitInfo, type RateLimitInfo } from './rate-limit-info.js'
 export type { RuleInput } from '../rules/schema.js'
 export {
+  draft7Fields,
+  epochResetSeconds,
   formatHeaders,
+  HEADER_FORMATS,
   retryAfterSeconds,
   type FormatHeadersOptions,
-  type HeaderDraft,
+  type HeaderFormat,
   type HeaderPair,
 } from './headers.js'
 export type { HeaderBag, RequestFacts } from '../request-facts.js'
 export type { CompiledRule, CompiledRules } from '../rules/compiled-rules.js'
 export { canonicalPath } from '../rules/canonical-path.js'
 export { compileKey, type KeyBuilder, type KeyBuilders, type KeyFn } from '../keys/build-key.js'
-export type { Decision, DecisionAction, RuleOutcome } from '../decision.js'
+export type {
+  Decision,
+  DecisionAction,
+  DecisionReason,
+  DecisionStatus,
+  RuleOutcome,
+} from '../decision.js'
 export { ipKey } from '../keys/ip-key.js'
 export { scopeLogger } from '../logger.js'

@@ -1,5 +1,5 @@
 import type { Limiter } from '../limiter.js'
-import { scopeLogger, type Logger } from '../logger.js'
+import { scopeLogger, stderrWarnings, type Logger } from '../logger.js'
 import {
   validateAdapterOptions,
   type AdapterOptions,
@@ -7,7 +7,7 @@ import {
 } from './adapter-options.js'
 import { doubleCountGuard } from './double-count-guard.js'
 import { resolveLimiter, type LimiterInput } from './resolve-limiter.js'
-import { warnOnce, type WarnOnce } from './warn-once.js'
+import { silentWarn, warnOnce, type WarnOnce } from './warn-once.js'
 
 /** What one adapter mount resolves once, at startup. */
 export interface Mount<Req> {
@@ -15,7 +15,10 @@ export interface Mount<Req> {
   /** True when the mount created the limiter (and so should close it). */
   readonly owned: boolean
   readonly settings: ResolvedAdapterOptions<Req>
-  /** Warns once per code for this mount. */
+  /**
+   * Warns once per warning for this mount: to the app's logger, else the framework's, else
+   * stderr; silent under `warnings: false`.
+   */
   readonly warn: WarnOnce
 }
 
@@ -36,8 +39,13 @@ export function prepareMount<Req>(
   ownKeys: readonly string[],
   defaultLogger?: Logger,
 ): Mount<Req> {
-  const logger = scopeLogger(options.logger ?? defaultLogger)
-  const warn = warnOnce(logger)
+  const given = options.logger ?? defaultLogger
+  const logger = scopeLogger(given)
+  // Checked (as a boolean) by validateAdapterOptions; read first so its own warnings obey it.
+  const warn =
+    (options as { warnings?: unknown }).warnings === false
+      ? silentWarn
+      : warnOnce(given === undefined ? stderrWarnings : logger)
   const settings = validateAdapterOptions(options, ownKeys, (message) =>
     warn('FG_WRN_OPTION_UNKNOWN', message),
   )

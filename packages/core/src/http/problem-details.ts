@@ -6,6 +6,13 @@ import type { ProblemDetails } from './adapter-options.js'
 /** Content type of a refusal body (charset spelled out, as Fastify would add it anyway). */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8'
 
+const TITLES: Readonly<Record<ProblemDetails['status'], string>> = {
+  403: 'Forbidden',
+  404: 'Not Found',
+  429: 'Too Many Requests',
+  503: 'Service Unavailable',
+}
+
 /**
  * The problem+json body for a refused decision: `type`, `title`, `status`, `detail`,
  * `violated-policies` (ids of the refusing rules) and `retryAfter` (seconds, as in the
@@ -15,6 +22,20 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8'
  * @returns the body, ready for `JSON.stringify`
  */
 export function problemDetails(decision: Decision): ProblemDetails {
+  const reason = decision.reason
+  if (reason === 'deny-list' || reason === 'unmatched') {
+    const status = decision.status === 200 ? 403 : decision.status
+    return {
+      type: 'about:blank',
+      title: TITLES[status],
+      status,
+      detail:
+        reason === 'deny-list'
+          ? 'This client is not allowed to use this service.'
+          : 'This client is not known to the rules.',
+      'violated-policies': [],
+    }
+  }
   const status = decision.status === 503 ? 503 : 429
   const violated: string[] = []
   for (const o of decision.outcomes) {
@@ -24,7 +45,7 @@ export function problemDetails(decision: Decision): ProblemDetails {
   const retryAfter = retryAfterSeconds(decision.retryAfterMs)
   return {
     type: 'about:blank',
-    title: status === 503 ? 'Service Unavailable' : 'Too Many Requests',
+    title: TITLES[status],
     status,
     detail: `Rate limit exceeded (${violated.join(', ')}); retry in ${retryAfter} s.`,
     'violated-policies': violated,
@@ -41,6 +62,7 @@ interface SerializedProblem {
 // The last body per refusing rule: a client far over its limit gets the same body for a whole
 // second, so the reject path skips building and serialising it again.
 const lastByRule = new WeakMap<Rule, SerializedProblem>()
+const byListedDecision = new WeakMap<Decision, SerializedProblem>()
 
 /**
  * {@link problemDetails} plus its JSON, reusing the previous answer when a single rule refused
@@ -50,6 +72,16 @@ const lastByRule = new WeakMap<Rule, SerializedProblem>()
  * @returns the body and its serialisation
  */
 export function serializedProblem(decision: Decision): SerializedProblem {
+  if (decision.reason !== undefined) {
+    // Deny-list and unmatched refusals are one frozen decision per limiter: one body each.
+    let known = byListedDecision.get(decision)
+    if (known === undefined) {
+      const body = Object.freeze(problemDetails(decision))
+      known = { body, json: JSON.stringify(body) }
+      byListedDecision.set(decision, known)
+    }
+    return known
+  }
   let only: Rule | undefined
   let count = 0
   for (const o of decision.outcomes) {

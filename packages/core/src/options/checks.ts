@@ -96,7 +96,7 @@ export function checkPositiveNumber(name: string, v: unknown, def: number): numb
 }
 
 /** An optional value from a fixed list; `def` when left out. */
-export function checkOneOf<T extends string | boolean>(
+export function checkOneOf<T extends string | number | boolean>(
   name: string,
   v: unknown,
   def: T,

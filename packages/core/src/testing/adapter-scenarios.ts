@@ -24,6 +24,28 @@ const NO_LIMIT_HEADERS = {
   'retry-after': undefined,
 }
 
+const FORWARDED = (ip: string, headers: Record<string, string> = {}): ScenarioRequest =>
+  GET('/', { 'x-forwarded-for': ip, ...headers })
+
+function refused(status: 403 | 404 | 503, reason: 'deny-list' | 'unmatched'): object {
+  return {
+    type: 'about:blank',
+    title: { 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[status],
+    status,
+    detail:
+      reason === 'deny-list'
+        ? 'This client is not allowed to use this service.'
+        : 'This client is not known to the rules.',
+    'violated-policies': [],
+  }
+}
+
+const DENIED = {
+  status: 403,
+  headers: { ...NO_LIMIT_HEADERS, 'content-type': PROBLEM_TYPE },
+  body: refused(403, 'deny-list'),
+}
+
 function problem(status: 429 | 503, ids: string[], retryAfter: number): object {
   return {
     type: 'about:blank',
@@ -111,7 +133,8 @@ export const adapterScenarios: readonly AdapterScenario[] = [
             ratelimit: '"per-ip";r=4;t=60',
             'x-ratelimit-limit': '5',
             'x-ratelimit-remaining': '4',
-            'x-ratelimit-reset': '60',
+            // Epoch seconds, read from the wall clock: the limiter's injected clock is not it.
+            'x-ratelimit-reset': /^\d{10}$/,
           },
         },
       },
@@ -376,6 +399,130 @@ export const adapterScenarios: readonly AdapterScenario[] = [
       { send: GET('/', { 'x-forwarded-for': '198.51.100.1' }), expect: { status: 200 } },
       { send: GET('/', { 'x-forwarded-for': '198.51.100.2' }), expect: { status: 429 } },
       { send: GET('/', { 'x-forwarded-for': '198.51.100.3' }), expect: { status: 429 } },
+    ],
+  },
+  {
+    name: "draft-7 headers: express-rate-limit's combined RateLimit field",
+    rules: [{ id: 'per-ip', limit: 2, window: '1m', algorithm: 'fixed-window' }],
+    options: { headers: 'draft-7' },
+    steps: [
+      {
+        send: GET('/'),
+        expect: {
+          status: 200,
+          headers: {
+            'ratelimit-policy': '2;w=60',
+            ratelimit: 'limit=2, remaining=1, reset=60',
+            'x-ratelimit-limit': undefined,
+          },
+        },
+      },
+      { send: GET('/'), expect: { status: 200 } },
+      {
+        send: GET('/'),
+        expect: {
+          status: 429,
+          headers: {
+            'ratelimit-policy': '2;w=60',
+            ratelimit: 'limit=2, remaining=0, reset=60',
+            'retry-after': '60',
+          },
+        },
+      },
+    ],
+  },
+  {
+    name: 'handlers read the decision (req.rateLimit, request.rateLimit, ctx.state.rateLimit)',
+    rules: [{ id: 'per-ip', limit: 3, window: '1m', algorithm: 'fixed-window' }],
+    routes: [{ method: 'GET', path: '/', echo: true }],
+    steps: [
+      {
+        send: GET('/'),
+        expect: {
+          status: 200,
+          body: {
+            ok: true,
+            rateLimit: { limit: 3, remaining: 2, resetMs: 60_000, action: 'allow' },
+          },
+        },
+      },
+      { advanceMs: 15_000 },
+      {
+        send: GET('/'),
+        expect: {
+          status: 200,
+          body: {
+            ok: true,
+            rateLimit: { limit: 3, remaining: 1, resetMs: 45_000, action: 'allow' },
+          },
+        },
+      },
+    ],
+  },
+  {
+    name: 'deny list: addresses, ranges and IPv4-mapped spellings get 403 before any counting',
+    rules: [{ id: 'per-ip', limit: 1, window: '1m', algorithm: 'fixed-window' }],
+    trustProxy: true,
+    limiter: {
+      deny: {
+        ips: ['203.0.113.0/24', '2001:db8:bad::/48', '192.0.2.1'],
+        keys: { 'header:x-api-key': ['leaked-key'] },
+      },
+    },
+    steps: [
+      { send: FORWARDED('203.0.113.9'), expect: DENIED },
+      { send: FORWARDED('::ffff:203.0.113.10'), expect: DENIED },
+      { send: FORWARDED('2001:db8:bad:1::5'), expect: DENIED },
+      { send: FORWARDED('192.0.2.1'), expect: DENIED },
+      { send: FORWARDED('198.51.100.1', { 'x-api-key': 'leaked-key' }), expect: DENIED },
+      // Denied requests were not counted: this client's single unit is still there.
+      { send: FORWARDED('198.51.100.1'), expect: { status: 200 } },
+      { send: FORWARDED('198.51.100.1'), expect: { status: 429 } },
+      { send: FORWARDED('192.0.2.2'), expect: { status: 200 } },
+      { handlerCalls: 2 },
+    ],
+  },
+  {
+    name: 'deny status is configurable',
+    rules: [{ id: 'per-ip', limit: 1, window: '1m' }],
+    trustProxy: true,
+    limiter: { deny: { ips: ['203.0.113.0/24'] }, denyStatus: 404 },
+    steps: [
+      {
+        send: FORWARDED('203.0.113.9'),
+        expect: { status: 404, body: refused(404, 'deny-list') },
+      },
+    ],
+  },
+  {
+    name: 'allow list: listed clients are never limited and get no RateLimit headers',
+    rules: [{ id: 'per-ip', limit: 1, window: '1m', algorithm: 'fixed-window' }],
+    trustProxy: true,
+    limiter: { allow: { ips: ['10.0.0.0/8', '::ffff:172.16.0.0/108'] } },
+    steps: [
+      { send: FORWARDED('10.1.2.3'), expect: { status: 200, headers: NO_LIMIT_HEADERS } },
+      { send: FORWARDED('10.1.2.3'), expect: { status: 200, headers: NO_LIMIT_HEADERS } },
+      { send: FORWARDED('172.16.5.5'), expect: { status: 200, headers: NO_LIMIT_HEADERS } },
+      { send: FORWARDED('172.16.5.5'), expect: { status: 200, headers: NO_LIMIT_HEADERS } },
+      { send: FORWARDED('198.51.100.1'), expect: { status: 200 } },
+      { send: FORWARDED('198.51.100.1'), expect: { status: 429 } },
+    ],
+  },
+  {
+    name: "unmatched: 'reject' answers 503 to a request no rule matches",
+    rules: [{ id: 'users', match: 'GET /users/:id', limit: 5, window: '1m' }],
+    limiter: { unmatched: 'reject' },
+    steps: [
+      {
+        send: GET('/'),
+        expect: {
+          status: 503,
+          headers: { ...NO_LIMIT_HEADERS, 'content-type': PROBLEM_TYPE },
+          body: refused(503, 'unmatched'),
+        },
+      },
+      { send: GET('/users/7'), expect: { status: 200 } },
+      { handlerCalls: 1 },
     ],
   },
 ]

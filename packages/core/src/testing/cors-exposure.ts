@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import type { HeadersOption } from '../http/adapter-options.js'
+import type { HeaderFormat } from '../http/headers.js'
 
 /** The adapter options the CORS cases set. */
 export interface CorsServeOptions {
   readonly exposeHeaders?: boolean
-  readonly headers?: HeadersOption
+  readonly headers?: boolean | HeaderFormat
   readonly shadowHeader?: boolean
 }
 

@@ -9,6 +9,7 @@ export { testRule } from './test-rule.js'
 export type {
   AdapterHarness,
   AdapterScenario,
+  EchoedRateLimit,
   HarnessSetup,
   RunningApp,
   ScenarioExpect,
@@ -17,6 +18,7 @@ export type {
   ScenarioRoute,
   ScenarioStep,
 } from './scenario-types.js'
+export { echoRateLimit } from './scenario-types.js'
 export { adapterScenarios } from './adapter-scenarios.js'
 export type { AdapterScenarioOptions } from './scenario-runner.js'
 export { describeAdapterScenarios } from './scenario-runner.js'

@@ -132,7 +132,8 @@ function check(res: ScenarioResponse | 'dropped', want: ScenarioExpect, label: s
   const r = res as ScenarioResponse
   if (want.status !== undefined) expect(r.status, `${label}: status (${r.text})`).toBe(want.status)
   for (const [name, value] of Object.entries(want.headers ?? {})) {
-    expect(r.headers[name], `${label}: header ${name}`).toBe(value)
+    if (value instanceof RegExp) expect(r.headers[name], `${label}: header ${name}`).toMatch(value)
+    else expect(r.headers[name], `${label}: header ${name}`).toBe(value)
   }
   if (want.body !== undefined) expect(JSON.parse(r.text), `${label}: body`).toStrictEqual(want.body)
 }
@@ -180,6 +181,7 @@ export function describeAdapterScenarios(
         const custom = (scenario.store ?? 'memory') === 'memory' ? options.makeStore?.() : undefined
         const store = new ObservedStore(custom ?? makeStore(scenario.store))
         const limiter = createLimiter({
+          ...scenario.limiter,
           rules: scenario.rules,
           store,
           clock: () => now,

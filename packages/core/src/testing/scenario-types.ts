@@ -1,5 +1,6 @@
-import type { HeadersOption } from '../http/adapter-options.js'
-import type { Limiter } from '../limiter.js'
+import type { HeaderFormat } from '../http/headers.js'
+import type { Limiter, LimiterOptions } from '../limiter.js'
+import type { RateLimitInfo } from '../http/rate-limit-info.js'
 import type { RuleInput } from '../rules/schema.js'
 
 /** A route of a scenario app. Every handler answers `200 {"ok":true}` unless `slow` or `fail`. */
@@ -15,6 +16,36 @@ export interface ScenarioRoute {
   readonly slow?: boolean
   /** The handler throws. */
   readonly fail?: boolean
+  /**
+   * The handler answers `{ ok: true, rateLimit: echoRateLimit(<the adapter's rateLimit>) }`, to
+   * show what handlers read (`req.rateLimit`, `request.rateLimit`, `ctx.state.rateLimit`).
+   */
+  readonly echo?: boolean
+}
+
+/** What an `echo` route answers about the decision its handler read. */
+export interface EchoedRateLimit {
+  readonly limit: number
+  readonly remaining: number
+  readonly resetMs: number
+  readonly action: string
+}
+
+/**
+ * The part of a handler's {@link RateLimitInfo} an `echo` route answers with (null when the
+ * adapter set none).
+ *
+ * @param info - what the adapter set on the request
+ * @returns a JSON-ready summary
+ */
+export function echoRateLimit(info: RateLimitInfo | undefined): EchoedRateLimit | null {
+  if (info === undefined) return null
+  return {
+    limit: info.limit,
+    remaining: info.remaining,
+    resetMs: info.resetMs,
+    action: info.decision.action,
+  }
 }
 
 /** What an adapter harness needs to build one scenario's app. */
@@ -25,7 +56,10 @@ export interface HarnessSetup {
   /** Trust X-Forwarded-For from any peer (Express `trust proxy`, Fastify `trustProxy`, Koa `app.proxy` + `maxIpsCount: 1`). */
   readonly trustProxy: boolean
   /** Adapter options every mount gets. */
-  readonly options: { readonly headers?: HeadersOption; readonly shadowHeader?: boolean }
+  readonly options: {
+    readonly headers?: boolean | HeaderFormat
+    readonly shadowHeader?: boolean
+  }
   /** Call at the start of every handler; await it in `slow` handlers before answering. */
   readonly enter: (route: ScenarioRoute) => Promise<void>
 }
@@ -60,10 +94,13 @@ export interface AdapterHarness {
   start(setup: HarnessSetup): Promise<RunningApp>
 }
 
-/** What a step expects. Headers listed are compared exactly (undefined = absent). */
+/**
+ * What a step expects. Headers listed are compared exactly (undefined = absent), or matched
+ * when given as a RegExp (a value that depends on the wall clock, such as `X-RateLimit-Reset`).
+ */
 export interface ScenarioExpect {
   readonly status?: number
-  readonly headers?: Readonly<Record<string, string | undefined>>
+  readonly headers?: Readonly<Record<string, string | RegExp | undefined>>
   /** Parsed JSON body; omitted = not compared. */
   readonly body?: unknown
   /** The connection is destroyed without a response. */
@@ -111,6 +148,8 @@ export interface AdapterScenario {
    */
   readonly store?: 'memory' | 'throwing' | 'hanging' | 'garbage' | 'garbage-async'
   readonly timeoutMs?: number
+  /** Limiter options beyond rules, store and clock: allow and deny lists, unmatched requests. */
+  readonly limiter?: Pick<LimiterOptions, 'allow' | 'deny' | 'denyStatus' | 'unmatched'>
   readonly trustProxy?: boolean
   readonly options?: HarnessSetup['options']
   readonly steps: readonly ScenarioStep[]

@@ -1,0 +1,154 @@
+import { BlockList, isIP } from 'node:net'
+import { partFn, type KeyBuilders, type PartFn } from '../keys/build-key.js'
+import { ipKey } from '../keys/ip-key.js'
+import { checkObject, optionError, refusedOption } from '../options/checks.js'
+import type { RequestFacts } from '../request-facts.js'
+import type { KeyPart } from '../rules/rule.js'
+
+/**
+ * Clients named up front: by address (single addresses and CIDR ranges, IPv4 or IPv6) or by the
+ * value of a key part. Used by `createLimiter`'s `allow` and `deny` options.
+ *
+ * @example
+ * deny: { ips: ['203.0.113.0/24', '2001:db8:bad::/48'], keys: { 'header:x-api-key': ['leaked-key'] } }
+ */
+export interface AccessList {
+  /**
+   * Addresses (`'198.51.100.7'`, `'2001:db8::1'`) and CIDR ranges (`'198.51.100.0/24'`,
+   * `'2001:db8::/32'`). An IPv4 entry also covers the IPv4-mapped IPv6 spelling of its addresses
+   * (`::ffff:198.51.100.7`), and the other way round.
+   */
+  readonly ips?: readonly string[] | undefined
+  /**
+   * Key values by key part, in the rules' key syntax: `header:<name>`, `user`, `custom:<name>`
+   * (the last two read the limiter's `keys` builders). A request is listed when the part's value
+   * equals one of the strings exactly.
+   */
+  readonly keys?: Readonly<Record<string, readonly string[]>> | undefined
+}
+
+const KEY_PART = /^(?:user|header:[A-Za-z0-9!#$%&'*+.^_`|~-]+|custom:[A-Za-z0-9_.-]+)$/
+
+function parseRange(entry: unknown, where: string): { address: string; prefix: number } {
+  if (typeof entry !== 'string') throw optionError(where, 'an IP address or CIDR range', entry)
+  const slash = entry.indexOf('/')
+  const address = slash < 0 ? entry : entry.slice(0, slash)
+  const family = isIP(address)
+  if (family === 0) {
+    throw optionError(where, "an IP address or CIDR range ('192.0.2.0/24', '2001:db8::/32')", entry)
+  }
+  const max = family === 4 ? 32 : 128
+  if (slash < 0) return { address, prefix: max }
+  const bits = entry.slice(slash + 1)
+  const prefix = /^\d{1,3}$/.test(bits) ? Number(bits) : NaN
+  if (!(prefix >= 0 && prefix <= max)) {
+    throw refusedOption(
+      where,
+      `prefix length must be a whole number from 0 to ${max}, got "${bits}"`,
+    )
+  }
+  return { address, prefix }
+}
+
+/**
+ * The address as node:net reads it: brackets, ports and zone ids gone, IPv4-mapped IPv6 as
+ * IPv4 (the same normalisation the `ip` key part uses, at full length).
+ */
+function canonicalAddress(
+  ip: string | undefined,
+): { address: string; family: 'ipv4' | 'ipv6' } | undefined {
+  const key = ipKey(ip, 128)
+  if (key === undefined || key.startsWith('?')) return undefined
+  if (key.endsWith('/128')) return { address: key.slice(0, -4), family: 'ipv6' }
+  return { address: key, family: 'ipv4' }
+}
+
+/** A compiled {@link AccessList}: answers whether a request's facts are on it. */
+export class CompiledAccessList {
+  private readonly blocks: BlockList | undefined
+  private readonly parts: ReadonlyArray<readonly [PartFn, ReadonlySet<string>]>
+
+  private constructor(
+    blocks: BlockList | undefined,
+    parts: Array<readonly [PartFn, ReadonlySet<string>]>,
+  ) {
+    this.blocks = blocks
+    this.parts = parts
+  }
+
+  /**
+   * Validate and compile a list given as an option, at startup.
+   *
+   * @param name - the option's name, for messages (`deny`)
+   * @param list - the list as given
+   * @param builders - the limiter's key builders
+   * @returns the compiled list, or undefined when none was given
+   * @throws OptionsError naming the bad entry; FloodgateError FG_ERR_KEY_BUILDER_UNKNOWN when a
+   * key part needs a builder that is not registered
+   */
+  static compile<Req>(
+    name: string,
+    list: unknown,
+    builders: KeyBuilders<Req>,
+  ): CompiledAccessList | undefined {
+    if (list === undefined) return undefined
+    checkObject(name, list)
+    const { ips, keys, ...rest } = list as AccessList
+    for (const k of Object.keys(rest)) {
+      throw refusedOption(`${name}.${k}`, 'unknown setting (known: ips, keys)')
+    }
+    let blocks: BlockList | undefined
+    if (ips !== undefined) {
+      if (!Array.isArray(ips))
+        throw optionError(`${name}.ips`, 'an array of addresses or CIDR ranges', ips)
+      blocks = new BlockList()
+      ips.forEach((entry: unknown, i) => {
+        const { address, prefix } = parseRange(entry, `${name}.ips[${i}]`)
+        const family = isIP(address) === 4 ? 'ipv4' : 'ipv6'
+        if ((family === 'ipv4' && prefix === 32) || (family === 'ipv6' && prefix === 128)) {
+          blocks!.addAddress(address, family)
+        } else {
+          blocks!.addSubnet(address, prefix, family)
+        }
+      })
+    }
+    const parts: Array<readonly [PartFn, ReadonlySet<string>]> = []
+    if (keys !== undefined) {
+      checkObject(`${name}.keys`, keys)
+      for (const [part, values] of Object.entries(keys)) {
+        const where = `${name}.keys["${part}"]`
+        if (!KEY_PART.test(part)) {
+          throw refusedOption(
+            where,
+            part === 'ip'
+              ? `addresses go in ${name}.ips`
+              : "expected a key part: 'user', 'header:<name>' or 'custom:<name>'",
+          )
+        }
+        if (!Array.isArray(values) || !values.every((v) => typeof v === 'string' && v !== '')) {
+          throw optionError(where, 'an array of non-empty strings', values)
+        }
+        parts.push([partFn(part as KeyPart, builders, 128, where), new Set(values as string[])])
+      }
+    }
+    return new CompiledAccessList(blocks, parts)
+  }
+
+  /**
+   * Whether the request is on the list.
+   *
+   * @param facts - the request's facts
+   * @returns true when its address falls in a listed range or a key part has a listed value
+   */
+  has(facts: RequestFacts): boolean {
+    if (this.blocks !== undefined) {
+      const a = canonicalAddress(facts.ip)
+      if (a !== undefined && this.blocks.check(a.address, a.family)) return true
+    }
+    for (const [fn, values] of this.parts) {
+      const v = fn(facts)
+      if (v !== undefined && values.has(v)) return true
+    }
+    return false
+  }
+}

@@ -1,0 +1,55 @@
+import type { AddressInfo } from 'node:net'
+import {
+  echoRateLimit,
+  type HarnessSetup,
+  type RunningApp,
+  type ScenarioRoute,
+} from '@floodgate/core/testing'
+import type { Limiter } from '@floodgate/core'
+import { rateLimit } from '@floodgate/express'
+import express, { type NextFunction, type Request, type Response } from 'express'
+import request from 'supertest'
+
+/** Builds the scenario app the Express way: heavy and exempt routes before the app-wide limiter. */
+export async function startExpress(setup: HarnessSetup): Promise<RunningApp> {
+  const app = express()
+  if (setup.trustProxy) app.set('trust proxy', true)
+  const limiter = setup.limiter as unknown as Limiter<Request>
+  const handler = (route: ScenarioRoute) => async (req: Request, res: Response) => {
+    await setup.enter(route)
+    if (route.fail) throw new Error('boom')
+    res.json(route.echo ? { ok: true, rateLimit: echoRateLimit(req.rateLimit) } : { ok: true })
+  }
+  const verb = (r: ScenarioRoute): 'get' | 'post' => (r.method === 'GET' ? 'get' : 'post')
+  for (const r of setup.routes) {
+    if (r.exempt) app[verb(r)](r.path, handler(r))
+    else if (r.cost !== undefined) {
+      app[verb(r)](r.path, rateLimit(limiter, { ...setup.options, cost: r.cost }), handler(r))
+    }
+  }
+  app.use(rateLimit(limiter, setup.options))
+  for (const r of setup.routes) {
+    if (!r.exempt && r.cost === undefined) app[verb(r)](r.path, handler(r))
+  }
+  app.use((_err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    res.status(500).json({ error: 'boom' })
+  })
+  const server = app.listen(0, '127.0.0.1')
+  await new Promise<void>((resolve) => server.once('listening', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async send(req) {
+      const agent = request(server)
+      const r = await (req.method === 'GET' ? agent.get(req.path) : agent.post(req.path)).set(
+        req.headers ?? {},
+      )
+      return { status: r.status, headers: r.headers, text: r.text }
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}
