@@ -48,6 +48,12 @@ export const E = {
   action: "'reject', 'queue' or 'drop'",
   status: '429 or 503',
   boolean: 'true or false',
+  count: "'all', 'failed' or 'successful'",
+  tiers: 'an object with by (a key part), values (tier name to limit) and optionally default',
+  tierBy: "'user', 'header:<name>' or 'custom:<name>' (the key part naming the tier)",
+  tierName: "a tier name of 1-64 letters, digits, '.', '_' or '-'",
+  tierValues: 'an object mapping tier names to { limit, window } (or { rate })',
+  tier: 'an object with limit and window, or rate, and optionally burst',
 } as const
 
 export const err = (error: string): { error: string } => ({ error })
@@ -227,15 +233,65 @@ function freezeMatch(m: {
   return Object.freeze(out)
 }
 
-function keyPart(value: string, ctx: Ctx, path: PropertyKey[]): KeyPart | undefined {
+function keyPart(
+  value: string,
+  ctx: Ctx,
+  path: PropertyKey[],
+  what: string = E.keyPart,
+): KeyPart | undefined {
   if (value === 'ip' || value === 'user') return value
   if (value.startsWith('header:')) {
     const name = value.slice(7)
     if (HEADER_NAME.test(name)) return `header:${name.toLowerCase()}`
   } else if (CUSTOM_KEY.test(value)) return value as `custom:${string}`
-  expected(ctx, E.keyPart, value, path)
+  expected(ctx, what, value, path)
   return undefined
 }
+
+/** Most tiers one rule may have. */
+export const MAX_TIERS = 32
+// Like ID, but never `__proto__`: an object key of that name would be lost, not reported.
+const TIER_NAME = /^(?!__proto__$)[A-Za-z0-9._-]{1,64}$/
+
+export const tierObject = z.strictObject(
+  {
+    limit: positiveInt.optional(),
+    window: duration.optional(),
+    rate: rate.optional(),
+    burst: positiveInt.optional(),
+  },
+  err(E.tier),
+)
+
+/** A tier as written; completed (window, burst) by the rule schema, which knows the rule. */
+export type TierInput = z.output<typeof tierObject>
+
+export const tiers = z.strictObject(
+  {
+    by: z.string(err(E.tierBy)).transform((value, ctx): Exclude<KeyPart, 'ip'> => {
+      const part = value === 'ip' ? undefined : keyPart(value, ctx, [], E.tierBy)
+      if (part === undefined || part === 'ip') {
+        if (value === 'ip') expected(ctx, E.tierBy, value)
+        return z.NEVER
+      }
+      return part
+    }),
+    values: z.preprocess(
+      (value, ctx) => {
+        // A JSON key `__proto__` would be dropped by the record, not reported: refuse it here.
+        if (typeof value === 'object' && value !== null && Object.hasOwn(value, '__proto__')) {
+          expected(ctx, E.tierName, '__proto__', ['__proto__'])
+        }
+        return value
+      },
+      z.record(z.string().regex(TIER_NAME, err(E.tierName)), tierObject, err(E.tierValues)),
+    ),
+    default: z.string(err(E.tierName)).optional(),
+  },
+  err(E.tiers),
+)
+
+export const count = z.enum(['all', 'failed', 'successful'], err(E.count))
 
 export const key = list(z.string(err(E.keyPart)), E.key).transform(
   (value, ctx): readonly KeyPart[] => {

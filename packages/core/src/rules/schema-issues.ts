@@ -21,7 +21,11 @@ const RULE_FIELDS = [
   'cost',
   'onLimit',
   'shadow',
+  'count',
+  'tiers',
 ]
+const TIERS_FIELDS = ['by', 'values', 'default']
+const TIER_FIELDS = ['limit', 'window', 'rate', 'burst']
 const MATCH_FIELDS = ['methods', 'paths', 'headers', 'hosts']
 const ON_LIMIT_FIELDS = ['action', 'status', 'maxWait', 'maxQueue']
 
@@ -64,6 +68,8 @@ function distance(a: string, b: string): number {
 function knownFields(path: readonly PropertyKey[], input: Record<string, unknown>): string[] {
   const last = path[path.length - 1]
   if (last === 'match') return MATCH_FIELDS
+  if (last === 'tiers') return TIERS_FIELDS
+  if (path[path.length - 2] === 'values' && path[path.length - 3] === 'tiers') return TIER_FIELDS
   if (last === 'onLimit') {
     const action = input.action
     if (action === 'reject') return ['action', 'status']
@@ -93,6 +99,11 @@ function collectIssues(
           `${formatPath(prefix, [...path, k])}: expected a known field (${hint}), got ${formatValue(value)}`,
         )
       }
+    } else if (issue.code === 'invalid_key') {
+      // A record key that failed its own check (a tier name): say what the key should be.
+      const inner = issue.issues[0]
+      const what = inner?.message ?? 'a valid name'
+      out.push(`${formatPath(prefix, path)}: expected ${what}, got ${formatValue(path.at(-1))}`)
     } else if (
       issue.code === 'invalid_union' &&
       issue.errors.length === 0 &&

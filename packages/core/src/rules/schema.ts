@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { AlgorithmName } from '../algorithms/algorithm.js'
 import { RulesValidationError } from '../errors.js'
-import type { FallbackKey, KeyPart, Rule, RuleMatch } from './rule.js'
+import type { FallbackKey, KeyPart, Rule, RuleMatch, RuleTier, RuleTiers } from './rule.js'
 import {
   ALGORITHM_NAMES,
   BUCKET_ALGORITHMS,
@@ -11,6 +11,8 @@ import {
 import {
   E,
   ID,
+  MAX_TIERS,
+  count,
   duration,
   err,
   expected,
@@ -20,6 +22,8 @@ import {
   positiveInt,
   REJECT_429,
   rate,
+  tiers,
+  type TierInput,
 } from './schema-fields.js'
 import { toMessages } from './schema-issues.js'
 
@@ -50,9 +54,100 @@ const ruleObject = z.strictObject(
       .optional(),
     onLimit: onLimit.optional(),
     shadow: z.boolean(err(E.boolean)).optional(),
+    count: count.optional(),
+    tiers: tiers.optional(),
   },
   err(E.rule),
 )
+
+type Ctx = z.core.$RefinementCtx
+
+interface Capacity {
+  readonly algorithm: AlgorithmName
+  readonly cost: number
+}
+
+/** Checks a limit and capacity against the algorithm; adds an issue at `path` for each problem. */
+function checkCapacity(
+  ctx: Ctx,
+  c: Capacity,
+  limit: number,
+  burst: number,
+  at: { limit: PropertyKey[]; cost: PropertyKey[] },
+): void {
+  if (c.algorithm === 'sliding-window-log' && limit > MAX_SLIDING_LOG_LIMIT) {
+    expected(
+      ctx,
+      `a limit of at most ${MAX_SLIDING_LOG_LIMIT} for sliding-window-log, which stores a timestamp per request (sliding-window-counter scales to any limit)`,
+      limit,
+      at.limit,
+    )
+  }
+  if (c.cost > burst) {
+    expected(
+      ctx,
+      `a cost of at most the rule's capacity (${burst}); a dearer request could never pass`,
+      c.cost,
+      at.cost,
+    )
+  }
+}
+
+/** One tier completed: its window defaults to the rule's, its burst to its limit. */
+function resolveTier(
+  ctx: Ctx,
+  name: string,
+  t: TierInput,
+  rule: Capacity & { readonly windowMs: number | undefined },
+): RuleTier | undefined {
+  const at = ['tiers', 'values', name]
+  const concurrency = rule.algorithm === 'concurrency'
+  let limit = t.limit
+  let windowMs = t.window ?? rule.windowMs
+  if (t.rate !== undefined) {
+    if (t.limit !== undefined || t.window !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'either rate, or limit and window, not both',
+        input: t.rate.text,
+        path: [...at, 'rate'],
+      })
+      return undefined
+    }
+    limit = t.rate.limit
+    windowMs = t.rate.windowMs
+  }
+  if (concurrency && (t.window !== undefined || t.rate !== undefined)) {
+    expected(
+      ctx,
+      "no window for algorithm 'concurrency' (set limit: the requests in flight)",
+      t.window ?? t.rate?.text,
+      [...at, t.rate !== undefined ? 'rate' : 'window'],
+    )
+    return undefined
+  }
+  if (limit === undefined) {
+    expected(ctx, E.posInt, undefined, [...at, 'limit'])
+    return undefined
+  }
+  if (windowMs === undefined && !concurrency) {
+    expected(ctx, `${E.duration} (the tier's, or the rule's window)`, undefined, [...at, 'window'])
+    return undefined
+  }
+  const bucket = BUCKET_ALGORITHMS.has(rule.algorithm)
+  if (t.burst !== undefined && !bucket) {
+    expected(
+      ctx,
+      `no burst for algorithm '${rule.algorithm}' (only token-bucket, gcra and leaky-bucket have one)`,
+      t.burst,
+      [...at, 'burst'],
+    )
+    return undefined
+  }
+  const burst = bucket ? (t.burst ?? limit) : limit
+  checkCapacity(ctx, rule, limit, burst, { limit: [...at, 'limit'], cost: ['cost'] })
+  return Object.freeze({ limit, windowMs: windowMs ?? 0, burst })
+}
 
 /**
  * The schema of one rule: plain data (JSON or YAML) in, a normalised {@link Rule} out, with
@@ -84,9 +179,59 @@ export const ruleSchema = ruleObject.transform((v, ctx): Rule => {
     limit = v.rate.limit
     windowMs = v.rate.windowMs
   }
-  if (limit === undefined) expected(ctx, E.posInt, undefined, ['limit'])
+  const cost = v.cost ?? 1
+  let ruleTiers: RuleTiers | undefined
+  let defaultTier: RuleTier | undefined
+  if (v.tiers !== undefined) {
+    const t = v.tiers
+    const names = Object.keys(t.values)
+    if (names.length === 0 || names.length > MAX_TIERS) {
+      expected(ctx, `from 1 to ${MAX_TIERS} tiers`, t.values, ['tiers', 'values'])
+    }
+    const values: Record<string, RuleTier> = Object.create(null) as Record<string, RuleTier>
+    let ok = true
+    for (const name of names) {
+      const tier = resolveTier(ctx, name, t.values[name]!, { algorithm, cost, windowMs })
+      if (tier) values[name] = tier
+      else ok = false
+    }
+    if (t.default !== undefined) {
+      if (!Object.hasOwn(t.values, t.default)) {
+        expected(ctx, `the name of a tier in values (${names.join(', ')})`, t.default, [
+          'tiers',
+          'default',
+        ])
+        ok = false
+      } else if (v.limit !== undefined || v.rate !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            "either tiers.default, or a limit of the rule's own for requests without a known tier, not both",
+          path: [v.limit !== undefined ? 'limit' : 'rate'],
+          params: { raw: true },
+        })
+      }
+      defaultTier = values[t.default]
+    }
+    if (ok) {
+      ruleTiers = Object.freeze({ by: t.by, values: Object.freeze(values), default: t.default })
+    }
+  }
+  if (defaultTier !== undefined) {
+    limit = defaultTier.limit
+    windowMs = defaultTier.windowMs
+  }
+  if (limit === undefined && v.tiers === undefined) expected(ctx, E.posInt, undefined, ['limit'])
+  else if (limit === undefined && v.tiers?.default === undefined) {
+    expected(
+      ctx,
+      `${E.posInt} for requests without a known tier (or name one with tiers.default)`,
+      undefined,
+      ['limit'],
+    )
+  }
   // A concurrency rule counts requests in flight; it has no window.
-  if (windowMs === undefined && algorithm !== 'concurrency') {
+  if (windowMs === undefined && algorithm !== 'concurrency' && v.tiers?.default === undefined) {
     expected(ctx, E.duration, undefined, ['window'])
   }
   const bucket = BUCKET_ALGORITHMS.has(algorithm)
@@ -98,22 +243,28 @@ export const ruleSchema = ruleObject.transform((v, ctx): Rule => {
       ['burst'],
     )
   }
-  if (algorithm === 'sliding-window-log' && limit !== undefined && limit > MAX_SLIDING_LOG_LIMIT) {
+  if (defaultTier !== undefined && v.burst !== undefined) {
     expected(
       ctx,
-      `a limit of at most ${MAX_SLIDING_LOG_LIMIT} for sliding-window-log, which stores a timestamp per request (sliding-window-counter scales to any limit)`,
-      limit,
-      [v.rate !== undefined ? 'rate' : 'limit'],
+      "no burst of the rule's own when tiers.default names the tier (give the tier a burst)",
+      v.burst,
+      ['burst'],
     )
   }
-  const burst = bucket ? (v.burst ?? limit ?? 1) : (limit ?? 1)
-  const cost = v.cost ?? 1
-  if (cost > burst) {
+  const burst = defaultTier?.burst ?? (bucket ? (v.burst ?? limit ?? 1) : (limit ?? 1))
+  if (defaultTier === undefined && limit !== undefined) {
+    checkCapacity(ctx, { algorithm, cost }, limit, burst, {
+      limit: [v.rate !== undefined ? 'rate' : 'limit'],
+      cost: ['cost'],
+    })
+  }
+  const countMode = v.count ?? 'all'
+  if (countMode !== 'all' && algorithm === 'concurrency') {
     expected(
       ctx,
-      `a cost of at most the rule's capacity (${burst}); a dearer request could never pass`,
-      cost,
-      ['cost'],
+      "'all' for algorithm 'concurrency' (a slot is given back when the request ends, whatever its outcome)",
+      countMode,
+      ['count'],
     )
   }
   const over = v.onLimit ?? REJECT_429
@@ -138,6 +289,8 @@ export const ruleSchema = ruleObject.transform((v, ctx): Rule => {
     cost,
     onLimit: over,
     shadow: v.shadow ?? false,
+    count: countMode,
+    ...(ruleTiers === undefined ? {} : { tiers: ruleTiers }),
   })
 })
 
