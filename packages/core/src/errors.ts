@@ -25,6 +25,10 @@ export const errorCodes = {
   FG_WRN_FASTIFY_TRUST_PROXY_COUNT:
     'Fastify 5 trusts no proxy when trustProxy is a number: every client behind the proxy shares one IP',
   FG_WRN_OPTION_UNKNOWN: 'an unknown option was ignored',
+  FG_WRN_LIMIT_INVALID:
+    "a limit function threw, timed out or answered something that is not a limit; the rule's own limit applied",
+  FG_WRN_OUTCOME_INVALID:
+    'requestWasSuccessful threw or answered something other than a boolean; the request counted as failed',
 } as const
 
 /** A Floodgate error or warning code. */

@@ -5,7 +5,14 @@ import { FloodgateError } from './errors.js'
 import { addCounts, zeroCounts, type CountersSnapshot } from './limiter-counters.js'
 import { DeadlineWatchdog, withinDeadline } from './limiter-deadline.js'
 import { FAILED_OPEN, NO_RULES, judge, validResults } from './limiter-decide.js'
-import { describeAnswer, fillEntries, isCost, refundOf, type Entry } from './limiter-entry.js'
+import {
+  describeAnswer,
+  fillEntries,
+  isCost,
+  refundOf,
+  type Entry,
+  type PendingPick,
+} from './limiter-entry.js'
 import { FAIL_OPEN_MESSAGES, FailOpenLog, type FailOpenCode } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
 import { RuleRegistry } from './limiter-rules.js'
@@ -26,7 +33,7 @@ import { parseRules, type RuleInput } from './rules/schema.js'
 import type { RulesSource } from './rules/sources/rules-source.js'
 import { MemoryStore } from './stores/memory-store.js'
 import type { Store } from './stores/store.js'
-import type { Limiter, LimiterOptions } from './limiter-types.js'
+import type { Limiter, LimiterOptions, RequestOutcome } from './limiter-types.js'
 
 export type { Limiter, LimiterOptions } from './limiter-types.js'
 
@@ -37,6 +44,27 @@ function isRulesSource(x: unknown): x is RulesSource {
     typeof (x as RulesSource).start === 'function' &&
     typeof (x as RulesSource).stop === 'function'
   )
+}
+
+/**
+ * A limit function for a rule id no static rule has is most likely a typo; it is kept (route
+ * rules compiled later may have the id) but said once.
+ */
+function warnUnknownLimits(
+  limits: Readonly<Record<string, unknown>> | undefined,
+  rules: readonly Rule[],
+  logger: Logger,
+): void {
+  if (!limits) return
+  const ids = new Set(rules.map((r) => r.id))
+  for (const id of Object.keys(limits)) {
+    if (!ids.has(id)) {
+      logger.warn(
+        { code: 'FG_WRN_LIMIT_INVALID', rule: id },
+        `limits.${id}: no rule has this id; the function is used only if a rule with it comes later`,
+      )
+    }
+  }
 }
 
 function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
@@ -99,13 +127,23 @@ class LimiterEngine<Req> implements Limiter<Req> {
     this.logger = scopeLogger(o.logger)
     this.onDecision = checkFunction('onDecision', o.onDecision)
     checkFunctionMap('keys', o.keys)
+    checkFunctionMap('limits', o.limits)
     const rules: unknown = o.rules
     if (rules !== undefined && !Array.isArray(rules) && !isRulesSource(rules)) {
       throw optionError('rules', 'an array of rules or a RulesSource', rules)
     }
-    this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet)
-    this.holdings = new Holdings(this.store, this.clock, this.logger)
     this.failOpenLog = new FailOpenLog(this.logger, this.clock, failOpenLogIntervalMs)
+    const limitLog = new FailOpenLog(this.logger, this.clock, failOpenLogIntervalMs)
+    this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet, {
+      functions: o.limits ?? {},
+      timeoutMs: this.timeoutMs,
+      problem: (reason, fields) =>
+        limitLog.warn(
+          { code: 'FG_WRN_LIMIT_INVALID', ...fields },
+          `${reason}; the rule's own limit applied`,
+        ),
+    })
+    this.holdings = new Holdings(this.store, this.clock, this.logger)
     if (isRulesSource(rules)) {
       this.source = rules
       this.ready = rules.start(
@@ -118,7 +156,11 @@ class LimiterEngine<Req> implements Limiter<Req> {
       )
     } else {
       this.source = undefined
-      if (rules !== undefined) this.registry.install(parseRules(rules))
+      if (rules !== undefined) {
+        const parsed = parseRules(rules)
+        this.registry.install(parsed)
+        warnUnknownLimits(o.limits, parsed, this.logger)
+      }
       this.ready = Promise.resolve()
     }
   }
@@ -178,14 +220,39 @@ class LimiterEngine<Req> implements Limiter<Req> {
     // A synchronous store keeps nothing past its call: reuse the entry objects.
     const reuse = this.store.synchronous === true && !this.busy
     const entries: Entry[] = reuse ? this.scratch : []
+    const pending: PendingPick[] = []
     let n: number
     try {
-      n = fillEntries(entries, rts, facts, routeCost, reuse, this.holdings)
+      n = fillEntries(entries, rts, facts, routeCost, reuse, this.holdings, pending)
     } catch (err) {
       return this.failOpen(err, [], facts, 'FG_WRN_CHECK_FAILED_OPEN')
     }
     if (n === 0) return this.report(NO_RULES, facts)
     if (entries.length !== n) entries.length = n
+    if (pending.length > 0) {
+      // A limit function answers later: the scratch entries may serve other requests meanwhile.
+      const own = reuse ? entries.map((e) => ({ ...e })) : entries
+      // Picks never reject: a failed or late answer is the rule's own limit.
+      return Promise.all(
+        pending.map((p) =>
+          p.pick.then((rule) => {
+            own[p.index]!.rule = rule
+          }),
+        ),
+      )
+        .then(() => this.consumeEntries(own, facts, false))
+        .catch((err: unknown) => this.failOpen(err, own, facts, 'FG_WRN_CHECK_FAILED_OPEN'))
+    }
+    return this.consumeEntries(entries, facts, reuse)
+  }
+
+  /** Ask the store about entries whose limits are chosen, and decide. */
+  private consumeEntries(
+    entries: Entry[],
+    facts: RequestFacts<Req>,
+    reuse: boolean,
+  ): Decision | Promise<Decision> {
+    const n = entries.length
     for (let i = 0; i < n; i++) {
       const cost = entries[i]!.cost
       if (!isCost(cost)) {
@@ -287,8 +354,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
 
   // ---- after the decision -------------------------------------------------------------
 
-  release(decision: Decision): void {
-    this.holdings.release(decision)
+  release(decision: Decision, outcome?: RequestOutcome): void {
+    this.holdings.release(decision, outcome)
   }
 
   waitInQueue(decision: Decision, signal?: AbortSignal): Promise<boolean> {

@@ -1,7 +1,8 @@
 import { checkBoolean, checkFunction, checkLogger, optionError } from '../options/checks.js'
 import type { Logger } from '../logger.js'
 import type { Decision } from '../decision.js'
-import type { LimiterOptions } from '../limiter-types.js'
+import type { LimiterOptions, RequestOutcome } from '../limiter-types.js'
+import type { ServerResponse } from 'node:http'
 
 /**
  * Which rate-limit headers an adapter writes: `true` means `'ietf'` (`RateLimit-Policy` and
@@ -76,6 +77,17 @@ export interface AdapterOptions<Req> extends AdapterLimiterOptions<Req> {
    */
   readonly cost?: RouteCost<Req> | undefined
   /**
+   * Whether a finished response counts as a success, for rules with `count: 'failed'` (only
+   * failures stay counted: failed logins) or `count: 'successful'`. Called when the response
+   * has finished; a response that did not finish (the client went away) is a failure. A
+   * function that throws or answers something other than a boolean counts the request as
+   * failed and logs `FG_WRN_OUTCOME_INVALID` once.
+   * @default (req, res) => res.statusCode < 400
+   * @example
+   * requestWasSuccessful: (req, res) => res.statusCode !== 401
+   */
+  readonly requestWasSuccessful?: ((req: Req, res: ServerResponse) => boolean) | undefined
+  /**
    * Where adapter warnings go (a double mount, a bad cost function). A limiter built from rules
    * logs here too.
    * @default a silent logger (Fastify: `fastify.log`)
@@ -91,6 +103,7 @@ export const ADAPTER_OPTION_KEYS: readonly string[] = [
   'cost',
   'logger',
   'onLimited',
+  'requestWasSuccessful',
 ]
 
 /** Options a limiter is built from; refused next to a shared Limiter. */
@@ -102,6 +115,7 @@ export const LIMITER_OPTION_KEYS: readonly string[] = [
   'timeoutMs',
   'onDecision',
   'failOpenLogIntervalMs',
+  'limits',
 ]
 
 /** Adapter options after validation; internal to adapters. */
@@ -111,6 +125,13 @@ export interface ResolvedAdapterOptions<Req> {
   readonly shadowHeader: boolean
   readonly cost: RouteCost<Req> | undefined
   readonly formatOptions: { readonly draft: 'ietf' | 'legacy' | 'both' } | undefined
+  /** The app's `requestWasSuccessful`, as given. */
+  readonly requestWasSuccessful: ((req: Req, res: ServerResponse) => boolean) | undefined
+  /**
+   * How a finished response ended, for rules that count by outcome; never throws. Set by
+   * `prepareMount` from `requestWasSuccessful`.
+   */
+  readonly outcomeOf?: ((req: Req | undefined, res: ServerResponse) => RequestOutcome) | undefined
 }
 
 /**
@@ -171,6 +192,10 @@ export function validateAdapterOptions<Req>(
   checkBoolean('options.shadowHeader', shadowHeader, false)
   const onLimited = (options as Record<string, unknown>)['onLimited']
   checkFunction('options.onLimited', onLimited)
+  const requestWasSuccessful = checkFunction(
+    'options.requestWasSuccessful',
+    options.requestWasSuccessful,
+  )
   const draft = headers === true ? 'ietf' : headers === false ? undefined : headers
   return {
     skip,
@@ -178,5 +203,6 @@ export function validateAdapterOptions<Req>(
     formatOptions: draft === undefined ? undefined : { draft },
     shadowHeader,
     cost: validateCost<Req>(cost, 'options.cost'),
+    requestWasSuccessful,
   }
 }
