@@ -144,15 +144,13 @@ describe('counting by outcome against a reference model', () => {
   it('N requests with arbitrary outcomes, in any order, leave exactly the counted units charged', () => {
     fc.assert(
       fc.property(
-        fc.constantFrom('all', 'failed', 'successful') as fc.Arbitrary<
-          'all' | 'failed' | 'successful'
-        >,
-        fc.constantFrom(
+        fc.constantFrom<'all' | 'failed' | 'successful'>('all', 'failed', 'successful'),
+        fc.constantFrom<'fixed-window' | 'sliding-window-log' | 'token-bucket' | 'gcra'>(
           'fixed-window',
           'sliding-window-log',
           'token-bucket',
           'gcra',
-        ) as fc.Arbitrary<'fixed-window' | 'sliding-window-log' | 'token-bucket' | 'gcra'>,
+        ),
         fc.integer({ min: 1, max: 8 }),
         fc.array(step, { maxLength: 60 }),
         (count, algorithm, limit, steps) => {

@@ -1,4 +1,5 @@
 import { durationMs } from './duration.js'
+import { describeValue } from './options/checks.js'
 import { compileKeyPart, type KeyBuilders, type KeyFn } from './keys/build-key.js'
 import type { RequestFacts } from './request-facts.js'
 import { BUCKET_ALGORITHMS } from './rules/algorithm-catalog.js'
@@ -105,7 +106,7 @@ function readAnswer(base: CompiledRule, answer: unknown): RuleTier | undefined |
     if (!bucket || typeof burst !== 'number' || !Number.isSafeInteger(burst) || burst <= 0)
       return undefined
   }
-  const capacity = bucket ? ((burst as number | undefined) ?? limit) : limit
+  const capacity = bucket ? (burst ?? limit) : limit
   // A capacity below the rule's cost could never admit a request.
   if (capacity < rule.cost) return undefined
   return { limit, windowMs, burst: capacity }
@@ -135,7 +136,7 @@ export function functionPick<Req>(
     if (limits === undefined) {
       problem('the limit function answered something that is not a limit', {
         rule: id,
-        answer: typeof answer === 'object' ? JSON.stringify(answer) : String(answer),
+        answer: describeValue(answer),
       })
       return base
     }

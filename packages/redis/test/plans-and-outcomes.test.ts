@@ -45,7 +45,7 @@ function recording(store: RedisStore): Store & { readonly refunds: string[][] } 
 describe.skipIf(!available)('per-plan limits and counting by outcome on RedisStore', () => {
   let admin: Redis
   let store: RedisStore
-  let now = 1_700_000_000_000
+  const now = 1_700_000_000_000
 
   beforeAll(async () => {
     admin = new Redis(REDIS_URL)
@@ -96,7 +96,8 @@ describe.skipIf(!available)('per-plan limits and counting by outcome on RedisSto
     const { admitted } = limiterOf({
       rules: [{ id: 'redis-fn', limit: 1, window: '1m', algorithm: 'gcra' }],
       limits: {
-        'redis-fn': async (req) => (req.plan === 'pro' ? { limit: 4, burst: 4 } : undefined),
+        'redis-fn': (req) =>
+          Promise.resolve(req.plan === 'pro' ? { limit: 4, burst: 4 } : undefined),
       },
     })
     expect(await admitted('pro', 6)).toBe(4)
@@ -124,7 +125,7 @@ describe.skipIf(!available)('per-plan limits and counting by outcome on RedisSto
     let run = 0
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom('failed', 'successful') as fc.Arbitrary<'failed' | 'successful'>,
+        fc.constantFrom<'failed' | 'successful'>('failed', 'successful'),
         fc.array(fc.constantFrom<RequestOutcome>('succeeded', 'failed'), { maxLength: 12 }),
         async (count, outcomes) => {
           const limit = 6

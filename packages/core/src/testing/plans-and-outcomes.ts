@@ -9,7 +9,7 @@ import type { ConsumeEntry, RefundEntry, Store } from '../stores/store.js'
 
 /** Adapter options the plan and outcome cases set. */
 export interface OutcomeServeOptions {
-  readonly requestWasSuccessful?: ((req: never, res: ServerResponse) => boolean) | undefined
+  readonly requestWasSuccessful?: ((req: unknown, res: ServerResponse) => boolean) | undefined
 }
 
 /**
