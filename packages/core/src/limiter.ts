@@ -99,6 +99,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private readonly failOpenLog: FailOpenLog
   private readonly total = zeroCounts()
   private readonly scratch: Entry[] = []
+  /** Limits still being chosen, filled and emptied within one check (no array per request). */
+  private readonly pendingScratch: PendingPick[] = []
   private busy = false
   /** Set when the store settles every call within our `timeoutMs` itself (`settlesWithinMs`). */
   private readonly watchdog: DeadlineWatchdog | undefined
@@ -220,7 +222,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
     // A synchronous store keeps nothing past its call: reuse the entry objects.
     const reuse = this.store.synchronous === true && !this.busy
     const entries: Entry[] = reuse ? this.scratch : []
-    const pending: PendingPick[] = []
+    const pending = this.pendingScratch
+    pending.length = 0
     let n: number
     try {
       n = fillEntries(entries, rts, facts, routeCost, reuse, this.holdings, pending)
@@ -232,9 +235,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
     if (pending.length > 0) {
       // A limit function answers later: the scratch entries may serve other requests meanwhile.
       const own = reuse ? entries.map((e) => ({ ...e })) : entries
+      const waits = pending.splice(0)
       // Picks never reject: a failed or late answer is the rule's own limit.
       return Promise.all(
-        pending.map((p) =>
+        waits.map((p) =>
           p.pick.then((rule) => {
             own[p.index]!.rule = rule
           }),
