@@ -61,4 +61,7 @@ export default defineConfig({
   // (OptionsError) or a WeakMap is the same object whichever subpath imported it.
   splitting: true,
   treeshake: false,
+  // `import.meta.url` in the CommonJS bundles (a syntax error there otherwise), `__dirname` in
+  // the ES module ones: injected only into bundles that use them.
+  shims: true,
 })

@@ -1,5 +1,5 @@
 // `pnpm bench`: every benchmark, one after the other, each in its own process so one cannot
-// warm or pollute the heap of the next. BENCH_ONLY=core,http,http-instructions,redis,synced-admission picks some.
+// warm or pollute the heap of the next. BENCH_ONLY=core,http,http-instructions,redis,synced-admission,footprint picks some.
 import { spawnSync } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
@@ -19,6 +19,11 @@ const parts = [
     'synced-admission',
     'redis/synced-admission.mjs',
     'Redis: SyncedStore over-admission vs one shared bucket',
+  ],
+  [
+    'footprint',
+    'footprint/run.mjs',
+    'Footprint: node_modules added and cold import time, each adapter vs express-rate-limit',
   ],
 ]
 const onPath = (cmd) =>

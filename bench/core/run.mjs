@@ -2,7 +2,7 @@
 // in-memory stores, in one run: interleaved rounds, medians. Then heap bytes per key.
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { checkContenders, storeContenders } from './contenders.mjs'
+import { checkContenders, plainBucket, storeContenders } from './contenders.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 400)
@@ -42,27 +42,35 @@ async function table(title, keys, contenders) {
     for (const { c, op } of ops) rates.get(c.name).push(await measure(op, c.sync, keys))
   }
   const rows = contenders.map((c) => ({ name: c.name, perSec: median(rates.get(c.name)) }))
-  return { title, rows }
+  // Each round's rate over the plain bucket's in the same round: steadier on a shared machine.
+  const plainRates = rates.get(plainBucket.name)
+  const paired = new Map(
+    contenders.map((c) => [c.name, rates.get(c.name).map((x, r) => x / plainRates[r])]),
+  )
+  return { title, rows, paired }
 }
 
-function print({ title, rows }, baselineName) {
-  const peers = rows.filter((r) => !r.name.startsWith('floodgate'))
+function print({ title, rows, paired }) {
+  const peers = rows.filter((r) => !r.name.startsWith('floodgate') && r.name !== plainBucket.name)
   const best = Math.max(...peers.map((r) => r.perSec))
+  const plain = rows.find((r) => r.name === plainBucket.name).perSec
   console.log(`\n### ${title}\n`)
-  console.log('| contender | decisions/s | vs best peer |')
-  console.log('| --- | ---: | ---: |')
+  console.log(
+    '| contender | decisions/s | vs best peer | vs plain bucket | paired vs plain (range) |',
+  )
+  console.log('| --- | ---: | ---: | ---: | ---: |')
   for (const r of rows) {
+    const p = paired.get(r.name)
     console.log(
-      `| ${r.name} | ${(r.perSec / 1e6).toFixed(2)} M | ${(r.perSec / best).toFixed(2)}x |`,
+      `| ${r.name} | ${(r.perSec / 1e6).toFixed(2)} M | ${(r.perSec / best).toFixed(2)}x | ${(r.perSec / plain).toFixed(2)}x | ${median(p).toFixed(2)}x (${Math.min(...p).toFixed(2)}-${Math.max(...p).toFixed(2)}) |`,
     )
   }
-  void baselineName
 }
 
 console.log(
   `# Core decisions per second (Node ${process.version}, ${ROUNDS} rounds of ${ROUND_MS} ms, median)`,
 )
-const all = [...storeContenders, ...checkContenders]
+const all = [...storeContenders, plainBucket, ...checkContenders]
 print(await table('One hot key', ['10.0.0.1'], all))
 print(await table('100k keys, round robin', ipKeys(100_000), all))
 

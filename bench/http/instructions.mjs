@@ -23,7 +23,8 @@
 // Env: BENCH_FRAMEWORKS (express,fastify,koa), BENCH_REQUESTS (4000), BENCH_WARMUP (8000, in 4
 // runs), BENCH_REPEATS (1; with more, fresh processes each, and the table gives the median, min
 // and max), BENCH_JOBS (2 servers under valgrind at once; it changes the wall time, not the
-// counts), BENCH_VARIANTS (all; e.g. `floodgate,peer:reject`; bare always runs),
+// counts), BENCH_VARIANTS (all; e.g. `floodgate,peer:reject`; bare always runs; the SyncedStore and
+// RedisStore rows, Fastify only, need the Redis at REDIS_URL), BENCH_TIMEOUT (60 s per request),
 // BENCH_NODE_FLAGS (replaces the node flags above, for experiments).
 import { execFileSync, fork, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -31,7 +32,7 @@ import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
-import { VARIANTS as ALL_VARIANTS, variantName } from './variants.mjs'
+import { variantName, variantsFor } from './variants.mjs'
 import { ensureBuilt } from '../ensure-built.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -43,6 +44,9 @@ const REPEATS = Number(process.env.BENCH_REPEATS ?? 1)
 const JOBS = Number(process.env.BENCH_JOBS ?? 2)
 const CONNECTIONS = 10
 const WARMUP_RUNS = 4
+// Seconds autocannon waits for a response. A server under callgrind on a busy machine can be
+// slower than autocannon's default of 10; a timeout fails the run, a longer wait changes no count.
+const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT ?? 60)
 const NODE_FLAGS = (
   process.env.BENCH_NODE_FLAGS ??
   '--single-threaded-gc --min-semi-space-size=16 --max-semi-space-size=16'
@@ -50,9 +54,8 @@ const NODE_FLAGS = (
   .split(' ')
   .filter(Boolean)
 const ONLY = process.env.BENCH_VARIANTS?.split(',')
-const VARIANTS = ALL_VARIANTS.filter(
-  ([v, m], i) => i === 0 || !ONLY || ONLY.includes(v) || ONLY.includes(`${v}:${m}`),
-)
+const picked = ([v, m], i) => i === 0 || !ONLY || ONLY.includes(v) || ONLY.includes(`${v}:${m}`)
+const variantsOf = (framework) => variantsFor(framework).filter(picked)
 
 const version = (cmd, args) => {
   const r = spawnSync(cmd, args, { encoding: 'utf8' })
@@ -66,7 +69,7 @@ if (!valgrind || version('callgrind_control', ['--version']) === undefined) {
   process.exit(1)
 }
 
-ensureBuilt(['core', 'express', 'fastify', 'koa'])
+ensureBuilt(['core', 'express', 'fastify', 'koa', 'redis'])
 
 // The commit, and whether the packages' sources differ from it: dist may have been rebuilt from
 // uncommitted changes.
@@ -119,7 +122,12 @@ function start(name, framework, variant, mode) {
 const log = (out) => (existsSync(`${out}.log`) ? readFileSync(`${out}.log`, 'utf8') : '')
 
 async function load(name, port, amount, expected) {
-  const r = await autocannon({ url: `http://127.0.0.1:${port}/`, connections: CONNECTIONS, amount })
+  const r = await autocannon({
+    url: `http://127.0.0.1:${port}/`,
+    connections: CONNECTIONS,
+    amount,
+    timeout: TIMEOUT_S,
+  })
   const codes = Object.fromEntries(
     Object.entries(r.statusCodeStats).map(([code, { count }]) => [code, count]),
   )
@@ -166,7 +174,7 @@ const k = (x) => (x / 1000).toFixed(1)
 const started = Date.now()
 const jobs = []
 for (const framework of FRAMEWORKS) {
-  for (const [variant, mode] of VARIANTS) {
+  for (const [variant, mode] of variantsOf(framework)) {
     for (let repeat = 0; repeat < REPEATS; repeat++) jobs.push({ framework, variant, mode, repeat })
   }
 }
@@ -199,7 +207,7 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
 }
 for (const framework of FRAMEWORKS) {
-  const rows = VARIANTS.map(([variant, mode]) => {
+  const rows = variantsOf(framework).map(([variant, mode]) => {
     const xs = jobs
       .filter((j) => j.framework === framework && j.variant === variant && j.mode === mode)
       .map((j) => j.perResponse)

@@ -9,12 +9,14 @@
 // responses). CPU per response is the headline number: on a 2-core machine the load generator
 // competes with the server, so throughput is noisy, and at a fixed rate every variant sees the
 // same arrival pattern (the same wake-ups, the same batching).
-// Env: BENCH_ROUNDS (5), BENCH_SECONDS (2), BENCH_CONNECTIONS (10), BENCH_FRAMEWORKS (all).
+// Env: BENCH_ROUNDS (5), BENCH_SECONDS (2), BENCH_CONNECTIONS (10), BENCH_FRAMEWORKS (all),
+// BENCH_VARIANTS (all; e.g. `floodgate,synced,peer:reject`; bare always runs). The SyncedStore and
+// RedisStore rows (Fastify) use the Redis at REDIS_URL (default redis://127.0.0.1:6379).
 import { fork } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
-import { VARIANTS, variantName } from './variants.mjs'
+import { variantName, variantsFor } from './variants.mjs'
 import { ensureBuilt } from '../ensure-built.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -22,8 +24,10 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
 const FRAMEWORKS = (process.env.BENCH_FRAMEWORKS ?? 'express,fastify,koa').split(',')
+const ONLY = process.env.BENCH_VARIANTS?.split(',')
+const picked = ([v, m], i) => i === 0 || !ONLY || ONLY.includes(v) || ONLY.includes(`${v}:${m}`)
 
-ensureBuilt(['core', 'express', 'fastify', 'koa'])
+ensureBuilt(['core', 'express', 'fastify', 'koa', 'redis'])
 
 const children = new Set()
 // A server that failed to start must not leave its siblings running.
@@ -88,7 +92,7 @@ out(
   `Node ${process.version}, ${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s, medians.`,
 )
 for (const framework of FRAMEWORKS) {
-  const variants = VARIANTS
+  const variants = variantsFor(framework).filter(picked)
   const servers = await Promise.all(variants.map(([v, m]) => start(framework, v, m)))
   // Warm-up: JIT, key creation, and (reject mode) exhausting the one client's quota.
   const warm = []
@@ -104,7 +108,15 @@ for (const framework of FRAMEWORKS) {
       cpuSamples[i].push(await measure(servers[i], SECONDS, rate))
     }
   }
+  // Each server closes its store (and deletes its Redis keys) before the next framework runs.
+  const exited = servers.map(
+    (s) =>
+      new Promise((resolve) =>
+        s.child.exitCode !== null ? resolve() : s.child.once('exit', resolve),
+      ),
+  )
   for (const s of servers) s.child.send('exit')
+  await Promise.all(exited)
   const stat = samples.map((xs, i) => ({
     rps: median(xs.map((x) => x.rps)),
     p99: median(xs.map((x) => x.p99)),

@@ -4,18 +4,59 @@
 //              | noop (an empty middleware or onRequest hook: what any limiter pays first)
 //              | headers (that hook setting two constant RateLimit headers: the floor of any
 //                limiter that sends them)
+//              | floodgate-tb | synced | redis (Floodgate with a token-bucket rule on a
+//                MemoryStore, a SyncedStore or a RedisStore; the last two use the Redis at
+//                REDIS_URL, under a key prefix of their own)
 //   mode:      pass (a limit nothing reaches) | reject (one client far over its limit)
 // Reports its port, then answers 'cpu' messages with process.cpuUsage(), over IPC.
+import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:http'
 
 const [framework, variant, mode] = process.argv.slice(2)
 const limit = mode === 'reject' ? 1 : 1_000_000_000
 const windowMs = 3_600_000
 const rules = [{ id: 'per-ip', limit, window: windowMs, algorithm: 'fixed-window' }]
+// The rule of the store variants: the one algorithm every Floodgate store can share.
+const tokenBucket = [{ id: 'per-ip', limit, window: windowMs, algorithm: 'token-bucket' }]
 const body = { hello: 'world' }
 // What Floodgate sends on the allow path, as constants (the `headers` variant).
 const POLICY = `"per-ip";q=${limit};w=${windowMs / 1000}`
 const LIMIT = `"per-ip";r=${limit - 1};t=${windowMs / 1000}`
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
+// Unique per server: runs, and other users of the same Redis, never share a counter.
+const PREFIX = `${process.env.BENCH_PREFIX ?? 'fgbench'}:http:${randomBytes(6).toString('hex')}`
+const STORE_VARIANTS = new Set(['floodgate-tb', 'synced', 'redis'])
+/** Closes the store variants' Redis store and deletes its keys; set once one is open. */
+let closeStore = async () => {}
+
+/** The limiter of a store variant: the token-bucket rule on the variant's store. */
+async function storeLimiter() {
+  const { createLimiter } = await import('@floodgate/core')
+  if (variant === 'floodgate-tb') return createLimiter({ rules: tokenBucket })
+  const { createRedisStore, createSyncedStore } = await import('@floodgate/redis')
+  const options = { url: REDIS_URL, prefix: PREFIX }
+  const store = variant === 'synced' ? createSyncedStore(options) : createRedisStore(options)
+  // A store without Redis decides locally or fails open: the row would not measure it.
+  await Promise.race([store.ready, new Promise((resolve) => setTimeout(resolve, 5000))])
+  if (store.client.status !== 'ready') {
+    console.error(`bench/http/server.mjs ${variant}: the Redis at ${REDIS_URL} did not answer`)
+    process.exit(1)
+  }
+  closeStore = async () => {
+    // Closing a SyncedStore sends its last units: delete the keys after it, on a client of ours.
+    await store.close()
+    const { Redis } = await import('ioredis')
+    const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
+    let cursor = '0'
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000)
+      cursor = next
+      if (keys.length > 0) await redis.del(...keys)
+    } while (cursor !== '0')
+    redis.disconnect()
+  }
+  return createLimiter({ rules: tokenBucket, store })
+}
 
 async function express() {
   const { default: express } = await import('express')
@@ -25,6 +66,9 @@ async function express() {
   if (variant === 'floodgate') {
     const { rateLimit } = await import('@floodgate/express')
     app.use(rateLimit(rules))
+  } else if (STORE_VARIANTS.has(variant)) {
+    const { rateLimit } = await import('@floodgate/express')
+    app.use(rateLimit(await storeLimiter()))
   } else if (variant === 'peer') {
     const { rateLimit } = await import('express-rate-limit')
     app.use(rateLimit({ windowMs, limit, standardHeaders: 'draft-8', legacyHeaders: false }))
@@ -49,6 +93,10 @@ async function fastify() {
   if (variant === 'floodgate') {
     const { rateLimit } = await import('@floodgate/fastify')
     await app.register(rateLimit, { rules, headers: process.env.FG_HEADERS !== '0' })
+  } else if (STORE_VARIANTS.has(variant)) {
+    const { rateLimit } = await import('@floodgate/fastify')
+    const limiter = await storeLimiter()
+    await app.register(rateLimit, { rules: limiter, headers: process.env.FG_HEADERS !== '0' })
   } else if (variant === 'peer') {
     const { default: rateLimit } = await import('@fastify/rate-limit')
     await app.register(rateLimit, { max: limit, timeWindow: windowMs })
@@ -73,6 +121,9 @@ async function koa() {
   if (variant === 'floodgate') {
     const { rateLimit } = await import('@floodgate/koa')
     app.use(rateLimit(rules))
+  } else if (STORE_VARIANTS.has(variant)) {
+    const { rateLimit } = await import('@floodgate/koa')
+    app.use(rateLimit(await storeLimiter()))
   } else if (variant === 'peer') {
     const { default: ratelimit } = await import('koa-ratelimit')
     app.use(
@@ -109,6 +160,10 @@ process.on('message', (msg) => {
     const u = process.cpuUsage()
     process.send({ cpuUs: u.user + u.system })
   } else if (msg === 'exit') {
-    process.exit(0)
+    // Bounded: a Redis gone quiet must not keep the process alive.
+    const late = new Promise((resolve) => setTimeout(resolve, 2000).unref())
+    void Promise.race([closeStore(), late])
+      .catch(() => {})
+      .finally(() => process.exit(0))
   }
 })

@@ -65,7 +65,7 @@ describe('@floodgate/core docs/error-codes.md', () => {
       ['xzOf', packOf(packs, '@floodgate/core').filename, 'package/docs/error-codes.md'],
       root,
     )
-    const { errorCodes } = (await import(join(root, 'packages/core/dist/index.js'))) as {
+    const { errorCodes } = (await import(join(root, 'packages/core/dist/options/index.js'))) as {
       errorCodes: Record<string, string>
     }
     const headings = [...doc.matchAll(/^## (\w+)$/gm)].map((m) => m[1])

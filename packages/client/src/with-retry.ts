@@ -1,3 +1,9 @@
+import {
+  createAdaptiveThrottle,
+  LocallyRefusedResponse,
+  THROTTLED_STATUSES,
+} from './adaptive-throttle.js'
+import type { AdaptiveThrottle, AdaptiveThrottleOptions } from './adaptive-throttle.js'
 import { backoffDelayMs, DEFAULT_BASE_MS, DEFAULT_CAP_MS } from './backoff.js'
 import type { Jitter } from './backoff.js'
 import { serverWaitMs } from './server-wait.js'
@@ -24,6 +30,11 @@ export interface RetryEvent {
   readonly response: Response | undefined
   /** The network error, when the attempt threw instead of answering. */
   readonly error: unknown
+  /**
+   * `true` when the attempt was refused by the client's adaptive throttle before it was sent
+   * (`response` is then a {@link LocallyRefusedResponse}).
+   */
+  readonly refusedLocally: boolean
   readonly method: string
   readonly url: string
 }
@@ -94,6 +105,20 @@ export interface RetryOptions {
    * Cancels the current attempt and any wait. Combined with `init.signal` when both are set.
    */
   readonly signal?: AbortSignal | undefined
+  /**
+   * Client-side adaptive throttling (Google SRE book, "Handling Overload"): while the server
+   * refuses much of what it is sent (429 or 503), refuse a share of the attempts locally,
+   * before sending them, with probability `max(0, (requests - k · accepts) / (requests + 1))`
+   * over the last `windowMs`. A refused attempt is answered with a
+   * {@link LocallyRefusedResponse} (a 429 whose `refusedLocally` is `true`) and retried like
+   * a server's 429. `true` uses `k: 2` and a 2-minute window; an object sets them; an
+   * {@link AdaptiveThrottle} from {@link createAdaptiveThrottle} is shared as is. Created from
+   * options, the throttle uses this wrapper's `clock` and `random`. {@link fetchWithRetry}
+   * builds a wrapper per call, so there only a shared throttle learns anything.
+   * @default false
+   */
+  readonly adaptiveThrottle?:
+    boolean | Omit<AdaptiveThrottleOptions, 'clock' | 'random'> | AdaptiveThrottle | undefined
 }
 
 interface ResolvedOptions {
@@ -110,6 +135,7 @@ interface ResolvedOptions {
   readonly clock: () => number
   readonly onRetry: ((event: RetryEvent) => void) | undefined
   readonly signal: AbortSignal | undefined
+  readonly throttle: AdaptiveThrottle | undefined
 }
 
 /** Methods that may be sent twice with the effect of once (RFC 9110 §9.2.2). */
@@ -123,6 +149,27 @@ function nonNegative(name: string, value: number | undefined, fallback: number):
   return value
 }
 
+function isThrottle(value: object): value is AdaptiveThrottle {
+  const t = value as Partial<AdaptiveThrottle>
+  return typeof t.admit === 'function' && typeof t.accepted === 'function'
+}
+
+function resolveThrottle(
+  option: RetryOptions['adaptiveThrottle'],
+  clock: () => number,
+  random: () => number,
+): AdaptiveThrottle | undefined {
+  if (option === undefined || option === false) return undefined
+  if (option === true) return createAdaptiveThrottle({ clock, random })
+  if (typeof option !== 'object' || option === null || Array.isArray(option)) {
+    throw new TypeError(
+      `adaptiveThrottle: expected a boolean, an object or a throttle, got ${option === null ? 'null' : typeof option}`,
+    )
+  }
+  if (isThrottle(option)) return option
+  return createAdaptiveThrottle({ clock, random, ...option })
+}
+
 function resolveOptions(options: RetryOptions): ResolvedOptions {
   const maxAttempts = nonNegative('maxAttempts', options.maxAttempts, 5)
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
@@ -132,6 +179,8 @@ function resolveOptions(options: RetryOptions): ResolvedOptions {
   if (jitter !== 'full' && jitter !== 'none') {
     throw new RangeError(`jitter: expected 'full' or 'none', got ${String(jitter)}`)
   }
+  const random = options.random ?? Math.random
+  const clock = options.clock ?? Date.now
   return {
     baseMs: nonNegative('baseMs', options.baseMs, DEFAULT_BASE_MS),
     capMs: nonNegative('capMs', options.capMs, DEFAULT_CAP_MS),
@@ -141,11 +190,12 @@ function resolveOptions(options: RetryOptions): ResolvedOptions {
     retryNonIdempotent: options.retryNonIdempotent ?? false,
     retryNetworkErrors: options.retryNetworkErrors ?? true,
     jitter,
-    random: options.random ?? Math.random,
+    random,
     sleep: options.sleep ?? defaultSleep,
-    clock: options.clock ?? Date.now,
+    clock,
     onRetry: options.onRetry,
     signal: options.signal,
+    throttle: resolveThrottle(options.adaptiveThrottle, clock, random),
   }
 }
 
@@ -210,6 +260,27 @@ async function discardBody(response: Response): Promise<void> {
   }
 }
 
+/**
+ * One attempt through the adaptive throttle, when there is one: counted as a request, refused
+ * locally or sent, and counted as accepted when the server answers neither 429 nor 503. A
+ * network error or an abort counts as a request the server did not accept.
+ */
+async function sendAttempt(
+  fetchImpl: FetchLike,
+  throttle: AdaptiveThrottle | undefined,
+  input: () => FetchInput,
+  init: RequestInit | undefined,
+  signal: AbortSignal | undefined,
+): Promise<Response> {
+  if (throttle === undefined) return fetchImpl(input(), init)
+  // An aborted call rejects with its reason, as fetch would, rather than count as a request.
+  if (signal?.aborted) throw signal.reason
+  if (!throttle.admit()) return new LocallyRefusedResponse()
+  const response = await fetchImpl(input(), init)
+  if (!THROTTLED_STATUSES.has(response.status)) throttle.accepted()
+  return response
+}
+
 async function fetchWithRetries(
   fetchImpl: FetchLike,
   o: ResolvedOptions,
@@ -229,7 +300,7 @@ async function fetchWithRetries(
     !isStreamingBody(init?.body) &&
     // A Request whose body was read already cannot be cloned, let alone resent.
     !(request?.bodyUsed ?? false)
-  if (!retryable) return fetchImpl(input, callInit)
+  if (!retryable) return sendAttempt(fetchImpl, o.throttle, () => input, callInit, signal)
 
   // A Request with a body is cloned for every attempt: the original stays unread, so each
   // attempt gets a fresh copy (clone tees the stream, buffering it for the retries).
@@ -240,7 +311,7 @@ async function fetchWithRetries(
     let response: Response | undefined
     let error: unknown
     try {
-      response = await fetchImpl(nextInput(), callInit)
+      response = await sendAttempt(fetchImpl, o.throttle, nextInput, callInit, signal)
     } catch (err) {
       if (signal?.aborted || isAbortError(err) || !o.retryNetworkErrors) throw err
       error = err
@@ -262,7 +333,18 @@ async function fetchWithRetries(
     const backoffMs = backoffDelayMs(attempt - 1, o)
     const delayMs = Math.max(asked ?? 0, Math.min(backoffMs, left))
 
-    o.onRetry?.({ attempt, delayMs, backoffMs, serverWaitMs: asked, response, error, method, url })
+    const refusedLocally = response instanceof LocallyRefusedResponse
+    o.onRetry?.({
+      attempt,
+      delayMs,
+      backoffMs,
+      serverWaitMs: asked,
+      response,
+      error,
+      refusedLocally,
+      method,
+      url,
+    })
     if (response !== undefined) await discardBody(response)
     await waitFor(delayMs, o.sleep, signal)
   }

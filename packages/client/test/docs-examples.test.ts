@@ -3,16 +3,24 @@ import { readFile } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
-import { fetchWithRetry, withRetry } from '@floodgate/client'
+import {
+  createAdaptiveThrottle,
+  createPacer,
+  fetchWithRetry,
+  LocallyRefusedResponse,
+  withRetry,
+} from '@floodgate/client'
 
 // The snippets of docs/client.md, verbatim between the `// doc:` markers; the last test
 // checks that the page still shows exactly this code.
 
 let baseUrl: string
-let refusals = 0
+const seen = new Map<string, number>()
 const server = createServer((req, res) => {
-  // Refuse every other request, so each snippet retries once (after at most 200 ms).
-  if (refusals++ % 2 === 0) {
+  // Refuse the first request to each URL, so each snippet retries once (after at most 200 ms).
+  const count = seen.get(req.url ?? '') ?? 0
+  seen.set(req.url ?? '', count + 1)
+  if (count === 0) {
     res.writeHead(429)
     res.end()
     return
@@ -86,11 +94,58 @@ describe('docs/client.md snippets', () => {
     await expect(pending).rejects.toMatchObject({ name: 'AbortError' })
   })
 
+  it('adaptive throttling', async () => {
+    // Spend the URL's refusal first: with nothing refused, the throttle decides nothing at
+    // random.
+    await (await fetch(`${baseUrl}/search?q=boots`)).arrayBuffer()
+    // doc: adaptive-throttle
+    const api = withRetry(fetch, { adaptiveThrottle: { k: 2, windowMs: 120_000 } })
+    const res = await api(`${baseUrl}/search?q=boots`)
+    if (res instanceof LocallyRefusedResponse) console.warn('not sent: the server is overloaded')
+    // doc: end
+    expect(res.status).toBe(200)
+  })
+
+  it('one throttle shared by two wrappers', async () => {
+    await (await fetch(`${baseUrl}/search`)).arrayBuffer()
+    // doc: shared-throttle
+    const throttle = createAdaptiveThrottle({ k: 2 })
+    const search = withRetry(fetch, { adaptiveThrottle: throttle })
+    const suggest = withRetry(fetch, { adaptiveThrottle: throttle, maxAttempts: 2 })
+    // doc: end
+    expect((await search(`${baseUrl}/search`)).status).toBe(200)
+    expect((await suggest(`${baseUrl}/suggest`)).status).toBe(200)
+    // Both wrappers count into the one throttle: search's 200, suggest's 429 and its retry.
+    expect(throttle.counts()).toMatchObject({ requests: 3, accepts: 2 })
+  })
+
+  it('pacing calls', async () => {
+    const started = Date.now()
+    // doc: pacer
+    const pacer = createPacer({ rate: 20, burst: 5 }) // 20 calls per second, at most 5 saved up
+    for (const id of ['a', 'b', 'c']) {
+      await pacer.acquire() // resolves when it is this caller's turn
+      await fetch(`${baseUrl}/items/${id}`)
+    }
+    // doc: end
+    // A new pacer has nothing saved: the calls go 50 ms apart.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(95)
+  })
+
+  it('a warming-up pacer and tryAcquire', async () => {
+    // doc: pacer-warmup
+    const pacer = createPacer({ rate: 50, warmup: 2_000 })
+    const ok = await pacer.tryAcquire(1, { timeoutMs: 100, signal: AbortSignal.timeout(1_000) })
+    if (!ok) console.warn('busy: try again later')
+    // doc: end
+    expect(ok).toBe(true)
+  })
+
   it('docs/client.md shows these snippets verbatim', async () => {
     const page = await readFile(new URL('../../../docs/client.md', import.meta.url), 'utf8')
     const source = await readFile(new URL(import.meta.url), 'utf8')
     const blocks = [...source.matchAll(/\/\/ doc: ([a-z-]+)\n([\s\S]*?)\n\s*\/\/ doc: end/g)]
-    expect(blocks.length).toBe(4)
+    expect(blocks.length).toBe(8)
     // Indentation may differ (a snippet inside a list item), so lines are compared trimmed.
     const flat = (text: string): string =>
       text

@@ -16,7 +16,7 @@ const forgetTurnNow = (): void => {
 /**
  * The limiter's default clock: `Date.now()` read once per event-loop turn and reused by every
  * call in the same turn, then forgotten by a `setImmediate`. A busy server decides many
- * requests per turn, and `Date.now()` (25-45 ns on our machines) cost as much as the whole
+ * requests per turn, and a `Date.now()` per call costs about as much as the whole
  * store operation. An idle server pays nothing: no timer runs unless the clock was read.
  *
  * Within one turn, time stands still: the checks a long synchronous loop makes all see the

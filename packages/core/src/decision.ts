@@ -20,6 +20,8 @@ export interface RuleOutcome {
   /** Reservation wait when the rule queued the request. */
   readonly waitMs: number
   readonly shadow: boolean
+  /** True when the rule refused because it bans this client (its `ban`); absent otherwise. */
+  readonly banned?: boolean
 }
 
 /**
@@ -46,4 +48,9 @@ export interface Decision {
   readonly outcomes: readonly RuleOutcome[]
   /** True when the store failed or missed its deadline and the request passed unjudged. */
   readonly failedOpen: boolean
+  /**
+   * True when a rule refused because it bans the client (its `ban`): `retryAfterMs` is then
+   * the time left in the ban. Absent otherwise.
+   */
+  readonly banned?: boolean
 }

@@ -15,10 +15,11 @@ export type { Limiter, LimiterOptions, RequestOutcome } from './limiter-types.js
 export type { LimitAnswer, LimitFunction, LimitFunctions } from './limiter-limits.js'
 export type { Decision, RuleOutcome } from './decision.js'
 export type { CountersSnapshot, DecisionCounts } from './limiter-counters.js'
-export type { KeyBuilders } from './keys/build-key.js'
+export type { KeyBuilders, ClientKey } from './keys/build-key.js'
+export type { ClientRuleOptions, ClientState, LimitOptions } from './limiter-client-state.js'
 
 // Rules and where they come from
-export type { Rule } from './rules/rule.js'
+export type { Rule, RuleBan } from './rules/rule.js'
 export { parseRules, type RuleInput } from './rules/schema.js'
 export type { RulesSource } from './rules/sources/rules-source.js'
 export { staticRules } from './rules/sources/static-rules.js'

@@ -3,7 +3,7 @@ import { FloodgateError } from './errors.js'
 
 /** How a store's asynchronous answer ends up: a decision either way. */
 export interface DeadlineHandlers<T> {
-  answered(results: readonly AlgorithmResult[]): T
+  answered(results: readonly AlgorithmResult[]): T | PromiseLike<T>
   failed(err: unknown): T
   /** The answer came after the deadline, when the request had already passed unjudged. */
   late(results: readonly AlgorithmResult[]): void

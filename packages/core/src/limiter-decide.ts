@@ -47,8 +47,14 @@ export function validResults(results: unknown, n: number): results is readonly A
  * Combine the store's per-rule results into one decision: every enforced rule must admit
  * (all-or-nothing); shadow rules are reported but never refuse. Counts each rule's outcome.
  */
-export function judge(entries: readonly Entry[], results: readonly AlgorithmResult[]): Decision {
+export function judge(
+  entries: readonly Entry[],
+  results: readonly AlgorithmResult[],
+  banned?: readonly boolean[],
+): Decision {
   const n = entries.length
+  // A banned rule's outcome carries the ban: the general path marks it.
+  if (n === 1 && banned?.[0] !== true) return judgeOne(entries[0]!, results[0]!)
   const outcomes: RuleOutcome[] = new Array<RuleOutcome>(n)
   let gate = true
   let drop = false
@@ -70,6 +76,7 @@ export function judge(entries: readonly Entry[], results: readonly AlgorithmResu
       waitMs: r.waitMs,
       shadow: e.shadow,
     }
+    if (banned?.[i] === true) outcomes[i] = { ...outcomes[i]!, banned: true }
     if (e.shadow) continue
     if (!r.allowed) {
       gate = false
@@ -118,6 +125,15 @@ export function judge(entries: readonly Entry[], results: readonly AlgorithmResu
     outcomes,
     failedOpen: false,
   }
+  if (!gate && main?.banned === true)
+    return countOutcomes(entries, { ...decision, banned: true }, drop)
+  return countOutcomes(entries, decision, drop)
+}
+
+function countOutcomes(entries: readonly Entry[], decision: Decision, drop: boolean): Decision {
+  const n = entries.length
+  const gate = decision.allowed
+  const outcomes = decision.outcomes
 
   for (let i = 0; i < n; i++) {
     const c = entries[i]!.rt.counts
@@ -133,4 +149,77 @@ export function judge(entries: readonly Entry[], results: readonly AlgorithmResu
     }
   }
   return decision
+}
+
+/**
+ * `judge` for a request that one rule decides, the common case: the same decision, reached
+ * without the loops and the working array of the general case.
+ */
+function judgeOne(e: Entry, r: AlgorithmResult): Decision {
+  const rule = e.rule.rule
+  const shadow = e.shadow
+  const outcome: RuleOutcome = {
+    rule,
+    key: e.key,
+    allowed: r.allowed,
+    limit: r.limit,
+    remaining: r.remaining,
+    resetMs: r.resetMs,
+    retryAfterMs: r.retryAfterMs,
+    waitMs: r.waitMs,
+    shadow,
+  }
+  const counts = e.rt.counts
+  if (shadow) {
+    // A shadow rule never decides: the request passes as if no rule had matched it.
+    if (!outcome.allowed) counts.shadowRejected++
+    return {
+      allowed: true,
+      action: 'allow',
+      status: 200,
+      limit: 0,
+      remaining: 0,
+      resetMs: 0,
+      retryAfterMs: 0,
+      waitMs: 0,
+      rule: undefined,
+      outcomes: [outcome],
+      failedOpen: false,
+    }
+  }
+  if (outcome.allowed) {
+    const waitMs = outcome.waitMs > 0 ? outcome.waitMs : 0
+    if (waitMs > 0) counts.queued++
+    else counts.allowed++
+    return {
+      allowed: true,
+      action: waitMs > 0 ? 'queue' : 'allow',
+      status: 200,
+      limit: outcome.limit,
+      remaining: outcome.remaining,
+      resetMs: outcome.resetMs,
+      retryAfterMs: 0,
+      waitMs,
+      rule,
+      outcomes: [outcome],
+      failedOpen: false,
+    }
+  }
+  const over = rule.onLimit
+  const drop = over.action === 'drop'
+  if (drop) counts.dropped++
+  else counts.rejected++
+  return {
+    allowed: false,
+    action: drop ? 'drop' : 'reject',
+    status: over.action === 'reject' ? over.status : 429,
+    limit: outcome.limit,
+    remaining: outcome.remaining,
+    resetMs: outcome.resetMs,
+    retryAfterMs: outcome.retryAfterMs,
+    waitMs: 0,
+    rule,
+    outcomes: [outcome],
+    failedOpen: false,
+  }
 }

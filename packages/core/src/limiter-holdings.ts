@@ -55,6 +55,14 @@ export class Holdings implements QueuePlaces {
    * charged and the queue places) and free the places it does not keep.
    */
   settle(decision: Decision, entries: readonly Entry[]): void {
+    // The common case, one rule that neither queues, holds a slot nor counts by outcome:
+    // nothing to hold or free.
+    if (entries.length === 1) {
+      const e = entries[0]!
+      const rt = e.rt
+      if (e.place === undefined && !rt.holdsSlot && !rt.countsOutcome && decision.action !== 'queue')
+        return
+    }
     let lease: Lease | undefined
     if (decision.allowed) {
       let holds = decision.action === 'queue'

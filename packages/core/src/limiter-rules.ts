@@ -52,6 +52,8 @@ export class RuleRegistry<Req> {
    * keeps the rule keeps them, though the rule's runtime (and its cache of answers) is new.
    */
   private readonly answered = new Map<string, Set<string>>()
+  private lastMatched: readonly CompiledRule[] | undefined
+  private lastRuntimes: RuleRuntime[] | undefined
 
   constructor(
     private readonly store: Store,
@@ -112,6 +114,7 @@ export class RuleRegistry<Req> {
   /** Swap in a rule set. A store that refuses it (retain throws) leaves the old set in force. */
   install(rules: readonly Rule[]): void {
     const next = this.prepare(rules, 'rules')
+    refuseBansWithout(this.store, next)
     for (const set of this.routeSets) refuseClashes(next, set, 'a route rule set (routeRules)')
     if (this.store.retain) this.store.retain(this.stateIds([next, ...this.routeSets]))
     this.compiled = next
@@ -121,6 +124,7 @@ export class RuleRegistry<Req> {
   /** Compile a route's extra rules at startup. */
   addRouteSet(rules: readonly Rule[]): CompiledRules {
     const set = this.prepare(rules, 'routeRules')
+    refuseBansWithout(this.store, set)
     refuseClashes(set, this.compiled, 'the global rules')
     // The store may refuse a rule (SyncedStore shares only some algorithms): at startup, not
     // on the route's first request.
@@ -129,21 +133,39 @@ export class RuleRegistry<Req> {
     return set
   }
 
+  /** Every rule in force, global rules first, then the route rule sets. */
+  allRuntimes(): RuleRuntime[] {
+    const out: RuleRuntime[] = []
+    for (const set of [this.compiled, ...this.routeSets]) {
+      for (const c of set.rules) out.push(this.runtimes.get(c)!)
+    }
+    return out
+  }
+
   /** The runtimes of a matched list; cached per (shared, frozen) list. */
   runtimesFor(matched: readonly CompiledRule[]): RuleRuntime[] {
+    // Most requests match the list the previous one matched: skip even the WeakMap.
+    if (matched === this.lastMatched) return this.lastRuntimes!
     let rts = this.matchCache.get(matched)
     if (!rts) {
       rts = matched.map((c) => this.runtimes.get(c)!)
       this.matchCache.set(matched, rts)
     }
+    this.lastMatched = matched
+    this.lastRuntimes = rts
     return rts
   }
+
   /** Every state id in force: each rule's own and those of its other limits. */
   private stateIds(sets: readonly CompiledRules[]): Set<string> {
     const ids = new Set<string>()
     for (const set of sets) {
       for (const c of set.rules) {
         ids.add(c.stateId)
+        if (c.ban) {
+          ids.add(c.ban.refusals.stateId)
+          ids.add(c.ban.block.stateId)
+        }
         const more = this.runtimes.get(c)?.variantStateIds
         if (more) for (const id of more) ids.add(id)
       }
@@ -159,6 +181,27 @@ export class RuleRegistry<Req> {
     }
     for (const id of this.answered.keys()) if (!live.has(id)) this.answered.delete(id)
   }
+}
+
+/**
+ * A ban lives in the store (so a fleet shares it): refuse, when the rules are installed, a
+ * ban the store cannot keep, naming the store and what it lacks.
+ */
+function refuseBansWithout(store: Store, set: CompiledRules): void {
+  const banning = set.rules.find((c) => c.ban)
+  if (!banning) return
+  const missing = (['reset', 'penalize'] as const).filter((m) => typeof store[m] !== 'function')
+  if (missing.length === 0) return
+  const name = storeName(store)
+  throw new RulesValidationError([
+    `rule ${JSON.stringify(banning.rule.id)}: ban needs a store that can ${missing.map((m) => `${m}()`).join(' and ')}; ${name} cannot (MemoryStore and RedisStore can)`,
+  ])
+}
+
+/** The store's class name, for error messages. */
+export function storeName(store: Store): string {
+  const ctor = (store as { constructor?: { name?: unknown } }).constructor
+  return typeof ctor?.name === 'string' && ctor.name !== 'Object' ? ctor.name : 'this store'
 }
 
 /**

@@ -1,6 +1,8 @@
 import type { Clock } from './clock.js'
 import type { Decision } from './decision.js'
 import type { KeyBuilders } from './keys/build-key.js'
+import type { ClientKey } from './keys/build-key.js'
+import type { ClientRuleOptions, ClientState, LimitOptions } from './limiter-client-state.js'
 import type { CountersSnapshot } from './limiter-counters.js'
 import type { Logger } from './logger.js'
 import type { RequestFacts } from './request-facts.js'
@@ -97,6 +99,45 @@ export interface Limiter<Req = unknown> {
   /** Resolves once the rules source's first load attempt is over. */
   readonly ready: Promise<void>
   counters(): CountersSnapshot
+  /**
+   * Decide one event that is not an HTTP request (a WebSocket message, a job, a GraphQL
+   * field) against one rule, chosen by id. Same answer, fail-open and ban as `check`, and
+   * counted in `counters()`; `onDecision` is not called (it takes request facts). Synchronous
+   * with a synchronous store.
+   *
+   * @param key - The client: the value of the rule's one key part (`'203.0.113.7'` for a rule
+   * keyed by `ip`), or an object of part values named as the rule names them
+   * (`{ user: 'u1', 'header:x-tenant': 'acme' }`).
+   * @param options - `rule`: the rule's id; `cost`: units, times the rule's cost (default 1).
+   * @throws OptionsError when no rule has that id, the key does not key it, or the cost is
+   * not a finite number of at least 0.
+   */
+  limit(key: ClientKey, options: LimitOptions): Decision | Promise<Decision>
+  /**
+   * Read a client's state under each rule (or the one named), charging nothing: what remains,
+   * when it is fresh again, and how long its ban lasts. Keys as in {@link Limiter.limit};
+   * without `rule`, every rule in force the key can key.
+   * @throws OptionsError (rejects) when nothing is keyed by `key`, or the store cannot peek.
+   */
+  get(key: ClientKey, options?: ClientRuleOptions): Promise<readonly ClientState[]>
+  /**
+   * Forget a client's state under each rule (or the one named), its counted refusals and its
+   * ban: after a CAPTCHA solved or a successful login. With a shared store, every host sees it.
+   * @throws OptionsError (rejects) when nothing is keyed by `key`, or the store cannot reset.
+   */
+  reset(key: ClientKey, options?: ClientRuleOptions): Promise<void>
+  /**
+   * Charge a client `units` past its limit: it goes into debt and is refused until it is paid
+   * back at the rule's refill rate. Only token-bucket and gcra rules carry debt.
+   * @throws OptionsError (rejects) for another algorithm, a bad `units`, or nothing keyed.
+   */
+  penalty(key: ClientKey, units: number, options?: ClientRuleOptions): Promise<void>
+  /**
+   * Give a client `units` back (never past a fresh state). Concurrency rules are left out:
+   * their slots come back with `release`.
+   * @throws OptionsError (rejects) for a bad `units` or nothing keyed.
+   */
+  reward(key: ClientKey, units: number, options?: ClientRuleOptions): Promise<void>
   /** Stop the rules source and close the store. */
   close(): Promise<void>
 }

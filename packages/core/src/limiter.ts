@@ -15,6 +15,26 @@ import {
 } from './limiter-entry.js'
 import { FAIL_OPEN_MESSAGES, FailOpenLog, type FailOpenCode } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
+import {
+  findRule,
+  getState,
+  keyFor,
+  penalize,
+  resetState,
+  reward as giveBack,
+  type ClientRuleOptions,
+  type ClientState,
+  type ClientStateContext,
+  type LimitOptions,
+} from './limiter-client-state.js'
+import type { ClientKey } from './keys/build-key.js'
+import {
+  applyBanChecks,
+  banFailed,
+  bannedDecision,
+  recordRefusals,
+  withBanChecks,
+} from './limiter-ban.js'
 import { RuleRegistry } from './limiter-rules.js'
 import { scopeLogger, type Logger } from './logger.js'
 import {
@@ -71,6 +91,27 @@ function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
   return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
 }
 
+/** `pending`, or a rejection once `ms` have passed without an answer. */
+function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(new FloodgateError('FG_ERR_STORE_TIMEOUT', `store did not answer within ${ms} ms`)),
+      ms,
+    )
+    Promise.resolve(pending).then(
+      (v) => {
+        clearTimeout(timer)
+        resolve(v)
+      },
+      (err: unknown) => {
+        clearTimeout(timer)
+        reject(err instanceof Error ? err : new Error(String(err)))
+      },
+    )
+  })
+}
+
 /**
  * Create a limiter.
  *
@@ -91,6 +132,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private readonly store: Store
   private readonly clock: Clock
   private readonly timeoutMs: number
+  /** What `limit`, `get`, `reset`, `penalty` and `reward` work with. */
+  private readonly clientState: ClientStateContext
   private readonly logger: Logger
   private readonly onDecision: LimiterOptions<Req>['onDecision']
   private readonly source: RulesSource | undefined
@@ -146,6 +189,12 @@ class LimiterEngine<Req> implements Limiter<Req> {
         ),
     })
     this.holdings = new Holdings(this.store, this.clock, this.logger)
+    this.clientState = {
+      store: this.store,
+      ipv6Subnet,
+      clock: this.clock,
+      runtimes: () => this.registry.allRuntimes(),
+    }
     if (isRulesSource(rules)) {
       this.source = rules
       this.ready = rules.start(
@@ -264,9 +313,21 @@ class LimiterEngine<Req> implements Limiter<Req> {
       }
     }
 
+    return this.decideEntries(entries, reuse, facts)
+  }
+
+  /** Ask the store about the entries (and their rules' ban checks), then decide. */
+  private decideEntries(
+    entries: Entry[],
+    reuse: boolean,
+    facts: RequestFacts<Req> | undefined,
+  ): Decision | Promise<Decision> {
+    const bans = withBanChecks(entries)
+    const asked = bans ? bans.all : entries
     let results: readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
+    const nowMs = this.clock()
     try {
-      results = this.store.consume(entries, this.clock())
+      results = this.store.consume(asked, nowMs)
     } catch (err) {
       return this.failOpen(err, entries, facts)
     }
@@ -274,16 +335,21 @@ class LimiterEngine<Req> implements Limiter<Req> {
       // A store that broke its `synchronous` promise must not see its entries reused.
       const own = reuse ? entries.map((e) => ({ ...e })) : entries
       // Promise.resolve turns a foreign thenable into a promise that cannot throw at us.
-      return withinDeadline(Promise.resolve(results), this.timeoutMs, this.watchdog, {
-        answered: (r) => this.decide(own, r, facts),
+      return withinDeadline<Decision>(Promise.resolve(results), this.timeoutMs, this.watchdog, {
+        answered: (r) => this.decide(own, r, facts, bans?.owners, nowMs),
         failed: (err) => this.failOpen(err, own, facts),
-        late: (r) => this.undoLateAnswer(own, r),
+        late: (r) => {
+          // A banned client was charged nothing: there is nothing to give back.
+          if (bans && !validResults(r, bans.all.length)) return
+          if (bans && r.slice(own.length).some((b) => !b.allowed)) return
+          this.undoLateAnswer(own, bans ? r.slice(0, own.length) : r)
+        },
       })
     }
     // decide() may run onDecision, which may call check() again: keep the scratch ours until then.
     this.busy = reuse
     try {
-      return this.decide(entries, results, facts)
+      return this.decide(entries, results, facts, bans?.owners, nowMs)
     } finally {
       if (reuse) this.busy = false
     }
@@ -305,29 +371,63 @@ class LimiterEngine<Req> implements Limiter<Req> {
 
   private decide(
     entries: Entry[],
-    results: readonly AlgorithmResult[],
-    facts: RequestFacts<Req>,
-  ): Decision {
-    if (!validResults(results, entries.length)) {
+    answer: readonly AlgorithmResult[],
+    facts: RequestFacts<Req> | undefined,
+    banOwners: readonly number[] | undefined,
+    nowMs: number,
+  ): Decision | Promise<Decision> {
+    const asked = entries.length + (banOwners?.length ?? 0)
+    if (!validResults(answer, asked)) {
       const err = new FloodgateError(
         'FG_ERR_STORE_ANSWER_INVALID',
-        `store answered ${describeAnswer(results)} for ${entries.length} entries; expected one result per entry`,
+        `store answered ${describeAnswer(answer)} for ${asked} entries; expected one result per entry`,
       )
       return this.failOpen(err, entries, facts)
     }
-    const decision = judge(entries, results)
+    let results = answer
+    let banned: readonly boolean[] | undefined
+    if (banOwners) ({ results, banned } = applyBanChecks(answer, entries.length, banOwners))
+    const decision = judge(entries, results, banned)
     this.holdings.settle(decision, entries)
-    return this.report(decision, facts)
+    if (decision.allowed || !banOwners) return this.report(decision, facts)
+    return this.startBans(decision, entries, facts, nowMs)
   }
 
-  private report(decision: Decision, facts: RequestFacts<Req>): Decision {
+  /** Count the refusals of banning rules; the refusal that earns a ban answers as banned. */
+  private startBans(
+    decision: Decision,
+    entries: readonly Entry[],
+    facts: RequestFacts<Req> | undefined,
+    nowMs: number,
+  ): Decision | Promise<Decision> {
+    // Copies: the entry objects may be reused by the next check.
+    const own = entries.map((e) => ({ ...e }))
+    let earned: number[] | Promise<number[]> | undefined
+    try {
+      earned = recordRefusals(this.store, own, decision.outcomes, nowMs)
+    } catch (err) {
+      banFailed(this.logger, err)
+      return this.report(decision, facts)
+    }
+    if (earned === undefined) return this.report(decision, facts)
+    if (!isThenable(earned)) return this.report(bannedDecision(decision, own, earned), facts)
+    return withTimeout(earned, this.timeoutMs).then(
+      (e) => this.report(bannedDecision(decision, own, e), facts),
+      (err: unknown) => {
+        banFailed(this.logger, err)
+        return this.report(decision, facts)
+      },
+    )
+  }
+
+  private report(decision: Decision, facts: RequestFacts<Req> | undefined): Decision {
     const t = this.total
     if (decision.failedOpen) t.failedOpen++
     else if (decision.action === 'allow') t.allowed++
     else if (decision.action === 'queue') t.queued++
     else if (decision.action === 'drop') t.dropped++
     else t.rejected++
-    if (this.onDecision) {
+    if (this.onDecision && facts !== undefined) {
       try {
         this.onDecision(decision, facts)
       } catch (err) {
@@ -341,7 +441,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private failOpen(
     err: unknown,
     entries: readonly Entry[],
-    facts: RequestFacts<Req>,
+    facts: RequestFacts<Req> | undefined,
     code: FailOpenCode = 'FG_WRN_STORE_FAILED_OPEN',
     fields?: Record<string, unknown>,
   ): Decision {
@@ -364,6 +464,52 @@ class LimiterEngine<Req> implements Limiter<Req> {
 
   waitInQueue(decision: Decision, signal?: AbortSignal): Promise<boolean> {
     return this.holdings.waitInQueue(decision, signal)
+  }
+
+  // ---- one client, outside a request ----------------------------------------------------
+
+  limit(key: ClientKey, options: LimitOptions): Decision | Promise<Decision> {
+    if (typeof options !== 'object' || options === null) {
+      throw optionError('limit: options', 'an object like { rule: id }', options)
+    }
+    const ctx = this.clientState
+    const rt = findRule(ctx, 'limit', options.rule)
+    const stored = keyFor(ctx, 'limit', rt, key)
+    const units: unknown = options.cost ?? 1
+    if (!isCost(units)) throw optionError('limit: cost', 'a finite number of at least 0', units)
+    const rule = rt.compiled.rule
+    let maxWaitMs = 0
+    let place: string | undefined
+    if (rule.onLimit.action === 'queue') {
+      place = this.holdings.takePlace(rt.compiled, stored, rule.onLimit.maxQueue)
+      if (place !== undefined) maxWaitMs = rule.onLimit.maxWaitMs
+    }
+    const entry: Entry = {
+      rule: rt.compiled,
+      key: stored,
+      cost: rule.cost * units,
+      maxWaitMs,
+      shadow: rule.shadow,
+      rt,
+      place,
+    }
+    return this.decideEntries([entry], false, undefined)
+  }
+
+  get(key: ClientKey, options?: ClientRuleOptions): Promise<readonly ClientState[]> {
+    return Promise.resolve().then(() => getState(this.clientState, key, options))
+  }
+
+  reset(key: ClientKey, options?: ClientRuleOptions): Promise<void> {
+    return Promise.resolve().then(() => resetState(this.clientState, key, options))
+  }
+
+  penalty(key: ClientKey, units: number, options?: ClientRuleOptions): Promise<void> {
+    return Promise.resolve().then(() => penalize(this.clientState, key, units, options))
+  }
+
+  reward(key: ClientKey, units: number, options?: ClientRuleOptions): Promise<void> {
+    return Promise.resolve().then(() => giveBack(this.clientState, key, units, options))
   }
 
   counters(): CountersSnapshot {

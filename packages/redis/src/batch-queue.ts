@@ -2,7 +2,13 @@ import { FloodgateError } from '@floodgate/core'
 import { type AlgorithmName, type AlgorithmResult } from '@floodgate/core/algorithms'
 import { hashTag, redisKey } from './redis-key.js'
 import { scriptAlgorithms } from './scripts/decide-script.js'
-import { RESULT_FIELDS, decodeResults, encodeRequest, type WireEntry } from './wire-format.js'
+import {
+  RESULT_FIELDS,
+  decodeResults,
+  encodeRequest,
+  type WireEntry,
+  type WireMode,
+} from './wire-format.js'
 
 /**
  * Most requests decided by one script call. A batch is answered only once Redis has run all
@@ -39,7 +45,7 @@ export interface BatchQueueOptions {
   readonly onFailure: () => void
   /** Redis answered a request after its deadline had failed it. */
   readonly onLateAnswer: (
-    mode: 'c' | 'r',
+    mode: WireMode,
     entries: readonly WireEntry[],
     results: readonly AlgorithmResult[],
     now: string,
@@ -48,7 +54,7 @@ export interface BatchQueueOptions {
 
 /** One request waiting in a batch. */
 interface BatchedRequest {
-  mode: 'c' | 'r'
+  mode: WireMode
   entries: readonly WireEntry[]
   resolve: (results: AlgorithmResult[]) => void
   reject: (err: Error) => void
@@ -89,12 +95,12 @@ export class BatchQueue {
    * by one batch's reply) share one EVALSHA and one `TIME`, up to {@link BATCH_REQUESTS} per
    * call. The deadline runs from when the batch opened, so no request waits past it.
    *
-   * @param mode - `'c'` to consume, `'r'` to refund.
+   * @param mode - What the request asks (see `WIRE_MODES`): consume, refund, peek, reset, penalize.
    * @param now - `nowMs` for the script ('' for Redis TIME).
    * @param entries - The request's entries; on a Cluster, all of one hash tag.
    * @returns The entries' results; rejects on a missed deadline or a Redis error.
    */
-  enqueue(mode: 'c' | 'r', now: string, entries: readonly WireEntry[]): Promise<AlgorithmResult[]> {
+  enqueue(mode: WireMode, now: string, entries: readonly WireEntry[]): Promise<AlgorithmResult[]> {
     if (this.pending >= this.options.maxPending) {
       return Promise.reject(
         new FloodgateError(

@@ -24,7 +24,7 @@ export function hashTag(clientKey: string): string {
   return tag
 }
 
-// Clients come back: remembering recent tags saves a SHA-256 (~1.5 µs) on most requests.
+// Clients come back: remembering recent tags saves a SHA-256 on most requests.
 const RECENT_MAX = 10_000
 const recent = new Map<string, string>()
 

@@ -1,11 +1,17 @@
 import type { Logger, Store } from '@floodgate/core'
-import { checkPositiveInt, checkPositiveNumber, optionError } from '@floodgate/core/options'
+import {
+  checkPositiveInt,
+  checkPositiveNumber,
+  misuseError,
+  optionError,
+} from '@floodgate/core/options'
 import {
   scopeLogger,
   type AlgorithmName,
   type AlgorithmResult,
   type ConsumeEntry,
   type RefundEntry,
+  type StateEntry,
 } from '@floodgate/core/algorithms'
 import { BatchQueue, type ScriptCall } from './batch-queue.js'
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js'
@@ -13,7 +19,7 @@ import { checkPrefix, hashTag } from './redis-key.js'
 import { scriptCommand } from './script-command.js'
 import { throttledWarn } from './throttled-warn.js'
 import { decideScript } from './scripts/decide-script.js'
-import type { WireEntry } from './wire-format.js'
+import type { WireEntry, WireMode } from './wire-format.js'
 
 /** Options of {@link RedisStore} and {@link createRedisStore}. */
 export interface RedisStoreOptions extends RedisConnectionOptions {
@@ -195,6 +201,74 @@ export class RedisStore implements Store {
     }
   }
 
+  /**
+   * Read each entry's state without changing it (one script call, nothing written). Rejects
+   * when Redis fails or misses the deadline.
+   */
+  async peek(entries: readonly StateEntry[], nowMs: number): Promise<readonly AlgorithmResult[]> {
+    return this.each('p', entries, 0, nowMs)
+  }
+
+  /**
+   * Delete each entry's state in Redis (and in the fallback store): every host sharing this
+   * Redis sees the client afresh. Rejects when Redis fails or misses the deadline.
+   */
+  async reset(entries: readonly StateEntry[], nowMs: number): Promise<void> {
+    await this.each('x', entries, 0, nowMs)
+    await this.fallback?.reset?.(entries, nowMs)
+  }
+
+  /**
+   * Charge each entry's units unconditionally, into debt (token bucket and GCRA only), in
+   * Redis: every host sharing it sees the debt. Rejects when Redis fails or misses the deadline.
+   * @throws OptionsError for a rule whose algorithm cannot carry debt.
+   */
+  async penalize(entries: readonly RefundEntry[], nowMs: number): Promise<void> {
+    for (const e of entries) {
+      if (!e.rule.algorithm.charge) {
+        throw misuseError(
+          `rule ${e.rule.rule.id}: algorithm ${e.rule.algorithm.name} cannot be charged units into debt (token-bucket and gcra can)`,
+        )
+      }
+    }
+    await this.each('f', entries, undefined, nowMs)
+  }
+
+  /**
+   * One request per hash tag (one per call on a single Redis) of entries that are decided
+   * each on its own; `cost` replaces the entries' own when given.
+   */
+  private async each(
+    mode: 'p' | 'x' | 'f',
+    entries: readonly (StateEntry & { cost?: number })[],
+    cost: number | undefined,
+    nowMs: number,
+  ): Promise<AlgorithmResult[]> {
+    if (entries.length === 0) return []
+    const now = this.now(nowMs)
+    const list: WireEntry[] = entries.map((e) => ({
+      rule: e.rule,
+      key: e.key,
+      cost: cost ?? e.cost ?? 0,
+      maxWaitMs: 0,
+      shadow: false,
+    }))
+    if (!this.isCluster) return this.queue.enqueue(mode, now, list)
+    const groups = groupByTag(list)
+    const parts = await Promise.all(
+      groups.map((g) =>
+        this.queue.enqueue(
+          mode,
+          now,
+          g.map((i) => list[i]!),
+        ),
+      ),
+    )
+    const out: AlgorithmResult[] = new Array<AlgorithmResult>(list.length)
+    groups.forEach((g, gi) => g.forEach((i, k) => (out[i] = parts[gi]![k]!)))
+    return out
+  }
+
   /** Close the client when Floodgate created it; a client passed in stays open. */
   async close(): Promise<void> {
     await this.fallback?.close?.()
@@ -274,7 +348,7 @@ export class RedisStore implements Store {
    * units stay charged: the request did pass, and charging it once is right.
    */
   private undoLateAnswer(
-    mode: 'c' | 'r',
+    mode: WireMode,
     entries: readonly WireEntry[],
     results: readonly AlgorithmResult[],
     now: string,

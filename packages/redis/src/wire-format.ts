@@ -12,8 +12,8 @@ import type { AlgorithmResult, ConsumeEntry, RefundEntry } from '@floodgate/core
  * 3. the concurrency lease in ms;
  * 4. one string packing every request of the batch, in order.
  *
- * A packed request is a little-endian int16 entry count (negative for a refund), then its
- * entries. A packed entry is a uint8 algorithm index (1-based, into the script's sorted
+ * A packed request is a little-endian int16 entry count and a uint8 {@link WIRE_MODES} index
+ * (consume, refund, peek, reset, penalize), then its entries. A packed entry is a uint8 algorithm index (1-based, into the script's sorted
  * algorithm list) then seven little-endian doubles, as {@link ENTRY_FIELDS} lists them. One
  * string instead of several ARGV fields per entry: fewer arguments for ioredis to encode and
  * Redis to turn into Lua strings, one `struct.unpack` per entry, and exact values.
@@ -64,11 +64,21 @@ export const ENTRY_OFFSET: Readonly<Record<FieldName, number>> = (() => {
 /** Bytes of an entry in the packed batch. */
 export const ENTRY_BYTES = ENTRY_FIELDS.reduce((n, f) => n + TYPE_BYTES[f.type], 0)
 
-/** `struct` format of the request header (the entry count). */
-export const REQUEST_HEADER_FORMAT = '<h'
+/**
+ * What a request asks, by its index on the wire: `c` consume (all-or-nothing), `r` refund,
+ * `p` peek (a dry run at the entry's cost, nothing written), `x` reset (the state deleted),
+ * `f` penalize (the units charged unconditionally; token bucket and GCRA only).
+ */
+export const WIRE_MODES = ['c', 'r', 'p', 'x', 'f'] as const
+
+/** What a request asks the script (see {@link WIRE_MODES}). */
+export type WireMode = (typeof WIRE_MODES)[number]
+
+/** `struct` format of the request header (the entry count, the mode's index). */
+export const REQUEST_HEADER_FORMAT = '<hB'
 
 /** Bytes of a request's header in the packed batch. */
-export const REQUEST_HEADER_BYTES = TYPE_BYTES.h
+export const REQUEST_HEADER_BYTES = TYPE_BYTES.h + TYPE_BYTES.B
 
 /** `struct` format of one entry, for the script's `struct.unpack`. */
 export const ENTRY_FORMAT = `<${ENTRY_FIELDS.map((f) => f.type).join('')}`
@@ -82,19 +92,20 @@ export type WireEntry = ConsumeEntry | (RefundEntry & { maxWaitMs: number; shado
 /**
  * Pack one request.
  *
- * @param mode - `'c'` to consume, `'r'` to refund.
+ * @param mode - What the request asks (see {@link WIRE_MODES}).
  * @param entries - The request's entries, at most 32 767.
  * @param algorithmIndex - The 1-based index of an algorithm in the script's sorted list.
  * @returns The request's header and entries.
  */
 export function encodeRequest(
-  mode: 'c' | 'r',
+  mode: WireMode,
   entries: readonly WireEntry[],
   algorithmIndex: (name: string) => number,
 ): Buffer {
   const n = entries.length
   const packed = Buffer.allocUnsafe(REQUEST_HEADER_BYTES + n * ENTRY_BYTES)
-  packed.writeInt16LE(mode === 'c' ? n : -n, 0)
+  packed.writeInt16LE(n, 0)
+  packed.writeUInt8(WIRE_MODES.indexOf(mode), TYPE_BYTES.h)
   for (let i = 0; i < n; i++) {
     const e = entries[i]!
     const rule = e.rule
@@ -117,7 +128,7 @@ export function encodeRequest(
 
 /** A packed request read back: what the script sees. */
 export interface DecodedRequest {
-  mode: 'c' | 'r'
+  mode: WireMode
   entries: Record<FieldName, number>[]
 }
 
@@ -133,9 +144,10 @@ export function decodeBatch(batch: Buffer): DecodedRequest[] {
   const out: DecodedRequest[] = []
   let pos = 0
   while (pos < batch.length) {
-    const count = batch.readInt16LE(pos)
+    const n = batch.readInt16LE(pos)
+    const mode = WIRE_MODES[batch.readUInt8(pos + TYPE_BYTES.h)]
+    if (mode === undefined) throw new Error(`packed batch: unknown mode at byte ${pos}`)
     pos += REQUEST_HEADER_BYTES
-    const n = Math.abs(count)
     if (pos + n * ENTRY_BYTES > batch.length) {
       throw new Error(`packed batch: truncated at byte ${pos} (${n} entries announced)`)
     }
@@ -148,7 +160,7 @@ export function decodeBatch(batch: Buffer): DecodedRequest[] {
       }
       entries.push(e as Record<FieldName, number>)
     }
-    out.push({ mode: count < 0 ? 'r' : 'c', entries })
+    out.push({ mode, entries })
   }
   return out
 }

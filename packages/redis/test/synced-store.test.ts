@@ -308,6 +308,46 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     expect(await fleetTotal(rule, 'closing')).toBe(3)
   })
 
+  it('a penalty on one host is seen by the other after a sync', async () => {
+    const rule = testRule('token-bucket', 10, 1000)
+    const [a, b] = [await host(), await host()]
+    now = 1_000_000
+    a.penalize([{ rule, key: 'penalized', cost: 25 }], now)
+    expect(a.peek([{ rule, key: 'penalized' }], now)[0]!.remaining).toBe(0)
+    // a reads its baseline, then pushes the 25 units.
+    await a.syncNow()
+    await a.syncNow()
+    expect(await fleetTotal(rule, 'penalized')).toBe(25)
+    // b starts serving the key: its first request is decided locally, then it holds the
+    // fleet bucket's level, 26 used of 10.
+    expect(b.consume(one(rule, 'penalized'), now)[0]!.allowed).toBe(true)
+    await b.syncNow()
+    await b.syncNow()
+    const r = b.consume(one(rule, 'penalized'), now)[0]!
+    expect(r.allowed).toBe(false)
+    // 16 units of debt and the 1 asked for, at 10 per second (less what Redis's clock refilled).
+    expect(r.retryAfterMs).toBeGreaterThan(1600)
+    expect(r.retryAfterMs).toBeLessThanOrEqual(1700)
+  })
+
+  it('refuses reset and bans by name: a fleet bucket cannot be forgotten by one host', async () => {
+    const store = await host()
+    const limiter = createLimiter({ rules: [{ id: 'api', limit: 5, window: '1s' }], store })
+    await expect(limiter.reset('203.0.113.7')).rejects.toThrow(
+      /reset: SyncedStore cannot reset\(\) a client's state/,
+    )
+    await expect(limiter.penalty('203.0.113.7', 3)).resolves.toBeUndefined()
+    expect((await limiter.get('203.0.113.7'))[0]!.remaining).toBe(2)
+    expect(() =>
+      createLimiter({
+        rules: [
+          { id: 'login', limit: 5, window: '1m', ban: { after: 3, within: '1m', for: '5m' } },
+        ],
+        store,
+      }),
+    ).toThrow(/rule "login": ban needs a store that can reset\(\); SyncedStore cannot/)
+  })
+
   it('refuses bad options at construction', () => {
     expect(() => new SyncedStore({ url: REDIS_URL, syncMs: 0 })).toThrow(/syncMs/)
     expect(() => new SyncedStore({ url: REDIS_URL, timeoutMs: 1.5 })).toThrow(/timeoutMs/)

@@ -12,6 +12,7 @@ import {
   ENTRY_OFFSET,
   REQUEST_HEADER_BYTES,
   REQUEST_HEADER_FORMAT,
+  WIRE_MODES,
   decodeBatch,
   encodeRequest,
 } from '../src/wire-format.js'
@@ -48,7 +49,7 @@ const arbEntry = fc
     shadow: r.shadow,
   }))
 const arbRequest = fc.record({
-  mode: fc.constantFrom<'c' | 'r'>('c', 'r'),
+  mode: fc.constantFrom(...WIRE_MODES),
   entries: fc.array(arbEntry, { minLength: 1, maxLength: 5 }),
 })
 
@@ -76,7 +77,7 @@ describe('the packed wire format', () => {
     }
     expect(ENTRY_BYTES).toBe(o)
     expect(ENTRY_FORMAT).toBe('<Bddddddd')
-    expect(REQUEST_HEADER_BYTES).toBe(2)
+    expect(REQUEST_HEADER_BYTES).toBe(3)
   })
 
   it('the decide script unpacks with the formats and ARGV positions defined here', () => {
@@ -102,7 +103,7 @@ describe('the packed wire format', () => {
 
   it('names a truncated batch', () => {
     const packed = encodeRequest('c', fc.sample(arbEntry, 2), indexOf)
-    expect(() => decodeBatch(packed.subarray(0, packed.length - 1))).toThrow(/truncated at byte 2/)
+    expect(() => decodeBatch(packed.subarray(0, packed.length - 1))).toThrow(/truncated at byte 3/)
   })
 })
 
@@ -120,10 +121,11 @@ local blob = ARGV[1]
 local pos = 1
 local out = {}
 while pos <= #blob do
-  local n
-  n, pos = struct.unpack('${REQUEST_HEADER_FORMAT}', blob, pos)
+  local n, m
+  n, m, pos = struct.unpack('${REQUEST_HEADER_FORMAT}', blob, pos)
   out[#out + 1] = tostring(n)
-  for _ = 1, math.abs(n) do
+  out[#out + 1] = tostring(m)
+  for _ = 1, n do
     local v = { struct.unpack('${ENTRY_FORMAT}', blob, pos) }
     pos = v[#v]
     for i = 1, #v - 1 do out[#out + 1] = string.format('%.17g', v[i]) end
@@ -137,7 +139,8 @@ return out`
         const packed = Buffer.concat(requests.map((r) => encodeRequest(r.mode, r.entries, indexOf)))
         const got = ((await redis.eval(readBack, 0, packed)) as string[]).map(Number)
         const want = requests.flatMap((r) => [
-          r.mode === 'c' ? r.entries.length : -r.entries.length,
+          r.entries.length,
+          WIRE_MODES.indexOf(r.mode),
           ...r.entries.flatMap((e) => ENTRY_FIELDS.map((f) => expected(e)[f.name]!)),
         ])
         expect(got).toEqual(want)

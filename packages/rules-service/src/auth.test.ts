@@ -39,6 +39,10 @@ describe('TokenRegistry', () => {
 
   it.each([
     [[{ name: '', role: 'admin', token: 'x'.repeat(16) }], /tokens\[0\]\.name/],
+    [
+      [{ name: 'a\u0000', role: 'admin', token: 'x'.repeat(16) }],
+      /tokens\[0\]\.name: contains U\+0000/,
+    ],
     [[{ name: 'a', role: 'admin', token: 'short' }], /tokens\[0\]\.token: expected at least 16/],
     [[{ name: 'a', role: 'root', token: 'x'.repeat(16) }], /tokens\[0\]\.role/],
     [[{ name: 'a', role: 'write', token: 'x'.repeat(16) }], /tokens\[0\]\.services/],

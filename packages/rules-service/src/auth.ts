@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
+import { unstorableReason } from './storable-json.js'
 
 /** What a token may do. */
 export type TokenRole =
@@ -52,6 +53,9 @@ export class TokenRegistry {
       if (typeof t.name !== 'string' || t.name.length === 0) {
         throw new TypeError(`tokens[${i}].name: expected a non-empty string`)
       }
+      // The name is the audit trail's actor: one PostgreSQL cannot store would fail every write.
+      const unstorable = unstorableReason(t.name)
+      if (unstorable !== undefined) throw new TypeError(`tokens[${i}].name: ${unstorable}`)
       if (names.has(t.name))
         throw new TypeError(`tokens[${i}].name: duplicate name ${JSON.stringify(t.name)}`)
       names.add(t.name)

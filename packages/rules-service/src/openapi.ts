@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 description served at `/openapi.json`, written by hand next to the routes
- * it describes. A rule's own schema is generated from core's zod schema (its input side), so
- * the document and the validation cannot drift apart.
+ * it describes. A rule's own schema is the JSON Schema core publishes beside its rule checks,
+ * so the document and the validation are kept in step in one place.
  */
 import { ruleSchema } from '@floodgate/core/rules'
 
@@ -70,23 +70,12 @@ const ruleResponse = (description: string): Json =>
 const RULE_DESCRIPTION =
   "A rule as core's schema accepts it (RuleInput; see docs/rules.md). Durations are strings like '10s' or milliseconds; core's validation is the authority (e.g. ids are unique within a set, rate excludes limit and window)."
 
-/** The input side of core's rule schema as JSON Schema (draft 2020-12, which OpenAPI 3.1 uses). */
+/** Core's JSON Schema of a rule (draft 2020-12, which OpenAPI 3.1 uses). */
 function ruleJsonSchema(): Json {
-  try {
-    const generated = JSON.parse(
-      JSON.stringify(ruleSchema.toJSONSchema({ io: 'input', unrepresentable: 'any' })),
-    ) as Record<string, Json>
-    delete generated.$schema
-    return { ...generated, description: RULE_DESCRIPTION }
-  } catch {
-    // A schema zod cannot describe must not take the service down; say less instead.
-    return {
-      type: 'object',
-      required: ['id'],
-      properties: { id: { type: 'string' } },
-      description: RULE_DESCRIPTION,
-    }
-  }
+  // A fresh copy on each call, so it is ours to change; the document states its dialect once.
+  const schema = ruleSchema.toJSONSchema() as { [key: string]: Json }
+  delete schema.$schema
+  return { ...schema, description: RULE_DESCRIPTION }
 }
 
 /**
@@ -311,10 +300,16 @@ export function openApiDocument(): Json {
             service: { type: 'string' },
             ruleId: { type: ['string', 'null'] },
             actor: { type: 'string', description: 'The name of the token that made the change' },
-            action: { enum: ['create', 'replace', 'patch', 'delete'] },
+            action: { enum: ['create', 'replace', 'patch', 'delete', 'reorder'] },
             revision: { type: 'integer' },
-            before: { oneOf: [ref('Rule'), { type: 'null' }] },
-            after: { oneOf: [ref('Rule'), { type: 'null' }] },
+            before: {
+              oneOf: [ref('Rule'), { type: 'array', items: { type: 'string' } }, { type: 'null' }],
+              description: 'The rule before, or the rule ids in their old order (reorder)',
+            },
+            after: {
+              oneOf: [ref('Rule'), { type: 'array', items: { type: 'string' } }, { type: 'null' }],
+              description: 'The rule after, or the rule ids in their new order (reorder)',
+            },
             at: { type: 'string', format: 'date-time' },
           },
         },

@@ -14,7 +14,11 @@ export type ProblemType =
   | 'precondition-failed'
   | 'payload-too-large'
   | 'unsupported-media-type'
+  | 'request-timeout'
+  | 'uri-too-long'
+  | 'headers-too-large'
   | 'internal'
+  | 'unavailable'
 
 const TITLES: Record<ProblemType, [number, string]> = {
   'bad-request': [400, 'Bad request'],
@@ -27,7 +31,31 @@ const TITLES: Record<ProblemType, [number, string]> = {
   'precondition-failed': [412, 'The rule set changed'],
   'payload-too-large': [413, 'Body too large'],
   'unsupported-media-type': [415, 'Unsupported media type'],
+  'request-timeout': [408, 'Request timeout'],
+  'uri-too-long': [414, 'URI too long'],
+  'headers-too-large': [431, 'Request headers too large'],
   internal: [500, 'Internal error'],
+  unavailable: [503, 'Service unavailable'],
+}
+
+/** The media type of every error response. */
+export const PROBLEM_MEDIA_TYPE = 'application/problem+json'
+
+/**
+ * The problem type for an HTTP status: its own type where there is one, `bad-request` for
+ * another 4xx (the body keeps the real status), `internal` for the rest.
+ *
+ * @param status - an error status (400-599)
+ * @param detail - what was wrong
+ * @returns the status to answer and the body
+ */
+export function problemForStatus(status: number, detail: string): ProblemBody {
+  const own = (Object.keys(TITLES) as ProblemType[]).find(
+    (type) => TITLES[type][0] === status && type !== 'invalid-json' && type !== 'invalid-rules',
+  )
+  if (own !== undefined) return problemBody(own, detail)
+  if (status >= 400 && status < 500) return { ...problemBody('bad-request', detail), status }
+  return problemBody('internal', 'the service failed; see its logs')
 }
 
 /** The JSON body of a problem response. */

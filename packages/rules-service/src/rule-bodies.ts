@@ -55,3 +55,35 @@ export function diffRules(
   }
   return out
 }
+
+/** A change of order that creating and deleting rules does not explain. */
+export interface OrderChange {
+  /** The ids in their order before the write. */
+  before: string[]
+  /** The ids in their order after it. */
+  after: string[]
+}
+
+/**
+ * Whether a write moved rules. Replaying a write's other entries keeps the rules that stay in
+ * their order and appends new ones at the end; when the new set's order differs from that, the
+ * write also reordered the set and its audit needs the new order to be replayable.
+ *
+ * @param current - the set before the write
+ * @param next - the set after it
+ * @returns the old and new order, or undefined when the order follows from the other entries
+ */
+export function orderChange(
+  current: readonly RuleBody[],
+  next: readonly RuleBody[],
+): OrderChange | undefined {
+  const kept = new Set(next.map((r) => r.id))
+  const existed = new Set(current.map((r) => r.id))
+  const replayed = [
+    ...current.filter((r) => kept.has(r.id)).map((r) => r.id),
+    ...next.filter((r) => !existed.has(r.id)).map((r) => r.id),
+  ]
+  const after = next.map((r) => r.id)
+  if (replayed.every((id, i) => after[i] === id)) return undefined
+  return { before: current.map((r) => r.id), after }
+}

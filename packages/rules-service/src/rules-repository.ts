@@ -1,6 +1,6 @@
 import type { Db, DbSession } from './db/db.js'
 import { ProblemError } from './problem.js'
-import { diffRules, mergePatch, type RuleBody } from './rule-bodies.js'
+import { diffRules, mergePatch, orderChange, type RuleBody } from './rule-bodies.js'
 
 export type { RuleBody } from './rule-bodies.js'
 
@@ -19,10 +19,18 @@ export interface ServiceSummary {
   updatedAt: string
 }
 
-/** What an audit entry records. */
-export type AuditAction = 'create' | 'replace' | 'patch' | 'delete'
+/**
+ * What an audit entry records: a change to one rule, or (`reorder`) a new order of the set's
+ * rules, with `ruleId` null and the ids in their order as `before` and `after`.
+ */
+export type AuditAction = 'create' | 'replace' | 'patch' | 'delete' | 'reorder'
 
-/** One change to one rule: who, when, and the rule before and after. */
+/**
+ * One change to one rule (who, when, and the rule before and after), or one reordering. Every
+ * revision has at least one entry, and replaying a revision's entries in id order on the
+ * previous set gives the new one: bodies are set or removed in place, new rules go at the end,
+ * and a `reorder` entry puts the rules in its `after` order.
+ */
 export interface AuditEntry {
   id: number
   service: string
@@ -31,8 +39,10 @@ export interface AuditEntry {
   action: AuditAction
   /** The set's revision this change produced. */
   revision: number
-  before: RuleBody | null
-  after: RuleBody | null
+  /** The rule before (null when created), or the ids' old order for `reorder`. */
+  before: RuleBody | string[] | null
+  /** The rule after (null when deleted), or the ids' new order for `reorder`. */
+  after: RuleBody | string[] | null
   at: string
 }
 
@@ -293,8 +303,8 @@ export class RulesRepository {
       actor: string
       action: AuditAction
       revision: unknown
-      before: RuleBody | null
-      after: RuleBody | null
+      before: RuleBody | string[] | null
+      after: RuleBody | string[] | null
       at: unknown
     }>(
       `SELECT id, rule_id, actor, action, revision, before, after, at FROM audit
@@ -346,8 +356,8 @@ export class RulesRepository {
       const { next, action } = plan(current)
       this.#check(next)
       const entries = diffRules(current, next)
-      const reordered = current.map((r) => r.id).join('\n') !== next.map((r) => r.id).join('\n')
-      if (entries.length === 0 && !reordered) return { revision, changed: false }
+      const order = orderChange(current, next)
+      if (entries.length === 0 && order === undefined) return { revision, changed: false }
       const nextRevision = revision + 1
       await write(tx, service, current, next)
       await tx.query('UPDATE services SET revision = $2, updated_at = now() WHERE name = $1', [
@@ -367,6 +377,15 @@ export class RulesRepository {
             before === undefined ? null : JSON.stringify(before),
             after === undefined ? null : JSON.stringify(after),
           ],
+        )
+      }
+      // Moving rules changes what hosts enforce first, so it is a change like any other: a
+      // revision, and an entry that says who did it and the order before and after.
+      if (order !== undefined) {
+        await tx.query(
+          `INSERT INTO audit (service, rule_id, actor, action, revision, before, after)
+           VALUES ($1, NULL, $2, 'reorder', $3, $4::jsonb, $5::jsonb)`,
+          [service, actor, nextRevision, JSON.stringify(order.before), JSON.stringify(order.after)],
         )
       }
       return { revision: nextRevision, changed: true }

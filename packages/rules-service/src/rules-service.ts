@@ -1,5 +1,9 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { DestinationStream, LoggerOptions } from 'pino'
+import { errorResponseServerOptions, installErrorResponses } from './error-responses.js'
+import { installRequestGuards } from './request-guards.js'
+import { errSerializer, REDACTED, REDACTED_PATHS, redactingStream } from './log-redaction.js'
+import type { LockOwner } from './db/data-dir-lock.js'
 import { TokenRegistry, type TokenOptions } from './auth.js'
 import { validateWithCore } from './core-validator.js'
 import type { Db } from './db/db.js'
@@ -7,7 +11,6 @@ import { migrate } from './db/migrations.js'
 import { openPgDb } from './db/pg-db.js'
 import { openPgliteDb } from './db/pglite-db.js'
 import { openApiDocument } from './openapi.js'
-import { ProblemError, problemBody } from './problem.js'
 import { adminRoutes } from './routes/admin-routes.js'
 import { rulesRoutes } from './routes/rules-routes.js'
 import { checkServiceName } from './service-name.js'
@@ -56,7 +59,9 @@ export interface RulesServiceOptions {
    */
   bodyLimit?: number | undefined
   /**
-   * pino options (the `authorization` header is always redacted), or false for no logs.
+   * pino options, or false for no logs. Credentials never reach a line: credential headers are
+   * removed, and every line is scrubbed of `token=`/`api_key=`-like query values and `Bearer`
+   * credentials, wherever they appear (URLs, error messages).
    * @default false
    */
   logger?: boolean | LoggerOptions | undefined
@@ -79,14 +84,6 @@ export interface RulesServiceOptions {
 
 /** The running service's Fastify application. */
 export type RulesServiceApp = FastifyInstance
-
-// Paths pino must never print: a bearer token in a log line is a leaked credential.
-const REDACT = [
-  'req.headers.authorization',
-  'request.headers.authorization',
-  'headers.authorization',
-  'authorization',
-]
 
 /**
  * Build the rules service: open (and migrate) the database, then register the `/v1` API,
@@ -115,11 +112,16 @@ export async function createRulesService(
   ]
   const validate = options.validate ?? validateWithCore
   const ownDb = options.db === undefined
+  let staleLock: LockOwner | undefined
   const db =
     options.db ??
     (options.databaseUrl !== undefined
       ? await openPgDb({ databaseUrl: options.databaseUrl, schema: options.schema })
-      : await openPgliteDb({ dataDir: options.dataDir, schema: options.schema }))
+      : await openPgliteDb({
+          dataDir: options.dataDir,
+          schema: options.schema,
+          onStaleLock: (owner) => (staleLock = owner),
+        }))
 
   const repository = new RulesRepository(db, validate)
   let app: FastifyInstance
@@ -134,8 +136,12 @@ export async function createRulesService(
         ? false
         : {
             ...(options.logger === true ? {} : options.logger),
-            redact: { paths: REDACT, censor: '[redacted]' },
-            ...(options.logStream ? { stream: options.logStream } : {}),
+            redact: { paths: [...REDACTED_PATHS], censor: REDACTED },
+            serializers: {
+              ...(options.logger === true ? {} : options.logger.serializers),
+              err: errSerializer,
+            },
+            stream: redactingStream(options.logStream),
           }
     app = Fastify({
       logger,
@@ -143,6 +149,7 @@ export async function createRulesService(
       // Reject `__proto__`/`constructor` keys in JSON rather than silently strip them.
       onProtoPoisoning: 'error',
       onConstructorPoisoning: 'error',
+      ...errorResponseServerOptions,
     })
   } catch (err) {
     if (ownDb) await db.close()
@@ -160,19 +167,8 @@ export async function createRulesService(
     app.getDefaultJsonParser('error', 'error'),
   )
 
-  app.setErrorHandler((err, request, reply) => {
-    const { status, body } = toProblem(err)
-    if (status >= 500) request.log.error({ err }, 'request failed')
-    return reply.code(status).type('application/problem+json').send(body)
-  })
-  app.setNotFoundHandler((request, reply) =>
-    reply
-      .code(404)
-      .type('application/problem+json')
-      .send(
-        problemBody('not-found', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`),
-      ),
-  )
+  installErrorResponses(app)
+  installRequestGuards(app)
 
   const requireReadToken = options.requireReadToken ?? tokens.hasReadTokens
   rulesRoutes(app, { repository, tokens, validate, requireReadToken })
@@ -197,49 +193,14 @@ export async function createRulesService(
   ) {
     app.log.warn('no dataDir or databaseUrl: rules live in memory and are lost on exit')
   }
+  if (staleLock !== undefined) {
+    app.log.warn(
+      { code: 'FG_ERR_DATA_DIR_LOCKED', previousHolder: staleLock },
+      `replaced the lock of process ${staleLock.pid} on the data directory: that process is gone (it crashed or was killed)`,
+    )
+  }
   await app.ready()
   return app
-}
-
-interface FastifyLikeError {
-  statusCode?: number
-  code?: string
-  message?: string
-  validation?: unknown
-}
-
-function toProblem(err: unknown): { status: number; body: ReturnType<typeof problemBody> } {
-  if (err instanceof ProblemError) return { status: err.status, body: err.toBody() }
-  const e = (typeof err === 'object' && err !== null ? err : {}) as FastifyLikeError
-  const message = e.message ?? 'unknown error'
-  switch (e.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { status: 413, body: problemBody('payload-too-large', message) }
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return {
-        status: 415,
-        body: problemBody(
-          'unsupported-media-type',
-          `${message}; send Content-Type: application/json`,
-        ),
-      }
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return { status: 400, body: problemBody('invalid-json', message) }
-  }
-  if (e.statusCode === 400 && err instanceof SyntaxError) {
-    return {
-      status: 400,
-      body: problemBody('invalid-json', `the body is not valid JSON: ${message}`),
-    }
-  }
-  if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500) {
-    return {
-      status: e.statusCode,
-      body: { ...problemBody('bad-request', message), status: e.statusCode },
-    }
-  }
-  return { status: 500, body: problemBody('internal', 'the service failed; see its logs') }
 }
 
 /** Options of {@link startRulesService}: the service's plus where to listen. */

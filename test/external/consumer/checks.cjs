@@ -5,6 +5,11 @@
 const assert = require('node:assert/strict')
 const http = require('node:http')
 
+/** The loader the running checks came through, for a check that needs a sibling entry point. */
+let loadSibling = async () => {
+  throw new Error('loadSibling is only set while checkAll runs')
+}
+
 const oneRequestPerMinute = [{ id: 'one', limit: 1, window: '1m' }]
 
 /** Two GETs to a server handler on a free port: the first admitted, the second refused. */
@@ -38,6 +43,30 @@ const checks = {
     assert.equal(refused.allowed, false)
     assert.equal(refused.status, 429)
     await limiter.close()
+  },
+  async '@floodgate/core/http'(m) {
+    for (const name of ['enforce', 'prepareMount', 'formatHeaders', 'validateAdapterOptions'])
+      assert.equal(typeof m[name], 'function', name)
+    assert.match(m.PROBLEM_CONTENT_TYPE, /^application\/problem\+json/)
+    assert.equal(m.retryAfterSeconds(1500), 2)
+  },
+  async '@floodgate/core/algorithms'(m) {
+    for (const name of ['getAlgorithm', 'stateIdOf', 'boundKey'])
+      assert.equal(typeof m[name], 'function', name)
+    assert.equal(m.getAlgorithm('token-bucket'), m.tokenBucket)
+  },
+  async '@floodgate/core/rules'(m) {
+    for (const name of ['parseRulesDocument', 'compileRules', 'parseDuration'])
+      assert.equal(typeof m[name], 'function', name)
+    assert.equal(m.parseDuration('1m'), 60_000)
+    assert.equal(typeof m.ruleSchema.toJSONSchema(), 'object')
+  },
+  async '@floodgate/core/options'(m) {
+    assert.equal(m.checkPositiveInt('n', undefined, 5), 5)
+    // One OptionsError class whichever entry point loaded it: the bundles share their modules.
+    const core = await loadSibling('@floodgate/core')
+    assert.throws(() => m.checkPositiveInt('n', 0, 5), core.OptionsError)
+    assert.ok(Object.keys(m.errorCodes).includes('FG_ERR_OPTIONS_INVALID'))
   },
   async '@floodgate/core/testing'(m) {
     for (const name of ['describeStoreConformance', 'describeAdapterScenarios', 'testRule'])
@@ -108,6 +137,21 @@ const checks = {
     })
     assert.equal((await fetchTwice('http://example.test/')).status, 200)
     assert.deepEqual(statuses, [])
+    // A new pacer lets one call through at once; the next turn is 100 ms away.
+    const pacer = m.createPacer({ rate: 10, clock: () => 60_000 })
+    assert.equal(await pacer.acquire(), 0)
+    assert.equal(await pacer.tryAcquire(), false)
+    // A throttle refuses locally once the server refuses: a 429 that says so.
+    const refusing = m.withRetry(async () => new Response(null, { status: 429 }), {
+      maxAttempts: 1,
+      random: () => 0,
+      adaptiveThrottle: true,
+    })
+    assert.equal((await refusing('http://example.test/')).refusedLocally, undefined)
+    const local = await refusing('http://example.test/')
+    assert.equal(local.status, 429)
+    assert.equal(local.refusedLocally, true)
+    assert.ok(local instanceof m.LocallyRefusedResponse)
   },
 }
 
@@ -116,6 +160,7 @@ const checks = {
  * prints one JSON object: specifier -> null (passed) or the error's code and message.
  */
 async function checkAll(specifiers, load) {
+  loadSibling = load
   const results = {}
   for (const specifier of specifiers) {
     try {

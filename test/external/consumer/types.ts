@@ -7,7 +7,7 @@ import fastifyRateLimit, { rateLimit, type FastifyRateLimitOptions } from '@floo
 import { rateLimit as koaRateLimit } from '@floodgate/koa'
 import { RedisStore, type RedisStoreOptions } from '@floodgate/redis'
 import { validateWithCore, type RulesServiceOptions } from '@floodgate/rules-service'
-import { fetchWithRetry } from '@floodgate/client'
+import { createPacer, fetchWithRetry, type Pacer } from '@floodgate/client'
 
 export const rules: RuleInput[] = [{ id: 'one', limit: 1, window: '1m' }]
 export const limiter: Limiter = createLimiter({ rules })
@@ -35,3 +35,7 @@ export const get = (): Promise<Response> =>
   fetchWithRetry('http://127.0.0.1:3000/', undefined, { maxAttempts: 2 })
 // @ts-expect-error maxAttempts is a number
 export const wrong = (): Promise<Response> => fetchWithRetry('/', {}, { maxAttempts: 'two' })
+
+export const pacer: Pacer = createPacer({ rate: 10, warmup: 5_000 })
+// @ts-expect-error rate is a number
+createPacer({ rate: 'ten' })

@@ -18,8 +18,8 @@ export {
   tokenBucket,
 } from './registry.js'
 export { CONCURRENCY_RETRY_AFTER_MS } from './concurrency.js'
-export type { ConsumeEntry, RefundEntry, Store } from '../stores/store.js'
-export type { CompiledRule } from '../rules/compiled-rules.js'
+export type { ConsumeEntry, RefundEntry, StateEntry, Store } from '../stores/store.js'
+export type { CompiledBan, CompiledRule } from '../rules/compiled-rules.js'
 export { stateIdOf } from '../rules/compile-rules.js'
 export { MAX_KEY_LENGTH, boundKey } from '../keys/hash-key.js'
 export { scopeLogger } from '../logger.js'

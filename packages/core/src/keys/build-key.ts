@@ -136,6 +136,15 @@ export function compileKey<Req>(
             const ip = ipKey(f.ip, ipv6Subnet)
             return ip === undefined ? SHARED : FALLBACK_IP + ip
           }
+  if (parts.length === 1 && rule.key[0] === 'ip') {
+    const ip = parts[0]!
+    // An IP key is at most 65 characters and never starts with KEY_MARKER (see ipKey), so
+    // boundKey would return it unchanged.
+    return (f) => {
+      const v = ip(f)
+      return v === undefined ? fallback(f) : v
+    }
+  }
   if (parts.length === 1) {
     const only = parts[0]!
     return (f) => {
@@ -155,4 +164,56 @@ export function compileKey<Req>(
     }
     return boundKey(key)
   }
+}
+
+/**
+ * A client key given by hand (to `limiter.get`, `reset`, `penalty`, `reward`, `limit`): the
+ * value of a one-part rule's key, or an object of part values named as the rule names them
+ * (`{ ip: '203.0.113.7' }`, `{ user: 'u1', 'header:x-tenant': 'acme' }`).
+ */
+export type ClientKey = string | number | Readonly<Record<string, string | number | undefined>>
+
+/**
+ * The stored key a request with these part values would get under `rule`: each part
+ * normalised as on a request (an IPv6 address grouped by its subnet), the parts joined, the
+ * result bounded. A missing part falls back to the client's IP when the rule says so
+ * (`fallbackKey: 'ip'`) and `ip` is given. Undefined when the parts do not key the rule (a
+ * part is missing with no fallback, or one value is given to a rule of several parts).
+ *
+ * @param rule - The rule whose key to build.
+ * @param given - The part values, or the one part's value.
+ * @param ipv6Subnet - The limiter's IPv6 grouping.
+ * @returns The stored key, or undefined.
+ */
+export function keyFromParts(rule: Rule, given: ClientKey, ipv6Subnet: number): string | undefined {
+  const values: (string | undefined)[] = []
+  if (typeof given === 'string' || typeof given === 'number') {
+    if (rule.key.length !== 1) return undefined
+    const v = String(given)
+    values.push(rule.key[0] === 'ip' ? ipKey(v, ipv6Subnet) : text(v))
+  } else {
+    for (const part of rule.key) {
+      const raw = Object.hasOwn(given, part) ? given[part] : undefined
+      const v = raw === undefined ? undefined : String(raw)
+      values.push(part === 'ip' ? ipKey(v, ipv6Subnet) : text(v))
+    }
+  }
+  if (values.some((v) => v === undefined)) {
+    // As on a request, a rule that falls back to the IP keys a client without the part by its
+    // IP, when one is given. The shared bucket of `fallbackKey: 'shared'` is nobody's to reset.
+    if (rule.fallbackKey !== 'ip' || typeof given !== 'object') return undefined
+    const raw = Object.hasOwn(given, 'ip') ? given.ip : undefined
+    const ip = ipKey(raw === undefined ? undefined : String(raw), ipv6Subnet)
+    return ip === undefined ? undefined : FALLBACK_IP + ip
+  }
+  if (values.length === 1) return boundKey(values[0]!)
+  let key = ''
+  values.forEach((v, i) => {
+    const safe =
+      v!.includes(SEP) || v!.includes('\\')
+        ? v!.replaceAll('\\', '\\\\').replaceAll(SEP, '\\s')
+        : v!
+    key = i === 0 ? safe : key + SEP + safe
+  })
+  return boundKey(key)
 }

@@ -19,25 +19,26 @@ const IPV4_WITH_PORT = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/
  */
 function isCanonicalIpv4(s: string): boolean {
   const n = s.length
-  if (n < 7 || n > 15) return false
-  let dots = 0
-  let octet = 0
-  let digits = 0
-  for (let i = 0; i < n; i++) {
-    const c = s.charCodeAt(i)
-    if (c === 46) {
-      if (digits === 0 || ++dots > 3) return false
-      octet = 0
-      digits = 0
-    } else if (c >= 48 && c <= 57) {
-      if (digits === 1 && octet === 0) return false
-      octet = octet * 10 + (c - 48)
-      if (++digits > 3 || octet > 255) return false
-    } else {
-      return false
+  if (!(n >= 7 && n <= 15)) return false
+  let i = 0
+  // Octet by octet: fewer tests per character than a state machine over every character.
+  for (let octets = 1; ; octets++) {
+    if (i >= n) return false
+    let v = s.charCodeAt(i++) - 48
+    if (!(v >= 0 && v <= 9)) return false
+    // A leading 0 is the whole octet: a digit after it fails at the dot below.
+    if (v !== 0) {
+      for (let k = 0; k < 2 && i < n; k++) {
+        const d = s.charCodeAt(i) - 48
+        if (!(d >= 0 && d <= 9)) break
+        v = v * 10 + d
+        i++
+      }
+      if (v > 255) return false
     }
+    if (octets === 4) return i === n
+    if (i >= n || s.charCodeAt(i++) !== 46) return false
   }
-  return dots === 3 && digits > 0
 }
 
 /** Parse dotted IPv4 into a 32-bit number, or -1 when it is not one. */

@@ -2,7 +2,8 @@
  * `@floodgate/core/options`: the named option checks every Floodgate package validates its
  * options with, so each bad option gets the same message shape
  * (`<name>: expected <what>, got <value>`) and the same error (`OptionsError`,
- * `FG_ERR_OPTIONS_INVALID`). For people writing an adapter or a store.
+ * `FG_ERR_OPTIONS_INVALID`), and the table of every error and warning code. For people writing
+ * an adapter or a store.
  * @module @floodgate/core/options
  */
 export {
@@ -24,3 +25,4 @@ export {
   optionsConflict,
   refusedOption,
 } from './checks.js'
+export { errorCodes } from '../errors.js'

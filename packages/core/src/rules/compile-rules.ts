@@ -2,6 +2,7 @@ import type { AlgorithmParams } from '../algorithms/algorithm.js'
 import { RulesValidationError } from '../errors.js'
 import type { MatchFacts } from './match-facts.js'
 import { findAlgorithm } from './algorithm-catalog.js'
+import { banStatesOf } from './ban-states.js'
 import type { CompiledRule, CompiledRules } from './compiled-rules.js'
 import type { Rule } from './rule.js'
 import { RuleMatcher, type RuleMatcherOptions } from './rule-matcher.js'
@@ -79,7 +80,16 @@ export function compileRules(
       windowMs: rule.windowMs,
       burst: rule.burst,
     })
-    compiled.push(Object.freeze({ rule, algorithm, params, stateId: stateIdOf(rule) }))
+    const ban = banStatesOf(rule)
+    compiled.push(
+      Object.freeze({
+        rule,
+        algorithm,
+        params,
+        stateId: stateIdOf(rule),
+        ...(ban === undefined ? {} : { ban }),
+      }),
+    )
   })
   if (issues.length > 0) throw new RulesValidationError(issues)
   return new CompiledRuleSet(Object.freeze(compiled), options)

@@ -13,6 +13,23 @@ export interface CompiledRule {
    * keeps its counters across a rules swap and a changed one starts fresh.
    */
   readonly stateId: string
+  /** The states of the rule's ban, when it has one and is enforced (not shadow). */
+  readonly ban?: CompiledBan | undefined
+}
+
+/**
+ * A ban kept as two more states of the client, so every store that can decide a rule can keep
+ * it without knowing what a ban is:
+ *
+ * - `refusals`: a sliding-window-log of `after` units over `withinMs`, charged one unit per
+ *   refusal; the refusal that uses its last unit (or finds none left) starts a ban;
+ * - `block`: a token bucket of one unit per `forMs`. A ban resets it and charges it two units
+ *   (one unit of debt); a request is checked against it at cost 0, which it refuses while the
+ *   debt lasts (exactly `forMs`), with the time left as its `retryAfterMs`.
+ */
+export interface CompiledBan {
+  readonly refusals: CompiledRule
+  readonly block: CompiledRule
 }
 
 /** A rule set compiled into a matcher, once per revision. */

@@ -12,8 +12,12 @@ export {
   parseRulesDocument,
   ruleSchema,
   rulesSchema,
+  type JsonSchema,
+  type JsonValue,
   type RuleInput,
+  type RuleSchema,
   type RulesDocument,
+  type SafeParseResult,
 } from './schema.js'
 export { compileRules, stateIdOf, type CompileRulesOptions } from './compile-rules.js'
 export type { CompiledRule, CompiledRules } from './compiled-rules.js'

@@ -327,6 +327,9 @@ export class RuleMatcher {
   private readonly other: MethodTable
   /** The answer for every request when no rule has any condition at all. */
   private readonly direct: readonly CompiledRule[] | undefined
+  // A one-entry memo in front of `byMethod`: most requests carry the method the previous one did.
+  private lastMethod: string | undefined
+  private lastTable: MethodTable | undefined
 
   /**
    * @param rules - Compiled rules in declaration order.
@@ -366,7 +369,14 @@ export class RuleMatcher {
    */
   match(facts: MatchFacts): readonly CompiledRule[] {
     if (this.direct) return this.direct
-    const table = this.byMethod.get(facts.method) ?? this.other
+    const method = facts.method
+    let table: MethodTable
+    if (method === this.lastMethod) table = this.lastTable!
+    else {
+      table = this.byMethod.get(method) ?? this.other
+      this.lastMethod = method
+      this.lastTable = table
+    }
     if (table.direct) return table.direct
     const candidates =
       table.anyPath ??

@@ -21,6 +21,19 @@ export type OverLimit =
   | { readonly action: 'queue'; readonly maxWaitMs: number; readonly maxQueue: number }
   | { readonly action: 'drop' }
 
+/**
+ * The penalty box: a client refused `after` times within `withinMs` is refused outright for
+ * `forMs`, whatever its limit says.
+ */
+export interface RuleBan {
+  /** Refusals that start a ban. */
+  readonly after: number
+  /** The sliding period the refusals are counted in, in milliseconds. */
+  readonly withinMs: number
+  /** How long a ban lasts, in milliseconds. */
+  readonly forMs: number
+}
+
 /** Which requests a rule applies to. Every present condition must hold. */
 export interface RuleMatch {
   /** Upper-case HTTP methods; absent means every method. */
@@ -101,4 +114,6 @@ export interface Rule {
   readonly count: CountMode
   /** Per-request limits by tier; absent when the rule has one limit for everyone. */
   readonly tiers?: RuleTiers | undefined
+  /** Ban clients refused too often; absent: no ban. A shadow rule never bans. */
+  readonly ban?: RuleBan | undefined
 }

@@ -1,15 +1,18 @@
-import { z } from 'zod'
 import { durationMs } from '../duration.js'
 import { ALGORITHM_NAMES } from './algorithm-catalog.js'
 import { checkPathPattern } from './path-pattern.js'
-import type { KeyPart, OverLimit, RuleMatch } from './rule.js'
+import type { CountMode, KeyPart, OverLimit, RuleBan, RuleMatch } from './rule.js'
+import { BAD, type Bad, type Checker } from './schema-issues.js'
+import { checkFields, isObject, oneOf, stringOrList, type Field } from './schema-object.js'
 
-// The field schemas a rule is built from, each with the message its errors carry.
+// The checks a rule's fields go through, each with the message its errors carry.
 
 /** The longest duration a rule may use: `setTimeout` overflows above 2^31-1 ms and would fire at once. */
 export const MAX_DURATION_MS = 2 ** 31 - 1
 
 const MAX_KEY_PARTS = 8
+/** The most refusals a ban may count: each is a timestamp kept per client while it counts. */
+export const MAX_BAN_AFTER = 1000
 export const ID = /^[A-Za-z0-9._-]{1,64}$/
 const METHOD = /^[A-Za-z]{1,20}$/
 // RFC 9110 token characters: the only characters a header name may hold.
@@ -48,6 +51,8 @@ export const E = {
   action: "'reject', 'queue' or 'drop'",
   status: '429 or 503',
   boolean: 'true or false',
+  ban: "an object like { after: 5, within: '1m', for: '15m' }",
+  banAfter: `a whole number of refusals from 1 to ${MAX_BAN_AFTER}`,
   count: "'all', 'failed' or 'successful'",
   tiers: 'an object with by (a key part), values (tier name to limit) and optionally default',
   tierBy: "'user', 'header:<name>' or 'custom:<name>' (the key part naming the tier)",
@@ -56,53 +61,47 @@ export const E = {
   tier: 'an object with limit and window, or rate, and optionally burst',
 } as const
 
-export const err = (error: string): { error: string } => ({ error })
+/** A positive safe integer. */
+export const positiveInt: Field<number> = (value, c) =>
+  typeof value === 'number' && Number.isSafeInteger(value) && value > 0
+    ? value
+    : c.expected(E.posInt, value)
 
-type Ctx = z.core.$RefinementCtx
+/** A finite number above 0, at most `Number.MAX_SAFE_INTEGER`. */
+export const cost: Field<number> = (value, c) =>
+  typeof value === 'number' &&
+  Number.isFinite(value) &&
+  value > 0 &&
+  value <= Number.MAX_SAFE_INTEGER
+    ? value
+    : c.expected(E.cost, value)
 
-/** Adds an issue rendered as `path: expected <expected>, got <input>`. */
-export function expected(ctx: Ctx, what: string, input: unknown, path: PropertyKey[] = []): void {
-  ctx.addIssue({ code: 'custom', message: what, input, path })
+/** A duration in milliseconds, from `'10s'` or a number of milliseconds. */
+export const duration: Field<number> = (value, c) => {
+  const ms = durationMs(value)
+  if (ms === undefined || ms <= 0) return c.expected(E.duration, value)
+  if (ms > MAX_DURATION_MS) {
+    return c.expected(`a duration of at most ${MAX_DURATION_MS} ms (about 24.8 days)`, value)
+  }
+  return ms
 }
 
-export const positiveInt = z.number(err(E.posInt)).int(err(E.posInt)).positive(err(E.posInt))
-
-export const duration = z
-  .union([z.string(), z.number()], err(E.duration))
-  .transform((value, ctx): number => {
-    const ms = durationMs(value)
-    if (ms === undefined || ms <= 0) {
-      expected(ctx, E.duration, value)
-      return z.NEVER
-    }
-    if (ms > MAX_DURATION_MS) {
-      expected(ctx, `a duration of at most ${MAX_DURATION_MS} ms (about 24.8 days)`, value)
-      return z.NEVER
-    }
-    return ms
-  })
-
-export const rate = z
-  .string(err(E.rate))
-  .transform((value, ctx): { limit: number; windowMs: number; text: string } => {
-    const m = RATE.exec(value)
-    const limit = m ? Number(m[1]) : 0
-    // '10/s' reads as ten per one second.
-    const unit = m?.[2] ?? ''
-    const windowMs = durationMs(/^(ms|s|m|h|d)$/.test(unit) ? `1${unit}` : unit)
-    if (!m || limit <= 0 || windowMs === undefined || windowMs <= 0) {
-      expected(ctx, E.rate, value)
-      return z.NEVER
-    }
-    if (windowMs > MAX_DURATION_MS) {
-      expected(ctx, `a rate whose window is at most ${MAX_DURATION_MS} ms`, value)
-      return z.NEVER
-    }
-    return { limit, windowMs, text: value }
-  })
-
-const list = <T extends z.ZodType>(item: T, what: string) =>
-  z.union([item, z.array(item, err(what)).min(1, err(`${what} (not empty)`))], err(what))
+/** `'10/s'` or `'100/1m'`: a limit per window. */
+export const rate: Field<{ limit: number; windowMs: number; text: string }> = (value, c) => {
+  if (typeof value !== 'string') return c.expected(E.rate, value)
+  const m = RATE.exec(value)
+  const limit = m ? Number(m[1]) : 0
+  // '10/s' reads as ten per one second.
+  const unit = m?.[2] ?? ''
+  const windowMs = durationMs(/^(ms|s|m|h|d)$/.test(unit) ? `1${unit}` : unit)
+  if (!m || limit <= 0 || windowMs === undefined || windowMs <= 0) {
+    return c.expected(E.rate, value)
+  }
+  if (windowMs > MAX_DURATION_MS) {
+    return c.expected(`a rate whose window is at most ${MAX_DURATION_MS} ms`, value)
+  }
+  return { limit, windowMs, text: value }
+}
 
 const asList = <T>(value: T | readonly T[]): readonly T[] =>
   Array.isArray(value) ? (value as readonly T[]) : [value as T]
@@ -110,7 +109,7 @@ const asList = <T>(value: T | readonly T[]): readonly T[] =>
 /** Checks path patterns, reporting each at its own index when given as a list. */
 function normalisePaths(
   value: string | readonly string[],
-  ctx: Ctx,
+  c: Checker,
   path: PropertyKey[],
 ): string[] | undefined {
   const out: string[] = []
@@ -119,7 +118,7 @@ function normalisePaths(
     const checked = checkPathPattern(p)
     if ('error' in checked) {
       ok = false
-      expected(ctx, checked.error, p, Array.isArray(value) ? [...path, i] : path)
+      c.expected(checked.error, p, Array.isArray(value) ? [...path, i] : path)
     } else out.push(checked.pattern)
   })
   return ok ? out : undefined
@@ -127,7 +126,7 @@ function normalisePaths(
 
 function normaliseMethods(
   value: string | readonly string[],
-  ctx: Ctx,
+  c: Checker,
   path: PropertyKey[],
   listed = Array.isArray(value),
 ): string[] | undefined {
@@ -136,88 +135,79 @@ function normaliseMethods(
   asList(value).forEach((m, i) => {
     if (!METHOD.test(m)) {
       ok = false
-      expected(ctx, E.method, m, listed ? [...path, i] : path)
+      c.expected(E.method, m, listed ? [...path, i] : path)
     } else out.add(m.toUpperCase())
   })
   return ok ? [...out] : undefined
 }
 
-function isHeaderObject(v: unknown): boolean {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false
-  const proto: unknown = Object.getPrototypeOf(v)
-  return proto === Object.prototype || proto === null
+// A plain object only: the conditions are read from the caller's object itself, never copied
+// into a `{}` that would lose a condition named `__proto__` and match everything.
+const headerObject: Field<Readonly<Record<string, unknown>>> = (value, c) => {
+  if (isObject(value)) {
+    const proto: unknown = Object.getPrototypeOf(value)
+    if (proto === Object.prototype || proto === null) return value
+  }
+  return c.expected(E.headers, value)
 }
 
-const matchObject = z.strictObject(
-  {
-    methods: list(z.string(err(E.method)), E.methods).optional(),
-    paths: list(z.string(err(E.path)), E.paths).optional(),
-    // Checked by hand in the transform: a record schema would copy the object into a plain
-    // `{}` and lose a condition named `__proto__`, turning the rule into a match-everything.
-    headers: z
-      .custom<Readonly<Record<string, string | true>>>(isHeaderObject, err(E.headers))
-      .optional(),
-    hosts: list(z.string(err(E.host)), E.hosts).optional(),
-  },
-  err(E.match),
-)
+const matchFields = {
+  methods: stringOrList(E.method, E.methods),
+  paths: stringOrList(E.path, E.paths),
+  headers: headerObject,
+  hosts: stringOrList(E.host, E.hosts),
+}
 
-export const match = z
-  .union([z.string(err(E.match)), matchObject], err(E.match))
-  .transform((value, ctx): RuleMatch => {
-    if (typeof value === 'string') {
-      // 'POST /export', 'GET,HEAD /users/:id' or '/api/**'.
-      const parts = value.trim().split(/\s+/)
-      const [first = '', second] = parts
-      if (parts.length > 2 || (parts.length === 2 && !second!.startsWith('/'))) {
-        expected(ctx, E.match, value)
-        return z.NEVER
-      }
-      const methods =
-        parts.length === 2 ? normaliseMethods(first.split(','), ctx, [], false) : undefined
-      const paths = normalisePaths(parts.length === 2 ? second! : first, ctx, [])
-      if (!paths || (parts.length === 2 && !methods)) return z.NEVER
-      return freezeMatch({ methods, paths })
+/** `'POST /export'`, `'/api/**'`, or an object of conditions. */
+export const match: Field<RuleMatch> = (value, c) => {
+  if (typeof value === 'string') return matchString(value, c)
+  if (!isObject(value)) return c.expected(E.match, value)
+  // Each field is normalised when its type is right, whatever its siblings hold, so every
+  // problem is reported at once.
+  const before = c.count
+  const { fields } = checkFields(value, matchFields, c)
+  const methods =
+    fields.methods === undefined ? undefined : normaliseMethods(fields.methods, c, ['methods'])
+  const paths = fields.paths === undefined ? undefined : normalisePaths(fields.paths, c, ['paths'])
+  let headers: Record<string, string | true> | undefined
+  if (fields.headers) {
+    headers = Object.create(null) as Record<string, string | true>
+    // Own entries only, read from the caller's object: every name is kept exactly.
+    for (const [name, v] of Object.entries(fields.headers)) {
+      if (typeof v !== 'string' && v !== true) {
+        c.expected(E.headerValue, v, ['headers', name])
+      } else if (!HEADER_NAME.test(name)) {
+        c.expected("a header name (letters, digits and !#$%&'*+.^_`|~-)", name, ['headers', name])
+      } else headers[name.toLowerCase()] = v
     }
-    let ok = true
-    const methods =
-      value.methods === undefined ? undefined : normaliseMethods(value.methods, ctx, ['methods'])
-    const paths =
-      value.paths === undefined ? undefined : normalisePaths(value.paths, ctx, ['paths'])
-    if ((value.methods !== undefined && !methods) || (value.paths !== undefined && !paths))
-      ok = false
-    let headers: Record<string, string | true> | undefined
-    if (value.headers) {
-      headers = Object.create(null) as Record<string, string | true>
-      // Own entries only, read from the caller's object: every name is kept exactly.
-      for (const [name, v] of Object.entries(value.headers) as [string, unknown][]) {
-        if (typeof v !== 'string' && v !== true) {
-          ok = false
-          expected(ctx, E.headerValue, v, ['headers', name])
-        } else if (!HEADER_NAME.test(name)) {
-          ok = false
-          expected(ctx, "a header name (letters, digits and !#$%&'*+.^_`|~-)", name, [
-            'headers',
-            name,
-          ])
-        } else headers[name.toLowerCase()] = v
-      }
-    }
-    let hosts: string[] | undefined
-    if (value.hosts) {
-      hosts = []
-      const listed = Array.isArray(value.hosts)
-      asList(value.hosts).forEach((h, i) => {
-        const host = h.toLowerCase()
-        if (host.length > 253 || !HOST.test(host)) {
-          ok = false
-          expected(ctx, E.host, h, listed ? ['hosts', i] : ['hosts'])
-        } else hosts!.push(host)
-      })
-    }
-    if (!ok) return z.NEVER
-    return freezeMatch({ methods, paths, headers, hosts })
-  })
+  }
+  let hosts: string[] | undefined
+  if (fields.hosts) {
+    hosts = []
+    const listed = Array.isArray(fields.hosts)
+    asList(fields.hosts).forEach((h, i) => {
+      const host = h.toLowerCase()
+      if (host.length > 253 || !HOST.test(host)) {
+        c.expected(E.host, h, listed ? ['hosts', i] : ['hosts'])
+      } else hosts!.push(host)
+    })
+  }
+  if (c.count !== before) return BAD
+  return freezeMatch({ methods, paths, headers, hosts })
+}
+
+// 'POST /export', 'GET,HEAD /users/:id' or '/api/**'.
+function matchString(value: string, c: Checker): RuleMatch | Bad {
+  const parts = value.trim().split(/\s+/)
+  const [first = '', second] = parts
+  if (parts.length > 2 || (parts.length === 2 && !second!.startsWith('/'))) {
+    return c.expected(E.match, value)
+  }
+  const methods = parts.length === 2 ? normaliseMethods(first.split(','), c, [], false) : undefined
+  const paths = normalisePaths(parts.length === 2 ? second! : first, c, [])
+  if (!paths || (parts.length === 2 && !methods)) return BAD
+  return freezeMatch({ methods, paths })
+}
 
 function freezeMatch(m: {
   methods?: string[] | undefined
@@ -235,7 +225,7 @@ function freezeMatch(m: {
 
 function keyPart(
   value: string,
-  ctx: Ctx,
+  c: Checker,
   path: PropertyKey[],
   what: string = E.keyPart,
 ): KeyPart | undefined {
@@ -244,115 +234,166 @@ function keyPart(
     const name = value.slice(7)
     if (HEADER_NAME.test(name)) return `header:${name.toLowerCase()}`
   } else if (CUSTOM_KEY.test(value)) return value as `custom:${string}`
-  expected(ctx, what, value, path)
+  c.expected(what, value, path)
   return undefined
 }
+
+const keyList = stringOrList(E.keyPart, E.key)
+
+/** One key part or a list of them, each once. */
+export const key: Field<readonly KeyPart[]> = (input, c) => {
+  const value = keyList(input, c)
+  if (value === BAD) return BAD
+  const listed = Array.isArray(value)
+  const parts = asList(value)
+  if (parts.length > MAX_KEY_PARTS) {
+    return c.expected(`a key of at most ${MAX_KEY_PARTS} parts`, value)
+  }
+  const out: KeyPart[] = []
+  let ok = true
+  parts.forEach((p, i) => {
+    const part = keyPart(p, c, listed ? [i] : [])
+    if (part === undefined) ok = false
+    else if (out.includes(part)) {
+      ok = false
+      c.expected('each key part once', p, [i])
+    } else out.push(part)
+  })
+  return ok ? Object.freeze(out) : BAD
+}
+
+export const REJECT_429: OverLimit = Object.freeze({ action: 'reject', status: 429 })
+const REJECT_503: OverLimit = Object.freeze({ action: 'reject', status: 503 })
+const DROP: OverLimit = Object.freeze({ action: 'drop' })
+
+// The fields of each action; an unknown field is named against its own action's list.
+const onLimitFields = {
+  reject: { action: oneOf(['reject'], E.action), status: oneOf([429, 503], E.status) },
+  queue: { action: oneOf(['queue'], E.action), maxWait: duration, maxQueue: positiveInt },
+  drop: { action: oneOf(['drop'], E.action) },
+} as const
+
+/** `'reject'`, `'drop'`, or `{ action: 'reject' | 'queue' | 'drop', … }`. */
+export const onLimit: Field<OverLimit> = (value, c) => {
+  if (value === 'reject') return REJECT_429
+  if (value === 'drop') return DROP
+  if (!isObject(value)) return c.expected(E.onLimit, value)
+  const action = Object.hasOwn(value, 'action') ? value.action : undefined
+  switch (action) {
+    case 'reject': {
+      const { fields, ok } = checkFields(value, onLimitFields.reject, c)
+      if (!ok) return BAD
+      return fields.status === 503 ? REJECT_503 : REJECT_429
+    }
+    case 'queue': {
+      const { fields, ok } = checkFields(value, onLimitFields.queue, c, ['maxWait'])
+      if (!ok) return BAD
+      const { maxWait, maxQueue = 100 } = fields
+      return Object.freeze({ action: 'queue', maxWaitMs: maxWait!, maxQueue })
+    }
+    case 'drop':
+      return checkFields(value, onLimitFields.drop, c).ok ? DROP : BAD
+    default:
+      return c.expected(E.action, action, ['action'])
+  }
+}
+
+/** `true` or `false`. */
+export const boolean: Field<boolean> = (value, c) =>
+  typeof value === 'boolean' ? value : c.expected(E.boolean, value)
+
+const banFields = {
+  after: ((value, c) =>
+    typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_BAN_AFTER
+      ? value
+      : c.expected(E.banAfter, value)) as Field<number>,
+  within: duration,
+  for: duration,
+} as const
+
+/** `ban: { after, within, for }`: the refusals that start a ban, their period, its length. */
+export const ban: Field<RuleBan> = (value, c) => {
+  if (!isObject(value)) return c.expected(E.ban, value)
+  const { fields, ok } = checkFields(value, banFields, c, ['after', 'within', 'for'])
+  if (!ok) return BAD
+  return Object.freeze({ after: fields.after!, withinMs: fields.within!, forMs: fields.for! })
+}
+
+/** `'all'`, `'failed'` or `'successful'`: which admitted requests stay counted. */
+export const count: Field<CountMode> = oneOf(['all', 'failed', 'successful'], E.count)
 
 /** Most tiers one rule may have. */
 export const MAX_TIERS = 32
 // Like ID, but never `__proto__`: an object key of that name would be lost, not reported.
 const TIER_NAME = /^(?!__proto__$)[A-Za-z0-9._-]{1,64}$/
 
-export const tierObject = z.strictObject(
-  {
-    limit: positiveInt.optional(),
-    window: duration.optional(),
-    rate: rate.optional(),
-    burst: positiveInt.optional(),
-  },
-  err(E.tier),
-)
+const tierFields = { limit: positiveInt, window: duration, rate, burst: positiveInt } as const
 
-/** A tier as written; completed (window, burst) by the rule schema, which knows the rule. */
-export type TierInput = z.output<typeof tierObject>
+/** A tier as written; completed (window, burst) by the rule check, which knows the rule. */
+export interface TierInput {
+  readonly limit: number | undefined
+  readonly window: number | undefined
+  readonly rate: { limit: number; windowMs: number; text: string } | undefined
+  readonly burst: number | undefined
+}
 
-export const tiers = z.strictObject(
-  {
-    by: z.string(err(E.tierBy)).transform((value, ctx): Exclude<KeyPart, 'ip'> => {
-      const part = value === 'ip' ? undefined : keyPart(value, ctx, [], E.tierBy)
-      if (part === undefined || part === 'ip') {
-        if (value === 'ip') expected(ctx, E.tierBy, value)
-        return z.NEVER
-      }
-      return part
-    }),
-    values: z.preprocess(
-      (value, ctx) => {
-        // A JSON key `__proto__` would be dropped by the record, not reported: refuse it here.
-        if (typeof value === 'object' && value !== null && Object.hasOwn(value, '__proto__')) {
-          expected(ctx, E.tierName, '__proto__', ['__proto__'])
-        }
-        return value
-      },
-      z.record(z.string().regex(TIER_NAME, err(E.tierName)), tierObject, err(E.tierValues)),
-    ),
-    default: z.string(err(E.tierName)).optional(),
-  },
-  err(E.tiers),
-)
+/** The `tiers` field as written, each tier checked on its own. */
+export interface TiersInput {
+  readonly by: Exclude<KeyPart, 'ip'>
+  readonly values: Readonly<Record<string, TierInput>>
+  readonly default: string | undefined
+}
 
-export const count = z.enum(['all', 'failed', 'successful'], err(E.count))
+const tierBy: Field<Exclude<KeyPart, 'ip'>> = (value, c) => {
+  // The client's address names no plan: a tier needs a key part the application sets.
+  if (typeof value !== 'string' || value === 'ip') return c.expected(E.tierBy, value)
+  const part = keyPart(value, c, [], E.tierBy)
+  return part === undefined || part === 'ip' ? BAD : part
+}
 
-export const key = list(z.string(err(E.keyPart)), E.key).transform(
-  (value, ctx): readonly KeyPart[] => {
-    const listed = Array.isArray(value)
-    const parts = asList(value)
-    if (parts.length > MAX_KEY_PARTS) {
-      expected(ctx, `a key of at most ${MAX_KEY_PARTS} parts`, value)
-      return z.NEVER
+const tierValues: Field<Readonly<Record<string, TierInput>>> = (value, c) => {
+  if (!isObject(value)) return c.expected(E.tierValues, value)
+  const before = c.count
+  const names = Object.keys(value)
+  if (names.length === 0 || names.length > MAX_TIERS) {
+    c.expected(`from 1 to ${MAX_TIERS} tiers`, value)
+  }
+  // No prototype: a tier named like an Object method stays a plain entry.
+  const out = Object.create(null) as Record<string, TierInput>
+  for (const name of names) {
+    if (!TIER_NAME.test(name)) {
+      c.expected(E.tierName, name, [name])
+      continue
     }
-    const out: KeyPart[] = []
-    let ok = true
-    parts.forEach((p, i) => {
-      const part = keyPart(p, ctx, listed ? [i] : [])
-      if (part === undefined) ok = false
-      else if (out.includes(part)) {
-        ok = false
-        expected(ctx, 'each key part once', p, [i])
-      } else out.push(part)
-    })
-    return ok ? Object.freeze(out) : z.NEVER
-  },
-)
-
-const onLimitObject = z.discriminatedUnion(
-  'action',
-  [
-    z.strictObject(
-      {
-        action: z.literal('reject'),
-        status: z.union([z.literal(429), z.literal(503)], err(E.status)).optional(),
-      },
-      err(E.onLimit),
-    ),
-    z.strictObject(
-      { action: z.literal('queue'), maxWait: duration, maxQueue: positiveInt.optional() },
-      err(E.onLimit),
-    ),
-    z.strictObject({ action: z.literal('drop') }, err(E.onLimit)),
-  ],
-  err(E.action),
-)
-
-export const REJECT_429: OverLimit = Object.freeze({ action: 'reject', status: 429 })
-const REJECT_503: OverLimit = Object.freeze({ action: 'reject', status: 503 })
-const DROP: OverLimit = Object.freeze({ action: 'drop' })
-
-export const onLimit = z
-  .union([z.enum(['reject', 'drop'], err(E.onLimit)), onLimitObject], err(E.onLimit))
-  .transform((value): OverLimit => {
-    if (value === 'reject') return REJECT_429
-    if (value === 'drop') return DROP
-    switch (value.action) {
-      case 'reject':
-        return value.status === 503 ? REJECT_503 : REJECT_429
-      case 'drop':
-        return DROP
-      case 'queue':
-        return Object.freeze({
-          action: 'queue',
-          maxWaitMs: value.maxWait,
-          maxQueue: value.maxQueue ?? 100,
-        })
+    const tier: unknown = value[name]
+    const at = c.at(name)
+    if (!isObject(tier)) {
+      at.expected(E.tier, tier)
+      continue
     }
-  })
+    const { fields, ok } = checkFields(tier, tierFields, at)
+    if (ok) out[name] = Object.freeze({ ...fields })
+  }
+  return c.count === before ? Object.freeze(out) : BAD
+}
+
+const tiersFields = {
+  by: tierBy,
+  values: tierValues,
+  default: ((value, c) =>
+    typeof value === 'string' ? value : c.expected(E.tierName, value)) as Field<string>,
+} as const
+
+/** `tiers: { by, values, default? }`: limits chosen per request by the value of a key part. */
+export const tiers: Field<TiersInput> = (value, c) => {
+  if (!isObject(value)) return c.expected(E.tiers, value)
+  const { fields, failed, ok } = checkFields(value, tiersFields, c, ['by', 'values'])
+  const values = Object.hasOwn(value, 'values') ? value.values : undefined
+  if (fields.default !== undefined && isObject(values) && !Object.hasOwn(values, fields.default)) {
+    const names = Object.keys(values).join(', ')
+    c.expected(`the name of a tier in values (${names})`, fields.default, ['default'])
+    return BAD
+  }
+  if (!ok || failed.size > 0) return BAD
+  return { by: fields.by!, values: fields.values!, default: fields.default }
+}

@@ -1,33 +1,61 @@
-import type { z } from 'zod'
 import { formatValue } from './format-value.js'
 
-// Zod's issues rendered as `rules[2].limit: expected a positive integer, got -1`, with a
-// did-you-mean for unknown fields.
+// The problems found in a rule set, rendered as `rules[2].limit: expected a positive integer,
+// got -1`, with a did-you-mean for unknown fields. The schema is checked by hand rather than
+// through a validation library: the messages were always Floodgate's own, and the library
+// was most of what an adapter installed.
 
 const MAX_ISSUES = 50
 
-// Known fields per object, for "unknown field" messages.
-const RULE_FIELDS = [
-  'id',
-  'description',
-  'match',
-  'key',
-  'fallbackKey',
-  'limit',
-  'window',
-  'rate',
-  'algorithm',
-  'burst',
-  'cost',
-  'onLimit',
-  'shadow',
-  'count',
-  'tiers',
-]
-const TIERS_FIELDS = ['by', 'values', 'default']
-const TIER_FIELDS = ['limit', 'window', 'rate', 'burst']
-const MATCH_FIELDS = ['methods', 'paths', 'headers', 'hosts']
-const ON_LIMIT_FIELDS = ['action', 'status', 'maxWait', 'maxQueue']
+/** One problem: where it is, relative to the value checked, and what is wrong. */
+export interface Issue {
+  readonly path: readonly PropertyKey[]
+  readonly message: string
+}
+
+/** Marks a value that failed its check; its problems are already recorded. */
+export const BAD: unique symbol = Symbol('bad')
+export type Bad = typeof BAD
+
+/**
+ * Records the problems of one value and its parts. Every check reports through one, so the
+ * whole input is checked and every problem is listed at once, not only the first.
+ */
+export class Checker {
+  constructor(
+    private readonly issues: Issue[] = [],
+    private readonly base: readonly PropertyKey[] = [],
+  ) {}
+
+  /** A checker for a part of this value, recording into the same list. */
+  at(...path: readonly PropertyKey[]): Checker {
+    return new Checker(this.issues, [...this.base, ...path])
+  }
+
+  /** Records `path: expected <what>, got <value>`; returns {@link BAD} for the caller to pass on. */
+  expected(what: string, value: unknown, path: readonly PropertyKey[] = []): Bad {
+    this.issues.push({
+      path: [...this.base, ...path],
+      message: `expected ${what}, got ${formatValue(value)}`,
+    })
+    return BAD
+  }
+
+  /** Records a message said in full, without the `expected …, got …` frame. */
+  say(message: string, path: readonly PropertyKey[] = []): void {
+    this.issues.push({ path: [...this.base, ...path], message })
+  }
+
+  /** How many problems are recorded so far (to tell whether a part added any). */
+  get count(): number {
+    return this.issues.length
+  }
+
+  /** Every problem recorded, in the order found. */
+  get all(): readonly Issue[] {
+    return this.issues
+  }
+}
 
 function formatPath(prefix: string, path: readonly PropertyKey[]): string {
   let out = prefix
@@ -37,18 +65,6 @@ function formatPath(prefix: string, path: readonly PropertyKey[]): string {
     else out += `[${JSON.stringify(String(p))}]`
   }
   return out
-}
-
-// A union branch whose input had the wrong type altogether (as opposed to a branch that
-// matched the type and failed deeper down, whose issues say more).
-function isTypeMismatch(issues: readonly z.core.$ZodIssue[]): boolean {
-  return issues.every(
-    (i) =>
-      i.path.length === 0 &&
-      (i.code === 'invalid_type' ||
-        i.code === 'invalid_value' ||
-        (i.code === 'invalid_union' && i.errors.every(isTypeMismatch))),
-  )
 }
 
 function distance(a: string, b: string): number {
@@ -65,76 +81,21 @@ function distance(a: string, b: string): number {
   return row[b.length]!
 }
 
-function knownFields(path: readonly PropertyKey[], input: Record<string, unknown>): string[] {
-  const last = path[path.length - 1]
-  if (last === 'match') return MATCH_FIELDS
-  if (last === 'tiers') return TIERS_FIELDS
-  if (path[path.length - 2] === 'values' && path[path.length - 3] === 'tiers') return TIER_FIELDS
-  if (last === 'onLimit') {
-    const action = input.action
-    if (action === 'reject') return ['action', 'status']
-    if (action === 'queue') return ['action', 'maxWait', 'maxQueue']
-    if (action === 'drop') return ['action']
-    return ON_LIMIT_FIELDS
-  }
-  return RULE_FIELDS
-}
-
-function collectIssues(
-  issues: readonly z.core.$ZodIssue[],
-  base: readonly PropertyKey[],
-  prefix: string,
-  out: string[],
+/** Reports a field the object's schema does not know, naming the nearest known one. */
+export function unknownField(
+  c: Checker,
+  field: string,
+  value: unknown,
+  known: readonly string[],
 ): void {
-  for (const issue of issues) {
-    const path = [...base, ...issue.path]
-    if (issue.code === 'unrecognized_keys') {
-      const input = issue.input
-      const known = knownFields(path, input ?? {})
-      for (const k of issue.keys) {
-        const near = known.find((f) => distance(f.toLowerCase(), k.toLowerCase()) <= 2)
-        const hint = near ? `did you mean "${near}"?` : `one of ${known.join(', ')}`
-        const value = input && Object.hasOwn(input, k) ? input[k] : undefined
-        out.push(
-          `${formatPath(prefix, [...path, k])}: expected a known field (${hint}), got ${formatValue(value)}`,
-        )
-      }
-    } else if (issue.code === 'invalid_key') {
-      // A record key that failed its own check (a tier name): say what the key should be.
-      const inner = issue.issues[0]
-      const what = inner?.message ?? 'a valid name'
-      out.push(`${formatPath(prefix, path)}: expected ${what}, got ${formatValue(path.at(-1))}`)
-    } else if (
-      issue.code === 'invalid_union' &&
-      issue.errors.length === 0 &&
-      issue.path.length > 0
-    ) {
-      // A discriminated union whose discriminator matched no option: show that field's value.
-      const field = issue.path[issue.path.length - 1]!
-      const input = issue.input as Record<PropertyKey, unknown> | undefined
-      const value = input && typeof input === 'object' ? input[field] : undefined
-      out.push(`${formatPath(prefix, path)}: expected ${issue.message}, got ${formatValue(value)}`)
-    } else if (issue.code === 'invalid_union') {
-      const specific = issue.errors.filter((branch) => !isTypeMismatch(branch))
-      if (specific.length === 1) collectIssues(specific[0]!, path, prefix, out)
-      else
-        out.push(
-          `${formatPath(prefix, path)}: expected ${issue.message}, got ${formatValue(issue.input)}`,
-        )
-    } else if (issue.code === 'custom' && (issue.params as { raw?: boolean } | undefined)?.raw) {
-      out.push(`${formatPath(prefix, path)}: ${issue.message}`)
-    } else {
-      out.push(
-        `${formatPath(prefix, path)}: expected ${issue.message}, got ${formatValue(issue.input)}`,
-      )
-    }
-  }
+  const near = known.find((f) => distance(f.toLowerCase(), field.toLowerCase()) <= 2)
+  const hint = near ? `did you mean "${near}"?` : `one of ${known.join(', ')}`
+  c.expected(`a known field (${hint})`, value, [field])
 }
 
-/** Turns zod issues into `path: expected …, got …` lines, capped so a huge input stays readable. */
-export function toMessages(error: z.ZodError, prefix: string): string[] {
-  const out: string[] = []
-  collectIssues(error.issues, [], prefix, out)
+/** Renders problems as `prefix.path: message` lines, capped so a huge input stays readable. */
+export function toMessages(issues: readonly Issue[], prefix: string): string[] {
+  const out = issues.map((i) => `${formatPath(prefix, i.path)}: ${i.message}`)
   if (out.length > MAX_ISSUES) {
     const more = out.length - MAX_ISSUES
     out.length = MAX_ISSUES

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { RulesValidationError } from '../errors.js'
 import type { Rule } from './rule.js'
-import { parseRule, parseRules, parseRulesDocument } from './schema.js'
+import { parseRule, parseRules, parseRulesDocument, ruleSchema, rulesSchema } from './schema.js'
 
 function issuesOf(input: unknown): readonly string[] {
   try {
@@ -178,7 +178,7 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
       'unknown field',
       [{ ...base, colour: 'red' }],
       [
-        'rules[0].colour: expected a known field (one of id, description, match, key, fallbackKey, limit, window, rate, algorithm, burst, cost, onLimit, shadow, count, tiers), got "red"',
+        'rules[0].colour: expected a known field (one of id, description, match, key, fallbackKey, limit, window, rate, algorithm, burst, cost, onLimit, shadow, ban, count, tiers), got "red"',
       ],
     ],
     [
@@ -505,7 +505,7 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
       '[{"id":"p","limit":1,"window":"1s","__proto__":{"polluted":true}}]',
     ) as unknown
     expect(issuesOf(input)).toEqual([
-      'rules[0].__proto__: expected a known field (one of id, description, match, key, fallbackKey, limit, window, rate, algorithm, burst, cost, onLimit, shadow, count, tiers), got {"polluted":true}',
+      'rules[0].__proto__: expected a known field (one of id, description, match, key, fallbackKey, limit, window, rate, algorithm, burst, cost, onLimit, shadow, ban, count, tiers), got {"polluted":true}',
     ])
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
@@ -533,5 +533,78 @@ describe('parseRule and parseRulesDocument', () => {
     expect(() => parseRulesDocument('nope')).toThrow(
       /^ruleset: expected a list of rules, or an object with a 'rules' list, got "nope"/,
     )
+  })
+})
+
+describe('every problem at once', () => {
+  it('checks the rules between fields whose fields passed, whatever the others hold', () => {
+    expect(issuesOf([{}])).toEqual([
+      "rules[0].id: expected an id of 1-64 letters, digits, '.', '_' or '-', got nothing",
+      'rules[0].limit: expected a positive integer, got nothing',
+      "rules[0].window: expected a duration like '500ms', '10s', '1m', '1h', '1d' or a positive whole number of milliseconds, got nothing",
+    ])
+    expect(
+      issuesOf([
+        { ...base, algorithm: 'fixed-window', burst: 3, onLimit: { action: 'drop', x: 1 } },
+      ]),
+    ).toEqual([
+      'rules[0].onLimit.x: expected a known field (one of action), got 1',
+      "rules[0].burst: expected no burst for algorithm 'fixed-window' (only token-bucket, gcra and leaky-bucket have one), got 3",
+    ])
+  })
+
+  it('normalises each match field whose type is right, beside an unknown one', () => {
+    expect(issuesOf([{ ...base, match: { paths: 'api', hostz: 'a.com' } }])).toEqual([
+      'rules[0].match.hostz: expected a known field (did you mean "hosts"?), got "a.com"',
+      'rules[0].match.paths: expected a path pattern starting with \'/\', got "api"',
+    ])
+  })
+
+  it('says nothing that follows from a refused field', () => {
+    // The algorithm is unknown, so whether it needs a window or allows a burst is not known;
+    // the limit is refused, so the capacity a cost must fit is not known either.
+    expect(issuesOf([{ id: 'r', algorithm: 'magic', burst: 2, limit: 0, cost: 5 }])).toEqual([
+      'rules[0].limit: expected a positive integer, got 0',
+      "rules[0].algorithm: expected one of 'token-bucket', 'gcra', 'fixed-window', 'sliding-window-log', 'sliding-window-counter', 'leaky-bucket', 'concurrency', got \"magic\"",
+    ])
+  })
+
+  it('reads only own fields, never inherited ones', () => {
+    const inherited = Object.create({ limit: 5, window: '1s' }) as object
+    expect(issuesOf([Object.assign(inherited, { id: 'r' })])).toEqual([
+      'rules[0].limit: expected a positive integer, got nothing',
+      "rules[0].window: expected a duration like '500ms', '10s', '1m', '1h', '1d' or a positive whole number of milliseconds, got nothing",
+    ])
+  })
+})
+
+describe('ruleSchema and rulesSchema', () => {
+  it('parse, or return the error from safeParse', () => {
+    expect(ruleSchema.parse(base).limit).toBe(10)
+    expect(rulesSchema.safeParse([base])).toMatchObject({ success: true, data: [{ id: 'r' }] })
+    const failed = ruleSchema.safeParse({ ...base, limit: 0 })
+    expect(failed.success).toBe(false)
+    if (!failed.success) {
+      expect(failed.error).toBeInstanceOf(RulesValidationError)
+      expect(failed.error.issues).toEqual(['rule.limit: expected a positive integer, got 0'])
+    }
+    expect(() => rulesSchema.parse({})).toThrow(/^rules: expected a list of rules, got \{\}/)
+  })
+
+  it('describe the same fields as the checks, as JSON Schema', () => {
+    const schema = ruleSchema.toJSONSchema() as {
+      properties: Record<string, { description?: string }>
+      required: string[]
+      additionalProperties: boolean
+    }
+    const known = /one of (.*)\), got/.exec(issuesOf([{ ...base, colour: 1 }])[0]!)![1]!.split(', ')
+    expect(Object.keys(schema.properties)).toEqual(known)
+    expect(schema.required).toEqual(['id'])
+    expect(schema.additionalProperties).toBe(false)
+    expect(schema.properties.limit!.description).toBe('a positive integer')
+    // A fresh copy each time: a caller that edits it changes nobody else's.
+    ;(schema as Record<string, unknown>).$schema = 'x'
+    expect(ruleSchema.toJSONSchema().$schema).toBe('https://json-schema.org/draft/2020-12/schema')
+    expect(rulesSchema.toJSONSchema()).toMatchObject({ type: 'array', items: { required: ['id'] } })
   })
 })

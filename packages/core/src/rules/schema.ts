@@ -1,326 +1,428 @@
-import { z } from 'zod'
 import type { AlgorithmName } from '../algorithms/algorithm.js'
 import { RulesValidationError } from '../errors.js'
-import type { FallbackKey, KeyPart, Rule, RuleMatch, RuleTier, RuleTiers } from './rule.js'
+import type { CountMode, FallbackKey, KeyPart, Rule, RuleMatch, RuleTier, RuleTiers } from './rule.js'
 import {
   ALGORITHM_NAMES,
   BUCKET_ALGORITHMS,
   MAX_SLIDING_LOG_LIMIT,
   canReserve,
 } from './algorithm-catalog.js'
+import { type JsonSchema, ruleJsonSchema, rulesJsonSchema } from './rule-json-schema.js'
 import {
   E,
   ID,
-  MAX_TIERS,
+  REJECT_429,
+  ban,
+  boolean,
+  cost,
   count,
   duration,
-  err,
-  expected,
   key,
   match,
   onLimit,
   positiveInt,
-  REJECT_429,
   rate,
   tiers,
   type TierInput,
 } from './schema-fields.js'
-import { toMessages } from './schema-issues.js'
+import { BAD, type Bad, Checker, toMessages } from './schema-issues.js'
+import { checkFields, isObject, oneOf, type Field } from './schema-object.js'
 
 export { MAX_DURATION_MS } from './schema-fields.js'
+export type { JsonSchema, JsonValue } from './rule-json-schema.js'
+
+/** A rule as written in JSON, YAML or code: what {@link parseRules} accepts. */
+export interface RuleInput {
+  /** 1-64 letters, digits, `.`, `_` or `-`; unique within a rule set. */
+  id: string
+  description?: string | undefined
+  /** `'POST /export'`, `'/api/**'`, or an object of conditions; absent matches every request. */
+  match?:
+    | string
+    | {
+        methods?: string | string[] | undefined
+        paths?: string | string[] | undefined
+        headers?: { readonly [name: string]: string | true } | undefined
+        hosts?: string | string[] | undefined
+      }
+    | undefined
+  /** `'ip'` (the default), `'user'`, `'header:<name>'`, `'custom:<name>'`, or a list of them. */
+  key?: string | string[] | undefined
+  fallbackKey?: FallbackKey | undefined
+  limit?: number | undefined
+  /** `'10s'`, `'1m'`, … or milliseconds. */
+  window?: string | number | undefined
+  /** `'10/s'` or `'100/1m'`: instead of limit and window. */
+  rate?: string | undefined
+  algorithm?: AlgorithmName | undefined
+  burst?: number | undefined
+  cost?: number | undefined
+  onLimit?:
+    | 'reject'
+    | 'drop'
+    | { action: 'reject'; status?: 429 | 503 | undefined }
+    | { action: 'queue'; maxWait: string | number; maxQueue?: number | undefined }
+    | { action: 'drop' }
+    | undefined
+  shadow?: boolean | undefined
+  /** After `after` refusals within `within`, refuse the client outright for `for`. */
+  ban?: { after: number; within: string | number; for: string | number } | undefined
+  /** Which admitted requests stay counted once their response is known; `'all'` by default. */
+  count?: CountMode | undefined
+  /** Limits chosen per request by the value of a key part, such as the client's plan. */
+  tiers?:
+    | {
+        /** `'user'`, `'header:<name>'` or `'custom:<name>'`: its value names the tier. */
+        by: string
+        /** Tier name to limit: `{ limit, window? }` or `{ rate }`, with an optional `burst`. */
+        values: {
+          [tier: string]: {
+            limit?: number | undefined
+            window?: string | number | undefined
+            rate?: string | undefined
+            burst?: number | undefined
+          }
+        }
+        /** The tier of a request whose tier is absent or unknown. */
+        default?: string | undefined
+      }
+    | undefined
+}
 
 const DEFAULT_KEY: readonly KeyPart[] = Object.freeze(['ip'])
 const EVERYTHING: RuleMatch = Object.freeze({})
 
-const ruleObject = z.strictObject(
-  {
-    id: z.string(err(E.id)).regex(ID, err(E.id)),
-    description: z
-      .string(err(E.description))
-      .max(1000, err('a description of at most 1000 characters'))
-      .optional(),
-    match: match.optional(),
-    key: key.optional(),
-    fallbackKey: z.enum(['ip', 'skip', 'shared'], err(E.fallbackKey)).optional(),
-    limit: positiveInt.optional(),
-    window: duration.optional(),
-    rate: rate.optional(),
-    algorithm: z.enum(ALGORITHM_NAMES, err(E.algorithm)).optional(),
-    burst: positiveInt.optional(),
-    cost: z
-      .number(err(E.cost))
-      .positive(err(E.cost))
-      .max(Number.MAX_SAFE_INTEGER, err(E.cost))
-      .optional(),
-    onLimit: onLimit.optional(),
-    shadow: z.boolean(err(E.boolean)).optional(),
-    count: count.optional(),
-    tiers: tiers.optional(),
+const ruleFields = {
+  id: (value: unknown, c: Checker): string | Bad =>
+    typeof value === 'string' && ID.test(value) ? value : c.expected(E.id, value),
+  description: (value: unknown, c: Checker): string | Bad => {
+    if (typeof value !== 'string') return c.expected(E.description, value)
+    return value.length <= 1000
+      ? value
+      : c.expected('a description of at most 1000 characters', value)
   },
-  err(E.rule),
-)
-
-type Ctx = z.core.$RefinementCtx
+  match,
+  key,
+  fallbackKey: oneOf(['ip', 'skip', 'shared'], E.fallbackKey),
+  limit: positiveInt,
+  window: duration,
+  rate,
+  algorithm: oneOf(ALGORITHM_NAMES, E.algorithm),
+  burst: positiveInt,
+  cost,
+  onLimit,
+  shadow: boolean,
+  ban,
+  count,
+  tiers,
+} satisfies Record<keyof RuleInput, Field<unknown>>
 
 interface Capacity {
   readonly algorithm: AlgorithmName
-  readonly cost: number
+  /** Undefined when the rule's cost failed its own check. */
+  readonly cost: number | undefined
 }
 
-/** Checks a limit and capacity against the algorithm; adds an issue at `path` for each problem. */
-function checkCapacity(
-  ctx: Ctx,
-  c: Capacity,
-  limit: number,
-  burst: number,
-  at: { limit: PropertyKey[]; cost: PropertyKey[] },
-): void {
-  if (c.algorithm === 'sliding-window-log' && limit > MAX_SLIDING_LOG_LIMIT) {
-    expected(
-      ctx,
-      `a limit of at most ${MAX_SLIDING_LOG_LIMIT} for sliding-window-log, which stores a timestamp per request (sliding-window-counter scales to any limit)`,
-      limit,
-      at.limit,
-    )
-  }
-  if (c.cost > burst) {
-    expected(
-      ctx,
-      `a cost of at most the rule's capacity (${burst}); a dearer request could never pass`,
-      c.cost,
-      at.cost,
-    )
-  }
-}
-
-/** One tier completed: its window defaults to the rule's, its burst to its limit. */
+/**
+ * One tier completed: its window defaults to the rule's, its burst to its limit. Problems of
+ * the tier are named under `tiers.values.<name>` (`at`); a cost it could never pass under the
+ * rule's `cost` (`rule`).
+ */
 function resolveTier(
-  ctx: Ctx,
-  name: string,
+  at: Checker,
+  rule: Checker,
   t: TierInput,
-  rule: Capacity & { readonly windowMs: number | undefined },
+  r: Capacity & { readonly windowMs: number | undefined },
 ): RuleTier | undefined {
-  const at = ['tiers', 'values', name]
-  const concurrency = rule.algorithm === 'concurrency'
+  const concurrency = r.algorithm === 'concurrency'
   let limit = t.limit
-  let windowMs = t.window ?? rule.windowMs
+  let windowMs = t.window ?? r.windowMs
   if (t.rate !== undefined) {
     if (t.limit !== undefined || t.window !== undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        message: 'either rate, or limit and window, not both',
-        input: t.rate.text,
-        path: [...at, 'rate'],
-      })
+      at.expected('either rate, or limit and window, not both', t.rate.text, ['rate'])
       return undefined
     }
     limit = t.rate.limit
     windowMs = t.rate.windowMs
   }
   if (concurrency && (t.window !== undefined || t.rate !== undefined)) {
-    expected(
-      ctx,
+    at.expected(
       "no window for algorithm 'concurrency' (set limit: the requests in flight)",
       t.window ?? t.rate?.text,
-      [...at, t.rate !== undefined ? 'rate' : 'window'],
+      [t.rate !== undefined ? 'rate' : 'window'],
     )
     return undefined
   }
   if (limit === undefined) {
-    expected(ctx, E.posInt, undefined, [...at, 'limit'])
+    at.expected(E.posInt, undefined, ['limit'])
     return undefined
   }
   if (windowMs === undefined && !concurrency) {
-    expected(ctx, `${E.duration} (the tier's, or the rule's window)`, undefined, [...at, 'window'])
+    at.expected(`${E.duration} (the tier's, or the rule's window)`, undefined, ['window'])
     return undefined
   }
-  const bucket = BUCKET_ALGORITHMS.has(rule.algorithm)
+  const bucket = BUCKET_ALGORITHMS.has(r.algorithm)
   if (t.burst !== undefined && !bucket) {
-    expected(
-      ctx,
-      `no burst for algorithm '${rule.algorithm}' (only token-bucket, gcra and leaky-bucket have one)`,
+    at.expected(
+      `no burst for algorithm '${r.algorithm}' (only token-bucket, gcra and leaky-bucket have one)`,
       t.burst,
-      [...at, 'burst'],
+      ['burst'],
     )
     return undefined
   }
   const burst = bucket ? (t.burst ?? limit) : limit
-  checkCapacity(ctx, rule, limit, burst, { limit: [...at, 'limit'], cost: ['cost'] })
+  if (r.algorithm === 'sliding-window-log' && limit > MAX_SLIDING_LOG_LIMIT) {
+    at.expected(
+      `a limit of at most ${MAX_SLIDING_LOG_LIMIT} for sliding-window-log, which stores a timestamp per request (sliding-window-counter scales to any limit)`,
+      limit,
+      [t.rate !== undefined ? 'rate' : 'limit'],
+    )
+  }
+  if (r.cost !== undefined && r.cost > burst) {
+    rule.expected(
+      `a cost of at most the rule's capacity (${burst}); a dearer request could never pass`,
+      r.cost,
+      ['cost'],
+    )
+  }
   return Object.freeze({ limit, windowMs: windowMs ?? 0, burst })
 }
 
 /**
- * The schema of one rule: plain data (JSON or YAML) in, a normalised {@link Rule} out, with
- * every default filled in and durations in milliseconds. Core, the rules service and the
- * adapters all validate with this one schema.
- *
- * Prefer {@link parseRules}, which turns zod's issues into messages naming the path.
+ * Checks one rule: each field, then the rules between fields. A rule between fields is
+ * checked when the fields it reads passed, whatever the others hold, so every problem is
+ * reported at once and none is a consequence of another.
  */
-export const ruleSchema = ruleObject.transform((v, ctx): Rule => {
-  const algorithm: AlgorithmName = v.algorithm ?? 'token-bucket'
-  let limit = v.limit
-  let windowMs = v.window
+function checkRule(input: unknown, c: Checker): Rule | Bad {
+  if (!isObject(input)) return c.expected(E.rule, input)
+  const before = c.count
+  const { fields: v, failed } = checkFields(input, ruleFields, c, ['id'])
+  const present = (name: keyof typeof ruleFields): boolean =>
+    v[name] !== undefined || failed.has(name)
+  // Known when the fields it comes from passed (or are absent and have a default).
+  const algorithm: AlgorithmName | undefined = failed.has('algorithm')
+    ? undefined
+    : (v.algorithm ?? 'token-bucket')
   if (v.rate !== undefined) {
-    if (v.limit !== undefined || v.window !== undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        message: 'either rate, or limit and window, not both',
-        input: v.rate.text,
-        path: ['rate'],
-      })
+    if (present('limit') || present('window')) {
+      c.expected('either rate, or limit and window, not both', v.rate.text, ['rate'])
     } else if (algorithm === 'concurrency') {
-      expected(
-        ctx,
+      c.expected(
         "no rate for algorithm 'concurrency' (set limit: the requests in flight)",
         v.rate.text,
         ['rate'],
       )
     }
-    limit = v.rate.limit
-    windowMs = v.rate.windowMs
   }
+  const ownLimit = v.rate?.limit ?? v.limit
+  const ownWindowMs = v.rate?.windowMs ?? v.window
   const cost = v.cost ?? 1
+  const costKnown = !failed.has('cost')
+  // The tiers, when they and the fields they depend on passed.
   let ruleTiers: RuleTiers | undefined
   let defaultTier: RuleTier | undefined
-  if (v.tiers !== undefined) {
-    const t = v.tiers
-    const names = Object.keys(t.values)
-    if (names.length === 0 || names.length > MAX_TIERS) {
-      expected(ctx, `from 1 to ${MAX_TIERS} tiers`, t.values, ['tiers', 'values'])
-    }
-    const values: Record<string, RuleTier> = Object.create(null) as Record<string, RuleTier>
-    let ok = true
-    for (const name of names) {
-      const tier = resolveTier(ctx, name, t.values[name]!, { algorithm, cost, windowMs })
+  const tiersKnown = !failed.has('tiers')
+  const t = v.tiers
+  if (t !== undefined && algorithm) {
+    const windowKnown = !failed.has('window') && !failed.has('rate')
+    const values = Object.create(null) as Record<string, RuleTier>
+    let ok = windowKnown
+    for (const [name, input] of Object.entries(t.values)) {
+      const at = c.at('tiers', 'values', name)
+      const r = { algorithm, cost: costKnown ? cost : undefined, windowMs: ownWindowMs }
+      // Without the rule's window known, a tier that borrows it cannot be judged.
+      if (!windowKnown && input.window === undefined && input.rate === undefined) continue
+      const tier = resolveTier(at, c, input, r)
       if (tier) values[name] = tier
       else ok = false
     }
     if (t.default !== undefined) {
-      if (!Object.hasOwn(t.values, t.default)) {
-        expected(ctx, `the name of a tier in values (${names.join(', ')})`, t.default, [
-          'tiers',
-          'default',
-        ])
-        ok = false
-      } else if (v.limit !== undefined || v.rate !== undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          message:
-            "either tiers.default, or a limit of the rule's own for requests without a known tier, not both",
-          path: [v.limit !== undefined ? 'limit' : 'rate'],
-          params: { raw: true },
-        })
-      }
       defaultTier = values[t.default]
+      if (present('limit') || present('rate')) {
+        c.say(
+          "either tiers.default, or a limit of the rule's own for requests without a known tier, not both",
+          [present('limit') ? 'limit' : 'rate'],
+        )
+      }
+      if (present('burst')) {
+        c.expected(
+          "no burst of the rule's own when tiers.default names the tier (give the tier a burst)",
+          v.burst,
+          ['burst'],
+        )
+      }
     }
     if (ok) {
       ruleTiers = Object.freeze({ by: t.by, values: Object.freeze(values), default: t.default })
     }
   }
-  if (defaultTier !== undefined) {
-    limit = defaultTier.limit
-    windowMs = defaultTier.windowMs
-  }
-  if (limit === undefined && v.tiers === undefined) expected(ctx, E.posInt, undefined, ['limit'])
-  else if (limit === undefined && v.tiers?.default === undefined) {
-    expected(
-      ctx,
-      `${E.posInt} for requests without a known tier (or name one with tiers.default)`,
-      undefined,
-      ['limit'],
-    )
+  const byDefault = t?.default !== undefined
+  const limit = defaultTier?.limit ?? ownLimit
+  const windowMs = defaultTier?.windowMs ?? ownWindowMs
+  if (!present('limit') && !present('rate') && tiersKnown && !byDefault) {
+    if (t === undefined) c.expected(E.posInt, undefined, ['limit'])
+    else {
+      c.expected(
+        `${E.posInt} for requests without a known tier (or name one with tiers.default)`,
+        undefined,
+        ['limit'],
+      )
+    }
   }
   // A concurrency rule counts requests in flight; it has no window.
-  if (windowMs === undefined && algorithm !== 'concurrency' && v.tiers?.default === undefined) {
-    expected(ctx, E.duration, undefined, ['window'])
+  if (
+    !present('window') &&
+    !present('rate') &&
+    tiersKnown &&
+    !byDefault &&
+    algorithm &&
+    algorithm !== 'concurrency'
+  ) {
+    c.expected(E.duration, undefined, ['window'])
   }
-  const bucket = BUCKET_ALGORITHMS.has(algorithm)
-  if (v.burst !== undefined && !bucket) {
-    expected(
-      ctx,
+  const bucket = algorithm !== undefined && BUCKET_ALGORITHMS.has(algorithm)
+  if (v.burst !== undefined && algorithm && !bucket) {
+    c.expected(
       `no burst for algorithm '${algorithm}' (only token-bucket, gcra and leaky-bucket have one)`,
       v.burst,
       ['burst'],
     )
   }
-  if (defaultTier !== undefined && v.burst !== undefined) {
-    expected(
-      ctx,
-      "no burst of the rule's own when tiers.default names the tier (give the tier a burst)",
-      v.burst,
-      ['burst'],
+  if (
+    algorithm === 'sliding-window-log' &&
+    ownLimit !== undefined &&
+    ownLimit > MAX_SLIDING_LOG_LIMIT
+  ) {
+    c.expected(
+      `a limit of at most ${MAX_SLIDING_LOG_LIMIT} for sliding-window-log, which stores a timestamp per request (sliding-window-counter scales to any limit)`,
+      ownLimit,
+      [v.rate !== undefined ? 'rate' : 'limit'],
     )
   }
-  const burst = defaultTier?.burst ?? (bucket ? (v.burst ?? limit ?? 1) : (limit ?? 1))
-  if (defaultTier === undefined && limit !== undefined) {
-    checkCapacity(ctx, { algorithm, cost }, limit, burst, {
-      limit: [v.rate !== undefined ? 'rate' : 'limit'],
-      cost: ['cost'],
-    })
+  // The capacity: burst for the bucket algorithms (limit by default), else the limit; the
+  // default tier's, whose own capacity was checked with the tier.
+  const ownCapacity = algorithm && (bucket ? (v.burst ?? ownLimit) : ownLimit)
+  const capacity = defaultTier?.burst ?? ownCapacity
+  const capacityKnown = !failed.has('burst') && !failed.has('limit') && !failed.has('rate')
+  if (
+    defaultTier === undefined &&
+    ownCapacity !== undefined &&
+    capacityKnown &&
+    costKnown &&
+    cost > ownCapacity
+  ) {
+    c.expected(
+      `a cost of at most the rule's capacity (${ownCapacity}); a dearer request could never pass`,
+      cost,
+      ['cost'],
+    )
   }
-  const countMode = v.count ?? 'all'
+  const countMode: CountMode = v.count ?? 'all'
   if (countMode !== 'all' && algorithm === 'concurrency') {
-    expected(
-      ctx,
+    c.expected(
       "'all' for algorithm 'concurrency' (a slot is given back when the request ends, whatever its outcome)",
       countMode,
       ['count'],
     )
   }
   const over = v.onLimit ?? REJECT_429
-  if (over.action === 'queue' && !canReserve(algorithm)) {
-    expected(
-      ctx,
+  if (over.action === 'queue' && algorithm && !canReserve(algorithm)) {
+    c.expected(
       `'reject' or 'drop': algorithm '${algorithm}' cannot reserve capacity, so it cannot queue`,
       'queue',
       ['onLimit', 'action'],
     )
   }
+  if (c.count !== before || !algorithm || limit === undefined || capacity === undefined) return BAD
   return Object.freeze({
-    id: v.id,
+    id: v.id!,
     description: v.description,
     match: v.match ?? EVERYTHING,
     key: v.key ?? DEFAULT_KEY,
     fallbackKey: (v.fallbackKey ?? 'ip') satisfies FallbackKey,
     algorithm,
-    limit: limit ?? 1,
+    limit,
     windowMs: windowMs ?? 0,
-    burst,
+    burst: capacity,
     cost,
     onLimit: over,
     shadow: v.shadow ?? false,
     count: countMode,
+    ...(v.ban === undefined ? {} : { ban: v.ban }),
     ...(ruleTiers === undefined ? {} : { tiers: ruleTiers }),
   })
-})
+}
 
-/** A rule set: a list of rules with unique ids. */
-export const rulesSchema = z.array(ruleSchema, err(E.rules)).superRefine(
-  (rules, ctx) => {
-    // Runs even when some rules failed (`when`), so every problem is reported at once; a
-    // failed element is still the raw input here, hence the defensive reads.
-    if (!Array.isArray(rules)) return
-    const seen = new Map<string, number>()
-    rules.forEach((r: unknown, i) => {
-      const id = typeof r === 'object' && r !== null ? (r as { id?: unknown }).id : undefined
-      if (typeof id !== 'string') return
-      const first = seen.get(id)
-      if (first === undefined) seen.set(id, i)
-      else {
-        ctx.addIssue({
-          code: 'custom',
-          message: `duplicate id ${JSON.stringify(id)} (also rules[${first}])`,
-          path: [i, 'id'],
-          params: { raw: true },
-        })
-      }
-    })
-  },
-  { when: () => true },
-)
+/** Checks a rule set: every rule, then that ids are unique (also among rules that failed). */
+function checkRules(input: unknown, c: Checker): Rule[] | Bad {
+  if (!Array.isArray(input)) return c.expected(E.rules, input)
+  const before = c.count
+  const rules = input.map((r: unknown, i) => checkRule(r, c.at(i)))
+  const seen = new Map<string, number>()
+  input.forEach((r: unknown, i) => {
+    const id = isObject(r) && Object.hasOwn(r, 'id') ? r.id : undefined
+    if (typeof id !== 'string') return
+    const first = seen.get(id)
+    if (first === undefined) seen.set(id, i)
+    else c.say(`duplicate id ${JSON.stringify(id)} (also rules[${first}])`, [i, 'id'])
+  })
+  return c.count === before ? (rules as Rule[]) : BAD
+}
 
-/** A rule as written in JSON, YAML or code: the input of {@link ruleSchema}. */
-export type RuleInput = z.input<typeof ruleSchema>
+/** The outcome of {@link RuleSchema.safeParse}. */
+export type SafeParseResult<T> =
+  | { readonly success: true; readonly data: T }
+  | { readonly success: false; readonly error: RulesValidationError }
+
+/** A validator of rules as data, with the JSON Schema of what it accepts. */
+export interface RuleSchema<T> {
+  /**
+   * Validates and normalises.
+   * @throws RulesValidationError listing every problem as `path: expected …, got …`.
+   */
+  parse(input: unknown): T
+  /** As {@link RuleSchema.parse}, but returns the error instead of throwing it. */
+  safeParse(input: unknown): SafeParseResult<T>
+  /**
+   * The JSON Schema (draft 2020-12) of the input, for tools such as an OpenAPI document. It
+   * describes the shapes; `parse` also refuses what it cannot say (e.g. duplicate ids).
+   */
+  toJSONSchema(): JsonSchema
+}
+
+function schemaOf<T>(
+  check: (input: unknown, c: Checker) => T | Bad,
+  prefix: string,
+  jsonSchema: () => JsonSchema,
+): RuleSchema<T> {
+  const safeParse = (input: unknown): SafeParseResult<T> => {
+    const c = new Checker()
+    const data = check(input, c)
+    if (data === BAD) {
+      return { success: false, error: new RulesValidationError(toMessages(c.all, prefix)) }
+    }
+    return { success: true, data }
+  }
+  return Object.freeze({
+    safeParse,
+    parse(input: unknown): T {
+      const result = safeParse(input)
+      if (!result.success) throw result.error
+      return result.data
+    },
+    toJSONSchema: jsonSchema,
+  })
+}
+
+/**
+ * The schema of one rule: plain data (JSON or YAML) in, a normalised {@link Rule} out, with
+ * every default filled in and durations in milliseconds. Core, the rules service and the
+ * adapters all validate with this one schema. Its errors are named `rule.…`.
+ */
+export const ruleSchema: RuleSchema<Rule> = schemaOf(checkRule, 'rule', ruleJsonSchema)
+
+/** A rule set: a list of rules with unique ids. Its errors are named `rules[i].…`. */
+export const rulesSchema: RuleSchema<Rule[]> = schemaOf(checkRules, 'rules', rulesJsonSchema)
 
 /**
  * Validates a rule set and normalises it. A set with any problem is refused whole.
@@ -337,9 +439,7 @@ export type RuleInput = z.input<typeof ruleSchema>
  * ```
  */
 export function parseRules(input: unknown): Rule[] {
-  const result = rulesSchema.safeParse(input, { reportInput: true })
-  if (!result.success) throw new RulesValidationError(toMessages(result.error, 'rules'))
-  return result.data
+  return rulesSchema.parse(input)
 }
 
 /**
@@ -352,9 +452,10 @@ export function parseRules(input: unknown): Rule[] {
  * @throws RulesValidationError naming each problem, e.g. `rule.limit: expected a positive integer, got 0`.
  */
 export function parseRule(input: unknown, path = 'rule'): Rule {
-  const result = ruleSchema.safeParse(input, { reportInput: true })
-  if (!result.success) throw new RulesValidationError(toMessages(result.error, path))
-  return result.data
+  const c = new Checker()
+  const rule = checkRule(input, c)
+  if (rule === BAD) throw new RulesValidationError(toMessages(c.all, path))
+  return rule
 }
 
 /** A rule set as a file or the rules service holds it, with its revision when known. */
@@ -364,14 +465,31 @@ export interface RulesDocument {
   readonly service?: string | undefined
 }
 
-const documentSchema = z.object(
-  {
-    service: z.string(err('a string')).optional(),
-    revision: z.union([z.string(), z.number()], err('a string or a number')).optional(),
-    rules: z.array(z.unknown(), err(E.rules)),
-  },
-  err("a list of rules, or an object with a 'rules' list"),
-)
+interface DocumentFields {
+  readonly service: string | undefined
+  readonly revision: string | number | undefined
+  readonly rules: unknown[]
+}
+
+// Not strict: a document may carry fields of its own (a comment, a generator's name).
+function checkDocument(input: unknown, c: Checker): DocumentFields | Bad {
+  if (!isObject(input))
+    return c.expected("a list of rules, or an object with a 'rules' list", input)
+  const own = (name: string): unknown => (Object.hasOwn(input, name) ? input[name] : undefined)
+  const service = own('service')
+  const revision = own('revision')
+  const rules = own('rules')
+  if (service !== undefined && typeof service !== 'string') {
+    c.expected('a string', service, ['service'])
+  }
+  const finite = typeof revision === 'number' && Number.isFinite(revision)
+  if (revision !== undefined && typeof revision !== 'string' && !finite) {
+    c.expected('a string or a number', revision, ['revision'])
+  }
+  if (!Array.isArray(rules)) c.expected(E.rules, rules, ['rules'])
+  if (c.count > 0) return BAD
+  return { service, revision, rules } as DocumentFields
+}
 
 /**
  * Validates a rules document: either a bare list of rules, or `{ service?, revision?, rules }`
@@ -383,12 +501,12 @@ const documentSchema = z.object(
  */
 export function parseRulesDocument(input: unknown): RulesDocument {
   if (Array.isArray(input)) return { rules: parseRules(input) }
-  const doc = documentSchema.safeParse(input, { reportInput: true })
-  if (!doc.success) throw new RulesValidationError(toMessages(doc.error, 'ruleset'))
-  const { service, revision } = doc.data
+  const c = new Checker()
+  const doc = checkDocument(input, c)
+  if (doc === BAD) throw new RulesValidationError(toMessages(c.all, 'ruleset'))
   return {
-    rules: parseRules(doc.data.rules),
-    revision: revision === undefined ? undefined : String(revision),
-    service,
+    rules: parseRules(doc.rules),
+    revision: doc.revision === undefined ? undefined : String(doc.revision),
+    service: doc.service,
   }
 }

@@ -6,7 +6,7 @@ import {
 } from '../algorithms/algorithm.js'
 import { checkPositiveInt, misuseError } from '../options/checks.js'
 import type { CompiledRule } from '../rules/compiled-rules.js'
-import type { ConsumeEntry, RefundEntry, Store } from './store.js'
+import type { ConsumeEntry, RefundEntry, StateEntry, Store } from './store.js'
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -346,6 +346,38 @@ export class MemoryStore implements Store {
     // until room frees, so the charge has nothing to add to until then.
     if (slot < 0) return
     t.algorithm.charge(t.slab, slot * t.stride, t.params, cost, nowMs)
+  }
+
+  /** Each entry's state as a request of cost 0 would find it; nothing changes. */
+  peek(entries: readonly StateEntry[], nowMs: number): AlgorithmResult[] {
+    return entries.map((e) => {
+      const t = this.table(e.rule)
+      const found = t.find(e.key)
+      const out = newResult()
+      // Slot 0 always holds the fresh state: a key with no state reads as fresh.
+      const slot = found < 0 ? 0 : found
+      t.algorithm.consume(t.slab, slot * t.stride, t.params, 0, nowMs, 0, false, out)
+      return out
+    })
+  }
+
+  /** Forget each entry's state. */
+  reset(entries: readonly StateEntry[]): void {
+    for (const e of entries) {
+      const t = this.table(e.rule)
+      const slot = t.find(e.key)
+      if (slot < 0) continue
+      t.remove(e.key, slot)
+      this.keyCount--
+    }
+  }
+
+  /**
+   * Charge each entry's units into debt (see {@link MemoryStore.charge}).
+   * @throws OptionsError for a rule whose algorithm cannot carry debt.
+   */
+  penalize(entries: readonly RefundEntry[], nowMs: number): void {
+    for (const e of entries) this.charge(e.rule, e.key, e.cost, nowMs)
   }
 
   retain(stateIds: ReadonlySet<string>): void {

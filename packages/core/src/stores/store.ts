@@ -20,6 +20,12 @@ export interface RefundEntry {
   readonly cost: number
 }
 
+/** One client's state of one rule, for the operations that are not a request. */
+export interface StateEntry {
+  readonly rule: CompiledRule
+  readonly key: string
+}
+
 /**
  * Where limiter state lives. One `consume` call decides every rule of a request at once:
  *
@@ -51,6 +57,27 @@ export interface Store {
     nowMs: number,
   ): readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
   refund(entries: readonly RefundEntry[], nowMs: number): void | Promise<void>
+  /**
+   * Read each entry's state without changing it: the answer a request of cost 0 would get
+   * (`remaining`, `limit`, `resetMs`; a refusal only while the state is in debt). Optional:
+   * `limiter.get()` needs it.
+   */
+  peek?(
+    entries: readonly StateEntry[],
+    nowMs: number,
+  ): readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
+  /**
+   * Forget each entry's state: the client starts afresh. Optional: `limiter.reset()` and
+   * rules with a `ban` need it.
+   */
+  reset?(entries: readonly StateEntry[], nowMs: number): void | Promise<void>
+  /**
+   * Charge each entry's `cost` units unconditionally, past the capacity if need be (the state
+   * goes into debt, paid back at the rule's refill rate). Only algorithms with `charge` (token
+   * bucket, GCRA) can be charged; a store throws for the others. Optional: `limiter.penalty()`
+   * and rules with a `ban` need it.
+   */
+  penalize?(entries: readonly RefundEntry[], nowMs: number): void | Promise<void>
   /** Drop the state of rules whose `stateId` is no longer in force (after a rules swap). Optional. */
   retain?(stateIds: ReadonlySet<string>): void
   /** Release connections and timers. */

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { AlgorithmName, AlgorithmResult } from '../algorithms/algorithm.js'
 import type { CompiledRule } from '../rules/compiled-rules.js'
 import type { ConsumeEntry, Store } from '../stores/store.js'
+import { createLimiter } from '../limiter.js'
 import { referenceModels } from './reference-models.js'
 import { testRule } from './test-rule.js'
 import { vectors } from './vectors.js'
@@ -168,6 +169,92 @@ export function describeStoreConformance(
       await store.refund([{ rule, key, cost: 3 }], 0)
       const [r] = await consume(store, [entry(rule, key, 3)], 0)
       expect(r!.allowed).toBe(true)
+    })
+
+    // The operations on one client outside a request (optional in the Store contract): a
+    // store that lacks one skips its cases here, and the limiter refuses the call naming it.
+
+    it('peek reads a state without changing it', async (ctx) => {
+      if (!store.peek) return ctx.skip()
+      const rule = testRule('token-bucket', 5, 1000)
+      const key = freshKey()
+      const [fresh] = await store.peek([{ rule, key }], 0)
+      expect(fresh).toMatchObject({ allowed: true, limit: 5, remaining: 5, resetMs: 0 })
+      await consume(store, [entry(rule, key, 2)], 0)
+      for (let i = 0; i < 2; i++) {
+        const [seen] = await store.peek([{ rule, key }], 0)
+        expect(seen).toMatchObject({ remaining: 3, resetMs: 400 })
+      }
+      const [r] = await consume(store, [entry(rule, key, 3)], 0)
+      expect(r).toMatchObject({ allowed: true, remaining: 0 })
+    })
+
+    it('reset forgets a state, and only that one', async (ctx) => {
+      if (!store.reset) return ctx.skip()
+      const rule = testRule('token-bucket', 1, 60_000)
+      const key = freshKey()
+      const other = freshKey()
+      await consume(store, [entry(rule, key)], 0)
+      await consume(store, [entry(rule, other)], 0)
+      await store.reset([{ rule, key }], 1)
+      expect((await consume(store, [entry(rule, key)], 2))[0]!.allowed).toBe(true)
+      expect((await consume(store, [entry(rule, other)], 2))[0]!.allowed).toBe(false)
+      // Resetting a state that does not exist is no error.
+      await store.reset([{ rule, key: freshKey() }], 3)
+    })
+
+    for (const algorithm of ['token-bucket', 'gcra'] as const) {
+      if (skip.has(algorithm)) continue
+      it(`penalize charges ${algorithm} into debt, paid back at the refill rate`, async (ctx) => {
+        if (!store.penalize) return ctx.skip()
+        const rule = testRule(algorithm, 10, 1000)
+        const key = freshKey()
+        await store.penalize([{ rule, key, cost: 15 }], 0)
+        const [refused] = await consume(store, [entry(rule, key)], 0)
+        expect(refused).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 600 })
+        const [later] = await consume(store, [entry(rule, key)], 600)
+        expect(later!.allowed).toBe(true)
+      })
+    }
+
+    it('penalize refuses an algorithm that cannot carry debt, naming it', async (ctx) => {
+      if (!store.penalize) return ctx.skip()
+      const rule = testRule('concurrency', 1, 0)
+      await expect(
+        (async () => store.penalize!([{ rule, key: freshKey(), cost: 1 }], 0))(),
+      ).rejects.toThrow(/concurrency/)
+    })
+
+    it("a limiter's ban on this store is seen by a second limiter on it", async (ctx) => {
+      if (!store.reset || !store.penalize) return ctx.skip()
+      const key = freshKey()
+      let now = 1_000_000
+      const rules = [
+        {
+          id: `ban-${key.replace(/[^A-Za-z0-9]/g, '')}`.slice(0, 64),
+          key: 'custom:client',
+          limit: 1,
+          window: '1m',
+          ban: { after: 2, within: '1m', for: '10s' },
+        },
+      ]
+      const options = { rules, store, keys: { client: () => key }, clock: () => now }
+      const a = createLimiter(options)
+      const b = createLimiter(options)
+      const facts = { method: 'GET', path: '/', ip: undefined, headers: {} }
+      expect((await a.check(facts)).allowed).toBe(true)
+      expect((await a.check(facts)).banned).toBeUndefined()
+      const started = await a.check(facts)
+      expect(started).toMatchObject({ allowed: false, banned: true, retryAfterMs: 60_000 })
+      now += 1000
+      const seen = await b.check(facts)
+      expect(seen).toMatchObject({ allowed: false, banned: true })
+      expect(seen.retryAfterMs).toBe(59_000)
+      now += 9000
+      // The ban is over; the rule's own window still refuses, a third refusal: banned again.
+      expect((await b.check(facts)).retryAfterMs).toBe(50_000)
+      await b.reset(key)
+      expect((await a.check(facts)).allowed).toBe(true)
     })
 
     for (const model of referenceModels) {

@@ -37,6 +37,10 @@ export const SCRIPT_ALGORITHMS: readonly AlgorithmName[] = Object.keys(
 const prelude = `
 local EPSILON = 1e-9
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
+`
+
+/** What only the concurrency algorithm reads: parsing the lease costs every other call. */
+const concurrencyPrelude = `
 local CONCURRENCY_RETRY_AFTER_MS = ${CONCURRENCY_RETRY_AFTER_MS}
 local LEASE_MS = tonumber(ARGV[${ARGV.leaseMs}])
 `
@@ -153,15 +157,31 @@ local nblob = #blob
 local out = { 0, 0, 0, 0, 0, 0 }
 
 while pos <= nblob do
-  local n
-  n, pos = struct.unpack('${REQUEST_HEADER_FORMAT}', blob, pos)
+  local n, m
+  n, m, pos = struct.unpack('${REQUEST_HEADER_FORMAT}', blob, pos)
   local mode = 'c'
-  if n < 0 then
-    mode = 'r'
-    n = -n
-  end
+  if m == 1 then mode = 'r' end
 
-  if n == 1 then
+  if m >= 2 then
+    -- Peek (2), reset (3) or penalize (4): each entry on its own, nothing all-or-nothing.
+    for i = 1, n do
+      ${readEntry('_')}
+      out[1], out[2], out[3], out[4], out[5], out[6] = 0, 0, 0, 0, 0, 0
+      if m == 3 then
+        redis.call('DEL', key)
+      else
+        ${loadState('key', 'size')}
+        if m == 4 then
+          alg('f', s, limit, window_ms, burst, cost, now, 0, true, out)
+          ${storeState('alg', 'key', 'limit, window_ms, burst', 'out')}
+        else
+          alg('c', s, limit, window_ms, burst, cost, now, 0, false, out)
+        end
+      end
+      R[r + 1], R[r + 2], R[r + 3], R[r + 4], R[r + 5], R[r + 6] = out[1], out[2], out[3], out[4], out[5], out[6]
+      r = r + ${RESULT_FIELDS}
+    end
+  elseif n == 1 then
     -- The common case, one rule, without the bookkeeping of several: the algorithm's own
     -- commit is all-or-nothing (a refusal writes nothing), shadow or not.
     ${readEntry('_')}
@@ -179,6 +199,9 @@ while pos <= nblob do
     if write then
       ${storeState('alg', 'key', 'limit, window_ms, burst', 'out')}
     end
+    -- The batch's only request (one call in flight): its answer is the reply. Filling the
+    -- empty R instead would grow it four times, each time a rehash.
+    if r == 0 and pos > nblob then return out end
     R[r + 1], R[r + 2], R[r + 3], R[r + 4], R[r + 5], R[r + 6] = out[1], out[2], out[3], out[4], out[5], out[6]
     r = r + ${RESULT_FIELDS}
   else
@@ -260,7 +283,8 @@ export function decideScript(algorithms: readonly AlgorithmName[] = SCRIPT_ALGOR
   const names = scriptAlgorithms(algorithms)
   const defs = names.map((a, i) => `local A${i + 1} = ${ALGORITHM_LUA[a].trim()}`)
   const table = `local ALG = { ${names.map((_, i) => `A${i + 1}`).join(', ')} } -- ${names.join(', ')}`
-  return [prelude, ...defs, table, main].join('\n')
+  const lease = names.includes('concurrency') ? [concurrencyPrelude] : []
+  return [prelude, ...lease, ...defs, table, main].join('\n')
 }
 
 /** The algorithms of a script in the order of their indexes (the packed entries' uint8). */

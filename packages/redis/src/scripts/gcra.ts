@@ -17,6 +17,12 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
     s[2] = max(s[2], now)
     return
   end
+  if op == 'f' then
+    -- charge: the units go on unconditionally, into debt past the burst
+    s[1] = ahead + (cost * window_ms) / limit
+    s[2] = max(s[2], now)
+    return
+  end
   local t = window_ms / limit
   local new_ahead = ahead + cost * t
   local tolerance = (burst + EPSILON) * t

@@ -23,6 +23,12 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
     s[2] = max(s[2], now)
     return
   end
+  if op == 'f' then
+    -- charge: the units go on unconditionally, into debt past the burst
+    s[1] = used + cost
+    s[2] = max(s[2], now)
+    return
+  end
   local after = used + cost
   out[3] = burst
   if after <= burst + EPSILON then

@@ -3,10 +3,11 @@ import { watch, type FSWatcher } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { basename, dirname, extname } from 'node:path'
 import { FloodgateError } from '../../errors.js'
-import { checkIntInRange, misuseError } from '../../options/checks.js'
+import { checkIntInRange, misuseError, refusedOption } from '../../options/checks.js'
 import { scopeLogger, type Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
 import { parseRulesDocument } from '../schema.js'
+import { isInstalled } from './optional-peer.js'
 import { FailureLog, toError, type RulesSource } from './rules-source.js'
 
 /** Options of {@link fileRules}. */
@@ -39,11 +40,13 @@ export interface FileRulesSource extends RulesSource {
   reload(): Promise<void>
 }
 
+const isJson = (path: string): boolean => extname(path).toLowerCase() === '.json'
+
 async function parseText(path: string, text: string): Promise<unknown> {
-  const json = extname(path).toLowerCase() === '.json'
+  const json = isJson(path)
   try {
     if (json) return JSON.parse(text) as unknown
-    // Loaded on first use: the YAML parser is about 1.2 MB of heap that JSON users never need.
+    // Loaded on first use: JSON users neither install nor load the YAML parser.
     const { parse } = await import('yaml')
     return parse(text) as unknown
   } catch (e) {
@@ -58,19 +61,29 @@ async function parseText(path: string, text: string): Promise<unknown> {
 /**
  * A rules source that reads a JSON (`.json`) or YAML (any other extension) file and reloads
  * it when it changes. The file holds a list of rules, or `{ revision?, rules: [...] }`.
+ * Reading YAML needs the `yaml` package (an optional peer dependency: `npm install yaml`).
  * A file that cannot be read, parsed or validated leaves the previous rules in force; the
  * failure is logged and reported once, until the file changes.
  *
  * @param path - The rules file.
  * @param options - Watching, polling and logging.
  * @returns The source, to pass to `createLimiter({ rules })`.
- * @throws OptionsError on bad options.
+ * @throws OptionsError on bad options, or for a YAML file when the optional `yaml` package is
+ * not installed.
  * @example
  * ```ts
  * const limiter = createLimiter({ rules: fileRules('./rules.yaml', { logger }) })
  * ```
  */
 export function fileRules(path: string, options: FileRulesOptions = {}): FileRulesSource {
+  // `yaml` is an optional peer dependency. Refused here, at startup, rather than at the first
+  // load, where the failure would only be logged and the limiter would run without rules.
+  if (!isJson(path) && !isInstalled('yaml')) {
+    throw refusedOption(
+      'fileRules',
+      `${path} is read as YAML (every extension but .json), which needs the 'yaml' package: npm install yaml, or write the rules as JSON in a .json file`,
+    )
+  }
   const watchFile = options.watch ?? true
   const pollIntervalMs = checkIntInRange(
     'fileRules: pollIntervalMs',

@@ -1,0 +1,84 @@
+// Named checks for the client's options. The package has no runtime dependencies, so it does
+// not import @floodgate/core's checks; the messages keep the same shape,
+// `<name>: expected <what>, got <value>`, so a bad option is found by its name.
+
+/** A short, safe rendering of a value for an error message. */
+function describeValue(value: unknown): string {
+  if (typeof value === 'string') {
+    return JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)
+  }
+  if (typeof value === 'function') return 'a function'
+  if (value === null) return 'null'
+  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object'
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') {
+    return String(value)
+  }
+  return typeof value
+}
+
+/** The message every option error has: `<name>: expected <what>, got <value>`. */
+function optionMessage(name: string, expected: string, got: unknown): string {
+  return `${name}: expected ${expected}, got ${describeValue(got)}`
+}
+
+/** A `TypeError` for a value of the wrong type. */
+function optionError(name: string, expected: string, got: unknown): TypeError {
+  return new TypeError(optionMessage(name, expected, got))
+}
+
+/** A finite number greater than 0 (or at least `min` when `inclusive`); `def` when left out. */
+export function checkNumberAbove(
+  name: string,
+  value: unknown,
+  def: number | undefined,
+  min = 0,
+  inclusive = false,
+): number {
+  if (value === undefined && def !== undefined) return def
+  const ok =
+    typeof value === 'number' && Number.isFinite(value) && (inclusive ? value >= min : value > min)
+  if (!ok) {
+    const expected = `a finite number ${inclusive ? '>=' : '>'} ${min}`
+    // A number out of range is a RangeError; anything else is the wrong type.
+    if (typeof value === 'number') throw new RangeError(optionMessage(name, expected, value))
+    throw optionError(name, expected, value)
+  }
+  return value
+}
+
+/** An optional function; `def` when left out. */
+export function checkFunction<T>(name: string, value: unknown, def: T): T {
+  if (value === undefined) return def
+  if (typeof value !== 'function') throw optionError(name, 'a function', value)
+  return value as T
+}
+
+/** An optional plain object (not an array, not null). */
+export function checkObject(name: string, value: unknown): void {
+  if (
+    value !== undefined &&
+    (typeof value !== 'object' || value === null || Array.isArray(value))
+  ) {
+    throw optionError(name, 'an object', value)
+  }
+}
+
+/** An optional `AbortSignal`. */
+export function checkSignal(name: string, value: unknown): AbortSignal | undefined {
+  if (value === undefined) return undefined
+  if (typeof AbortSignal === 'undefined' || !(value instanceof AbortSignal)) {
+    throw optionError(name, 'an AbortSignal', value)
+  }
+  return value
+}
+
+/** Throws for an option that is not part of `known`, naming the closest meaning. */
+export function checkKnownKeys(name: string, value: object, known: readonly string[]): void {
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) {
+      throw new TypeError(
+        `${name}.${key}: expected one of ${known.join(', ')}, got an unknown option`,
+      )
+    }
+  }
+}

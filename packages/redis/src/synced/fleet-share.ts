@@ -1,0 +1,77 @@
+import type { MemoryStore } from '@floodgate/core'
+import { EPSILON } from '@floodgate/core/algorithms'
+import { interval } from './rule-maths.js'
+import type { FleetLevel } from './sync-exchange.js'
+import type { Tracked } from './tracked-keys.js'
+
+// How a host's local bucket follows the fleet bucket: what it learns at a sync, and what it
+// holds back between syncs while other hosts share the key.
+
+/** Refunding this much empties any local bucket: the first step of setting its level. */
+const RESET = Number.MAX_SAFE_INTEGER
+
+/**
+ * The local bucket refills at the rule's rate, but this host is owed only its share of the
+ * fleet's refill: charge back the rest of what it refilled since the last adjustment. And a
+ * local bucket that refilled to full while no sync said otherwise holds only its share of a
+ * full fleet bucket, so that hosts that all meet a burst after a pause spend one bucket
+ * between them, not one each.
+ *
+ * @param memory - The host's local store.
+ * @param t - A key whose fleet level is known and which other hosts share (`share < 1`).
+ * @param nowMs - The decision's time.
+ * @returns Whether the bucket had refilled to full: the others should learn soon.
+ */
+export function holdBack(memory: MemoryStore, t: Tracked, nowMs: number): boolean {
+  const step = interval(t.rule)
+  const refilled = Math.min(nowMs, t.fullAtMs) - t.adjustedMs
+  t.adjustedMs = Math.max(t.adjustedMs, nowMs)
+  if (nowMs >= t.fullAtMs) {
+    const held = t.rule.params.burst * (1 - t.share)
+    memory.charge(t.rule, t.key, held, nowMs)
+    t.fullAtMs = nowMs + held * step
+    return true
+  }
+  if (refilled > 0 && t.room > 0) {
+    const back = ((1 - t.share) * refilled) / step
+    memory.charge(t.rule, t.key, back, nowMs)
+    t.fullAtMs += back * step
+  }
+  return false
+}
+
+/**
+ * Learn the fleet bucket's level: this host's batches are in it, and the local bucket becomes
+ * the fleet's (or, while it has room, this host's share of the room) plus what this host
+ * admitted since the call left. With one host sharing the key the local bucket is already
+ * exact and is left alone.
+ *
+ * @param memory - The host's local store.
+ * @param t - The key the level was read for.
+ * @param level - The script's answer for it.
+ * @param nowMs - When the round started.
+ * @param current - Whether `t` is still the entry held for its key (a dropped one only learns).
+ */
+export function adoptFleetLevel(
+  memory: MemoryStore,
+  t: Tracked,
+  level: FleetLevel,
+  nowMs: number,
+  current: boolean,
+): void {
+  t.unacked.length = 0
+  t.known = true
+  const burst = t.rule.params.burst
+  const hosts = Math.max(1, level.hosts)
+  t.room = burst - level.used
+  t.share = 1 / hosts
+  if (hosts === 1 || !current) return
+  // At least one unit of the room, so a trickle spread over the hosts is not refused while
+  // the fleet bucket still has room for it.
+  const mine = t.room > 0 ? burst - Math.min(t.room, Math.max(t.room * t.share, 1)) : level.used
+  const target = mine + t.pending
+  memory.refund([{ rule: t.rule, key: t.key, cost: RESET }], nowMs)
+  if (target > EPSILON) memory.charge(t.rule, t.key, target, nowMs)
+  t.fullAtMs = nowMs + Math.max(0, target) * interval(t.rule)
+  t.adjustedMs = nowMs
+}

@@ -1,0 +1,147 @@
+import { randomBytes } from 'node:crypto'
+import type { RedisConnection } from '../connection.js'
+import { scriptCommand } from '../script-command.js'
+import { SYNC_SCRIPT } from '../sync-script.js'
+import { idleMs, interval, rememberMs, ttlMs } from './rule-maths.js'
+import type { Tracked } from './tracked-keys.js'
+
+/** What the sync script answers for one fleet bucket. */
+export interface FleetLevel {
+  /** Units of the fleet bucket in use now (above the burst: the fleet is in debt). */
+  readonly used: number
+  /** Hosts that pushed to it recently, this one included. */
+  readonly hosts: number
+}
+
+/** Keys per script call on a single Redis: bounds how long one call holds Redis. */
+export const MAX_KEYS_PER_CALL = 256
+
+type SyncFn = (numKeys: number, ...args: (string | number)[]) => Promise<string[]>
+
+/**
+ * Split a round's keys into script calls: on a single Redis, chunks of at most
+ * {@link MAX_KEYS_PER_CALL}; on a Cluster, one call per hash tag (one slot per call).
+ *
+ * @param batch - The keys to sync.
+ * @param isCluster - Whether the client is a Redis Cluster.
+ * @returns The groups, each one script call.
+ */
+export function callGroups(batch: readonly Tracked[], isCluster: boolean): Tracked[][] {
+  if (!isCluster) {
+    const groups: Tracked[][] = []
+    for (let i = 0; i < batch.length; i += MAX_KEYS_PER_CALL) {
+      groups.push(batch.slice(i, i + MAX_KEYS_PER_CALL))
+    }
+    return groups
+  }
+  const byTag = new Map<string, Tracked[]>()
+  for (const t of batch) {
+    const g = byTag.get(t.tag)
+    if (g) g.push(t)
+    else byTag.set(t.tag, [t])
+  }
+  return [...byTag.values()]
+}
+
+/** How a {@link SyncExchange} calls Redis. */
+export interface SyncExchangeOptions {
+  /** Deadline of one round's calls, in ms. */
+  readonly timeoutMs: number
+  /** The store's sync interval, in ms (how long an idle key stays remembered depends on it). */
+  readonly syncMs: number
+  /** The app clock: how long ago a key was last used here is sent as a duration. */
+  readonly clock: () => number
+}
+
+/**
+ * A SyncedStore's conversation with Redis: the sync script, called for a round's keys with
+ * every call in flight together under one deadline.
+ */
+export class SyncExchange {
+  /** Distinguishes this process's batches in Redis; a restarted host is a new one. */
+  readonly hostId = randomBytes(12).toString('base64url')
+  private pending = 0
+  private script: SyncFn | undefined
+
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly options: SyncExchangeOptions,
+  ) {}
+
+  /** Whether the client is connected now. */
+  get connected(): boolean {
+    return this.connection.connected
+  }
+
+  /** Script calls sent and not yet answered (late ones included). */
+  get inFlight(): number {
+    return this.pending
+  }
+
+  /**
+   * Send these keys' unacked batches and read their fleet levels: one script call per group
+   * (see {@link callGroups}), all in flight together. Replies that come in time go to
+   * `onLevels`; a late reply is ignored (its batches stay unacked, and Redis skips them when
+   * they are sent again).
+   *
+   * @param batch - The keys to sync.
+   * @param onLevels - Called once per group answered in time, with one level per key.
+   * @returns The first failure, a deadline error when a call missed it, or `undefined`.
+   */
+  async send(
+    batch: readonly Tracked[],
+    onLevels: (group: readonly Tracked[], levels: readonly FleetLevel[]) => void,
+  ): Promise<unknown> {
+    const groups = callGroups(batch, this.connection.isCluster)
+    let timer: NodeJS.Timeout | undefined
+    let late = false
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        late = true
+        resolve()
+      }, this.options.timeoutMs)
+    })
+    let failure: unknown
+    const calls = groups.map((g) => {
+      this.pending++
+      return this.call(g)
+        .finally(() => this.pending--)
+        .then(
+          (reply) => {
+            if (!late) onLevels(g, parseLevels(reply, g.length))
+          },
+          (err: unknown) => {
+            failure ??= err
+          },
+        )
+    })
+    await Promise.race([Promise.all(calls), deadline])
+    clearTimeout(timer)
+    if (late) failure ??= new Error(`no answer within ${this.options.timeoutMs} ms`)
+    return failure
+  }
+
+  private call(group: readonly Tracked[]): Promise<string[]> {
+    const args: (string | number)[] = group.map((t) => t.redisKey)
+    args.push(this.hostId)
+    const now = this.options.clock()
+    for (const t of group) {
+      const r = t.rule
+      const n = t.unacked.length / 2
+      const since = n > 0 && now > t.lastUseMs ? Math.min(now - t.lastUseMs, idleMs(r)) : 0
+      const remember = rememberMs(r, this.options.syncMs)
+      args.push(ttlMs(r), interval(r), remember, r.params.burst, since, n, ...t.unacked)
+    }
+    this.script ??= scriptCommand<SyncFn>(this.connection.client, SYNC_SCRIPT)
+    return this.script(group.length, ...args)
+  }
+}
+
+/** The script answers three strings per key: the fleet total, the units in use, the hosts. */
+function parseLevels(reply: readonly string[], keys: number): FleetLevel[] {
+  const levels: FleetLevel[] = []
+  for (let i = 0; i < keys; i++) {
+    levels.push({ used: Number(reply[3 * i + 1]), hosts: Number(reply[3 * i + 2]) })
+  }
+  return levels
+}

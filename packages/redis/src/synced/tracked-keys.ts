@@ -1,0 +1,169 @@
+import type { CompiledRule } from '@floodgate/core/algorithms'
+import { hashTag } from '../redis-key.js'
+
+/** One (rule, client key) whose consumption this host shares with the fleet. */
+export interface Tracked {
+  readonly rule: CompiledRule
+  readonly key: string
+  readonly redisKey: string
+  readonly tag: string
+  /** Units admitted here and not yet sent. */
+  pending: number
+  /** Batches sent whose outcome is unknown, flat: seq, units, seq, units… */
+  unacked: number[]
+  /** The fleet bucket's level has been read at least once. */
+  known: boolean
+  /** A baseline read is in flight. */
+  reading: boolean
+  /** `nowMs` of the last local admission. */
+  lastUseMs: number
+  /** Part of the fleet bucket's room this host may spend alone: 1 / hosts sharing the key. */
+  share: number
+  /** Room left in the fleet bucket at the last sync, in units (negative: debt). */
+  room: number
+  /** When the local bucket is full again, as far as this host knows (its own units only). */
+  fullAtMs: number
+  /** Queued for the next early round. */
+  urgent: boolean
+  /** Until when the local refill was cut to this host's share. */
+  adjustedMs: number
+}
+
+/** How many of the oldest entries a new key inspects, at most, to find one it may drop. */
+const EVICTION_SCAN = 32
+
+/**
+ * The (rule, client key) pairs a host shares with the fleet: stateId → client key → entry,
+ * two levels so the hot path builds no string, with a one-entry cache of the last rule's map
+ * (most requests hit the same rule again).
+ *
+ * Bounded: past `maxKeys` entries, a new key drops one of the oldest entries whose units are
+ * all in Redis (it is read again if it comes back). Entries still holding units to send are
+ * never dropped, so the table can exceed `maxKeys` by at most the keys admitted since the last
+ * round; a flood of one-off client keys cannot grow it further.
+ */
+export class TrackedKeys {
+  private readonly byState = new Map<string, Map<string, Tracked>>()
+  private count = 0
+  private lastRule: CompiledRule | undefined
+  private lastKeys: Map<string, Tracked> | undefined
+
+  /**
+   * @param prefix - The store's key prefix: fleet counters live at `prefix:{tag}:stateId:synced`.
+   * @param maxKeys - Entries held before a new key drops an old one.
+   * @param onAdded - Called with every new entry (its fleet level is not known yet).
+   */
+  constructor(
+    private readonly prefix: string,
+    private readonly maxKeys: number,
+    private readonly onAdded: (t: Tracked) => void,
+  ) {}
+
+  /** Number of entries held. */
+  get size(): number {
+    return this.count
+  }
+
+  /** The entry of (rule, key), if this host shares it. */
+  find(rule: CompiledRule, key: string): Tracked | undefined {
+    const keys = rule === this.lastRule ? this.lastKeys : this.byState.get(rule.stateId)
+    return keys?.get(key)
+  }
+
+  /** The entry of (rule, key), created (and reported to `onAdded`) when it is new. */
+  track(rule: CompiledRule, key: string): Tracked {
+    let keys = rule === this.lastRule ? this.lastKeys : undefined
+    if (!keys) {
+      keys = this.byState.get(rule.stateId)
+      if (keys) {
+        this.lastRule = rule
+        this.lastKeys = keys
+      }
+    }
+    let t = keys?.get(key)
+    if (t) return t
+    // Room first: dropping the last entry of this rule's map drops the map itself.
+    if (this.count >= this.maxKeys) this.evictOne()
+    keys = this.byState.get(rule.stateId)
+    if (!keys) {
+      keys = new Map()
+      this.byState.set(rule.stateId, keys)
+    }
+    this.lastRule = rule
+    this.lastKeys = keys
+    const tag = hashTag(key)
+    t = {
+      rule,
+      key,
+      redisKey: `${this.prefix}:{${tag}}:${rule.stateId}:synced`,
+      tag,
+      pending: 0,
+      unacked: [],
+      known: false,
+      reading: false,
+      lastUseMs: Number.NEGATIVE_INFINITY,
+      share: 1,
+      room: rule.params.burst,
+      fullAtMs: Number.NEGATIVE_INFINITY,
+      urgent: false,
+      adjustedMs: Number.NEGATIVE_INFINITY,
+    }
+    keys.set(key, t)
+    this.count++
+    this.onAdded(t)
+    return t
+  }
+
+  /** Stop sharing this entry (a no-op when it was already dropped or replaced). */
+  untrack(t: Tracked): void {
+    const keys = this.byState.get(t.rule.stateId)
+    if (keys?.get(t.key) !== t) return
+    keys.delete(t.key)
+    this.count--
+    if (keys.size === 0) {
+      this.byState.delete(t.rule.stateId)
+      if (this.lastKeys === keys) this.lastKeys = undefined
+    }
+  }
+
+  /** The entry held for this stateId and key, whatever rule object compiled it. */
+  get(stateId: string, key: string): Tracked | undefined {
+    return this.byState.get(stateId)?.get(key)
+  }
+
+  /** Every entry, oldest first within each rule. */
+  *all(): Generator<Tracked> {
+    for (const keys of this.byState.values()) yield* keys.values()
+  }
+
+  /** Keep the entries of these rule states only. */
+  retain(stateIds: ReadonlySet<string>): void {
+    for (const [id, keys] of this.byState) {
+      if (stateIds.has(id)) continue
+      this.count -= keys.size
+      this.byState.delete(id)
+    }
+    this.lastRule = undefined
+    this.lastKeys = undefined
+  }
+
+  /** Drop every entry. */
+  clear(): void {
+    this.byState.clear()
+    this.count = 0
+    this.lastRule = undefined
+    this.lastKeys = undefined
+  }
+
+  /** Drop one of the oldest entries with nothing left to send, if the first few hold one. */
+  private evictOne(): void {
+    let scanned = 0
+    for (const t of this.all()) {
+      if (t.pending === 0 && t.unacked.length === 0 && !t.reading) {
+        this.untrack(t)
+        return
+      }
+      if (++scanned >= EVICTION_SCAN) return
+    }
+  }
+}
