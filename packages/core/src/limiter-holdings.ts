@@ -60,7 +60,12 @@ export class Holdings implements QueuePlaces {
     if (entries.length === 1) {
       const e = entries[0]!
       const rt = e.rt
-      if (e.place === undefined && !rt.holdsSlot && !rt.countsOutcome && decision.action !== 'queue')
+      if (
+        e.place === undefined &&
+        !rt.holdsSlot &&
+        !rt.countsOutcome &&
+        decision.action !== 'queue'
+      )
         return
     }
     let lease: Lease | undefined

@@ -1,6 +1,14 @@
 import type { AlgorithmName } from '../algorithms/algorithm.js'
 import { RulesValidationError } from '../errors.js'
-import type { CountMode, FallbackKey, KeyPart, Rule, RuleMatch, RuleTier, RuleTiers } from './rule.js'
+import type {
+  CountMode,
+  FallbackKey,
+  KeyPart,
+  Rule,
+  RuleMatch,
+  RuleTier,
+  RuleTiers,
+} from './rule.js'
 import {
   ALGORITHM_NAMES,
   BUCKET_ALGORITHMS,
