@@ -32,6 +32,10 @@ export const errorCodes = {
     'a request carried X-Forwarded-For but the app trusts no proxy: every client behind the proxy shares its address',
   FG_WRN_TRUST_PROXY_ALL:
     'the app trusts every proxy: a client can write its own address into X-Forwarded-For',
+  FG_WRN_LIMIT_INVALID:
+    "a limit function threw, timed out or answered something that is not a limit; the rule's own limit applied",
+  FG_WRN_OUTCOME_INVALID:
+    'requestWasSuccessful threw or answered something other than a boolean; the request counted as failed',
 } as const
 
 /** A Floodgate error or warning code. */

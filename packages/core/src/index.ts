@@ -11,7 +11,8 @@
 
 // The limiter
 export { createLimiter } from './limiter.js'
-export type { Limiter, LimiterOptions } from './limiter-types.js'
+export type { Limiter, LimiterOptions, RequestOutcome } from './limiter-types.js'
+export type { LimitAnswer, LimitFunction, LimitFunctions } from './limiter-limits.js'
 export type { Decision, RuleOutcome } from './decision.js'
 export type { AccessList } from './lists/access-list.js'
 export type { CountersSnapshot, DecisionCounts } from './limiter-counters.js'

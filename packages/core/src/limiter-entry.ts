@@ -37,7 +37,17 @@ export interface QueuePlaces {
   leavePlace(place: string): void
 }
 
-/** One store entry per rule that has a key for this request; returns how many. */
+/** An entry whose limit a limit function is still choosing. */
+export interface PendingPick {
+  readonly index: number
+  readonly pick: Promise<CompiledRule>
+}
+
+/**
+ * One store entry per rule that has a key for this request, counted against the limit chosen
+ * for it (tiers, a limit function); returns how many. An entry whose limit comes from a
+ * promise keeps the rule's own until `pending` is settled.
+ */
 export function fillEntries<Req>(
   entries: Entry[],
   rts: readonly RuleRuntime[],
@@ -45,13 +55,16 @@ export function fillEntries<Req>(
   routeCost: number,
   reuse: boolean,
   holdings: QueuePlaces,
+  pending: PendingPick[],
 ): number {
   let n = 0
   for (let i = 0; i < rts.length; i++) {
     const rt = rts[i]!
     let key: string | undefined
+    let picked: CompiledRule | Promise<CompiledRule> = rt.compiled
     try {
       key = rt.keyFn(facts)
+      if (key !== undefined && rt.pick !== undefined) picked = rt.pick(facts)
     } catch (err) {
       // Give back the queue places this request took so far; stale scratch entries past n
       // belong to earlier requests.
@@ -70,9 +83,12 @@ export function fillEntries<Req>(
       if (place !== undefined) maxWaitMs = rule.onLimit.maxWaitMs
     }
     const cost = rule.cost * routeCost
+    let chosen = rt.compiled
+    if (picked instanceof Promise) pending.push({ index: n, pick: picked })
+    else chosen = picked
     const e = entries[n]
     if (reuse && e) {
-      e.rule = rt.compiled
+      e.rule = chosen
       e.key = key
       e.cost = cost
       e.maxWaitMs = maxWaitMs
@@ -80,7 +96,7 @@ export function fillEntries<Req>(
       e.rt = rt
       e.place = place
     } else {
-      entries[n] = { rule: rt.compiled, key, cost, maxWaitMs, shadow: rule.shadow, rt, place }
+      entries[n] = { rule: chosen, key, cost, maxWaitMs, shadow: rule.shadow, rt, place }
     }
     n++
   }

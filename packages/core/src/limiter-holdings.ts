@@ -4,6 +4,7 @@ import { refundOf, type Entry, type QueuePlaces } from './limiter-entry.js'
 import type { Logger } from './logger.js'
 import type { CompiledRule } from './rules/compiled-rules.js'
 import type { RefundEntry, Store } from './stores/store.js'
+import type { RequestOutcome } from './limiter-types.js'
 
 /** What an admitted request holds until it ends. */
 interface Lease {
@@ -14,6 +15,10 @@ interface Lease {
   readonly slots: RefundEntry[]
   /** Queue places held while the request waits. */
   readonly queueKeys: string[]
+  /** Units of rules that count only failures: refunded when the request succeeded. */
+  readonly refundIfSucceeded: RefundEntry[]
+  /** Units of rules that count only successes: refunded when the request failed. */
+  readonly refundIfFailed: RefundEntry[]
 }
 
 /**
@@ -52,15 +57,26 @@ export class Holdings implements QueuePlaces {
    * charged and the queue places) and free the places it does not keep.
    */
   settle(decision: Decision, entries: readonly Entry[]): void {
-    // The common case, one rule that neither queues nor holds a slot: nothing to hold or free.
+    // The common case, one rule that neither queues, holds a slot nor counts by outcome:
+    // nothing to hold or free.
     if (entries.length === 1) {
       const e = entries[0]!
-      if (e.place === undefined && !e.rt.holdsSlot && decision.action !== 'queue') return
+      const rt = e.rt
+      if (
+        e.place === undefined &&
+        !rt.holdsSlot &&
+        !rt.countsOutcome &&
+        decision.action !== 'queue'
+      )
+        return
     }
     let lease: Lease | undefined
     if (decision.allowed) {
       let holds = decision.action === 'queue'
-      for (let i = 0; i < entries.length && !holds; i++) holds = entries[i]!.rt.holdsSlot
+      for (let i = 0; i < entries.length && !holds; i++) {
+        const rt = entries[i]!.rt
+        holds = rt.holdsSlot || rt.countsOutcome
+      }
       if (holds) lease = this.openLease(decision, entries)
     }
     for (let i = 0; i < entries.length; i++) {
@@ -75,13 +91,26 @@ export class Holdings implements QueuePlaces {
       const e = entries[i]!
       const o = decision.outcomes[i]!
       const concurrency = e.rt.holdsSlot && o.allowed
-      if (!concurrency && decision.action !== 'queue') continue
-      lease ??= { released: false, charged: [], slots: [], queueKeys: [] }
+      // A shadow entry was recorded only when it allowed on its own.
+      const byOutcome = e.rt.countsOutcome && o.allowed
+      if (!concurrency && !byOutcome && decision.action !== 'queue') continue
+      lease ??= {
+        released: false,
+        charged: [],
+        slots: [],
+        queueKeys: [],
+        refundIfSucceeded: [],
+        refundIfFailed: [],
+      }
       // Copies: the entry objects may be reused by the next check.
       if (concurrency) {
         lease.slots.push(refundOf(e))
         const id = e.rule.rule.id
         this.inFlight.set(id, (this.inFlight.get(id) ?? 0) + 1)
+      }
+      if (byOutcome) {
+        if (e.rule.rule.count === 'failed') lease.refundIfSucceeded.push(refundOf(e))
+        else lease.refundIfFailed.push(refundOf(e))
       }
       if (decision.action === 'queue' && o.allowed) {
         lease.charged.push(refundOf(e))
@@ -116,13 +145,21 @@ export class Holdings implements QueuePlaces {
     lease.queueKeys.length = 0
   }
 
-  release(decision: Decision): void {
+  release(decision: Decision, outcome?: RequestOutcome): void {
     const lease = this.leases.get(decision)
     if (!lease || lease.released) return
     lease.released = true
     this.leaveQueue(lease)
     this.dropSlots(lease)
-    if (lease.slots.length > 0) this.refund(lease.slots)
+    const uncounted =
+      outcome === 'succeeded'
+        ? lease.refundIfSucceeded
+        : outcome === 'failed'
+          ? lease.refundIfFailed
+          : undefined
+    // One store call for the slots and the uncounted units: one round trip with Redis.
+    const back = uncounted?.length ? lease.slots.concat(uncounted) : lease.slots
+    if (back.length > 0) this.refund(back)
   }
 
   waitInQueue(decision: Decision, signal?: AbortSignal): Promise<boolean> {

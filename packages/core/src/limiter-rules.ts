@@ -5,6 +5,13 @@ import { compileRules as compileRuleSet } from './rules/compile-rules.js'
 import type { CompiledRule, CompiledRules } from './rules/compiled-rules.js'
 import type { Rule } from './rules/rule.js'
 import type { Store } from './stores/store.js'
+import {
+  functionPick,
+  tierPick,
+  type LimitFunctions,
+  type LimitPick,
+  type LimitProblem,
+} from './limiter-limits.js'
 
 /** What the hot path needs per rule, resolved once per rule set. */
 export interface RuleRuntime {
@@ -13,6 +20,19 @@ export interface RuleRuntime {
   readonly counts: DecisionCounts
   /** Whether an admitted request holds something until it ends (a concurrency slot). */
   readonly holdsSlot: boolean
+  /** Whether the rule keeps only failed or only successful requests counted. */
+  readonly countsOutcome: boolean
+  /** Chooses the limit per request (tiers or a limit function); undefined: the rule's own. */
+  readonly pick: LimitPick | undefined
+  /** State ids of the rule's other limits (tiers, a function's answers so far). */
+  readonly variantStateIds: ReadonlySet<string> | undefined
+}
+
+/** How a limiter chooses limits in code: its `limits` option. */
+export interface LimitSettings<Req> {
+  readonly functions: LimitFunctions<Req>
+  readonly timeoutMs: number
+  readonly problem: LimitProblem
 }
 
 const EMPTY_COMPILED: CompiledRules = { rules: [], match: () => [] }
@@ -27,6 +47,11 @@ export class RuleRegistry<Req> {
   private readonly runtimes = new WeakMap<CompiledRule, RuleRuntime>()
   private readonly matchCache = new WeakMap<readonly CompiledRule[], RuleRuntime[]>()
   private readonly routeSets: CompiledRules[] = []
+  /**
+   * State ids a limit function's answers created, by the rule's own state id: a rules swap that
+   * keeps the rule keeps them, though the rule's runtime (and its cache of answers) is new.
+   */
+  private readonly answered = new Map<string, Set<string>>()
   private lastMatched: readonly CompiledRule[] | undefined
   private lastRuntimes: RuleRuntime[] | undefined
 
@@ -34,6 +59,7 @@ export class RuleRegistry<Req> {
     private readonly store: Store,
     private readonly keys: KeyBuilders<Req>,
     private readonly ipv6Subnet: number,
+    private readonly limits?: LimitSettings<Req>,
   ) {}
 
   get rules(): readonly Rule[] {
@@ -43,12 +69,35 @@ export class RuleRegistry<Req> {
   /** Compile key builders for every rule first, so a failure leaves the old set untouched. */
   private prepare(rules: readonly Rule[], label: string): CompiledRules {
     const compiled = compileRuleSet(rules)
-    const fresh: RuleRuntime[] = compiled.rules.map((c, i) => ({
-      compiled: c,
-      keyFn: compileKey(c.rule, this.keys, this.ipv6Subnet, `${label}[${i}]`),
-      counts: this.countsFor(c.rule.id),
-      holdsSlot: c.algorithm.name === 'concurrency',
-    }))
+    const clashes: string[] = []
+    const fresh: RuleRuntime[] = compiled.rules.map((c, i) => {
+      const path = `${label}[${i}]`
+      const fn = this.limits?.functions[c.rule.id]
+      if (fn && c.rule.tiers) {
+        clashes.push(
+          `${path}.tiers: rule ${JSON.stringify(c.rule.id)} has tiers and a limit function (limits.${c.rule.id}); give it one or the other`,
+        )
+      }
+      const tiers = tierPick(c, this.keys, this.ipv6Subnet, path)
+      let pick = tiers?.pick
+      let variantStateIds: ReadonlySet<string> | undefined = tiers && new Set(tiers.stateIds)
+      if (fn && this.limits) {
+        let seen = this.answered.get(c.stateId)
+        if (!seen) this.answered.set(c.stateId, (seen = new Set()))
+        pick = functionPick(c, fn, this.limits.timeoutMs, seen, this.limits.problem)
+        variantStateIds = seen
+      }
+      return {
+        compiled: c,
+        keyFn: compileKey(c.rule, this.keys, this.ipv6Subnet, path),
+        counts: this.countsFor(c.rule.id),
+        holdsSlot: c.algorithm.name === 'concurrency',
+        countsOutcome: c.rule.count !== 'all',
+        pick,
+        variantStateIds,
+      }
+    })
+    if (clashes.length > 0) throw new RulesValidationError(clashes)
     for (const rt of fresh) this.runtimes.set(rt.compiled, rt)
     return compiled
   }
@@ -67,8 +116,9 @@ export class RuleRegistry<Req> {
     const next = this.prepare(rules, 'rules')
     refuseBansWithout(this.store, next)
     for (const set of this.routeSets) refuseClashes(next, set, 'a route rule set (routeRules)')
-    if (this.store.retain) this.store.retain(stateIds([next, ...this.routeSets]))
+    if (this.store.retain) this.store.retain(this.stateIds([next, ...this.routeSets]))
     this.compiled = next
+    this.forgetAnswers()
   }
 
   /** Compile a route's extra rules at startup. */
@@ -78,7 +128,7 @@ export class RuleRegistry<Req> {
     refuseClashes(set, this.compiled, 'the global rules')
     // The store may refuse a rule (SyncedStore shares only some algorithms): at startup, not
     // on the route's first request.
-    if (this.store.retain) this.store.retain(stateIds([this.compiled, ...this.routeSets, set]))
+    if (this.store.retain) this.store.retain(this.stateIds([this.compiled, ...this.routeSets, set]))
     this.routeSets.push(set)
     return set
   }
@@ -113,20 +163,32 @@ export class RuleRegistry<Req> {
     this.lastRuntimes = rts
     return rts
   }
-}
 
-function stateIds(sets: readonly CompiledRules[]): Set<string> {
-  const ids = new Set<string>()
-  for (const set of sets) {
-    for (const c of set.rules) {
-      ids.add(c.stateId)
-      if (c.ban) {
-        ids.add(c.ban.refusals.stateId)
-        ids.add(c.ban.block.stateId)
+  /** Every state id in force: each rule's own and those of its other limits. */
+  private stateIds(sets: readonly CompiledRules[]): Set<string> {
+    const ids = new Set<string>()
+    for (const set of sets) {
+      for (const c of set.rules) {
+        ids.add(c.stateId)
+        if (c.ban) {
+          ids.add(c.ban.refusals.stateId)
+          ids.add(c.ban.block.stateId)
+        }
+        const more = this.runtimes.get(c)?.variantStateIds
+        if (more) for (const id of more) ids.add(id)
       }
     }
+    return ids
   }
-  return ids
+
+  /** Drop the answers of rules no longer in force. */
+  private forgetAnswers(): void {
+    const live = new Set<string>()
+    for (const set of [this.compiled, ...this.routeSets]) {
+      for (const c of set.rules) live.add(c.stateId)
+    }
+    for (const id of this.answered.keys()) if (!live.has(id)) this.answered.delete(id)
+  }
 }
 
 /**

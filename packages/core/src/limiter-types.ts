@@ -14,6 +14,13 @@ import type { Rule } from './rules/rule.js'
 import type { RuleInput } from './rules/schema.js'
 import type { RulesSource } from './rules/sources/rules-source.js'
 import type { Store } from './stores/store.js'
+import type { LimitFunctions } from './limiter-limits.js'
+
+/**
+ * How an admitted request ended, for rules that count only failed or only successful requests
+ * (`count`). A response that did not finish (the client went away) is `'failed'`.
+ */
+export type RequestOutcome = 'succeeded' | 'failed'
 
 /** Options of `createLimiter`. */
 export interface LimiterOptions<Req = unknown> {
@@ -26,6 +33,14 @@ export interface LimiterOptions<Req = unknown> {
   readonly store?: Store | undefined
   /** Key builders: `user` serves the `user` key part, other names serve `custom:<name>`. */
   readonly keys?: KeyBuilders<Req> | undefined
+  /**
+   * Limits chosen per request in code, by rule id: the function answers a limit (or a limit
+   * and window) for each request, such as the one the user's plan allows. Each distinct limit
+   * keeps its own state. A rule with `tiers` cannot also have a function.
+   * @example
+   * limits: { 'per-user': (req) => (req.user?.plan === 'pro' ? 1000 : 100) }
+   */
+  readonly limits?: LimitFunctions<Req> | undefined
   /**
    * Prefix length IPv6 clients are grouped by.
    * @default 64
@@ -92,10 +107,12 @@ export interface Limiter<Req = unknown> {
    */
   check(facts: RequestFacts<Req>): Decision | Promise<Decision>
   /**
-   * Free what an admitted request holds (concurrency slots). Call once the response has
-   * finished or the client went away; later calls do nothing.
+   * Free what an admitted request holds (concurrency slots) and settle rules that count by
+   * outcome: with `outcome`, a rule whose `count` leaves that outcome out gets its units back
+   * (through the store's refund, once). Call once the response has finished or the client went
+   * away; later calls do nothing. Without `outcome`, every charge stays.
    */
-  release(decision: Decision): void
+  release(decision: Decision, outcome?: RequestOutcome): void
   /**
    * Wait out a queued decision. Resolves true when the request may proceed; false when
    * `signal` aborted first, in which case the reservation is refunded and the queue place freed.

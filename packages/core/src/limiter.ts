@@ -14,7 +14,14 @@ import {
   validResults,
 } from './limiter-decide.js'
 import { CompiledAccessList } from './lists/access-list.js'
-import { describeAnswer, fillEntries, isCost, refundOf, type Entry } from './limiter-entry.js'
+import {
+  describeAnswer,
+  fillEntries,
+  isCost,
+  refundOf,
+  type Entry,
+  type PendingPick,
+} from './limiter-entry.js'
 import { FAIL_OPEN_MESSAGES, FailOpenLog, type FailOpenCode } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
 import type { LimiterObserver } from './limiter-observer.js'
@@ -59,7 +66,7 @@ import { parseRules, type RuleInput } from './rules/schema.js'
 import type { RulesSource } from './rules/sources/rules-source.js'
 import { MemoryStore } from './stores/memory-store.js'
 import type { Store } from './stores/store.js'
-import type { Limiter, LimiterOptions } from './limiter-types.js'
+import type { Limiter, LimiterOptions, RequestOutcome } from './limiter-types.js'
 
 export type { Limiter, LimiterOptions } from './limiter-types.js'
 
@@ -75,6 +82,27 @@ function isRulesSource(x: unknown): x is RulesSource {
 /** The deadline passed before the store answered: not an answer to time (a late one is). */
 function isTimeout(err: unknown): boolean {
   return err instanceof FloodgateError && err.code === 'FG_ERR_STORE_TIMEOUT'
+}
+
+/**
+ * A limit function for a rule id no static rule has is most likely a typo; it is kept (route
+ * rules compiled later may have the id) but said once.
+ */
+function warnUnknownLimits(
+  limits: Readonly<Record<string, unknown>> | undefined,
+  rules: readonly Rule[],
+  logger: Logger,
+): void {
+  if (!limits) return
+  const ids = new Set(rules.map((r) => r.id))
+  for (const id of Object.keys(limits)) {
+    if (!ids.has(id)) {
+      logger.warn(
+        { code: 'FG_WRN_LIMIT_INVALID', rule: id },
+        `limits.${id}: no rule has this id; the function is used only if a rule with it comes later`,
+      )
+    }
+  }
 }
 
 function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
@@ -141,6 +169,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private timeStore = false
   private readonly total = zeroCounts()
   private readonly scratch: Entry[] = []
+  /** Limits still being chosen, filled and emptied within one check (no array per request). */
+  private readonly pendingScratch: PendingPick[] = []
   private busy = false
   /** Set when the store settles every call within our `timeoutMs` itself (`settlesWithinMs`). */
   private readonly watchdog: DeadlineWatchdog | undefined
@@ -173,6 +203,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     this.logger = scopeLogger(o.logger)
     this.onDecision = checkFunction('onDecision', o.onDecision)
     checkFunctionMap('keys', o.keys)
+    checkFunctionMap('limits', o.limits)
     const rules: unknown = o.rules
     if (rules !== undefined && !Array.isArray(rules) && !isRulesSource(rules)) {
       throw optionError('rules', 'an array of rules or a RulesSource', rules)
@@ -187,7 +218,17 @@ class LimiterEngine<Req> implements Limiter<Req> {
       checkOneOf('unmatched', o.unmatched, 'allow', ['allow', 'reject'] as const) === 'reject'
         ? listedRefusal(503, 'unmatched')
         : UNMATCHED
-    this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet)
+    this.failOpenLog = new FailOpenLog(this.logger, this.clock, failOpenLogIntervalMs)
+    const limitLog = new FailOpenLog(this.logger, this.clock, failOpenLogIntervalMs)
+    this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet, {
+      functions: o.limits ?? {},
+      timeoutMs: this.timeoutMs,
+      problem: (reason, fields) =>
+        limitLog.warn(
+          { code: 'FG_WRN_LIMIT_INVALID', ...fields },
+          `${reason}; the rule's own limit applied`,
+        ),
+    })
     this.holdings = new Holdings(this.store, this.clock, this.logger)
     this.clientState = {
       store: this.store,
@@ -195,7 +236,6 @@ class LimiterEngine<Req> implements Limiter<Req> {
       clock: this.clock,
       runtimes: () => this.registry.allRuntimes(),
     }
-    this.failOpenLog = new FailOpenLog(this.logger, this.clock, failOpenLogIntervalMs)
     this.top = o.topClients === false ? undefined : new TopClientsTracker(o.topClients)
     if (isRulesSource(rules)) {
       this.source = rules
@@ -209,7 +249,11 @@ class LimiterEngine<Req> implements Limiter<Req> {
       )
     } else {
       this.source = undefined
-      if (rules !== undefined) this.install(parseRules(rules))
+      if (rules !== undefined) {
+        const parsed = parseRules(rules)
+        this.install(parsed)
+        warnUnknownLimits(o.limits, parsed, this.logger)
+      }
       this.ready = Promise.resolve()
     }
   }
@@ -277,14 +321,41 @@ class LimiterEngine<Req> implements Limiter<Req> {
     // A synchronous store keeps nothing past its call: reuse the entry objects.
     const reuse = this.store.synchronous === true && !this.busy
     const entries: Entry[] = reuse ? this.scratch : []
+    const pending = this.pendingScratch
+    pending.length = 0
     let n: number
     try {
-      n = fillEntries(entries, rts, facts, routeCost, reuse, this.holdings)
+      n = fillEntries(entries, rts, facts, routeCost, reuse, this.holdings, pending)
     } catch (err) {
       return this.failOpen(err, [], facts, 'FG_WRN_CHECK_FAILED_OPEN')
     }
     if (n === 0) return this.report(NO_RULES, facts)
     if (entries.length !== n) entries.length = n
+    if (pending.length > 0) {
+      // A limit function answers later: the scratch entries may serve other requests meanwhile.
+      const own = reuse ? entries.map((e) => ({ ...e })) : entries
+      const waits = pending.splice(0)
+      // Picks never reject: a failed or late answer is the rule's own limit.
+      return Promise.all(
+        waits.map((p) =>
+          p.pick.then((rule) => {
+            own[p.index]!.rule = rule
+          }),
+        ),
+      )
+        .then(() => this.consumeEntries(own, facts, false))
+        .catch((err: unknown) => this.failOpen(err, own, facts, 'FG_WRN_CHECK_FAILED_OPEN'))
+    }
+    return this.consumeEntries(entries, facts, reuse)
+  }
+
+  /** Ask the store about entries whose limits are chosen, and decide. */
+  private consumeEntries(
+    entries: Entry[],
+    facts: RequestFacts<Req>,
+    reuse: boolean,
+  ): Decision | Promise<Decision> {
+    const n = entries.length
     for (let i = 0; i < n; i++) {
       const cost = entries[i]!.cost
       if (!isCost(cost)) {
@@ -514,8 +585,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
 
   // ---- after the decision -------------------------------------------------------------
 
-  release(decision: Decision): void {
-    this.holdings.release(decision)
+  release(decision: Decision, outcome?: RequestOutcome): void {
+    this.holdings.release(decision, outcome)
   }
 
   waitInQueue(decision: Decision, signal?: AbortSignal): Promise<boolean> {

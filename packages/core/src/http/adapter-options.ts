@@ -8,7 +8,8 @@ import {
 import { HEADER_FORMATS, type HeaderFormat } from './headers.js'
 import type { Logger } from '../logger.js'
 import type { Decision, DecisionStatus } from '../decision.js'
-import type { LimiterOptions } from '../limiter-types.js'
+import type { LimiterOptions, RequestOutcome } from '../limiter-types.js'
+import type { ServerResponse } from 'node:http'
 
 /** A route's cost: a number, or a function of the request (e.g. by page size). */
 export type RouteCost<Req> = number | ((req: Req) => number)
@@ -80,6 +81,17 @@ export interface AdapterOptions<Req> extends AdapterLimiterOptions<Req> {
    */
   readonly cost?: RouteCost<Req> | undefined
   /**
+   * Whether a finished response counts as a success, for rules with `count: 'failed'` (only
+   * failures stay counted: failed logins) or `count: 'successful'`. Called when the response
+   * has finished; a response that did not finish (the client went away) is a failure. A
+   * function that throws or answers something other than a boolean counts the request as
+   * failed and logs `FG_WRN_OUTCOME_INVALID` once.
+   * @default (req, res) => res.statusCode < 400
+   * @example
+   * requestWasSuccessful: (req, res) => res.statusCode !== 401
+   */
+  readonly requestWasSuccessful?: ((req: Req, res: ServerResponse) => boolean) | undefined
+  /**
    * Where adapter warnings go (a double mount, a bad cost function). A limiter built from rules
    * logs here too.
    * @default a silent logger (Fastify: `fastify.log`)
@@ -127,6 +139,7 @@ export const ADAPTER_OPTION_KEYS: readonly string[] = [
   'logger',
   'onLimited',
   'warnings',
+  'requestWasSuccessful',
 ]
 
 /** Options a limiter is built from; refused next to a shared Limiter. */
@@ -142,6 +155,7 @@ export const LIMITER_OPTION_KEYS: readonly string[] = [
   'deny',
   'denyStatus',
   'unmatched',
+  'limits',
 ]
 
 /** Adapter options after validation; internal to adapters. */
@@ -152,6 +166,13 @@ export interface ResolvedAdapterOptions<Req> {
   readonly shadowHeader: boolean
   readonly cost: RouteCost<Req> | undefined
   readonly warnings: boolean
+  /** The app's `requestWasSuccessful`, as given. */
+  readonly requestWasSuccessful: ((req: Req, res: ServerResponse) => boolean) | undefined
+  /**
+   * How a finished response ended, for rules that count by outcome; never throws. Set by
+   * `prepareMount` from `requestWasSuccessful`.
+   */
+  readonly outcomeOf?: ((req: Req | undefined, res: ServerResponse) => RequestOutcome) | undefined
 }
 
 /**
@@ -214,11 +235,16 @@ export function validateAdapterOptions<Req>(
   checkBoolean('options.shadowHeader', shadowHeader, false)
   const onLimited = (options as Record<string, unknown>)['onLimited']
   checkFunction('options.onLimited', onLimited)
+  const requestWasSuccessful = checkFunction(
+    'options.requestWasSuccessful',
+    options.requestWasSuccessful,
+  )
   return {
     skip,
     format: format === true ? 'ietf' : format === false ? undefined : format,
     shadowHeader,
     warnings,
     cost: validateCost<Req>(cost, 'options.cost'),
+    requestWasSuccessful,
   }
 }

@@ -3,6 +3,7 @@ import type { Decision } from '../decision.js'
 import { draft7Fields, epochResetSeconds, retryAfterSeconds, type HeaderFormat } from './headers.js'
 import { headerCount } from './rate-limit-fields.js'
 import type { RequestFacts } from '../request-facts.js'
+import type { RequestOutcome } from '../limiter-types.js'
 import type { Rejection } from './adapter-options.js'
 import { PROBLEM_CONTENT_TYPE, serializedProblem } from './problem-details.js'
 import { rateLimitInfo, type RateLimitInfo } from './rate-limit-info.js'
@@ -11,7 +12,7 @@ import { limitField, policyField } from './rate-limit-fields.js'
 /** The part of a `Limiter` the HTTP flow uses; any core `Limiter` satisfies it. */
 export interface EnforcingLimiter<Req = unknown> {
   check(facts: RequestFacts<Req>): Decision | Promise<Decision>
-  release(decision: Decision): void
+  release(decision: Decision, outcome?: RequestOutcome): void
   waitInQueue(decision: Decision, signal?: AbortSignal): Promise<boolean>
 }
 
@@ -55,10 +56,25 @@ export interface HttpIo<C, R> {
 }
 
 /** Per-mount settings {@link enforce} needs, resolved once at startup. */
-export interface EnforceSettings {
+export interface EnforceSettings<Req = unknown> {
   /** Header format, or undefined for no RateLimit headers (Retry-After is still sent). */
   readonly format: HeaderFormat | undefined
   readonly shadowHeader: boolean
+  /**
+   * How a finished response ended, for rules that count by outcome; must not throw.
+   * @default {@link defaultOutcome} (a status below 400 succeeded)
+   */
+  readonly outcomeOf?: ((req: Req | undefined, res: ServerResponse) => RequestOutcome) | undefined
+}
+
+/**
+ * The outcome of a response that finished: succeeded when its status is below 400.
+ *
+ * @param res - the response
+ * @returns `'succeeded'` or `'failed'`
+ */
+export function defaultOutcome(res: ServerResponse): RequestOutcome {
+  return res.statusCode < 400 ? 'succeeded' : 'failed'
 }
 
 /** Name of the header that reports shadow rules that would have refused (opt-in). */
@@ -102,7 +118,7 @@ function setHeaders<C>(
   io: HttpIo<C, unknown>,
   res: ServerResponse,
   decision: Decision,
-  settings: EnforceSettings,
+  settings: Pick<EnforceSettings, 'format' | 'shadowHeader'>,
 ): void {
   const names = io.lowerCaseNames === true ? LOWER_NAMES : NAMES
   const format = settings.format
@@ -142,13 +158,29 @@ function setHeaders<C>(
   }
 }
 
-// A concurrency slot stays taken until the response ends; only then may it be given back.
-function holdsSlot(decision: Decision): boolean {
+// What an admitted request holds until its response ends: a concurrency slot (given back
+// then), or units of a rule that counts by outcome (given back when the outcome is not counted).
+const HOLDS_SLOT = 1
+const BY_OUTCOME = 2
+function holdsUntilEnd(decision: Decision): number {
   const outcomes = decision.outcomes
+  let holds = 0
   for (let i = 0; i < outcomes.length; i++) {
-    if (outcomes[i]!.rule.algorithm === 'concurrency') return true
+    const rule = outcomes[i]!.rule
+    if (rule.algorithm === 'concurrency') holds |= HOLDS_SLOT
+    else if (rule.count !== 'all') holds |= BY_OUTCOME
   }
-  return false
+  return holds
+}
+
+/** How the request ended: a response that did not finish (the client left) failed. */
+function outcomeAtClose<Req>(
+  req: Req | undefined,
+  res: ServerResponse,
+  settings: EnforceSettings<Req>,
+): RequestOutcome {
+  if (!res.writableFinished) return 'failed'
+  return settings.outcomeOf ? settings.outcomeOf(req, res) : defaultOutcome(res)
 }
 
 /** Whether the response's connection is gone (its 'close' may have fired already). */
@@ -174,7 +206,8 @@ function apply<Req, C, R>(
   decision: Decision,
   ctx: C,
   io: HttpIo<C, R>,
-  settings: EnforceSettings,
+  settings: EnforceSettings<Req>,
+  req: Req | undefined,
 ): R | Promise<R> {
   const res = io.response(ctx)
   const action = decision.action
@@ -189,17 +222,20 @@ function apply<Req, C, R>(
     const { body, json } = serializedProblem(decision)
     return io.reject(ctx, { status: body.status, body, json, decision })
   }
-  if (holdsSlot(decision)) {
+  const holds = decision.allowed ? holdsUntilEnd(decision) : 0
+  if (holds !== 0) {
     if (closed(res)) {
       // The client left while an asynchronous store was deciding: its 'close' has fired
       // already, so a listener would never run and the slot would stay taken until its lease
       // expires. Give everything back now; nobody is there to answer.
-      limiter.release(decision)
+      limiter.release(decision, 'failed')
       return io.abandon(ctx)
     }
     // 'close' follows 'finish' and also fires when the client aborts or the handler's error
     // ends the response; release is idempotent, so the order does not matter.
-    res.once('close', () => limiter.release(decision))
+    if (holds & BY_OUTCOME) {
+      res.once('close', () => limiter.release(decision, outcomeAtClose(req, res, settings)))
+    } else res.once('close', () => limiter.release(decision))
   }
   if (action === 'queue') return queue(limiter, decision, ctx, io, res)
   return io.proceed(ctx)
@@ -226,7 +262,7 @@ async function queue<Req, C, R>(
   }
   // A client that left while queued gets nothing written; its reservation was refunded.
   if (!admitted || res.destroyed) {
-    limiter.release(decision)
+    limiter.release(decision, 'failed')
     return io.abandon(ctx)
   }
   return io.proceed(ctx)
@@ -243,8 +279,10 @@ async function queue<Req, C, R>(
  * - failed open (store error or timeout) → `proceed` with no RateLimit headers.
  *
  * Concurrency slots are released exactly once, when the response closes (finished, aborted,
- * or ended by an error). With a synchronous store (MemoryStore) and an allowed request, no
- * promise is created.
+ * or ended by an error). Rules that count only failed or only successful requests are settled
+ * then too: a finished response's outcome comes from `settings.outcomeOf` (default: a status
+ * below 400 succeeded), and a response that did not finish failed. With a synchronous store
+ * (MemoryStore) and an allowed request, no promise is created.
  *
  * @param limiter - the limiter to consult
  * @param facts - the request's facts
@@ -258,11 +296,11 @@ export function enforce<Req, C, R>(
   facts: RequestFacts<Req>,
   ctx: C,
   io: HttpIo<C, R>,
-  settings: EnforceSettings,
+  settings: EnforceSettings<Req>,
 ): R | Promise<R> {
   const decision = limiter.check(facts)
   if (decision instanceof Promise) {
-    return decision.then((d) => apply(limiter, d, ctx, io, settings))
+    return decision.then((d) => apply(limiter, d, ctx, io, settings, facts.request))
   }
-  return apply(limiter, decision, ctx, io, settings)
+  return apply(limiter, decision, ctx, io, settings, facts.request)
 }

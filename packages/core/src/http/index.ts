@@ -26,6 +26,7 @@ export {
 } from './expose-headers.js'
 export { firstCheck, pathOf, prepareMount, type Mount } from './mount.js'
 export {
+  defaultOutcome,
   enforce,
   writeProblem,
   SHADOW_HEADER,

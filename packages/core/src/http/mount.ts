@@ -1,4 +1,6 @@
+import type { ServerResponse } from 'node:http'
 import type { Limiter } from '../limiter.js'
+import type { RequestOutcome } from '../limiter-types.js'
 import { scopeLogger, stderrWarnings, type Logger } from '../logger.js'
 import {
   validateAdapterOptions,
@@ -46,11 +48,42 @@ export function prepareMount<Req>(
     (options as { warnings?: unknown }).warnings === false
       ? silentWarn
       : warnOnce(given === undefined ? stderrWarnings : logger)
-  const settings = validateAdapterOptions(options, ownKeys, (message) =>
+  const validated = validateAdapterOptions(options, ownKeys, (message) =>
     warn('FG_WRN_OPTION_UNKNOWN', message),
   )
+  const settings = { ...validated, outcomeOf: outcomeJudge(validated.requestWasSuccessful, warn) }
   const { limiter, owned } = resolveLimiter(rules, options, logger)
   return { limiter, owned, settings, warn }
+}
+
+/**
+ * The outcome of a finished response from the app's `requestWasSuccessful`, guarded: a throw
+ * or a non-boolean answer is a failure (it keeps a failure-counting rule's charge, the
+ * cautious side for login protection) and warns once.
+ */
+function outcomeJudge<Req>(
+  succeeded: ((req: Req, res: ServerResponse) => boolean) | undefined,
+  warn: WarnOnce,
+): ((req: Req | undefined, res: ServerResponse) => RequestOutcome) | undefined {
+  if (!succeeded) return undefined
+  return (req, res) => {
+    let answer: unknown
+    try {
+      answer = succeeded(req as Req, res)
+    } catch (err) {
+      warn('FG_WRN_OUTCOME_INVALID', 'requestWasSuccessful threw; the request counted as failed', {
+        err,
+      })
+      return 'failed'
+    }
+    if (typeof answer === 'boolean') return answer ? 'succeeded' : 'failed'
+    warn(
+      'FG_WRN_OUTCOME_INVALID',
+      'requestWasSuccessful answered something other than a boolean; the request counted as failed',
+      { answer: typeof answer },
+    )
+    return 'failed'
+  }
 }
 
 /**

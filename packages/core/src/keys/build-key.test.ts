@@ -16,6 +16,7 @@ const rule = (key: Rule['key'], fallbackKey: Rule['fallbackKey'] = 'ip'): Rule =
   cost: 1,
   onLimit: { action: 'reject', status: 429 },
   shadow: false,
+  count: 'all',
 })
 
 const facts = (

@@ -98,6 +98,26 @@ export function partFn<Req>(
 }
 
 /**
+ * Compile one key part into a function that reads its raw value (not bounded or hashed), for
+ * rules that look a value up rather than count by it (`tiers.by`).
+ *
+ * @param part - the key part
+ * @param builders - registered key builders
+ * @param ipv6Subnet - prefix IPv6 client addresses are grouped by
+ * @param path - where the part sits, for error messages
+ * @returns the value of the part for a request, or undefined when it has none
+ * @throws FloodgateError FG_ERR_KEY_BUILDER_UNKNOWN when the part names a builder that is not registered
+ */
+export function compileKeyPart<Req>(
+  part: KeyPart,
+  builders: KeyBuilders<Req>,
+  ipv6Subnet: number,
+  path: string,
+): KeyFn {
+  return partFn(part, builders, ipv6Subnet, path)
+}
+
+/**
  * Compile a rule's key into one function, once per rules revision.
  *
  * @param rule - the rule whose `key` and `fallbackKey` to compile

@@ -23,6 +23,7 @@ const rule = (arity: number, fallbackKey: Rule['fallbackKey']): Rule => ({
   cost: 1,
   onLimit: { action: 'reject', status: 429 },
   shadow: false,
+  count: 'all',
 })
 
 function keyFn(arity: number, fallbackKey: Rule['fallbackKey']): (i: Input) => string | undefined {

@@ -21,6 +21,15 @@ export {
 } from './schema.js'
 export { compileRules, stateIdOf, type CompileRulesOptions } from './compile-rules.js'
 export type { CompiledRule, CompiledRules } from './compiled-rules.js'
-export type { FallbackKey, KeyPart, OverLimit, Rule, RuleMatch } from './rule.js'
+export type {
+  CountMode,
+  FallbackKey,
+  KeyPart,
+  OverLimit,
+  Rule,
+  RuleMatch,
+  RuleTier,
+  RuleTiers,
+} from './rule.js'
 export { canonicalPath } from './canonical-path.js'
 export { parseDuration } from '../duration.js'

@@ -1,5 +1,5 @@
 import { ALGORITHM_NAMES } from './algorithm-catalog.js'
-import { E, ID, MAX_BAN_AFTER, MAX_DURATION_MS } from './schema-fields.js'
+import { E, ID, MAX_BAN_AFTER, MAX_DURATION_MS, MAX_TIERS } from './schema-fields.js'
 
 /** A JSON value, as a JSON Schema document is made of. */
 export type JsonValue =
@@ -77,6 +77,32 @@ const onLimit: JsonSchema = {
   ],
 }
 
+const rate: JsonSchema = { type: 'string', pattern: '^\\d{1,15}/', description: E.rate }
+
+const tiers: JsonSchema = {
+  type: 'object',
+  required: ['by', 'values'],
+  properties: {
+    by: { type: 'string', description: E.tierBy },
+    values: {
+      type: 'object',
+      description: E.tierValues,
+      minProperties: 1,
+      maxProperties: MAX_TIERS,
+      propertyNames: { pattern: '^[A-Za-z0-9._-]{1,64}$', not: { const: '__proto__' } },
+      additionalProperties: {
+        type: 'object',
+        description: E.tier,
+        properties: { limit: positiveInt, window: duration, rate, burst: positiveInt },
+        additionalProperties: false,
+      },
+    },
+    default: { type: 'string', description: E.tierName },
+  },
+  additionalProperties: false,
+  description: E.tiers,
+}
+
 const RULE: JsonSchema = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   type: 'object',
@@ -89,7 +115,7 @@ const RULE: JsonSchema = {
     fallbackKey: { enum: ['ip', 'skip', 'shared'], description: E.fallbackKey },
     limit: positiveInt,
     window: duration,
-    rate: { type: 'string', pattern: '^\\d{1,15}/', description: E.rate },
+    rate,
     algorithm: { enum: [...ALGORITHM_NAMES], description: E.algorithm },
     burst: positiveInt,
     cost: {
@@ -111,6 +137,8 @@ const RULE: JsonSchema = {
       additionalProperties: false,
       description: E.ban,
     },
+    count: { enum: ['all', 'failed', 'successful'], description: E.count },
+    tiers,
   },
   additionalProperties: false,
 }

@@ -51,6 +51,44 @@ export interface RuleMatch {
 }
 
 /**
+ * Which admitted requests a rule keeps counted once their response is known. A request is
+ * charged when it is admitted (so the limit holds while it runs); when its response ends, a
+ * rule that does not count that outcome gives the units back through the store's refund.
+ */
+export type CountMode =
+  /** Every admitted request (default). */
+  | 'all'
+  /** Only requests whose response failed (login protection: failed attempts per window). */
+  | 'failed'
+  /** Only requests whose response succeeded. */
+  | 'successful'
+
+/** One tier of a rule: the limit that applies to the requests of that tier. */
+export interface RuleTier {
+  /** Requests (cost units) per window; concurrent requests for `concurrency`. */
+  readonly limit: number
+  readonly windowMs: number
+  /** Bucket capacity for token-bucket, GCRA and leaky-bucket; defaults to the tier's `limit`. */
+  readonly burst: number
+}
+
+/**
+ * Limits chosen per request from a key part, such as the client's plan (`header:x-plan`,
+ * `custom:plan`). Each tier keeps its own state.
+ */
+export interface RuleTiers {
+  /** The key part whose value names the tier. */
+  readonly by: Exclude<KeyPart, 'ip'>
+  /** Tier name to limit. */
+  readonly values: Readonly<Record<string, RuleTier>>
+  /**
+   * The tier of a request whose key part is absent or names no tier. Undefined: the rule's
+   * own `limit` and `window` apply to such requests.
+   */
+  readonly default: string | undefined
+}
+
+/**
  * A validated, normalised rule: the output of {@link parseRules}. Durations are milliseconds
  * and every default is filled in.
  */
@@ -72,6 +110,10 @@ export interface Rule {
   readonly onLimit: OverLimit
   /** Evaluate and report, never block. */
   readonly shadow: boolean
+  /** Which admitted requests stay counted once their response is known. */
+  readonly count: CountMode
+  /** Per-request limits by tier; absent when the rule has one limit for everyone. */
+  readonly tiers?: RuleTiers | undefined
   /** Ban clients refused too often; absent: no ban. A shadow rule never bans. */
   readonly ban?: RuleBan | undefined
 }

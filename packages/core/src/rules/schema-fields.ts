@@ -1,7 +1,7 @@
 import { durationMs } from '../duration.js'
 import { ALGORITHM_NAMES } from './algorithm-catalog.js'
 import { checkPathPattern } from './path-pattern.js'
-import type { KeyPart, OverLimit, RuleBan, RuleMatch } from './rule.js'
+import type { CountMode, KeyPart, OverLimit, RuleBan, RuleMatch } from './rule.js'
 import { BAD, type Bad, type Checker } from './schema-issues.js'
 import { checkFields, isObject, oneOf, stringOrList, type Field } from './schema-object.js'
 
@@ -53,6 +53,12 @@ export const E = {
   boolean: 'true or false',
   ban: "an object like { after: 5, within: '1m', for: '15m' }",
   banAfter: `a whole number of refusals from 1 to ${MAX_BAN_AFTER}`,
+  count: "'all', 'failed' or 'successful'",
+  tiers: 'an object with by (a key part), values (tier name to limit) and optionally default',
+  tierBy: "'user', 'header:<name>' or 'custom:<name>' (the key part naming the tier)",
+  tierName: "a tier name of 1-64 letters, digits, '.', '_' or '-'",
+  tierValues: 'an object mapping tier names to { limit, window } (or { rate })',
+  tier: 'an object with limit and window, or rate, and optionally burst',
 } as const
 
 /** A positive safe integer. */
@@ -217,13 +223,18 @@ function freezeMatch(m: {
   return Object.freeze(out)
 }
 
-function keyPart(value: string, c: Checker, path: PropertyKey[]): KeyPart | undefined {
+function keyPart(
+  value: string,
+  c: Checker,
+  path: PropertyKey[],
+  what: string = E.keyPart,
+): KeyPart | undefined {
   if (value === 'ip' || value === 'user') return value
   if (value.startsWith('header:')) {
     const name = value.slice(7)
     if (HEADER_NAME.test(name)) return `header:${name.toLowerCase()}`
   } else if (CUSTOM_KEY.test(value)) return value as `custom:${string}`
-  c.expected(E.keyPart, value, path)
+  c.expected(what, value, path)
   return undefined
 }
 
@@ -306,4 +317,83 @@ export const ban: Field<RuleBan> = (value, c) => {
   const { fields, ok } = checkFields(value, banFields, c, ['after', 'within', 'for'])
   if (!ok) return BAD
   return Object.freeze({ after: fields.after!, withinMs: fields.within!, forMs: fields.for! })
+}
+
+/** `'all'`, `'failed'` or `'successful'`: which admitted requests stay counted. */
+export const count: Field<CountMode> = oneOf(['all', 'failed', 'successful'], E.count)
+
+/** Most tiers one rule may have. */
+export const MAX_TIERS = 32
+// Like ID, but never `__proto__`: an object key of that name would be lost, not reported.
+const TIER_NAME = /^(?!__proto__$)[A-Za-z0-9._-]{1,64}$/
+
+const tierFields = { limit: positiveInt, window: duration, rate, burst: positiveInt } as const
+
+/** A tier as written; completed (window, burst) by the rule check, which knows the rule. */
+export interface TierInput {
+  readonly limit: number | undefined
+  readonly window: number | undefined
+  readonly rate: { limit: number; windowMs: number; text: string } | undefined
+  readonly burst: number | undefined
+}
+
+/** The `tiers` field as written, each tier checked on its own. */
+export interface TiersInput {
+  readonly by: Exclude<KeyPart, 'ip'>
+  readonly values: Readonly<Record<string, TierInput>>
+  readonly default: string | undefined
+}
+
+const tierBy: Field<Exclude<KeyPart, 'ip'>> = (value, c) => {
+  // The client's address names no plan: a tier needs a key part the application sets.
+  if (typeof value !== 'string' || value === 'ip') return c.expected(E.tierBy, value)
+  const part = keyPart(value, c, [], E.tierBy)
+  return part === undefined || part === 'ip' ? BAD : part
+}
+
+const tierValues: Field<Readonly<Record<string, TierInput>>> = (value, c) => {
+  if (!isObject(value)) return c.expected(E.tierValues, value)
+  const before = c.count
+  const names = Object.keys(value)
+  if (names.length === 0 || names.length > MAX_TIERS) {
+    c.expected(`from 1 to ${MAX_TIERS} tiers`, value)
+  }
+  // No prototype: a tier named like an Object method stays a plain entry.
+  const out = Object.create(null) as Record<string, TierInput>
+  for (const name of names) {
+    if (!TIER_NAME.test(name)) {
+      c.expected(E.tierName, name, [name])
+      continue
+    }
+    const tier: unknown = value[name]
+    const at = c.at(name)
+    if (!isObject(tier)) {
+      at.expected(E.tier, tier)
+      continue
+    }
+    const { fields, ok } = checkFields(tier, tierFields, at)
+    if (ok) out[name] = Object.freeze({ ...fields })
+  }
+  return c.count === before ? Object.freeze(out) : BAD
+}
+
+const tiersFields = {
+  by: tierBy,
+  values: tierValues,
+  default: ((value, c) =>
+    typeof value === 'string' ? value : c.expected(E.tierName, value)) as Field<string>,
+} as const
+
+/** `tiers: { by, values, default? }`: limits chosen per request by the value of a key part. */
+export const tiers: Field<TiersInput> = (value, c) => {
+  if (!isObject(value)) return c.expected(E.tiers, value)
+  const { fields, failed, ok } = checkFields(value, tiersFields, c, ['by', 'values'])
+  const values = Object.hasOwn(value, 'values') ? value.values : undefined
+  if (fields.default !== undefined && isObject(values) && !Object.hasOwn(values, fields.default)) {
+    const names = Object.keys(values).join(', ')
+    c.expected(`the name of a tier in values (${names})`, fields.default, ['default'])
+    return BAD
+  }
+  if (!ok || failed.size > 0) return BAD
+  return { by: fields.by!, values: fields.values!, default: fields.default }
 }

@@ -1,6 +1,14 @@
 import type { AlgorithmName } from '../algorithms/algorithm.js'
 import { RulesValidationError } from '../errors.js'
-import type { FallbackKey, KeyPart, Rule, RuleMatch } from './rule.js'
+import type {
+  CountMode,
+  FallbackKey,
+  KeyPart,
+  Rule,
+  RuleMatch,
+  RuleTier,
+  RuleTiers,
+} from './rule.js'
 import {
   ALGORITHM_NAMES,
   BUCKET_ALGORITHMS,
@@ -15,12 +23,15 @@ import {
   ban,
   boolean,
   cost,
+  count,
   duration,
   key,
   match,
   onLimit,
   positiveInt,
   rate,
+  tiers,
+  type TierInput,
 } from './schema-fields.js'
 import { BAD, type Bad, Checker, toMessages } from './schema-issues.js'
 import { checkFields, isObject, oneOf, type Field } from './schema-object.js'
@@ -64,6 +75,26 @@ export interface RuleInput {
   shadow?: boolean | undefined
   /** After `after` refusals within `within`, refuse the client outright for `for`. */
   ban?: { after: number; within: string | number; for: string | number } | undefined
+  /** Which admitted requests stay counted once their response is known; `'all'` by default. */
+  count?: CountMode | undefined
+  /** Limits chosen per request by the value of a key part, such as the client's plan. */
+  tiers?:
+    | {
+        /** `'user'`, `'header:<name>'` or `'custom:<name>'`: its value names the tier. */
+        by: string
+        /** Tier name to limit: `{ limit, window? }` or `{ rate }`, with an optional `burst`. */
+        values: {
+          [tier: string]: {
+            limit?: number | undefined
+            window?: string | number | undefined
+            rate?: string | undefined
+            burst?: number | undefined
+          }
+        }
+        /** The tier of a request whose tier is absent or unknown. */
+        default?: string | undefined
+      }
+    | undefined
 }
 
 const DEFAULT_KEY: readonly KeyPart[] = Object.freeze(['ip'])
@@ -90,7 +121,80 @@ const ruleFields = {
   onLimit,
   shadow: boolean,
   ban,
+  count,
+  tiers,
 } satisfies Record<keyof RuleInput, Field<unknown>>
+
+interface Capacity {
+  readonly algorithm: AlgorithmName
+  /** Undefined when the rule's cost failed its own check. */
+  readonly cost: number | undefined
+}
+
+/**
+ * One tier completed: its window defaults to the rule's, its burst to its limit. Problems of
+ * the tier are named under `tiers.values.<name>` (`at`); a cost it could never pass under the
+ * rule's `cost` (`rule`).
+ */
+function resolveTier(
+  at: Checker,
+  rule: Checker,
+  t: TierInput,
+  r: Capacity & { readonly windowMs: number | undefined },
+): RuleTier | undefined {
+  const concurrency = r.algorithm === 'concurrency'
+  let limit = t.limit
+  let windowMs = t.window ?? r.windowMs
+  if (t.rate !== undefined) {
+    if (t.limit !== undefined || t.window !== undefined) {
+      at.expected('either rate, or limit and window, not both', t.rate.text, ['rate'])
+      return undefined
+    }
+    limit = t.rate.limit
+    windowMs = t.rate.windowMs
+  }
+  if (concurrency && (t.window !== undefined || t.rate !== undefined)) {
+    at.expected(
+      "no window for algorithm 'concurrency' (set limit: the requests in flight)",
+      t.window ?? t.rate?.text,
+      [t.rate !== undefined ? 'rate' : 'window'],
+    )
+    return undefined
+  }
+  if (limit === undefined) {
+    at.expected(E.posInt, undefined, ['limit'])
+    return undefined
+  }
+  if (windowMs === undefined && !concurrency) {
+    at.expected(`${E.duration} (the tier's, or the rule's window)`, undefined, ['window'])
+    return undefined
+  }
+  const bucket = BUCKET_ALGORITHMS.has(r.algorithm)
+  if (t.burst !== undefined && !bucket) {
+    at.expected(
+      `no burst for algorithm '${r.algorithm}' (only token-bucket, gcra and leaky-bucket have one)`,
+      t.burst,
+      ['burst'],
+    )
+    return undefined
+  }
+  const burst = bucket ? (t.burst ?? limit) : limit
+  if (r.algorithm === 'sliding-window-log' && limit > MAX_SLIDING_LOG_LIMIT) {
+    at.expected(
+      `a limit of at most ${MAX_SLIDING_LOG_LIMIT} for sliding-window-log, which stores a timestamp per request (sliding-window-counter scales to any limit)`,
+      limit,
+      [t.rate !== undefined ? 'rate' : 'limit'],
+    )
+  }
+  if (r.cost !== undefined && r.cost > burst) {
+    rule.expected(
+      `a cost of at most the rule's capacity (${burst}); a dearer request could never pass`,
+      r.cost,
+      ['cost'],
+    )
+  }
+  return Object.freeze({ limit, windowMs: windowMs ?? 0, burst })
+}
 
 /**
  * Checks one rule: each field, then the rules between fields. A rule between fields is
@@ -118,11 +222,70 @@ function checkRule(input: unknown, c: Checker): Rule | Bad {
       )
     }
   }
-  const limit = v.rate?.limit ?? v.limit
-  const windowMs = v.rate?.windowMs ?? v.window
-  if (!present('limit') && !present('rate')) c.expected(E.posInt, undefined, ['limit'])
+  const ownLimit = v.rate?.limit ?? v.limit
+  const ownWindowMs = v.rate?.windowMs ?? v.window
+  const cost = v.cost ?? 1
+  const costKnown = !failed.has('cost')
+  // The tiers, when they and the fields they depend on passed.
+  let ruleTiers: RuleTiers | undefined
+  let defaultTier: RuleTier | undefined
+  const tiersKnown = !failed.has('tiers')
+  const t = v.tiers
+  if (t !== undefined && algorithm) {
+    const windowKnown = !failed.has('window') && !failed.has('rate')
+    const values = Object.create(null) as Record<string, RuleTier>
+    let ok = windowKnown
+    for (const [name, input] of Object.entries(t.values)) {
+      const at = c.at('tiers', 'values', name)
+      const r = { algorithm, cost: costKnown ? cost : undefined, windowMs: ownWindowMs }
+      // Without the rule's window known, a tier that borrows it cannot be judged.
+      if (!windowKnown && input.window === undefined && input.rate === undefined) continue
+      const tier = resolveTier(at, c, input, r)
+      if (tier) values[name] = tier
+      else ok = false
+    }
+    if (t.default !== undefined) {
+      defaultTier = values[t.default]
+      if (present('limit') || present('rate')) {
+        c.say(
+          "either tiers.default, or a limit of the rule's own for requests without a known tier, not both",
+          [present('limit') ? 'limit' : 'rate'],
+        )
+      }
+      if (present('burst')) {
+        c.expected(
+          "no burst of the rule's own when tiers.default names the tier (give the tier a burst)",
+          v.burst,
+          ['burst'],
+        )
+      }
+    }
+    if (ok) {
+      ruleTiers = Object.freeze({ by: t.by, values: Object.freeze(values), default: t.default })
+    }
+  }
+  const byDefault = t?.default !== undefined
+  const limit = defaultTier?.limit ?? ownLimit
+  const windowMs = defaultTier?.windowMs ?? ownWindowMs
+  if (!present('limit') && !present('rate') && tiersKnown && !byDefault) {
+    if (t === undefined) c.expected(E.posInt, undefined, ['limit'])
+    else {
+      c.expected(
+        `${E.posInt} for requests without a known tier (or name one with tiers.default)`,
+        undefined,
+        ['limit'],
+      )
+    }
+  }
   // A concurrency rule counts requests in flight; it has no window.
-  if (!present('window') && !present('rate') && algorithm && algorithm !== 'concurrency') {
+  if (
+    !present('window') &&
+    !present('rate') &&
+    tiersKnown &&
+    !byDefault &&
+    algorithm &&
+    algorithm !== 'concurrency'
+  ) {
     c.expected(E.duration, undefined, ['window'])
   }
   const bucket = algorithm !== undefined && BUCKET_ALGORITHMS.has(algorithm)
@@ -133,22 +296,41 @@ function checkRule(input: unknown, c: Checker): Rule | Bad {
       ['burst'],
     )
   }
-  if (algorithm === 'sliding-window-log' && limit !== undefined && limit > MAX_SLIDING_LOG_LIMIT) {
+  if (
+    algorithm === 'sliding-window-log' &&
+    ownLimit !== undefined &&
+    ownLimit > MAX_SLIDING_LOG_LIMIT
+  ) {
     c.expected(
       `a limit of at most ${MAX_SLIDING_LOG_LIMIT} for sliding-window-log, which stores a timestamp per request (sliding-window-counter scales to any limit)`,
-      limit,
+      ownLimit,
       [v.rate !== undefined ? 'rate' : 'limit'],
     )
   }
-  // The capacity: burst for the bucket algorithms (limit by default), else the limit.
-  const capacity = algorithm && (bucket ? (v.burst ?? limit) : limit)
+  // The capacity: burst for the bucket algorithms (limit by default), else the limit; the
+  // default tier's, whose own capacity was checked with the tier.
+  const ownCapacity = algorithm && (bucket ? (v.burst ?? ownLimit) : ownLimit)
+  const capacity = defaultTier?.burst ?? ownCapacity
   const capacityKnown = !failed.has('burst') && !failed.has('limit') && !failed.has('rate')
-  const cost = v.cost ?? 1
-  if (capacity !== undefined && capacityKnown && cost > capacity) {
+  if (
+    defaultTier === undefined &&
+    ownCapacity !== undefined &&
+    capacityKnown &&
+    costKnown &&
+    cost > ownCapacity
+  ) {
     c.expected(
-      `a cost of at most the rule's capacity (${capacity}); a dearer request could never pass`,
+      `a cost of at most the rule's capacity (${ownCapacity}); a dearer request could never pass`,
       cost,
       ['cost'],
+    )
+  }
+  const countMode: CountMode = v.count ?? 'all'
+  if (countMode !== 'all' && algorithm === 'concurrency') {
+    c.expected(
+      "'all' for algorithm 'concurrency' (a slot is given back when the request ends, whatever its outcome)",
+      countMode,
+      ['count'],
     )
   }
   const over = v.onLimit ?? REJECT_429
@@ -173,7 +355,9 @@ function checkRule(input: unknown, c: Checker): Rule | Bad {
     cost,
     onLimit: over,
     shadow: v.shadow ?? false,
+    count: countMode,
     ...(v.ban === undefined ? {} : { ban: v.ban }),
+    ...(ruleTiers === undefined ? {} : { tiers: ruleTiers }),
   })
 }
 

@@ -37,3 +37,5 @@ export {
 export { describeHostileFuzz } from './hostile-fuzz.js'
 export type { CorsServe, CorsServeOptions } from './cors-exposure.js'
 export { describeCorsExposure } from './cors-exposure.js'
+export type { OutcomeServe, OutcomeServeOptions } from './plans-and-outcomes.js'
+export { describePlansAndOutcomes } from './plans-and-outcomes.js'

@@ -1,7 +1,7 @@
 import type { AlgorithmName, AlgorithmParams } from '../algorithms/algorithm.js'
 import { getAlgorithm } from '../algorithms/registry.js'
 import type { CompiledRule } from '../rules/compiled-rules.js'
-import type { OverLimit, Rule } from '../rules/rule.js'
+import type { CountMode, OverLimit, Rule } from '../rules/rule.js'
 
 /** Options of {@link testRule}. */
 export interface TestRuleOptions {
@@ -9,6 +9,7 @@ export interface TestRuleOptions {
   readonly burst?: number
   readonly onLimit?: OverLimit
   readonly shadow?: boolean
+  readonly count?: CountMode
 }
 
 let counter = 0
@@ -37,6 +38,7 @@ export function testRule(
     cost: 1,
     onLimit: options.onLimit ?? { action: 'reject', status: 429 },
     shadow: options.shadow ?? false,
+    count: options.count ?? 'all',
   }
   return {
     rule,

@@ -1,0 +1,187 @@
+import { durationMs } from './duration.js'
+import { describeValue } from './options/checks.js'
+import { compileKeyPart, type KeyBuilders, type KeyFn } from './keys/build-key.js'
+import type { RequestFacts } from './request-facts.js'
+import { BUCKET_ALGORITHMS } from './rules/algorithm-catalog.js'
+import { stateIdOf } from './rules/compile-rules.js'
+import type { CompiledRule } from './rules/compiled-rules.js'
+import type { RuleTier } from './rules/rule.js'
+import { MAX_DURATION_MS } from './rules/schema-fields.js'
+
+/**
+ * What a limit function answers for one request: a limit (the rule's window applies), a limit
+ * with its own window (a duration such as `'1m'` or milliseconds) and burst, or `undefined`
+ * for the rule's own limit.
+ */
+export type LimitAnswer =
+  | number
+  | {
+      readonly limit: number
+      readonly window?: string | number | undefined
+      readonly burst?: number | undefined
+    }
+  | undefined
+
+/**
+ * Chooses a rule's limit per request, in code: from the user's plan, a tenant's contract.
+ * Synchronous, or a promise (the limiter waits for it at most `timeoutMs`). An answer that is
+ * not a limit, a throw, a rejection or a timeout applies the rule's own limit and logs
+ * `FG_WRN_LIMIT_INVALID`.
+ */
+export type LimitFunction<Req = unknown> = (
+  req: Req,
+  facts: RequestFacts<Req>,
+) => LimitAnswer | Promise<LimitAnswer>
+
+/** Limit functions by the id of the rule whose limit they choose. */
+export type LimitFunctions<Req = unknown> = Readonly<Record<string, LimitFunction<Req> | undefined>>
+
+/** Most distinct limits one rule's function may answer; each is a state of its own. */
+export const MAX_LIMIT_VARIANTS = 64
+
+/** Why an answer was not used, for the warning. */
+export type LimitProblem = (reason: string, fields: Record<string, unknown>) => void
+
+/**
+ * The rule with another limit: the same id, algorithm, key and actions, its own params and
+ * its own state. A tier's name is part of the state id, so two tiers never share a state.
+ */
+export function variantOf(base: CompiledRule, limits: RuleTier, tier?: string): CompiledRule {
+  const rule = Object.freeze({ ...base.rule, ...limits })
+  const params = Object.freeze({ ...limits })
+  const stateId = tier === undefined ? stateIdOf(rule) : `${stateIdOf(rule)}|tier:${tier}`
+  return Object.freeze({ rule, algorithm: base.algorithm, params, stateId })
+}
+
+/** Picks the compiled rule (its limit and its state) one request is counted against. */
+export type LimitPick = (facts: RequestFacts) => CompiledRule | Promise<CompiledRule>
+
+/** A rule's tiers compiled: a lookup of the `by` part's value. */
+export function tierPick<Req>(
+  base: CompiledRule,
+  builders: KeyBuilders<Req>,
+  ipv6Subnet: number,
+  path: string,
+): { pick: LimitPick; stateIds: string[] } | undefined {
+  const tiers = base.rule.tiers
+  if (!tiers) return undefined
+  const read: KeyFn = compileKeyPart(tiers.by, builders, ipv6Subnet, `${path}.tiers.by`)
+  const byName = new Map<string, CompiledRule>()
+  for (const name of Object.keys(tiers.values)) {
+    byName.set(name, variantOf(base, tiers.values[name]!, name))
+  }
+  const fallback = tiers.default === undefined ? base : byName.get(tiers.default)!
+  return {
+    pick: (facts) => {
+      const name = read(facts)
+      return (name !== undefined && byName.get(name)) || fallback
+    },
+    stateIds: [...byName.values()].map((c) => c.stateId),
+  }
+}
+
+/** The limits a limit function answered, checked; undefined when the answer is not a limit. */
+function readAnswer(base: CompiledRule, answer: unknown): RuleTier | undefined | 'base' {
+  if (answer === undefined) return 'base'
+  const rule = base.rule
+  const concurrency = rule.algorithm === 'concurrency'
+  let limit: unknown
+  let windowMs: number | undefined = rule.windowMs
+  let burst: unknown
+  if (typeof answer === 'number') limit = answer
+  else if (typeof answer === 'object' && answer !== null) {
+    const a = answer as { limit?: unknown; window?: unknown; burst?: unknown }
+    limit = a.limit
+    burst = a.burst
+    if (a.window !== undefined) {
+      if (concurrency) return undefined
+      windowMs = durationMs(a.window)
+    }
+  } else return undefined
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit <= 0) return undefined
+  if (windowMs === undefined || (!concurrency && (windowMs <= 0 || windowMs > MAX_DURATION_MS)))
+    return undefined
+  const bucket = BUCKET_ALGORITHMS.has(rule.algorithm)
+  if (burst !== undefined) {
+    if (!bucket || typeof burst !== 'number' || !Number.isSafeInteger(burst) || burst <= 0)
+      return undefined
+  }
+  const capacity = bucket ? (burst ?? limit) : limit
+  // A capacity below the rule's cost could never admit a request.
+  if (capacity < rule.cost) return undefined
+  return { limit, windowMs, burst: capacity }
+}
+
+function isThenable(x: unknown): x is PromiseLike<unknown> {
+  return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
+}
+
+/**
+ * A rule's limit function compiled: the answer is checked, and each distinct limit gets one
+ * variant of the rule (at most {@link MAX_LIMIT_VARIANTS}; past that, the rule's own limit).
+ * `seen` collects the state ids of the variants made, so a rules swap keeps their state.
+ */
+export function functionPick<Req>(
+  base: CompiledRule,
+  fn: LimitFunction<Req>,
+  timeoutMs: number,
+  seen: Set<string>,
+  problem: LimitProblem,
+): LimitPick {
+  const variants = new Map<string, CompiledRule>()
+  const id = base.rule.id
+  const use = (answer: unknown): CompiledRule => {
+    const limits = readAnswer(base, answer)
+    if (limits === 'base') return base
+    if (limits === undefined) {
+      problem('the limit function answered something that is not a limit', {
+        rule: id,
+        answer: describeValue(answer),
+      })
+      return base
+    }
+    const k = `${limits.limit}|${limits.windowMs}|${limits.burst}`
+    let v = variants.get(k)
+    if (v === undefined) {
+      if (variants.size >= MAX_LIMIT_VARIANTS) {
+        problem(`the limit function answered more than ${MAX_LIMIT_VARIANTS} distinct limits`, {
+          rule: id,
+        })
+        return base
+      }
+      v = variantOf(base, limits)
+      variants.set(k, v)
+      seen.add(v.stateId)
+    }
+    return v
+  }
+  return (facts) => {
+    let answer: unknown
+    try {
+      answer = fn(facts.request as Req, facts as RequestFacts<Req>)
+    } catch (err) {
+      problem('the limit function threw', { rule: id, err })
+      return base
+    }
+    if (!isThenable(answer)) return use(answer)
+    return new Promise<CompiledRule>((resolve) => {
+      const timer = setTimeout(() => {
+        problem(`the limit function did not answer within timeoutMs (${timeoutMs} ms)`, {
+          rule: id,
+        })
+        resolve(base)
+      }, timeoutMs)
+      Promise.resolve(answer).then(
+        (a) => {
+          clearTimeout(timer)
+          resolve(use(a))
+        },
+        (err: unknown) => {
+          clearTimeout(timer)
+          problem('the limit function rejected', { rule: id, err })
+          resolve(base)
+        },
+      )
+    })
+  }
+}

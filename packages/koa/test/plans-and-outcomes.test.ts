@@ -1,0 +1,31 @@
+import type { AddressInfo } from 'node:net'
+import { rateLimit } from '@floodgate/koa'
+import { describePlansAndOutcomes } from '@floodgate/core/testing'
+import type { Limiter } from '@floodgate/core'
+import Koa, { type Context } from 'koa'
+
+describePlansAndOutcomes('koa', async (limiter, options) => {
+  const app = new Koa()
+  app.use(rateLimit(limiter as Limiter<Context>, options))
+  app.use(async (ctx) => {
+    if (ctx.path === '/items') ctx.body = 'ok'
+    else if (ctx.path === '/login') {
+      ctx.status = Number(ctx.get('x-status') || 200)
+      ctx.body = ''
+    } else if (ctx.path === '/hang') {
+      // Never answers: the client goes away first.
+      await new Promise<void>((resolve) => ctx.req.once('close', resolve))
+      ctx.respond = false
+    }
+  })
+  const server = app.listen(0, '127.0.0.1')
+  await new Promise<void>((resolve) => server.once('listening', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+})
