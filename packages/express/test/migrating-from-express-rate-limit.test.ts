@@ -1,7 +1,8 @@
 import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
 import { describe, expect, it } from 'vitest'
-import type { Express } from 'express'
+import express, { type Express } from 'express'
+import { rateLimit } from '@floodgate/express'
 import { coveredSnippets, docsHarness, readDoc, where } from '@floodgate/docs-snippets'
 
 // The page's before (express-rate-limit itself) and after (Floodgate) apps run here through
@@ -60,6 +61,37 @@ describe(`docs/${page}`, () => {
     }
     // The page's sentence about the bodies.
     expect(readDoc(page)).toContain('`Too many requests, please try again\nlater.`')
+  })
+
+  it('the default token bucket lets a sixth request through 12 s later; a fixed window does not', async () => {
+    expect(readDoc(page)).toContain('a sixth request passes 12 s\nafter the first five')
+    // A whole minute of epoch time: 12 s later is inside the same fixed window, however aligned.
+    let now = 1_700_000_040_000
+    const clock = () => now
+    const app = express()
+    app.use('/bucket', rateLimit([{ id: 'bucket', limit: 5, window: '1m' }], { clock }))
+    app.use(
+      '/fixed',
+      rateLimit([{ id: 'fixed', algorithm: 'fixed-window', limit: 5, window: '1m' }], { clock }),
+    )
+    app.get('/{*rest}', (_req, res) => res.json({ ok: true }))
+    const { base, close } = await serve(app)
+    try {
+      const status = async (path: string) => {
+        const res = await fetch(`${base}${path}`)
+        await res.arrayBuffer()
+        return res.status
+      }
+      for (const path of ['/bucket', '/fixed']) {
+        for (let i = 0; i < 5; i++) expect(await status(path)).toBe(200)
+        expect(await status(path)).toBe(429)
+      }
+      now += 12_000
+      expect(await status('/bucket')).toBe(200)
+      expect(await status('/fixed')).toBe(429)
+    } finally {
+      await close()
+    }
   })
 
   itTypeChecks()
