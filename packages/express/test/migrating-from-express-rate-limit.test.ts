@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import express, { type Express } from 'express'
 import { rateLimit } from '@floodgate/express'
 import { coveredSnippets, docsHarness, readDoc, where } from '@floodgate/docs-snippets'
@@ -44,7 +44,17 @@ async function sixRequests(app: Express) {
 }
 
 describe(`docs/${page}`, () => {
+  // Floodgate's fixed windows are aligned to the clock: a minute that ended between the first
+  // and the sixth request would let the sixth through. Date alone is frozen, mid-minute (timers
+  // stay real, so HTTP works); both limiters read it.
+  const midMinute = () =>
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.parse('2026-01-01T00:00:30Z') })
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
   it(`${where(before!)} and ${where(after!)}: the same limit and the same headers`, async () => {
+    midMinute()
     const erl = await sixRequests((await runner.run(before!, { after: routes })).app as Express)
     const fg = await sixRequests((await runner.run(after!, { after: routes })).app as Express)
     for (const { statuses, first, sixth, health } of [erl, fg]) {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { FastifyInstance } from 'fastify'
 import { baseUrl, coveredSnippets, docsHarness, readDoc, where } from '@floodgate/docs-snippets'
 
@@ -31,7 +31,17 @@ async function sixRequests(app: FastifyInstance) {
 }
 
 describe(`docs/${page}`, () => {
+  // Floodgate's fixed windows are aligned to the clock: a minute that ended between the first
+  // and the sixth request would let the sixth through. Date alone is frozen, mid-minute (timers
+  // stay real, so HTTP works); both limiters read it.
+  const midMinute = () =>
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.parse('2026-01-01T00:00:30Z') })
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
   it(`${where(before!)} and ${where(after!)}: the same limit, body and headers`, async () => {
+    midMinute()
     const peer = await sixRequests(
       (await runner.run(before!, { after: 'export { app }' })).app as FastifyInstance,
     )
