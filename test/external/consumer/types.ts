@@ -8,6 +8,7 @@ import { rateLimit as koaRateLimit } from '@floodgate/koa'
 import { RedisStore, type RedisStoreOptions } from '@floodgate/redis'
 import { validateWithCore, type RulesServiceOptions } from '@floodgate/rules-service'
 import { createPacer, fetchWithRetry, type Pacer } from '@floodgate/client'
+import { OTHER_RULES, type MetricsSource } from '@floodgate/metrics'
 
 export const rules: RuleInput[] = [{ id: 'one', limit: 1, window: '1m' }]
 export const limiter: Limiter = createLimiter({ rules })
@@ -39,3 +40,6 @@ export const wrong = (): Promise<Response> => fetchWithRetry('/', {}, { maxAttem
 export const pacer: Pacer = createPacer({ rate: 10, warmup: 5_000 })
 // @ts-expect-error rate is a number
 createPacer({ rate: 'ten' })
+
+export const metricsSource: MetricsSource = limiter
+export const otherRules: '_other' = OTHER_RULES
