@@ -41,6 +41,37 @@ const isPublicMember = (member) =>
   !ts.isPrivateIdentifier(member.name ?? ts.factory.createIdentifier('x')) &&
   !(ts.getCombinedModifierFlags(member) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected))
 
+/** A parameter as a declaration shows it: no default value, optional when it had one. */
+function declaredParameter(p, dropModifiers = false) {
+  const f = ts.factory
+  const modifiers = dropModifiers
+    ? p.modifiers?.filter(
+        (x) => x.kind !== ts.SyntaxKind.PrivateKeyword && x.kind !== ts.SyntaxKind.ReadonlyKeyword,
+      )
+    : p.modifiers
+  const optional =
+    p.questionToken ?? (p.initializer ? f.createToken(ts.SyntaxKind.QuestionToken) : undefined)
+  return f.updateParameterDeclaration(
+    p,
+    modifiers,
+    p.dotDotDotToken,
+    p.name,
+    optional,
+    p.type,
+    undefined,
+  )
+}
+
+/** The written type of a member, or the checker's when it has none. */
+function typeNode(node, checker) {
+  return (
+    node.type ??
+    ts.factory.createTypeReferenceNode(
+      checker.typeToString(checker.getTypeAtLocation(node), undefined, flags),
+    )
+  )
+}
+
 /** A declaration as it reads in a `.d.ts`: no bodies, no initialisers, no private members. */
 function shape(decl, checker) {
   const f = ts.factory
@@ -51,106 +82,61 @@ function shape(decl, checker) {
       decl.asteriskToken,
       decl.name,
       decl.typeParameters,
-      decl.parameters.map((p) =>
-        f.updateParameterDeclaration(
-          p,
-          p.modifiers,
-          p.dotDotDotToken,
-          p.name,
-          p.questionToken ??
-            (p.initializer ? f.createToken(ts.SyntaxKind.QuestionToken) : undefined),
-          p.type,
-          undefined,
-        ),
-      ),
+      decl.parameters.map((p) => declaredParameter(p)),
       decl.type,
       undefined,
     )
-  if (ts.isClassDeclaration(decl)) {
-    const members = decl.members.filter(isPublicMember).map((m) => {
-      if (ts.isMethodDeclaration(m))
-        return f.updateMethodDeclaration(
-          m,
-          m.modifiers,
-          m.asteriskToken,
-          m.name,
-          m.questionToken,
-          m.typeParameters,
-          m.parameters.map((p) =>
-            f.updateParameterDeclaration(
-              p,
-              p.modifiers,
-              p.dotDotDotToken,
-              p.name,
-              p.questionToken ??
-                (p.initializer ? f.createToken(ts.SyntaxKind.QuestionToken) : undefined),
-              p.type,
-              undefined,
-            ),
-          ),
-          m.type,
-          undefined,
-        )
-      if (ts.isConstructorDeclaration(m))
-        return f.updateConstructorDeclaration(
-          m,
-          m.modifiers,
-          m.parameters.map((p) =>
-            f.updateParameterDeclaration(
-              p,
-              p.modifiers?.filter(
-                (x) =>
-                  x.kind !== ts.SyntaxKind.PrivateKeyword &&
-                  x.kind !== ts.SyntaxKind.ReadonlyKeyword,
-              ),
-              p.dotDotDotToken,
-              p.name,
-              p.questionToken ??
-                (p.initializer ? f.createToken(ts.SyntaxKind.QuestionToken) : undefined),
-              p.type,
-              undefined,
-            ),
-          ),
-          undefined,
-        )
-      if (ts.isPropertyDeclaration(m))
-        return f.updatePropertyDeclaration(
-          m,
-          m.modifiers,
-          m.name,
-          m.questionToken,
-          m.type ??
-            f.createTypeReferenceNode(
-              checker.typeToString(checker.getTypeAtLocation(m), undefined, flags),
-            ),
-          undefined,
-        )
-      if (ts.isGetAccessorDeclaration(m))
-        return f.updateGetAccessorDeclaration(
-          m,
-          m.modifiers,
-          m.name,
-          m.parameters,
-          m.type ??
-            f.createTypeReferenceNode(
-              checker.typeToString(checker.getTypeAtLocation(m), undefined, flags),
-            ),
-          undefined,
-        )
-      if (ts.isSetAccessorDeclaration(m))
-        return f.updateSetAccessorDeclaration(m, m.modifiers, m.name, m.parameters, undefined)
-      return m
-    })
-    return f.updateClassDeclaration(
-      decl,
-      decl.modifiers,
-      decl.name,
-      decl.typeParameters,
-      decl.heritageClauses,
-      members,
-    )
-  }
-  return decl
+  if (!ts.isClassDeclaration(decl)) return decl
+  const members = decl.members.filter(isPublicMember).map((m) => {
+    if (ts.isMethodDeclaration(m))
+      return f.updateMethodDeclaration(
+        m,
+        m.modifiers,
+        m.asteriskToken,
+        m.name,
+        m.questionToken,
+        m.typeParameters,
+        m.parameters.map((p) => declaredParameter(p)),
+        m.type,
+        undefined,
+      )
+    if (ts.isConstructorDeclaration(m))
+      return f.updateConstructorDeclaration(
+        m,
+        m.modifiers,
+        m.parameters.map((p) => declaredParameter(p, true)),
+        undefined,
+      )
+    if (ts.isPropertyDeclaration(m))
+      return f.updatePropertyDeclaration(
+        m,
+        m.modifiers,
+        m.name,
+        m.questionToken,
+        typeNode(m, checker),
+        undefined,
+      )
+    if (ts.isGetAccessorDeclaration(m))
+      return f.updateGetAccessorDeclaration(
+        m,
+        m.modifiers,
+        m.name,
+        m.parameters,
+        typeNode(m, checker),
+        undefined,
+      )
+    if (ts.isSetAccessorDeclaration(m))
+      return f.updateSetAccessorDeclaration(m, m.modifiers, m.name, m.parameters, undefined)
+    return m
+  })
+  return f.updateClassDeclaration(
+    decl,
+    decl.modifiers,
+    decl.name,
+    decl.typeParameters,
+    decl.heritageClauses,
+    members,
+  )
 }
 
 /** The report line(s) for one exported symbol. */
