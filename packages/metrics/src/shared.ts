@@ -78,12 +78,8 @@ export function countsByLabel(
       out.set(label, { ...c })
       continue
     }
-    into.allowed += c.allowed
-    into.rejected += c.rejected
-    into.queued += c.queued
-    into.dropped += c.dropped
-    into.shadowRejected += c.shadowRejected
-    into.failedOpen += c.failedOpen
+    // Every field, so a count core adds later is summed too, not left at its first rule's value.
+    for (const field of Object.keys(c) as (keyof DecisionCounts)[]) into[field] += c[field]
   }
   return out
 }
