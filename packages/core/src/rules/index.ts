@@ -33,3 +33,4 @@ export type {
 } from './rule.js'
 export { canonicalPath } from './canonical-path.js'
 export { parseDuration } from '../duration.js'
+export type { HostReportOptions, ReportingLimiter } from './sources/host-report.js'
