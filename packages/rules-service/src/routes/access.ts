@@ -5,9 +5,14 @@ import { ProblemError } from '../problem.js'
 /** Who may read and who may change a service, for every route that needs to know. */
 export interface AccessChecks {
   /** The caller allowed to read `service`; anonymous reads pass unless a read token is required. */
-  reader(request: FastifyRequest, reply: FastifyReply, service: string): Principal | undefined
+  reader(
+    this: void,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    service: string,
+  ): Principal | undefined
   /** The caller allowed to change `service`; throws 401/403 otherwise. */
-  writer(request: FastifyRequest, reply: FastifyReply, service: string): Principal
+  writer(this: void, request: FastifyRequest, reply: FastifyReply, service: string): Principal
 }
 
 /**
