@@ -161,6 +161,47 @@ describe('POST /v1/services/:service/report', () => {
   })
 })
 
+describe('the report in OpenAPI and the page assets', () => {
+  let app: RulesServiceApp
+  beforeAll(async () => {
+    app = await createRulesService()
+  })
+  afterAll(() => app.close())
+
+  it('describes POST …/report and GET …/fleet with the bounds the service enforces', async () => {
+    const spec = (await app.inject({ url: '/openapi.json' })).json()
+    expect(Object.keys(spec.paths)).toEqual(
+      expect.arrayContaining(['/v1/services/{service}/report', '/v1/services/{service}/fleet']),
+    )
+    const report = spec.components.schemas.HostReport
+    expect(report.properties.rules.maxItems).toBe(256)
+    expect(report.properties.rules.items.properties.top.maxItems).toBe(20)
+    expect(Object.keys(report.properties.rules.items.properties.counts.properties)).toEqual([
+      'allowed',
+      'queued',
+      'rejected',
+      'dropped',
+      'shadowRejected',
+      'failedOpen',
+    ])
+  })
+
+  it('serves uPlot and the fleet view from its own origin under the page CSP', async () => {
+    for (const [file, type] of [
+      ['uPlot.iife.min.js', /^text\/javascript/],
+      ['uPlot.min.css', /^text\/css/],
+      ['fleet.js', /^text\/javascript/],
+      ['fleet.css', /^text\/css/],
+    ] as const) {
+      const res = await app.inject({ url: `/admin/${file}` })
+      expect(res.statusCode, file).toBe(200)
+      expect(res.headers['content-type']).toMatch(type)
+      expect(res.headers['content-security-policy']).toContain("default-src 'none'")
+    }
+    expect((await app.inject({ url: '/admin/uPlot.iife.min.js' })).body).toContain('uPlot')
+  })
+})
+
 describe('hosts reporting to a running service', () => {
   let service: RunningRulesService
   const limiters: Limiter[] = []
