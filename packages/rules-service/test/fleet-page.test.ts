@@ -160,6 +160,25 @@ describe.skipIf(!hasChromium)('fleet view in chromium', () => {
     expect(pageErrors).toEqual([])
   })
 
+  it('fits a 390 px wide phone: the charts shrink, nothing scrolls sideways', async () => {
+    await page.setViewportSize({ width: 390, height: 844 })
+    try {
+      await poll(() =>
+        page
+          .locator('.fleet-rule[data-rule="api"] canvas')
+          .first()
+          .evaluate((c) => c.clientWidth),
+      ).toBeLessThan(390)
+      const overflow = await page
+        .locator('#fleet-section')
+        .evaluate((el) => el.scrollWidth - el.clientWidth)
+      expect(overflow).toBeLessThanOrEqual(0)
+      await page.screenshot({ path: `${ARTIFACTS}fleet-view-390.png`, fullPage: true })
+    } finally {
+      await page.setViewportSize({ width: 1200, height: 900 })
+    }
+  })
+
   it('enforces a shadow rule with one action, recorded in the audit trail', async () => {
     const before = (await (await fetch(`${service.url}/v1/services/shop/audit`)).json()) as {
       entries: unknown[]
