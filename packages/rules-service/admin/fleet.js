@@ -248,10 +248,11 @@ function render(view) {
   silent.hidden = view.rules.length === 0 || view.silentRules.length === 0
   silent.textContent = `No host reported decisions of: ${view.silentRules.join(', ')}.`
 
-  // Rebuild the cards only when the rules or their shadow flags changed; otherwise only the
-  // numbers move (charts keep their legend position and do not flicker).
+  // Rebuild everything only when the rules or their shadow flags changed; otherwise each card
+  // is rebuilt around its existing chart, which only gets new data (no flicker, and the
+  // legend keeps its place). An armed Enforce button stays armed.
   const container = $('#fleet-rules')
-  const shape = JSON.stringify(view.rules.map((r) => [r.id, r.shadow, r.top]))
+  const shape = JSON.stringify(view.rules.map((r) => [r.id, r.shadow]))
   if (container.dataset.shape !== shape) {
     for (const chart of fleet.charts.values()) chart.destroy()
     fleet.charts.clear()
@@ -264,9 +265,14 @@ function render(view) {
     }
   } else {
     for (const rule of view.rules) {
-      const card = container.querySelector(`[data-rule="${CSS.escape(rule.id)}"]`)
-      card.querySelector('.fleet-totals').textContent = totalsText(view, rule)
-      drawChart(card.querySelector('.fleet-chart'), view, rule)
+      const old = container.querySelector(`[data-rule="${CSS.escape(rule.id)}"]`)
+      const armed = old.querySelector('[data-enforce][data-armed="true"]')
+      if (armed) continue
+      const { card, chart } = ruleCard(view, rule)
+      const oldChart = old.querySelector('.fleet-chart')
+      chart.replaceWith(oldChart)
+      old.replaceWith(card)
+      drawChart(oldChart, view, rule)
     }
   }
   // Points per chart, for people and tests: how many complete buckets had any decision.

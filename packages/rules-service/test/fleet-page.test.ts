@@ -160,6 +160,29 @@ describe.skipIf(!hasChromium)('fleet view in chromium', () => {
     expect(pageErrors).toEqual([])
   })
 
+  it('follows the hosts as they keep reporting, redrawing the same charts', async () => {
+    const api = page.locator('.fleet-rule[data-rule="api"]')
+    await api.locator('.fleet-chart').evaluate((el) => el.setAttribute('data-marked', 'yes'))
+    for (let n = 0; n < 5; n++) {
+      await hosts[0]!.limiter.check({
+        method: 'GET',
+        path: '/export',
+        ip: '127.0.0.1',
+        headers: { 'x-api-key': 'dave' },
+      })
+    }
+    await hosts[0]!.poll()
+    const allowed = counted('api', 'allowed')
+    const rejected = counted('api', 'rejected')
+    await poll(() => api.locator('.fleet-totals').textContent()).toContain(
+      `${allowed} allowed, 0 queued, ${rejected} rejected`,
+    )
+    await poll(() => api.locator('.fleet-top tbody tr').allTextContents()).toContain('dave2')
+    // The chart element (and its uPlot) is the one drawn first, with new data.
+    expect(await api.locator('.fleet-chart').getAttribute('data-marked')).toBe('yes')
+    expect(await api.locator('canvas').count()).toBe(1)
+  })
+
   it('fits a 390 px wide phone: the charts shrink, nothing scrolls sideways', async () => {
     await page.setViewportSize({ width: 390, height: 844 })
     try {
