@@ -44,7 +44,7 @@ export interface Rejection {
 
 /**
  * Limiter options an adapter accepts when it builds its own limiter from rules: `store`,
- * `keys`, `ipv6Subnet`, `clock`, `timeoutMs`, `onDecision` (see `createLimiter`).
+ * `keys`, `ipv6Subnet`, `clock`, `decisionTimeoutMs`, `onDecision` (see `createLimiter`).
  */
 export type AdapterLimiterOptions<Req> = Omit<LimiterOptions<Req>, 'rules' | 'logger'>
 
@@ -148,6 +148,7 @@ export const LIMITER_OPTION_KEYS: readonly string[] = [
   'keys',
   'ipv6Subnet',
   'clock',
+  'decisionTimeoutMs',
   'timeoutMs',
   'onDecision',
   'failOpenLogIntervalMs',

@@ -1,3 +1,4 @@
+import type { DecisionReason } from '../decision.js'
 import type { AdapterScenario } from './scenario-types.js'
 import {
   DEFAULT_ROUTES,
@@ -15,7 +16,7 @@ import { queueAndSlotScenarios } from './scenarios-queue-and-slots.js'
 // The table every adapter runs (through describeAdapterScenarios): the same requests and the
 // same literal expectations for Express, Fastify and Koa.
 
-function refused(status: 403 | 404 | 503, reason: 'deny-list' | 'unmatched'): object {
+function refused(status: 403 | 404 | 503, reason: Exclude<DecisionReason, 'allow-list'>): object {
   return {
     type: 'about:blank',
     title: { 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[status],
