@@ -3,7 +3,7 @@
 //
 //   node bench/http/instructions.mjs    (after `pnpm build`; needs valgrind: apt-get install valgrind)
 //
-// Timed CPU per response (bench/http/run.mjs) moves by 10-30% between runs on a shared 2-core
+// Timed CPU per response (bench/http/run.mjs) moves a lot between runs on a shared 2-core
 // machine; an instruction count does not depend on what else the machine is doing. Each variant
 // is a fresh server process under callgrind with instrumentation off. It is warmed up, then
 // instrumentation is switched on for exactly BENCH_REQUESTS requests and off again, and the main
@@ -13,13 +13,13 @@
 //   --single-threaded-gc so that garbage collection, which requests do cause, lands on the main
 //   thread and is counted.
 // - The young generation is pinned at V8's maximum (16 MB semi-spaces), where a busy server's
-//   ends up. V8 sizes it from allocation per millisecond, and under valgrind everything runs
-//   about 50 times slower; left alone, two processes of the same variant once ran 4 times as many
+//   ends up. V8 sizes it from allocation per millisecond, and valgrind slows everything down
+//   many times over: left alone, processes of the same variant run very different numbers of
 //   scavenges in the counted window.
 // - The warm-up is split over several autocannon runs, each on new connections: closing
 //   connections deoptimises per-request code (new maps) the first few times, and the re-optimised
-//   code must be in place before counting. With one long warm-up the count was 20% higher and
-//   varied by 5%.
+//   code must be in place before counting; one long warm-up leaves the count higher and less
+//   stable.
 // Env: BENCH_FRAMEWORKS (express,fastify,koa), BENCH_REQUESTS (4000), BENCH_WARMUP (8000, in 4
 // runs), BENCH_REPEATS (1; with more, fresh processes each, and the table gives the median, min
 // and max), BENCH_JOBS (2 servers under valgrind at once; it changes the wall time, not the

@@ -78,10 +78,10 @@ async function contenders() {
       autoResendUnfulfilledCommands: false,
     })
     await new Promise((r) => client.once('ready', r))
-    const store = createRedisStore({ client, prefix: `${PREFIX}:fg`, timeoutMs: 1000 })
+    const store = createRedisStore({ client, prefix: `${PREFIX}:fg`, callTimeoutMs: 1000 })
     const limiter = createLimiter({
       store,
-      timeoutMs: 1000,
+      decisionTimeoutMs: 1000,
       rules: [{ id: 'per-ip', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' }],
     })
     const facts = (ip) => ({ method: 'GET', path: '/', ip, headers: {} })
@@ -104,7 +104,7 @@ async function contenders() {
     })
     const limiter2 = createLimiter({
       store,
-      timeoutMs: 1000,
+      decisionTimeoutMs: 1000,
       rules: [
         { id: 'burst', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' },
         { id: 'hour', algorithm: 'fixed-window', limit: 1_000_000_000, window: '1h' },
@@ -299,17 +299,17 @@ async function down() {
         s.close(() => r(p))
       })
     })
-    const store = createRedisStore({ url: `redis://127.0.0.1:${port}`, timeoutMs: 50 })
-    const limiter = createLimiter({ store, rules, timeoutMs: 50 })
+    const store = createRedisStore({ url: `redis://127.0.0.1:${port}`, callTimeoutMs: 50 })
+    const limiter = createLimiter({ store, rules, decisionTimeoutMs: 50 })
     row('killed (connection refused)', 2000, await run(limiter, 2000, 16))
     await limiter.close()
   }
   {
     const url = new URL(REDIS_URL)
     const proxy = await stallableProxy(Number(url.port || 6379))
-    const store = createRedisStore({ url: `redis://127.0.0.1:${proxy.port}`, timeoutMs: 50 })
+    const store = createRedisStore({ url: `redis://127.0.0.1:${proxy.port}`, callTimeoutMs: 50 })
     await store.ready
-    const limiter = createLimiter({ store, rules, timeoutMs: 50 })
+    const limiter = createLimiter({ store, rules, decisionTimeoutMs: 50 })
     await run(limiter, 200, 4)
     proxy.stall()
     row('stalled (accepts, never answers)', 400, await run(limiter, 400, 16))

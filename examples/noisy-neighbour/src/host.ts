@@ -82,7 +82,7 @@ async function createStore(config: HostConfig): Promise<Store | undefined> {
     url: config.redisUrl ?? 'redis://127.0.0.1:6379',
     prefix: config.redisPrefix ?? 'fg-demo',
     // Redis on loopback answers in well under a millisecond; allow for a busy laptop.
-    timeoutMs: 200,
+    callTimeoutMs: 200,
   })
   // The store refuses calls until connected (no offline queue): wait, so the first requests
   // are judged rather than failed open.
@@ -209,7 +209,7 @@ export async function startHost(config: HostConfig, db: Db): Promise<RunningHost
       rules: await createRulesSource(config),
       store: await createStore(config),
       // Redis on loopback answers in well under a millisecond; allow for a busy laptop.
-      timeoutMs: 200,
+      decisionTimeoutMs: 200,
       onDecision: (decision, facts) => {
         const client = clientOf(facts.headers)
         let c = counts.get(client)

@@ -25,6 +25,8 @@ export const errorCodes = {
   FG_WRN_FASTIFY_TRUST_PROXY_COUNT:
     'Fastify 5 trusts no proxy when trustProxy is a number: every client behind the proxy shares one IP',
   FG_WRN_OPTION_UNKNOWN: 'an unknown option was ignored',
+  FG_WRN_OPTION_RENAMED:
+    'an option was given under its old name, which still works for one version',
   FG_ERR_DATA_DIR_LOCKED: 'another process has the rules service data directory open',
   FG_WRN_BAN_NOT_RECORDED:
     'a refusal of a rule with a ban could not be counted, or the ban it earned could not be started',

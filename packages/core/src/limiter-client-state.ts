@@ -1,3 +1,4 @@
+import type { Clock } from './clock.js'
 import type { AlgorithmResult } from './algorithms/algorithm.js'
 import { keyFromParts, type ClientKey } from './keys/build-key.js'
 import type { RuleRuntime } from './limiter-rules.js'
@@ -49,7 +50,7 @@ export interface Target {
 export interface ClientStateContext {
   readonly store: Store
   readonly ipv6Subnet: number
-  readonly clock: () => number
+  readonly clock: Clock
   readonly runtimes: () => RuleRuntime[]
 }
 

@@ -21,8 +21,8 @@ interface Waiter {
 /**
  * The backstop for stores that promise to settle every call within the deadline themselves
  * (`settlesWithinMs`): one sweep timer for all their calls instead of a timer per call, so a
- * store that breaks its promise delays a request by at most twice `timeoutMs` plus a sweep,
- * and never hangs it.
+ * store that breaks its promise delays a request by at most twice `decisionTimeoutMs` plus a
+ * sweep, and never hangs it.
  */
 export class DeadlineWatchdog {
   private readonly waiting = new Set<Waiter>()
@@ -60,7 +60,7 @@ export class DeadlineWatchdog {
 }
 
 /**
- * Wait for a store's answer for at most `timeoutMs`; past it, `failed` runs with a
+ * Wait for a store's answer for at most `decisionTimeoutMs`; past it, `failed` runs with a
  * `FG_ERR_STORE_TIMEOUT` error. With a `watchdog` (a store that settles every call within the
  * deadline itself), no timer is armed per call and the watchdog only catches a broken promise.
  */
@@ -93,7 +93,7 @@ export function withinDeadline<T>(
     let settled = false
     const timer = setTimeout(() => {
       settled = true
-      resolve(on.failed(timeoutError(timeoutMs, 'timeoutMs')))
+      resolve(on.failed(timeoutError(timeoutMs, 'decisionTimeoutMs')))
     }, timeoutMs)
     pending.then(
       (results) => {

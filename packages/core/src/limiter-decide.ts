@@ -1,5 +1,5 @@
 import type { AlgorithmResult } from './algorithms/algorithm.js'
-import type { Decision, DecisionAction, RuleOutcome } from './decision.js'
+import type { Decision, DecisionAction, DecisionReason, RuleOutcome } from './decision.js'
 import type { Entry } from './limiter-entry.js'
 
 function baseDecision(failedOpen: boolean): Decision {
@@ -38,7 +38,7 @@ export const ALLOW_LISTED: Decision = Object.freeze({
  */
 export function listedRefusal(
   status: Decision['status'],
-  reason: 'deny-list' | 'unmatched',
+  reason: Exclude<DecisionReason, 'allow-list'>,
 ): Decision {
   return Object.freeze({
     ...baseDecision(false),

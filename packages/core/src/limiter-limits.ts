@@ -24,8 +24,8 @@ export type LimitAnswer =
 
 /**
  * Chooses a rule's limit per request, in code: from the user's plan, a tenant's contract.
- * Synchronous, or a promise (the limiter waits for it at most `timeoutMs`). An answer that is
- * not a limit, a throw, a rejection or a timeout applies the rule's own limit and logs
+ * Synchronous, or a promise (the limiter waits for it at most `decisionTimeoutMs`). An answer
+ * that is not a limit, a throw, a rejection or a timeout applies the rule's own limit and logs
  * `FG_WRN_LIMIT_INVALID`.
  */
 export type LimitFunction<Req = unknown> = (
@@ -166,7 +166,7 @@ export function functionPick<Req>(
     if (!isThenable(answer)) return use(answer)
     return new Promise<CompiledRule>((resolve) => {
       const timer = setTimeout(() => {
-        problem(`the limit function did not answer within timeoutMs (${timeoutMs} ms)`, {
+        problem(`the limit function did not answer within decisionTimeoutMs (${timeoutMs} ms)`, {
           rule: id,
         })
         resolve(base)

@@ -176,7 +176,7 @@ describe('limits: a function of the request chooses the limit', () => {
     const never = new Promise<number>(() => {})
     const limiter = createLimiter<Req>({
       rules: [rule],
-      timeoutMs: 20,
+      decisionTimeoutMs: 20,
       limits: { 'per-user': (req) => (req.plan === 'slow' ? never : Promise.resolve(4)) },
     })
     const fast = limiter.check(facts('pro'))

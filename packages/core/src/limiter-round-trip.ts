@@ -31,7 +31,7 @@ export interface RoundTripParts<Req> {
   readonly store: Store
   readonly clock: Clock
   readonly timeoutMs: number
-  /** Set when the store settles every call within our `timeoutMs` itself (`settlesWithinMs`). */
+  /** Set when the store settles every call within `decisionTimeoutMs` itself (`settlesWithinMs`). */
   readonly watchdog: DeadlineWatchdog | undefined
   readonly holdings: Holdings
   readonly top: TopClientsTracker | undefined

@@ -1,5 +1,5 @@
 import type { Clock } from './clock.js'
-import type { Decision } from './decision.js'
+import type { Decision, DecisionStatus } from './decision.js'
 import type { KeyBuilders } from './keys/build-key.js'
 import type { ClientKey } from './keys/build-key.js'
 import type { ClientRuleOptions, ClientState, LimitOptions } from './limiter-client-state.js'
@@ -15,6 +15,9 @@ import type { RuleInput } from './rules/schema.js'
 import type { RulesSource } from './rules/sources/rules-source.js'
 import type { Store } from './stores/store.js'
 import type { LimitFunctions } from './limiter-limits.js'
+
+/** The statuses a deny-listed client may be answered with (`denyStatus`). */
+export type DenyStatus = Extract<DecisionStatus, 403 | 404 | 429 | 503>
 
 /**
  * How an admitted request ended, for rules that count only failed or only successful requests
@@ -52,8 +55,15 @@ export interface LimiterOptions<Req = unknown> {
    */
   readonly clock?: Clock | undefined
   /**
-   * Deadline for an asynchronous store's answer; past it the request passes (fail-open).
+   * How long one decision waits, in milliseconds, for what answers asynchronously (the store,
+   * a limit function, a ban's record); past it the request passes unjudged (fail-open).
    * @default 50
+   */
+  readonly decisionTimeoutMs?: number | undefined
+  /**
+   * The old name of {@link LimiterOptions.decisionTimeoutMs}; works until the next version,
+   * with a `FG_WRN_OPTION_RENAMED` warning.
+   * @deprecated Use `decisionTimeoutMs`.
    */
   readonly timeoutMs?: number | undefined
   /** pino-compatible logger; scoped with `child({ component: 'floodgate' })`. */
@@ -81,7 +91,7 @@ export interface LimiterOptions<Req = unknown> {
    * The status a client on the deny list gets (with a problem+json body).
    * @default 403
    */
-  readonly denyStatus?: 403 | 404 | 429 | 503 | undefined
+  readonly denyStatus?: DenyStatus | undefined
   /**
    * Clients never limited (health checkers, internal callers): no rule counts them and no
    * RateLimit header is sent.

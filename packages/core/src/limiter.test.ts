@@ -193,7 +193,7 @@ describe('createLimiter', () => {
     const limiter = createLimiter({
       rules: [{ id: 'r', limit: 1, window: '1s' }],
       store: hanging,
-      timeoutMs: 5,
+      decisionTimeoutMs: 5,
     })
     const d = await limiter.check(facts())
     expect(d).toMatchObject({ allowed: true, failedOpen: true, outcomes: [] })
@@ -214,7 +214,7 @@ describe('createLimiter', () => {
       const rules = [{ id: 'r', limit: 1, window: '1s' }]
       const bounded = createLimiter({
         rules,
-        timeoutMs: 50,
+        decisionTimeoutMs: 50,
         store: { settlesWithinMs: 50, consume: pending, refund: () => {} },
       })
       const decision = bounded.check(facts())
@@ -225,7 +225,7 @@ describe('createLimiter', () => {
       // A store whose bound is longer than the limiter's deadline gets the limiter's timer.
       const slower = createLimiter({
         rules,
-        timeoutMs: 50,
+        decisionTimeoutMs: 50,
         store: { settlesWithinMs: 500, consume: pending, refund: () => {} },
       })
       const late = slower.check(facts())
@@ -244,7 +244,7 @@ describe('createLimiter', () => {
     try {
       const liar = createLimiter({
         rules: [{ id: 'r', limit: 1, window: '1s' }],
-        timeoutMs: 50,
+        decisionTimeoutMs: 50,
         store: { settlesWithinMs: 50, consume: () => new Promise(() => {}), refund: () => {} },
       })
       let answered: unknown
@@ -349,7 +349,9 @@ describe('createLimiter', () => {
   })
 
   it('refuses bad options by name', () => {
-    expect(() => createLimiter({ timeoutMs: 0 })).toThrow(/timeoutMs: expected an integer from 1/)
+    expect(() => createLimiter({ decisionTimeoutMs: 0 })).toThrow(
+      /decisionTimeoutMs: expected an integer from 1/,
+    )
     expect(() => createLimiter({ ipv6Subnet: 129 })).toThrow(/ipv6Subnet/)
   })
 

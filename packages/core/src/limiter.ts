@@ -36,6 +36,7 @@ import {
   checkPositiveInt,
   optionError,
   refusedOption,
+  renamedOption,
 } from './options/checks.js'
 import type { RequestFacts } from './request-facts.js'
 import type { CompiledRules } from './rules/compiled-rules.js'
@@ -44,9 +45,11 @@ import { parseRules, type RuleInput } from './rules/schema.js'
 import type { RulesSource } from './rules/sources/rules-source.js'
 import { MemoryStore } from './stores/memory-store.js'
 import type { Store } from './stores/store.js'
-import type { Limiter, LimiterOptions, RequestOutcome } from './limiter-types.js'
+import type { DenyStatus, Limiter, LimiterOptions, RequestOutcome } from './limiter-types.js'
 
 export type { Limiter, LimiterOptions } from './limiter-types.js'
+
+const DENY_STATUSES: readonly DenyStatus[] = [403, 404, 429, 503]
 
 /**
  * Create a limiter.
@@ -92,7 +95,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
     this.store = o.store === undefined ? new MemoryStore() : o.store
     checkMethods('store', this.store, ['consume', 'refund'])
     const clock = checkFunction('clock', o.clock) ?? turnClock
-    const timeoutMs = checkPositiveInt('timeoutMs', o.timeoutMs, 50)
+    const deadline = renamedOption(o, 'timeoutMs', 'decisionTimeoutMs', 'createLimiter', o.logger)
+    const timeoutMs = checkPositiveInt(deadline.name, deadline.value, 50)
     const bound = this.store.settlesWithinMs
     this.watchdog =
       typeof bound === 'number' && bound <= timeoutMs ? new DeadlineWatchdog(timeoutMs) : undefined
@@ -114,7 +118,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     this.denyList = CompiledAccessList.compile('deny', o.deny, o.keys ?? {})
     this.allowList = CompiledAccessList.compile('allow', o.allow, o.keys ?? {})
     this.denied = listedRefusal(
-      checkOneOf('denyStatus', o.denyStatus, 403, [403, 404, 429, 503] as const),
+      checkOneOf('denyStatus', o.denyStatus, 403, DENY_STATUSES),
       'deny-list',
     )
     this.unmatched =

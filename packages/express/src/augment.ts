@@ -7,7 +7,7 @@ declare global {
     interface Request {
       /**
        * The Floodgate decision on this request: limit, remaining, resetMs and the whole
-       * Decision. Set by `rateLimit` before the next handler (and before `onLimited`); absent
+       * Decision. Set by `rateLimit` before the next handler (and before `onRejected`); absent
        * when no Floodgate mount judged the request.
        */
       rateLimit?: RateLimitInfo

@@ -26,10 +26,18 @@ import { ExpressFacts } from './facts.js'
  */
 export interface ExpressRateLimitOptions extends AdapterOptions<Request> {
   /**
-   * Answer a refused request yourself. `Retry-After` and the RateLimit headers are already set.
+   * Answer a rejected request yourself (a rule's `onLimit` is `'reject'`). `Retry-After` and the
+   * RateLimit headers are already set.
    * @default a problem+json body with the decision's status (429 or 503)
    * @example
-   * onLimited: (req, res, _next, { status, body }) => res.status(status).json({ error: body.detail })
+   * onRejected: (req, res, _next, { status, body }) => res.status(status).json({ error: body.detail })
+   */
+  readonly onRejected?:
+    ((req: Request, res: Response, next: NextFunction, rejection: Rejection) => void) | undefined
+  /**
+   * The old name of `onRejected`; works until the next version, with a
+   * `FG_WRN_OPTION_RENAMED` warning.
+   * @deprecated Use `onRejected`.
    */
   readonly onLimited?:
     ((req: Request, res: Response, next: NextFunction, rejection: Rejection) => void) | undefined
@@ -78,12 +86,12 @@ export function rateLimit(
   options: ExpressRateLimitOptions = {},
 ): RateLimitMiddleware {
   const exposeOn = checkExposeHeaders(options.exposeHeaders)
-  const mount = prepareMount(rules, options, ['onLimited', 'exposeHeaders'])
+  const mount = prepareMount(rules, options, ['onRejected', 'exposeHeaders'])
   const { limiter, settings, warn } = mount
   const expose = exposeOn ? exposedHeaderNames(settings.format, settings.shadowHeader) : undefined
   const shouldCheck = firstCheck(mount)
   const { skip, cost } = settings
-  const onLimited = options.onLimited
+  const onRejected = options.onRejected ?? options.onLimited
   const checkProxy = proxyWarnings(
     warn,
     "app.set('trust proxy')",
@@ -105,7 +113,7 @@ export function rateLimit(
     reject: (c, rejection) => {
       // Too late for a 429: end what the earlier middleware started, without the handler.
       if (c.res.headersSent) return void (c.res.writableEnded || c.res.end())
-      if (onLimited) onLimited(c.req, c.res, c.next, rejection)
+      if (onRejected) onRejected(c.req, c.res, c.next, rejection)
       else writeProblem(c.res, rejection)
     },
     abandon: () => {},

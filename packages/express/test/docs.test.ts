@@ -71,7 +71,7 @@ describe(`docs/${page}`, () => {
     expect(await res.json()).toStrictEqual(JSON.parse(shown!.code))
   })
 
-  it(`${where(options!)}: keys.user, skip and onLimited`, async () => {
+  it(`${where(options!)}: keys.user, skip and onRejected`, async () => {
     const { app } = await runner.run(options!, {
       before: `${setup}
 const rules = [{ id: 'per-user', key: 'user' as const, limit: 1, window: '1m' }]

@@ -70,13 +70,13 @@ describe('express rateLimit options', () => {
     expect((await agent.get('/items/2')).status).toBe(429)
   })
 
-  it('skips, calls onLimited, and keys by user', async () => {
+  it('skips, calls onRejected, and keys by user', async () => {
     const app = express()
     app.use(
       rateLimit([{ id: 'per-user', key: 'user', limit: 1, window: '1m' }], {
         keys: { user: (req) => req.get('x-user') },
         skip: (req) => req.get('x-internal') === '1',
-        onLimited: (_req, res, _next, { status, body }) =>
+        onRejected: (_req, res, _next, { status, body }) =>
           void res.status(status).json({ error: body.detail, retry: body.retryAfter }),
       }),
     )
@@ -110,5 +110,33 @@ describe('express rateLimit options', () => {
     expect((await agent.get('/?n=-1')).status).toBe(200)
     expect(log.warn).toHaveBeenCalledTimes(1)
     expect(log.warn.mock.calls[0]?.[0]).toMatchObject({ code: 'FG_WRN_COST_INVALID' })
+  })
+
+  it('still calls a handler given as onLimited, its old name, and says so once', async () => {
+    const log = logger()
+    const mount = (): ReturnType<typeof rateLimit> =>
+      rateLimit([{ id: 'a', limit: 1, window: '1m' }], {
+        logger: log,
+        onLimited: (_req, res, _next, { status }) => void res.status(status).json({ old: true }),
+      })
+    const app = express()
+    app.use(mount())
+    app.get('/', (_req, res) => void res.send('ok'))
+    mount()
+    const agent = request(app)
+    await agent.get('/')
+    expect((await agent.get('/')).body).toStrictEqual({ old: true })
+    const renamed = log.warn.mock.calls.filter(
+      ([obj]) => (obj as { code?: string }).code === 'FG_WRN_OPTION_RENAMED',
+    )
+    expect(renamed).toEqual([
+      [
+        expect.objectContaining({ code: 'FG_WRN_OPTION_RENAMED' }),
+        'rateLimit: the option onLimited is now called onRejected; the old name works until the next version',
+      ],
+    ])
+    expect(() => rateLimit([], { onLimited: () => {}, onRejected: () => {} })).toThrow(
+      'onLimited and onRejected are the same option',
+    )
   })
 })

@@ -33,7 +33,7 @@ describe('express: headers already sent by an earlier middleware', () => {
             rateLimit(limiter, {
               headers,
               shadowHeader,
-              onLimited: customLimited
+              onRejected: customLimited
                 ? (_req, res, _next, { status }) => void res.status(status).end('limited')
                 : undefined,
             }),

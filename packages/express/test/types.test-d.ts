@@ -32,7 +32,7 @@ describe('@floodgate/express types', () => {
       skip: (req) => req.path === '/health',
       cost: (req) => (req.method === 'POST' ? 5 : 1),
       headers: 'both',
-      onLimited: (_req, res, _next, rejection) => {
+      onRejected: (_req, res, _next, rejection) => {
         expectTypeOf(rejection).toEqualTypeOf<Rejection>()
         res.status(rejection.status).end()
       },

@@ -69,7 +69,7 @@ describe('express: misconfiguration warnings, on by default, to stderr', () => {
     expect(lines).toHaveLength(8)
     expect(lines[0]).toMatch(/options\.max is not a Floodgate option.*; write a rule's limit/)
     expect(lines.find((l) => l.includes('standardHeaders'))).toMatch(/write headers: 'draft-7'/)
-    expect(lines.find((l) => l.includes('handler'))).toMatch(/write onLimited/)
+    expect(lines.find((l) => l.includes('handler'))).toMatch(/write onRejected/)
   })
 
   it('warnings: false turns every one off; a logger receives them instead of stderr', async () => {

@@ -9,7 +9,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /**
      * The Floodgate decision on this request: limit, remaining, resetMs and the whole
-     * Decision. Set by the plugin's hook before the handler (and before `onLimited`); absent
+     * Decision. Set by the plugin's hook before the handler (and before `onRejected`); absent
      * when the plugin did not judge the request (an exempt route, `skip`).
      */
     rateLimit?: RateLimitInfo | undefined

@@ -53,9 +53,16 @@ export interface FastifyRateLimitOptions extends AdapterOptions<FastifyRequest> 
   /** Rule inputs, a `RulesSource`, or a `Limiter` shared with other apps or adapters. */
   readonly rules: LimiterInput<FastifyRequest>
   /**
-   * Answer a refused request yourself with `reply`. `Retry-After` and the RateLimit headers are
-   * already set.
+   * Answer a rejected request yourself with `reply` (a rule's `onLimit` is `'reject'`).
+   * `Retry-After` and the RateLimit headers are already set.
    * @default a problem+json body with the decision's status (429 or 503)
+   */
+  readonly onRejected?:
+    ((request: FastifyRequest, reply: FastifyReply, rejection: Rejection) => void) | undefined
+  /**
+   * The old name of `onRejected`; works until the next version, with a
+   * `FG_WRN_OPTION_RENAMED` warning.
+   * @deprecated Use `onRejected`.
    */
   readonly onLimited?:
     ((request: FastifyRequest, reply: FastifyReply, rejection: Rejection) => void) | undefined
@@ -94,7 +101,7 @@ const ROUTE_KEYS = ['cost', 'rules']
 const hooksByLimiter = new WeakMap<object, WeakSet<object>>()
 // Options Fastify itself reads from `register`'s second argument.
 const REGISTER_KEYS = ['prefix', 'logLevel', 'logSerializers']
-const OWN_KEYS = ['rules', 'onLimited', 'limitNotFound', 'exposeHeaders', 'hook', ...REGISTER_KEYS]
+const OWN_KEYS = ['rules', 'onRejected', 'limitNotFound', 'exposeHeaders', 'hook', ...REGISTER_KEYS]
 
 // Fastify keeps its constructor options under a private symbol; read trustProxy from there,
 // walking up from an encapsulated instance. Undefined when a future Fastify moves it.
@@ -178,7 +185,7 @@ async function floodgate(
   await limiter.ready
   const { skip } = resolved
   const expose = exposeOn ? exposedHeaderNames(resolved.format, resolved.shadowHeader) : undefined
-  const onLimited = options.onLimited
+  const onRejected = options.onRejected ?? options.onLimited
 
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.reply.raw,
@@ -200,7 +207,7 @@ async function floodgate(
       const raw = reply.raw
       // Too late for a refusal: end what the earlier hook started; the handler does not run.
       if (raw.headersSent || reply.sent) return void (raw.writableEnded || raw.end())
-      if (onLimited) return onLimited(c.request, reply, rejection)
+      if (onRejected) return onRejected(c.request, reply, rejection)
       void reply
         .code(rejection.status)
         .header('content-type', PROBLEM_CONTENT_TYPE)

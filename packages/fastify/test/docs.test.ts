@@ -79,7 +79,7 @@ describe(`docs/${page}`, () => {
     }
   })
 
-  it(`${where(options!)}: keys.user and onLimited`, async () => {
+  it(`${where(options!)}: keys.user and onRejected`, async () => {
     const { app } = await runner.run(options!, {
       before: `
 import Fastify from 'fastify'

@@ -72,12 +72,12 @@ describe('fastify plugin options', () => {
     await twice.close()
   })
 
-  it('uses onLimited and skip', async () => {
+  it('uses onRejected and skip', async () => {
     const app = Fastify()
     await app.register(rateLimit, {
       rules: [{ id: 'one', limit: 1, window: '1m' }],
       skip: (request) => request.headers['x-internal'] === '1',
-      onLimited: (_request, reply, { status, body }) => {
+      onRejected: (_request, reply, { status, body }) => {
         void reply.code(status).send({ slowDown: body.retryAfter })
       },
     })
@@ -154,6 +154,28 @@ describe('fastify plugin options', () => {
     app.get('/', () => 'ok')
     await app.ready()
     await expect(app.close()).resolves.toBeUndefined()
+  })
+
+  it('still calls a handler given as onLimited, its old name, and says so', async () => {
+    const warn = vi.fn<(obj: object, msg?: string) => void>()
+    const log: Logger = { debug: vi.fn(), info: vi.fn(), warn, error: vi.fn() }
+    const app = Fastify()
+    await app.register(rateLimit, {
+      rules: [{ id: 'one', limit: 1, window: '1m' }],
+      logger: log,
+      onLimited: (_request, reply, { status }) => {
+        void reply.code(status).send({ old: true })
+      },
+    })
+    app.get('/', () => ({ ok: true }))
+    await app.inject('/')
+    expect((await app.inject('/')).json()).toStrictEqual({ old: true })
+    const renamed = warn.mock.calls.filter(
+      ([obj]) => (obj as { code?: string }).code === 'FG_WRN_OPTION_RENAMED',
+    )
+    expect(renamed).toHaveLength(1)
+    expect(renamed[0]![1]).toContain('the option onLimited is now called onRejected')
+    await app.close()
   })
 })
 

@@ -40,7 +40,7 @@ describe('fastify: headers already sent by an earlier hook', () => {
             rules: limiter,
             headers,
             shadowHeader,
-            onLimited: customLimited
+            onRejected: customLimited
               ? (_request, reply, { status }) => void reply.code(status).send('limited')
               : undefined,
           })

@@ -10,7 +10,7 @@ describe('@floodgate/fastify types', () => {
     await app.register(rateLimit, {
       rules: [{ id: 'a', limit: 10, window: '1m' }],
       keys: { user: (request) => request.headers['x-user'] as string | undefined },
-      onLimited: (request, reply, rejection) => {
+      onRejected: (request, reply, rejection) => {
         expectTypeOf(request).toEqualTypeOf<FastifyRequest>()
         expectTypeOf(rejection).toEqualTypeOf<Rejection>()
         void reply.code(rejection.status).send()

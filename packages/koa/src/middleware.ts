@@ -22,10 +22,17 @@ import { KoaFacts } from './facts.js'
 /** Options of the Koa middleware: the options shared by every Floodgate adapter, plus a Koa-shaped rejection handler. */
 export interface KoaRateLimitOptions extends AdapterOptions<Context> {
   /**
-   * Answer a refused request yourself. `Retry-After` and the RateLimit headers are already set.
+   * Answer a rejected request yourself (a rule's `onLimit` is `'reject'`). `Retry-After` and the
+   * RateLimit headers are already set.
    * @default a problem+json body with the decision's status (429 or 503)
    * @example
-   * onLimited: (ctx, { status, body }) => { ctx.status = status; ctx.body = { error: body.detail } }
+   * onRejected: (ctx, { status, body }) => { ctx.status = status; ctx.body = { error: body.detail } }
+   */
+  readonly onRejected?: ((ctx: Context, rejection: Rejection) => void | Promise<void>) | undefined
+  /**
+   * The old name of `onRejected`; works until the next version, with a
+   * `FG_WRN_OPTION_RENAMED` warning.
+   * @deprecated Use `onRejected`.
    */
   readonly onLimited?: ((ctx: Context, rejection: Rejection) => void | Promise<void>) | undefined
   /**
@@ -65,12 +72,12 @@ export function rateLimit(
   options: KoaRateLimitOptions = {},
 ): RateLimitMiddleware {
   const exposeOn = checkExposeHeaders(options.exposeHeaders)
-  const mount = prepareMount(rules, options, ['onLimited', 'exposeHeaders'])
+  const mount = prepareMount(rules, options, ['onRejected', 'exposeHeaders'])
   const { limiter, settings, warn } = mount
   const expose = exposeOn ? exposedHeaderNames(settings.format, settings.shadowHeader) : undefined
   const shouldCheck = firstCheck(mount)
   const { skip, cost } = settings
-  const onLimited = options.onLimited
+  const onRejected = options.onRejected ?? options.onLimited
   let proxyChecked = false
   const checkProxy = proxyWarnings(
     warn,
@@ -93,7 +100,7 @@ export function rateLimit(
     reject: ({ ctx }, rejection) => {
       // Too late for a 429: Koa ends what the earlier middleware started; no handler runs.
       if (ctx.res.headersSent) return
-      if (onLimited) return onLimited(ctx, rejection)
+      if (onRejected) return onRejected(ctx, rejection)
       ctx.status = rejection.status
       // Set before the body, so Koa keeps it instead of guessing text/plain.
       ctx.set('Content-Type', PROBLEM_CONTENT_TYPE)

@@ -9,7 +9,7 @@ import { baseUrl, coveredSnippets, docsHarness, where } from '@floodgate/docs-sn
 // checks what the page says about it. Fragments run after the setup they take for granted
 // (`before`), and export the app they built (`after`).
 const page = 'getting-started-koa.md'
-const [appWide, routeMount, onLimited, proxy] = coveredSnippets(page, 4)
+const [appWide, routeMount, onRejected, proxy] = coveredSnippets(page, 4)
 const { runner, ports, itTypeChecks } = docsHarness(new URL('..', import.meta.url))
 
 const setup = `
@@ -72,8 +72,8 @@ const exportHandler = (ctx: Koa.Context) => {
     expect(user.headers.get('ratelimit')).toBe('"per-ip";r=89;t=7')
   })
 
-  it(`${where(onLimited!)}: onLimited answers refusals`, async () => {
-    const { app } = await runner.run(onLimited!, {
+  it(`${where(onRejected!)}: onRejected answers refusals`, async () => {
+    const { app } = await runner.run(onRejected!, {
       before: `${setup}
 const rules = [{ id: 'per-ip', limit: 1, window: '1m' }]`,
       after: `

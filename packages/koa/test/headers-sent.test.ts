@@ -36,7 +36,7 @@ describe('koa: headers already sent by an earlier middleware', () => {
             rateLimit(limiter, {
               headers,
               shadowHeader,
-              onLimited: customLimited
+              onRejected: customLimited
                 ? (ctx, { status }) => {
                     ctx.status = status
                     ctx.body = 'limited'

@@ -68,11 +68,11 @@ describe('koa rateLimit options', () => {
     expect(log.warn.mock.calls[0]?.[0]).toMatchObject({ code: 'FG_WRN_DOUBLE_MOUNT' })
   })
 
-  it('calls onLimited', async () => {
+  it('calls onRejected', async () => {
     const app = new Koa()
     app.use(
       rateLimit([{ id: 'a', limit: 1, window: '1m' }], {
-        onLimited: (ctx, { status }) => {
+        onRejected: (ctx, { status }) => {
           ctx.status = status
           ctx.body = { custom: true }
         },
@@ -87,5 +87,30 @@ describe('koa rateLimit options', () => {
     expect(r.status).toBe(429)
     expect(r.body).toStrictEqual({ custom: true })
     expect(r.headers['retry-after']).toBe('60')
+  })
+
+  it('still calls a handler given as onLimited, its old name, and says so once', async () => {
+    const log = logger()
+    const app = new Koa()
+    app.use(
+      rateLimit([{ id: 'a', limit: 1, window: '1m' }], {
+        logger: log,
+        onLimited: (ctx, { status }) => {
+          ctx.status = status
+          ctx.body = { old: true }
+        },
+      }),
+    )
+    app.use((ctx) => {
+      ctx.body = 'ok'
+    })
+    const agent = request(serve(app))
+    await agent.get('/')
+    expect((await agent.get('/')).body).toStrictEqual({ old: true })
+    const renamed = log.warn.mock.calls.filter(
+      ([obj]) => (obj as { code?: string }).code === 'FG_WRN_OPTION_RENAMED',
+    )
+    expect(renamed).toHaveLength(1)
+    expect(renamed[0]![1]).toContain('the option onLimited is now called onRejected')
   })
 })

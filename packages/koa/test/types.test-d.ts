@@ -10,7 +10,7 @@ describe('@floodgate/koa types', () => {
       keys: { user: (ctx) => ctx.get('x-user') || undefined },
       skip: (ctx) => ctx.path === '/health',
       cost: (ctx) => (ctx.method === 'POST' ? 5 : 1),
-      onLimited: (ctx, rejection) => {
+      onRejected: (ctx, rejection) => {
         expectTypeOf(rejection).toEqualTypeOf<Rejection>()
         ctx.status = rejection.status
       },

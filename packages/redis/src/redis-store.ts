@@ -1,9 +1,10 @@
-import type { Logger, Store } from '@floodgate/core'
+import type { Store } from '@floodgate/core'
 import {
   checkPositiveInt,
   checkPositiveNumber,
   misuseError,
   optionError,
+  renamedOption,
 } from '@floodgate/core/options'
 import {
   scopeLogger,
@@ -14,54 +15,15 @@ import {
   type StateEntry,
 } from '@floodgate/core/algorithms'
 import { BatchQueue, type ScriptCall } from './batch-queue.js'
-import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js'
+import { RedisConnection, type RedisClient } from './connection.js'
 import { checkPrefix, hashTag } from './redis-key.js'
 import { scriptCommand } from './script-command.js'
 import { throttledWarn } from './throttled-warn.js'
+import type { RedisStoreOptions, TimeSource } from './redis-store-options.js'
 import { decideScript } from './scripts/decide-script.js'
 import type { WireEntry, WireMode } from './wire-format.js'
 
-/** Options of {@link RedisStore} and {@link createRedisStore}. */
-export interface RedisStoreOptions extends RedisConnectionOptions {
-  /**
-   * Prefix of every key. Must not contain `{` or `}`.
-   * @default 'fg'
-   */
-  prefix?: string
-  /**
-   * Deadline of every call in milliseconds. Past it the call rejects (the limiter fails
-   * open) or, with `fallback`, the fallback decides.
-   * @default 50
-   */
-  timeoutMs?: number
-  /**
-   * A store asked when Redis fails or misses the deadline, typically a MemoryStore. Its
-   * answers are per host (a fleet of N hosts admits up to N × limit while Redis is down).
-   */
-  fallback?: Store
-  /**
-   * Where the time comes from. `'redis'` (production): `TIME` inside the script, so app
-   * hosts with skewed clocks agree. `'caller'` uses the `nowMs` passed to `consume`, and a
-   * function is called for every decision: both exist for tests that drive time themselves.
-   * @default 'redis'
-   */
-  clock?: 'redis' | 'caller' | (() => number)
-  /**
-   * Most calls awaiting Redis at once. Past it, calls fail at once instead of queueing
-   * behind a stalled Redis, so an outage cannot pile up pending promises.
-   * @default 1000
-   */
-  maxPending?: number
-  /**
-   * How long a concurrency slot may be held before it is presumed lost (a host that crashed
-   * mid-request never releases it). Set it above your slowest request: a lease that expires
-   * while its request still runs frees the slot early.
-   * @default 60000
-   */
-  concurrencyLeaseMs?: number
-  /** pino-compatible logger for fallback notices. */
-  logger?: Logger
-}
+export type { RedisStoreOptions, TimeSource } from './redis-store-options.js'
 
 type DecideFn = (numKeys: number, ...args: (string | number | Buffer)[]) => Promise<number[]>
 
@@ -75,14 +37,14 @@ const CALLER_CLOCK_TTL_SLACK_MS = 60_000
  * algorithms exactly) with Redis `TIME` as the clock; requests started in the same turn of the
  * event loop share one EVALSHA, up to 16 per call, each decided as if it were alone. Keys
  * are `prefix:{tag}:stateId` with a brace-free tag hashed from the client key, so all rules
- * of one client share a Redis Cluster slot. Every call is bounded by `timeoutMs`.
+ * of one client share a Redis Cluster slot. Every call is bounded by `callTimeoutMs`.
  *
  * @example
  * ```ts
  * import { createLimiter } from '@floodgate/core'
  * import { createRedisStore } from '@floodgate/redis'
  *
- * const store = createRedisStore({ url: process.env.REDIS_URL, timeoutMs: 50 })
+ * const store = createRedisStore({ url: process.env.REDIS_URL, callTimeoutMs: 50 })
  * const limiter = createLimiter({ rules, store })
  * ```
  */
@@ -98,7 +60,7 @@ export class RedisStore implements Store {
   private readonly connection: RedisConnection
   private readonly timeoutMs: number
   private readonly fallback: Store | undefined
-  private readonly clock: 'redis' | 'caller' | (() => number)
+  private readonly clock: TimeSource
   private readonly leaseMs: number
   /** Redis trouble, at most one line per 10 s. */
   private readonly warn: ReturnType<typeof throttledWarn>
@@ -112,13 +74,16 @@ export class RedisStore implements Store {
    * @throws OptionsError when the options are inconsistent or out of range.
    */
   constructor(options: RedisStoreOptions) {
-    const timeoutMs = checkPositiveNumber('timeoutMs', options.timeoutMs, 50)
+    const log = options.logger
+    const deadline = renamedOption(options, 'timeoutMs', 'callTimeoutMs', 'RedisStore', log)
+    const timeoutMs = checkPositiveNumber(deadline.name, deadline.value, 50)
     const prefix = checkPrefix(options.prefix)
     const maxPending = checkPositiveInt('maxPending', options.maxPending, 1000)
     const leaseMs = checkPositiveInt('concurrencyLeaseMs', options.concurrencyLeaseMs, 60_000)
-    const clock = options.clock ?? 'redis'
+    const source = renamedOption(options, 'clock', 'timeSource', 'RedisStore', log)
+    const clock = (source.value ?? 'redis') as TimeSource
     if (clock !== 'redis' && clock !== 'caller' && typeof clock !== 'function') {
-      throw optionError('clock', "'redis', 'caller' or a function", clock)
+      throw optionError(source.name, "'redis', 'caller' or a function", clock)
     }
 
     this.timeoutMs = timeoutMs
@@ -143,7 +108,7 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Every call settles within `timeoutMs` (a fallback that answers synchronously adds
+   * Every call settles within `callTimeoutMs` (a fallback that answers synchronously adds
    * nothing), so the limiter need not arm a timer of its own.
    */
   get settlesWithinMs(): number | undefined {
@@ -382,7 +347,7 @@ function groupByTag(entries: readonly { key: string }[]): number[][] {
 /**
  * Create a {@link RedisStore}. With `url` or `cluster`, Floodgate creates the ioredis client
  * with limiter-safe settings (no offline queue, no retries or resends of a script whose
- * outcome is unknown, a command timeout of `timeoutMs`) and closes it on `close()`.
+ * outcome is unknown, a command timeout of `callTimeoutMs`) and closes it on `close()`.
  *
  * @param options - See {@link RedisStoreOptions}; with none, connects to redis://127.0.0.1:6379.
  * @returns The store, ready to pass to `createLimiter({ store })`.

@@ -1,4 +1,4 @@
-import { MemoryStore, type Store } from '@floodgate/core'
+import { MemoryStore, type Clock, type Store } from '@floodgate/core'
 import {
   EPSILON,
   scopeLogger,
@@ -62,7 +62,7 @@ export class SyncedStore implements Store {
   private readonly memory: MemoryStore
   private readonly keys: TrackedKeys
   private readonly syncMs: number
-  private readonly clock: () => number
+  private readonly clock: Clock
   /** Redis trouble, at most one line per 10 s. */
   private readonly warn: ReturnType<typeof throttledWarn>
   /** Keys seen for the first time, whose fleet level the next read takes. */

@@ -30,7 +30,12 @@ describe.skipIf(!available)('the adapters scenario table on RedisStore', () => {
 
   // The table drives an injected clock, so the store uses the caller's nowMs here.
   const makeStore = () =>
-    new RedisStore({ client, prefix: `${prefix}:${++n}`, clock: 'caller', timeoutMs: 1000 })
+    new RedisStore({
+      client,
+      prefix: `${prefix}:${++n}`,
+      timeSource: 'caller',
+      callTimeoutMs: 1000,
+    })
   describeAdapterScenarios({ name: 'fastify + RedisStore', start: startFastify }, scenarios, {
     makeStore,
   })

@@ -41,7 +41,7 @@ describe.skipIf(!available)('RedisStore batches the requests of one event-loop t
   beforeAll(async () => {
     admin = new Redis(REDIS_URL)
     client = await countedClient()
-    store = new RedisStore({ client, prefix, clock: 'caller', timeoutMs: 1000 })
+    store = new RedisStore({ client, prefix, timeSource: 'caller', callTimeoutMs: 1000 })
   })
   afterAll(async () => {
     await store.close()
@@ -136,7 +136,12 @@ describe.skipIf(!available)('RedisStore batches the requests of one event-loop t
       if (fail) throw new Error('client broke')
       return send(...args)
     }
-    const s = new RedisStore({ client: throwing, prefix, clock: 'caller', timeoutMs: 1000 })
+    const s = new RedisStore({
+      client: throwing,
+      prefix,
+      timeSource: 'caller',
+      callTimeoutMs: 1000,
+    })
     const rule = testRule('token-bucket', 5, 1000)
     const e: ConsumeEntry[] = [{ rule, key: 'throws', cost: 1, maxWaitMs: 0, shadow: false }]
     const results = await Promise.allSettled([s.consume(e, 0), s.consume(e, 0)])
@@ -153,7 +158,7 @@ describe.skipIf(!available)('RedisStore batches the requests of one event-loop t
   // a check phase, it is due in the next one, after the timers. Both must drop it.
   for (const phase of ['poll', 'check'] as const) {
     it(`drops a batch unsent when a blocked event loop made it miss the deadline (${phase} phase): it fails and counts nothing`, async () => {
-      const fast = new RedisStore({ client, prefix, clock: 'caller', timeoutMs: 30 })
+      const fast = new RedisStore({ client, prefix, timeSource: 'caller', callTimeoutMs: 30 })
       const rule = testRule('fixed-window', 5, 60_000)
       const key = `blocked-${phase}`
       const e: ConsumeEntry[] = [{ rule, key, cost: 1, maxWaitMs: 0, shadow: false }]

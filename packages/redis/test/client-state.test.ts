@@ -21,8 +21,13 @@ describe.skipIf(!available)('one client across the fleet (RedisStore)', () => {
   /** Two hosts: each its own limiter, store and connection, on one Redis. */
   async function fleet(rules: RuleInput[]) {
     const hosts = [0, 1].map(() => {
-      const store = createRedisStore({ url: REDIS_URL, prefix, clock: 'caller', timeoutMs: 2000 })
-      const limiter = createLimiter({ rules, store, clock, timeoutMs: 2000 })
+      const store = createRedisStore({
+        url: REDIS_URL,
+        prefix,
+        timeSource: 'caller',
+        callTimeoutMs: 2000,
+      })
+      const limiter = createLimiter({ rules, store, clock, decisionTimeoutMs: 2000 })
       onTestFinished(() => limiter.close())
       return { store, limiter }
     })

@@ -46,7 +46,7 @@ async function failover(
   const cluster = await RedisClusterFixture.start({ primaries: 3, replicas: 1, serverArgs }).catch(
     () => RedisClusterFixture.start({ primaries: 3, replicas: 1, serverArgs }),
   )
-  const store = createRedisStore({ cluster: cluster.seeds, timeoutMs })
+  const store = createRedisStore({ cluster: cluster.seeds, callTimeoutMs: timeoutMs })
   track(cluster, store)
   await store.ready
   const admin = new Redis(cluster.nodes[0]!.port, '127.0.0.1', { maxRetriesPerRequest: 0 })

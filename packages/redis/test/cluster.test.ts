@@ -36,7 +36,7 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
     cluster = await RedisClusterFixture.start({ primaries: 3, replicas: 1 }).catch(() =>
       RedisClusterFixture.start({ primaries: 3, replicas: 1 }),
     )
-    store = createRedisStore({ cluster: cluster.seeds, timeoutMs: 200 })
+    store = createRedisStore({ cluster: cluster.seeds, callTimeoutMs: 200 })
     await store.ready
     admin = new Redis(cluster.nodes[0]!.port, '127.0.0.1', { maxRetriesPerRequest: 0 })
     admin.on('error', () => {})
@@ -157,7 +157,7 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
   it('a primary killed under load: its slots fail open until the replica takes over, then limiting resumes', async () => {
     const limiter = createLimiter({
       store,
-      timeoutMs: 200,
+      decisionTimeoutMs: 200,
       rules: [
         {
           id: 'failover',

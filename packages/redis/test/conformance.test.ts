@@ -17,7 +17,12 @@ describe.skipIf(!available)('RedisStore', () => {
   // The suite drives time itself, so the store uses the caller's nowMs here; production uses
   // Redis TIME (the default), which the other Redis tests cover.
   describeStoreConformance('RedisStore (single Redis)', async () => {
-    const store = createRedisStore({ url: REDIS_URL, prefix, clock: 'caller', timeoutMs: 2000 })
+    const store = createRedisStore({
+      url: REDIS_URL,
+      prefix,
+      timeSource: 'caller',
+      callTimeoutMs: 2000,
+    })
     await store.ready
     return store
   })

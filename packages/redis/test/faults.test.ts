@@ -49,7 +49,11 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
   })
 
   const store = async (extra: Parameters<typeof createRedisStore>[0] = {}): Promise<RedisStore> => {
-    const s = createRedisStore({ url: `redis://127.0.0.1:${proxy.port}`, timeoutMs: 50, ...extra })
+    const s = createRedisStore({
+      url: `redis://127.0.0.1:${proxy.port}`,
+      callTimeoutMs: 50,
+      ...extra,
+    })
     await s.ready
     return s
   }
@@ -92,7 +96,7 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
 
   it('a paused Redis (CLIENT PAUSE) makes calls miss the deadline and fail open', async () => {
     const s = await store()
-    const limiter = createLimiter({ rules, store: s, timeoutMs: 50 })
+    const limiter = createLimiter({ rules, store: s, decisionTimeoutMs: 50 })
     expect((await limiter.check(facts('10.2.0.1'))).failedOpen).toBe(false)
     await admin.client('PAUSE', 400, 'ALL')
     const paused = await Promise.all([1, 2, 3].map(async () => limiter.check(facts('10.2.0.1'))))
@@ -104,7 +108,7 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
 
   it('a stalled connection fails open within the deadline and pending calls stay bounded', async () => {
     const s = await store({ maxPending: 5 })
-    const limiter = createLimiter({ rules, store: s, timeoutMs: 50 })
+    const limiter = createLimiter({ rules, store: s, decisionTimeoutMs: 50 })
     expect((await limiter.check(facts('10.3.0.1'))).failedOpen).toBe(false)
     proxy.setMode('stall')
     onTestFinished(() => proxy.setMode('pass'))

@@ -64,7 +64,7 @@ describe.skipIf(!available)('a fleet of 4 hosts on one Redis', () => {
 
   it('admits exactly what the algorithm allows for the elapsed Redis time, together', async () => {
     const admin = new Redis(REDIS_URL)
-    const store = createRedisStore({ url: REDIS_URL, prefix, timeoutMs: 5000 })
+    const store = createRedisStore({ url: REDIS_URL, prefix, callTimeoutMs: 5000 })
     await store.ready
 
     const hosts = Array.from({ length: HOSTS }, () =>

@@ -49,7 +49,7 @@ describe.skipIf(!available)('per-plan limits and counting by outcome on RedisSto
 
   beforeAll(async () => {
     admin = new Redis(REDIS_URL)
-    store = createRedisStore({ url: REDIS_URL, prefix, clock: 'caller', timeoutMs: 1000 })
+    store = createRedisStore({ url: REDIS_URL, prefix, timeSource: 'caller', callTimeoutMs: 1000 })
     await store.ready
   })
   afterAll(async () => {
@@ -60,7 +60,12 @@ describe.skipIf(!available)('per-plan limits and counting by outcome on RedisSto
 
   function limiterOf(rules: Parameters<typeof createLimiter<Req>>[0]) {
     const s = recording(store)
-    const limiter = createLimiter<Req>({ ...rules, store: s, clock: () => now, timeoutMs: 1000 })
+    const limiter = createLimiter<Req>({
+      ...rules,
+      store: s,
+      clock: () => now,
+      decisionTimeoutMs: 1000,
+    })
     const admitted = async (plan: string | undefined, n: number): Promise<number> => {
       let ok = 0
       for (let i = 0; i < n; i++) if ((await limiter.check(facts(plan))).allowed) ok++

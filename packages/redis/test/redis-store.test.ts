@@ -47,7 +47,7 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
 
   beforeAll(async () => {
     admin = new Redis(REDIS_URL)
-    store = createRedisStore({ url: REDIS_URL, prefix, clock: 'caller', timeoutMs: 1000 })
+    store = createRedisStore({ url: REDIS_URL, prefix, timeSource: 'caller', callTimeoutMs: 1000 })
     await store.ready
   })
   afterAll(async () => {
@@ -166,7 +166,7 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
     const leased = createRedisStore({
       url: REDIS_URL,
       prefix,
-      clock: 'caller',
+      timeSource: 'caller',
       concurrencyLeaseMs: 5000,
     })
     await leased.ready
@@ -227,12 +227,12 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
     own.disconnect()
   })
 
-  it('tells the limiter it settles within timeoutMs unless an asynchronous fallback may add to it', async () => {
+  it('tells the limiter it settles within callTimeoutMs unless an asynchronous fallback may add to it', async () => {
     const asyncFallback = { consume: () => Promise.resolve([]), refund: () => {} }
     const stores = [
-      createRedisStore({ url: REDIS_URL, prefix, timeoutMs: 40 }),
-      createRedisStore({ url: REDIS_URL, prefix, timeoutMs: 40, fallback: new MemoryStore() }),
-      createRedisStore({ url: REDIS_URL, prefix, timeoutMs: 40, fallback: asyncFallback }),
+      createRedisStore({ url: REDIS_URL, prefix, callTimeoutMs: 40 }),
+      createRedisStore({ url: REDIS_URL, prefix, callTimeoutMs: 40, fallback: new MemoryStore() }),
+      createRedisStore({ url: REDIS_URL, prefix, callTimeoutMs: 40, fallback: asyncFallback }),
     ]
     expect(stores.map((s) => s.settlesWithinMs)).toEqual([40, 40, undefined])
     await Promise.all(stores.map((s) => s.close()))
@@ -240,7 +240,7 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
 
   it('refuses bad options at construction', () => {
     expect(() => new RedisStore({ url: REDIS_URL, prefix: 'a{b' })).toThrow(/prefix/)
-    expect(() => new RedisStore({ url: REDIS_URL, timeoutMs: 0 })).toThrow(/timeoutMs/)
+    expect(() => new RedisStore({ url: REDIS_URL, callTimeoutMs: 0 })).toThrow(/callTimeoutMs/)
     expect(() => new RedisStore({ url: REDIS_URL, client: admin })).toThrow(/only one/)
   })
 })

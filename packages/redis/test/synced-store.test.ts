@@ -137,7 +137,7 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     const proxy = await FaultProxy.start(url.hostname, Number(url.port || 6379))
     onTestFinished(() => proxy.close())
     const rule = testRule('token-bucket', 10, 60_000)
-    const a = await host({ url: `redis://${url.hostname}:${proxy.port}`, timeoutMs: 200 })
+    const a = await host({ url: `redis://${url.hostname}:${proxy.port}`, syncTimeoutMs: 200 })
     const b = await host()
     now = 3_000_000
     a.consume(one(rule, 'lost', 4), now)
@@ -176,7 +176,11 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
       debug: () => {},
     } as unknown as Logger
     const rule = testRule('token-bucket', 20, 60_000)
-    const a = await host({ url: `redis://${url.hostname}:${proxy.port}`, timeoutMs: 200, logger })
+    const a = await host({
+      url: `redis://${url.hostname}:${proxy.port}`,
+      syncTimeoutMs: 200,
+      logger,
+    })
     const b = await host()
     now = 4_000_000
     a.consume(one(rule, 'outage', 1), now)
@@ -350,7 +354,7 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
 
   it('refuses bad options at construction', () => {
     expect(() => new SyncedStore({ url: REDIS_URL, syncMs: 0 })).toThrow(/syncMs/)
-    expect(() => new SyncedStore({ url: REDIS_URL, timeoutMs: 1.5 })).toThrow(/timeoutMs/)
+    expect(() => new SyncedStore({ url: REDIS_URL, syncTimeoutMs: 1.5 })).toThrow(/syncTimeoutMs/)
     expect(() => new SyncedStore({ url: REDIS_URL, prefix: 'a}' })).toThrow(/prefix/)
   })
 })

@@ -19,8 +19,8 @@ export const decision: Decision | Promise<Decision> = limiter.check({
   ip: '192.0.2.1',
   headers: {},
 })
-// @ts-expect-error timeoutMs is a number
-createLimiter({ rules, timeoutMs: 'soon' })
+// @ts-expect-error decisionTimeoutMs is a number
+createLimiter({ rules, decisionTimeoutMs: 'soon' })
 export const counters: CountersSnapshot = limiter.counters()
 // @ts-expect-error the counts are numbers
 export const notCounted: string = counters.total.allowed
@@ -30,7 +30,10 @@ export const fastifyOptions: FastifyRateLimitOptions = { rules }
 export const samePlugin: boolean = fastifyRateLimit === rateLimit
 export const koaLimiter: Limiter<unknown> = koaRateLimit(rules).limiter
 
-export const redisOptions: RedisStoreOptions = { url: 'redis://127.0.0.1:6379', timeoutMs: 50 }
+export const redisOptions: RedisStoreOptions = {
+  url: 'redis://127.0.0.1:6379',
+  callTimeoutMs: 50,
+}
 export const openStore = (): RedisStore => new RedisStore(redisOptions)
 
 export const problems: readonly string[] = validateWithCore(rules)

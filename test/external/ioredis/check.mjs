@@ -8,7 +8,7 @@ import { createRedisStore } from '@floodgate/redis'
 
 const { version } = createRequire(import.meta.url)('ioredis/package.json')
 const prefix = `fgtest:ioredis${version}:${process.pid}:${Date.now()}`
-const store = createRedisStore({ url: process.env.REDIS_URL, prefix, timeoutMs: 2000 })
+const store = createRedisStore({ url: process.env.REDIS_URL, prefix, callTimeoutMs: 2000 })
 await store.ready
 const limiter = createLimiter({ rules: [{ id: 'one', limit: 1, window: '1m' }], store })
 const facts = { method: 'GET', path: '/', ip: '192.0.2.1', headers: {} }

@@ -4,9 +4,11 @@ import {
   checkLogger,
   checkOneOf,
   optionError,
+  renamedOption,
 } from '../options/checks.js'
+import type { ErrorCode } from '../errors.js'
 import { HEADER_FORMATS, type HeaderFormat } from './headers.js'
-import type { Logger } from '../logger.js'
+import { silentLogger, type Logger } from '../logger.js'
 import type { Decision, DecisionStatus } from '../decision.js'
 import type { LimiterOptions, RequestOutcome } from '../limiter-types.js'
 import type { ServerResponse } from 'node:http'
@@ -30,7 +32,7 @@ export interface ProblemDetails {
 }
 
 /**
- * Everything an adapter knows about a refusal, handed to the app's `onLimited` handler. The
+ * Everything an adapter knows about a refusal, handed to the app's `onRejected` handler. The
  * headers (`Retry-After`, and the RateLimit headers unless turned off) are already set on the
  * response when the handler runs.
  */
@@ -44,7 +46,7 @@ export interface Rejection {
 
 /**
  * Limiter options an adapter accepts when it builds its own limiter from rules: `store`,
- * `keys`, `ipv6Subnet`, `clock`, `timeoutMs`, `onDecision` (see `createLimiter`).
+ * `keys`, `ipv6Subnet`, `clock`, `decisionTimeoutMs`, `onDecision` (see `createLimiter`).
  */
 export type AdapterLimiterOptions<Req> = Omit<LimiterOptions<Req>, 'rules' | 'logger'>
 
@@ -116,9 +118,9 @@ export const PEER_OPTION_HINTS: Readonly<Record<string, string>> = {
   limit: "a rule's limit: rules: [{ id: 'per-ip', limit: 100, window: '1m' }]",
   windowMs: "a rule's window: rules: [{ id: 'per-ip', limit: 100, window: '15m' }]",
   timeWindow: "a rule's window: rules: [{ id: 'per-ip', limit: 100, window: '1m' }]",
-  message: 'onLimited, which answers a refused request yourself',
-  errorResponseBuilder: 'onLimited, which answers a refused request yourself',
-  handler: 'onLimited, which answers a refused request yourself',
+  message: 'onRejected, which answers a rejected request yourself',
+  errorResponseBuilder: 'onRejected, which answers a rejected request yourself',
+  handler: 'onRejected, which answers a rejected request yourself',
   statusCode: "a rule's onLimit: { action: 'reject', status: 503 } (429 by default)",
   standardHeaders: "headers: 'draft-7' (or true for the current IETF draft)",
   legacyHeaders: "headers: 'legacy' or 'both'",
@@ -137,6 +139,7 @@ export const ADAPTER_OPTION_KEYS: readonly string[] = [
   'shadowHeader',
   'cost',
   'logger',
+  'onRejected',
   'onLimited',
   'warnings',
   'requestWasSuccessful',
@@ -148,6 +151,7 @@ export const LIMITER_OPTION_KEYS: readonly string[] = [
   'keys',
   'ipv6Subnet',
   'clock',
+  'decisionTimeoutMs',
   'timeoutMs',
   'onDecision',
   'failOpenLogIntervalMs',
@@ -197,15 +201,16 @@ export function validateCost<Req>(cost: unknown, path: string): RouteCost<Req> |
  * are reported through `warn` (a typo such as `header: false` would otherwise be ignored).
  *
  * @param options - the options the app passed
- * @param ownKeys - option names the adapter itself adds (`rules`, `onLimited`, …)
- * @param warn - called once per unknown option name
+ * @param ownKeys - option names the adapter itself adds (`rules`, `onRejected`, …)
+ * @param warn - called once per unknown option name (code `FG_WRN_OPTION_UNKNOWN`), and for an
+ *   option given under its old name (`FG_WRN_OPTION_RENAMED`)
  * @returns the normalised options
  * @throws OptionsError naming the option and the value received
  */
 export function validateAdapterOptions<Req>(
   options: AdapterOptions<Req>,
   ownKeys: readonly string[],
-  warn: (message: string) => void,
+  warn: (message: string, code?: ErrorCode) => void,
 ): ResolvedAdapterOptions<Req> {
   if (typeof options !== 'object' || options === null)
     throw optionError('options', 'an object', options)
@@ -233,8 +238,13 @@ export function validateAdapterOptions<Req>(
   ])
   const warnings = checkBoolean('options.warnings', options.warnings, true)
   checkBoolean('options.shadowHeader', shadowHeader, false)
-  const onLimited = (options as Record<string, unknown>)['onLimited']
-  checkFunction('options.onLimited', onLimited)
+  // onLimited is onRejected's old name: said through the adapter's own warner, with its code.
+  const renameLog: Logger = {
+    ...silentLogger,
+    warn: (_obj, msg) => warn(msg ?? '', 'FG_WRN_OPTION_RENAMED'),
+  }
+  const onRejected = renamedOption(options, 'onLimited', 'onRejected', 'rateLimit', renameLog)
+  checkFunction(`options.${onRejected.name}`, onRejected.value)
   const requestWasSuccessful = checkFunction(
     'options.requestWasSuccessful',
     options.requestWasSuccessful,

@@ -48,8 +48,8 @@ export function prepareMount<Req>(
     (options as { warnings?: unknown }).warnings === false
       ? silentWarn
       : warnOnce(given === undefined ? stderrWarnings : logger)
-  const validated = validateAdapterOptions(options, ownKeys, (message) =>
-    warn('FG_WRN_OPTION_UNKNOWN', message),
+  const validated = validateAdapterOptions(options, ownKeys, (message, code) =>
+    warn(code ?? 'FG_WRN_OPTION_UNKNOWN', message),
   )
   const settings = { ...validated, outcomeOf: outcomeJudge(validated.requestWasSuccessful, warn) }
   const { limiter, owned } = resolveLimiter(rules, options, logger)

@@ -3,7 +3,7 @@ import type { Decision } from '../decision.js'
 /**
  * What a route handler can read about the limiter's decision on its request: `req.rateLimit`
  * (Express), `request.rateLimit` (Fastify), `ctx.state.rateLimit` (Koa). Also set for a
- * refused request, before `onLimited` runs. Absent when the mount skipped the request.
+ * refused request, before `onRejected` runs. Absent when the mount skipped the request.
  */
 export interface RateLimitInfo {
   /** The most restrictive enforced rule's limit; 0 when no rule counted the request. */

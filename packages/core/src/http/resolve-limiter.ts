@@ -3,7 +3,7 @@ import { createLimiter, type Limiter, type LimiterOptions } from '../limiter.js'
 import type { Logger } from '../logger.js'
 import type { RulesSource } from '../rules/sources/rules-source.js'
 import type { RuleInput } from '../rules/schema.js'
-import { LIMITER_OPTION_KEYS } from './adapter-options.js'
+import { LIMITER_OPTION_KEYS, type AdapterLimiterOptions } from './adapter-options.js'
 
 /**
  * What an adapter limits with: rule inputs, a `RulesSource` (file, rules service), or a
@@ -41,7 +41,7 @@ export function isLimiter<Req>(value: unknown): value is Limiter<Req> {
  */
 export function resolveLimiter<Req>(
   input: LimiterInput<Req>,
-  options: Omit<LimiterOptions<Req>, 'rules' | 'logger'>,
+  options: AdapterLimiterOptions<Req>,
   logger: Logger | undefined,
 ): { readonly limiter: Limiter<Req>; readonly owned: boolean } {
   if (isLimiter<Req>(input)) {

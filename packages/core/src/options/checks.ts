@@ -1,4 +1,5 @@
 import { OptionsError } from '../errors.js'
+import { stderrWarnings, type Logger } from '../logger.js'
 
 // Named checks for options, run once at startup. Every message has the same shape:
 // `<name>: expected <what>, got <value>`, so a bad option is found by its name.
@@ -149,4 +150,45 @@ export function checkFunctionMap(name: string, v: unknown): void {
   for (const [k, f] of Object.entries(v as Record<string, unknown>)) {
     if (typeof f !== 'function') throw optionError(`${name}.${k}`, 'a function', f)
   }
+}
+
+/** Old names already warned about in this process (`owner.oldName`): each is said once. */
+const renamesWarned = new Set<string>()
+
+/**
+ * The value of an option renamed in this version: given under `newName`, or under `oldName`,
+ * which keeps working until the next version with a `FG_WRN_OPTION_RENAMED` warning logged once
+ * per process (on stderr when no logger is given).
+ *
+ * @param owner - who takes the option, for the message (`createLimiter`, `RedisStore`)
+ * @returns the value, and the name it was given under (for the checks' messages)
+ * @throws OptionsError when both names are given
+ */
+export function renamedOption(
+  options: object,
+  oldName: string,
+  newName: string,
+  owner: string,
+  logger: Logger | undefined,
+): { readonly name: string; readonly value: unknown } {
+  const o = options as Readonly<Record<string, unknown>>
+  const value = o[newName]
+  const old = o[oldName]
+  if (old === undefined) return { name: newName, value }
+  if (value !== undefined) {
+    throw optionsConflict(
+      `${owner}: ${oldName} and ${newName} are the same option (${oldName} is its old name); give only ${newName}`,
+    )
+  }
+  const said = `${owner}.${oldName}`
+  if (!renamesWarned.has(said)) {
+    renamesWarned.add(said)
+    // The logger's own check may come later: one that cannot warn is not used here.
+    const log = typeof logger?.warn === 'function' ? logger : stderrWarnings
+    log.warn(
+      { code: 'FG_WRN_OPTION_RENAMED', option: oldName, newName },
+      `${owner}: the option ${oldName} is now called ${newName}; the old name works until the next version`,
+    )
+  }
+  return { name: oldName, value: old }
 }

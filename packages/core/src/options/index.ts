@@ -24,5 +24,6 @@ export {
   optionError,
   optionsConflict,
   refusedOption,
+  renamedOption,
 } from './checks.js'
 export { errorCodes } from '../errors.js'

@@ -9,16 +9,15 @@ export {
   MAX_DURATION_MS,
   parseRule,
   parseRules,
-  parseRulesDocument,
   ruleSchema,
   rulesSchema,
   type JsonSchema,
   type JsonValue,
   type RuleInput,
   type RuleSchema,
-  type RulesDocument,
   type SafeParseResult,
 } from './schema.js'
+export { parseRulesDocument, type RulesDocument } from './schema-document.js'
 export { compileRules, stateIdOf, type CompileRulesOptions } from './compile-rules.js'
 export type { CompiledRule, CompiledRules } from './compiled-rules.js'
 export type {

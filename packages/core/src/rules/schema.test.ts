@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { RulesValidationError } from '../errors.js'
 import type { Rule } from './rule.js'
-import { parseRule, parseRules, parseRulesDocument, ruleSchema, rulesSchema } from './schema.js'
+import { parseRule, parseRules, ruleSchema, rulesSchema } from './schema.js'
+import { parseRulesDocument } from './schema-document.js'
 
 function issuesOf(input: unknown): readonly string[] {
   try {

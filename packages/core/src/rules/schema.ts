@@ -15,7 +15,7 @@ import {
   MAX_SLIDING_LOG_LIMIT,
   canReserve,
 } from './algorithm-catalog.js'
-import { type JsonSchema, ruleJsonSchema, rulesJsonSchema } from './rule-json-schema.js'
+import { ruleJsonSchema, rulesJsonSchema } from './rule-json-schema.js'
 import {
   E,
   ID,
@@ -31,13 +31,15 @@ import {
   positiveInt,
   rate,
   tiers,
-  type TierInput,
 } from './schema-fields.js'
 import { BAD, type Bad, Checker, toMessages } from './schema-issues.js'
+import { resolveTier } from './schema-tiers.js'
+import { schemaOf, type RuleSchema } from './schema-validator.js'
 import { checkFields, isObject, oneOf, type Field } from './schema-object.js'
 
 export { MAX_DURATION_MS } from './schema-fields.js'
 export type { JsonSchema, JsonValue } from './rule-json-schema.js'
+export type { RuleSchema, SafeParseResult } from './schema-validator.js'
 
 /** A rule as written in JSON, YAML or code: what {@link parseRules} accepts. */
 export interface RuleInput {
@@ -124,77 +126,6 @@ const ruleFields = {
   count,
   tiers,
 } satisfies Record<keyof RuleInput, Field<unknown>>
-
-interface Capacity {
-  readonly algorithm: AlgorithmName
-  /** Undefined when the rule's cost failed its own check. */
-  readonly cost: number | undefined
-}
-
-/**
- * One tier completed: its window defaults to the rule's, its burst to its limit. Problems of
- * the tier are named under `tiers.values.<name>` (`at`); a cost it could never pass under the
- * rule's `cost` (`rule`).
- */
-function resolveTier(
-  at: Checker,
-  rule: Checker,
-  t: TierInput,
-  r: Capacity & { readonly windowMs: number | undefined },
-): RuleTier | undefined {
-  const concurrency = r.algorithm === 'concurrency'
-  let limit = t.limit
-  let windowMs = t.window ?? r.windowMs
-  if (t.rate !== undefined) {
-    if (t.limit !== undefined || t.window !== undefined) {
-      at.expected('either rate, or limit and window, not both', t.rate.text, ['rate'])
-      return undefined
-    }
-    limit = t.rate.limit
-    windowMs = t.rate.windowMs
-  }
-  if (concurrency && (t.window !== undefined || t.rate !== undefined)) {
-    at.expected(
-      "no window for algorithm 'concurrency' (set limit: the requests in flight)",
-      t.window ?? t.rate?.text,
-      [t.rate !== undefined ? 'rate' : 'window'],
-    )
-    return undefined
-  }
-  if (limit === undefined) {
-    at.expected(E.posInt, undefined, ['limit'])
-    return undefined
-  }
-  if (windowMs === undefined && !concurrency) {
-    at.expected(`${E.duration} (the tier's, or the rule's window)`, undefined, ['window'])
-    return undefined
-  }
-  const bucket = BUCKET_ALGORITHMS.has(r.algorithm)
-  if (t.burst !== undefined && !bucket) {
-    at.expected(
-      `no burst for algorithm '${r.algorithm}' (only token-bucket, gcra and leaky-bucket have one)`,
-      t.burst,
-      ['burst'],
-    )
-    return undefined
-  }
-  const burst = bucket ? (t.burst ?? limit) : limit
-  if (r.algorithm === 'sliding-window-log' && limit > MAX_SLIDING_LOG_LIMIT) {
-    at.expected(
-      `a limit of at most ${MAX_SLIDING_LOG_LIMIT} for sliding-window-log, which stores a timestamp per request (sliding-window-counter scales to any limit)`,
-      limit,
-      [t.rate !== undefined ? 'rate' : 'limit'],
-    )
-  }
-  if (r.cost !== undefined && r.cost > burst) {
-    rule.expected(
-      `a cost of at most the rule's capacity (${burst}); a dearer request could never pass`,
-      r.cost,
-      ['cost'],
-    )
-  }
-  return Object.freeze({ limit, windowMs: windowMs ?? 0, burst })
-}
 
 /**
  * Checks one rule: each field, then the rules between fields. A rule between fields is
@@ -377,51 +308,6 @@ function checkRules(input: unknown, c: Checker): Rule[] | Bad {
   return c.count === before ? (rules as Rule[]) : BAD
 }
 
-/** The outcome of {@link RuleSchema.safeParse}. */
-export type SafeParseResult<T> =
-  | { readonly success: true; readonly data: T }
-  | { readonly success: false; readonly error: RulesValidationError }
-
-/** A validator of rules as data, with the JSON Schema of what it accepts. */
-export interface RuleSchema<T> {
-  /**
-   * Validates and normalises.
-   * @throws RulesValidationError listing every problem as `path: expected …, got …`.
-   */
-  parse(input: unknown): T
-  /** As {@link RuleSchema.parse}, but returns the error instead of throwing it. */
-  safeParse(input: unknown): SafeParseResult<T>
-  /**
-   * The JSON Schema (draft 2020-12) of the input, for tools such as an OpenAPI document. It
-   * describes the shapes; `parse` also refuses what it cannot say (e.g. duplicate ids).
-   */
-  toJSONSchema(): JsonSchema
-}
-
-function schemaOf<T>(
-  check: (input: unknown, c: Checker) => T | Bad,
-  prefix: string,
-  jsonSchema: () => JsonSchema,
-): RuleSchema<T> {
-  const safeParse = (input: unknown): SafeParseResult<T> => {
-    const c = new Checker()
-    const data = check(input, c)
-    if (data === BAD) {
-      return { success: false, error: new RulesValidationError(toMessages(c.all, prefix)) }
-    }
-    return { success: true, data }
-  }
-  return Object.freeze({
-    safeParse,
-    parse(input: unknown): T {
-      const result = safeParse(input)
-      if (!result.success) throw result.error
-      return result.data
-    },
-    toJSONSchema: jsonSchema,
-  })
-}
-
 /**
  * The schema of one rule: plain data (JSON or YAML) in, a normalised {@link Rule} out, with
  * every default filled in and durations in milliseconds. Core, the rules service and the
@@ -464,57 +350,4 @@ export function parseRule(input: unknown, path = 'rule'): Rule {
   const rule = checkRule(input, c)
   if (rule === BAD) throw new RulesValidationError(toMessages(c.all, path))
   return rule
-}
-
-/** A rule set as a file or the rules service holds it, with its revision when known. */
-export interface RulesDocument {
-  readonly rules: Rule[]
-  readonly revision?: string | undefined
-  readonly service?: string | undefined
-}
-
-interface DocumentFields {
-  readonly service: string | undefined
-  readonly revision: string | number | undefined
-  readonly rules: unknown[]
-}
-
-// Not strict: a document may carry fields of its own (a comment, a generator's name).
-function checkDocument(input: unknown, c: Checker): DocumentFields | Bad {
-  if (!isObject(input))
-    return c.expected("a list of rules, or an object with a 'rules' list", input)
-  const own = (name: string): unknown => (Object.hasOwn(input, name) ? input[name] : undefined)
-  const service = own('service')
-  const revision = own('revision')
-  const rules = own('rules')
-  if (service !== undefined && typeof service !== 'string') {
-    c.expected('a string', service, ['service'])
-  }
-  const finite = typeof revision === 'number' && Number.isFinite(revision)
-  if (revision !== undefined && typeof revision !== 'string' && !finite) {
-    c.expected('a string or a number', revision, ['revision'])
-  }
-  if (!Array.isArray(rules)) c.expected(E.rules, rules, ['rules'])
-  if (c.count > 0) return BAD
-  return { service, revision, rules } as DocumentFields
-}
-
-/**
- * Validates a rules document: either a bare list of rules, or `{ service?, revision?, rules }`
- * (what the rules service serves at `GET /v1/services/:service/ruleset`).
- *
- * @param input - Parsed JSON or YAML.
- * @returns The normalised rules and the revision, when the document has one.
- * @throws RulesValidationError as {@link parseRules} does.
- */
-export function parseRulesDocument(input: unknown): RulesDocument {
-  if (Array.isArray(input)) return { rules: parseRules(input) }
-  const c = new Checker()
-  const doc = checkDocument(input, c)
-  if (doc === BAD) throw new RulesValidationError(toMessages(c.all, 'ruleset'))
-  return {
-    rules: parseRules(doc.rules),
-    revision: doc.revision === undefined ? undefined : String(doc.revision),
-    service: doc.service,
-  }
 }

@@ -46,10 +46,11 @@ export interface Store {
   readonly synchronous?: boolean
   /**
    * Declares that every promise `consume` returns settles within this many milliseconds on
-   * its own (rejecting when its backend misses the deadline), as RedisStore's does. When it is
-   * no longer than the limiter's `timeoutMs`, the limiter arms no timer of its own per call;
-   * a shared sweep fails a call still unsettled after twice `timeoutMs`, so a store that breaks
-   * the promise delays requests but never hangs them.
+   * its own (rejecting when its backend misses the deadline), as RedisStore's does (its
+   * `callTimeoutMs`). When it is no longer than the limiter's `decisionTimeoutMs`, the limiter
+   * arms no timer of its own per call; a shared sweep fails a call still unsettled after twice
+   * `decisionTimeoutMs`, so a store that breaks the promise delays requests but never hangs
+   * them.
    */
   readonly settlesWithinMs?: number
   consume(

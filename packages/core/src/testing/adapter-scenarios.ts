@@ -1,33 +1,22 @@
-import type { AdapterScenario, ScenarioRequest, ScenarioRoute } from './scenario-types.js'
+import type { DecisionReason } from '../decision.js'
+import type { AdapterScenario } from './scenario-types.js'
+import {
+  DEFAULT_ROUTES,
+  FORWARDED,
+  GET,
+  JSON_TYPE,
+  NO_LIMIT_HEADERS,
+  OK,
+  PROBLEM_TYPE,
+  problem,
+} from './scenario-fixtures.js'
+import { failOpenScenarios } from './scenarios-fail-open.js'
+import { queueAndSlotScenarios } from './scenarios-queue-and-slots.js'
 
 // The table every adapter runs (through describeAdapterScenarios): the same requests and the
 // same literal expectations for Express, Fastify and Koa.
 
-const GET = (path: string, headers?: Record<string, string>): ScenarioRequest => ({
-  method: 'GET',
-  path,
-  ...(headers ? { headers } : {}),
-})
-const OK = { ok: true }
-const JSON_TYPE = 'application/json; charset=utf-8'
-const PROBLEM_TYPE = 'application/problem+json; charset=utf-8'
-/** The routes of a scenario that lists none. */
-export const DEFAULT_ROUTES: readonly ScenarioRoute[] = [
-  { method: 'GET', path: '/' },
-  { method: 'GET', path: '/users/:id' },
-]
-
-/** No RateLimit headers at all (fail-open, exempt, skipped). */
-const NO_LIMIT_HEADERS = {
-  'ratelimit-policy': undefined,
-  ratelimit: undefined,
-  'retry-after': undefined,
-}
-
-const FORWARDED = (ip: string, headers: Record<string, string> = {}): ScenarioRequest =>
-  GET('/', { 'x-forwarded-for': ip, ...headers })
-
-function refused(status: 403 | 404 | 503, reason: 'deny-list' | 'unmatched'): object {
+function refused(status: 403 | 404 | 503, reason: Exclude<DecisionReason, 'allow-list'>): object {
   return {
     type: 'about:blank',
     title: { 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[status],
@@ -44,17 +33,6 @@ const DENIED = {
   status: 403,
   headers: { ...NO_LIMIT_HEADERS, 'content-type': PROBLEM_TYPE },
   body: refused(403, 'deny-list'),
-}
-
-function problem(status: 429 | 503, ids: string[], retryAfter: number): object {
-  return {
-    type: 'about:blank',
-    title: status === 503 ? 'Service Unavailable' : 'Too Many Requests',
-    status,
-    detail: `Rate limit exceeded (${ids.join(', ')}); retry in ${retryAfter} s.`,
-    'violated-policies': ids,
-    retryAfter,
-  }
 }
 
 /**
@@ -152,68 +130,7 @@ export const adapterScenarios: readonly AdapterScenario[] = [
       },
     ],
   },
-  {
-    name: 'queue then pass',
-    rules: [
-      {
-        id: 'smooth',
-        limit: 20,
-        window: '1s',
-        burst: 1,
-        onLimit: { action: 'queue', maxWait: '1s', maxQueue: 5 },
-      },
-    ],
-    steps: [
-      { send: GET('/'), expect: { status: 200, body: OK } },
-      { send: GET('/'), expect: { status: 200, body: OK } },
-      { handlerCalls: 2 },
-    ],
-  },
-  {
-    name: 'queue full rejects',
-    rules: [
-      {
-        id: 'smooth',
-        limit: 4,
-        window: '1s',
-        burst: 1,
-        onLimit: { action: 'queue', maxWait: '1s', maxQueue: 1 },
-      },
-    ],
-    steps: [
-      { send: GET('/'), expect: { status: 200 } },
-      { sendInBackground: GET('/'), expect: { status: 200, body: OK } },
-      {
-        send: GET('/'),
-        expect: {
-          status: 429,
-          headers: { 'retry-after': '1', 'content-type': PROBLEM_TYPE },
-          body: problem(429, ['smooth'], 1),
-        },
-      },
-      { settle: true },
-      { handlerCalls: 2 },
-    ],
-  },
-  {
-    name: 'queue: a client that leaves while queued frees its place and its tokens',
-    rules: [
-      {
-        id: 'smooth',
-        limit: 10,
-        window: '1s',
-        burst: 1,
-        // A leaked reservation would make the next wait 200 ms (> maxWait); a leaked place, a full queue.
-        onLimit: { action: 'queue', maxWait: '150ms', maxQueue: 1 },
-      },
-    ],
-    steps: [
-      { send: GET('/'), expect: { status: 200 } },
-      { abortQueued: GET('/') },
-      { send: GET('/'), expect: { status: 200, body: OK } },
-      { handlerCalls: 2 },
-    ],
-  },
+  ...queueAndSlotScenarios,
   {
     name: 'drop: socket destroyed, no response, handler never runs',
     rules: [{ id: 'abuse', limit: 1, window: '1m', onLimit: 'drop' }],
@@ -279,105 +196,7 @@ export const adapterScenarios: readonly AdapterScenario[] = [
       },
     ],
   },
-  {
-    name: 'fail-open: a throwing store passes with no RateLimit headers',
-    rules: [{ id: 'per-ip', limit: 1, window: '1m' }],
-    store: 'throwing',
-    steps: [
-      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
-      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
-    ],
-  },
-  {
-    name: 'fail-open: a hanging store passes after timeoutMs',
-    rules: [{ id: 'per-ip', limit: 1, window: '1m' }],
-    store: 'hanging',
-    timeoutMs: 15,
-    steps: [
-      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
-      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
-    ],
-  },
-  {
-    name: 'concurrency: a client abort releases the slot',
-    rules: [{ id: 'in-flight', algorithm: 'concurrency', limit: 1 }],
-    routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/slow', slow: true }],
-    steps: [
-      { abortInFlight: GET('/slow') },
-      { openGate: true },
-      { send: GET('/slow'), expect: { status: 200, body: OK } },
-      { send: GET('/slow'), expect: { status: 200, body: OK } },
-    ],
-  },
-  {
-    name: 'concurrency: a client gone before an asynchronous decision does not keep its slot',
-    rules: [{ id: 'in-flight', algorithm: 'concurrency', limit: 1 }],
-    timeoutMs: 10_000,
-    steps: [
-      { abortBeforeDecision: GET('/') },
-      // The store holds the slot while its answer is on the way. A round trip over a real
-      // socket also lets the server see the first client's disconnect.
-      { send: GET('/'), expect: { status: 429 }, raw: true },
-      { deliverHeld: true },
-      { send: GET('/'), expect: { status: 200, body: OK } },
-      { send: GET('/'), expect: { status: 200, body: OK } },
-      { handlerCalls: 2 },
-    ],
-  },
-  {
-    name: 'queue + concurrency: a client gone before an asynchronous decision gives both back',
-    rules: [
-      { id: 'in-flight', algorithm: 'concurrency', limit: 1 },
-      {
-        id: 'smooth',
-        limit: 10,
-        window: '1s',
-        burst: 1,
-        onLimit: { action: 'queue', maxWait: '150ms', maxQueue: 1 },
-      },
-    ],
-    timeoutMs: 10_000,
-    steps: [
-      { send: GET('/'), expect: { status: 200 } },
-      { advanceMs: 50 },
-      { abortBeforeDecision: GET('/') },
-      { send: GET('/'), expect: { status: 429 }, raw: true },
-      { deliverHeld: true },
-      { advanceMs: 100 },
-      { send: GET('/'), expect: { status: 200, body: OK } },
-      { handlerCalls: 2 },
-    ],
-  },
-  {
-    name: 'fail-open: a store answering garbage (sync) passes every request',
-    rules: [{ id: 'per-ip', limit: 1, window: '1m' }],
-    store: 'garbage',
-    steps: [
-      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
-      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
-      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
-    ],
-  },
-  {
-    name: 'fail-open: a store answering garbage (async) passes every request',
-    rules: [{ id: 'per-ip', limit: 1, window: '1m' }],
-    store: 'garbage-async',
-    steps: [
-      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
-      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
-      { send: GET('/'), expect: { status: 200, headers: NO_LIMIT_HEADERS, body: OK } },
-    ],
-  },
-  {
-    name: 'concurrency: a throwing handler releases the slot',
-    rules: [{ id: 'in-flight', algorithm: 'concurrency', limit: 1 }],
-    routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/boom', fail: true }],
-    steps: [
-      { send: GET('/boom'), expect: { status: 500 } },
-      { send: GET('/boom'), expect: { status: 500 } },
-      { send: GET('/'), expect: { status: 200 } },
-    ],
-  },
+  ...failOpenScenarios,
   {
     name: 'IPv6 clients group by /64; IPv4-mapped addresses key as IPv4',
     rules: [{ id: 'per-ip', limit: 1, window: '1m' }],

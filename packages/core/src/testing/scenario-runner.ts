@@ -4,7 +4,8 @@ import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import { createLimiter } from '../limiter.js'
 import { MemoryStore } from '../stores/memory-store.js'
 import type { ConsumeEntry, RefundEntry, Store } from '../stores/store.js'
-import { DEFAULT_ROUTES, adapterScenarios } from './adapter-scenarios.js'
+import { adapterScenarios } from './adapter-scenarios.js'
+import { DEFAULT_ROUTES } from './scenario-fixtures.js'
 import type {
   AdapterHarness,
   AdapterScenario,

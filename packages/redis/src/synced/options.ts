@@ -1,5 +1,10 @@
-import type { Logger } from '@floodgate/core'
-import { checkFunction, checkLogger, checkPositiveInt } from '@floodgate/core/options'
+import type { Clock, Logger } from '@floodgate/core'
+import {
+  checkFunction,
+  checkLogger,
+  checkPositiveInt,
+  renamedOption,
+} from '@floodgate/core/options'
 import type { RedisConnectionOptions } from '../connection.js'
 import { checkPrefix } from '../redis-key.js'
 
@@ -24,6 +29,12 @@ export interface SyncedStoreOptions extends RedisConnectionOptions {
    * units are sent again with the next round, and Redis ignores the ones it already applied.
    * @default 1000
    */
+  syncTimeoutMs?: number
+  /**
+   * The old name of {@link SyncedStoreOptions.syncTimeoutMs}; works until the next version,
+   * with a `FG_WRN_OPTION_RENAMED` warning.
+   * @deprecated Use `syncTimeoutMs`.
+   */
   timeoutMs?: number
   /**
    * Hard cap on keys held locally (the local MemoryStore's `maxKeys`), and on the keys this
@@ -36,7 +47,7 @@ export interface SyncedStoreOptions extends RedisConnectionOptions {
    * clock when tests drive time.
    * @default Date.now
    */
-  clock?: () => number
+  clock?: Clock
   /** pino-compatible logger: a failed sync is logged at most once per 10 s. */
   logger?: Logger
 }
@@ -48,7 +59,7 @@ export interface ResolvedSyncedOptions {
   readonly timeoutMs: number
   /** `undefined` leaves the choice (and the check) to the local MemoryStore. */
   readonly maxKeys: number | undefined
-  readonly clock: () => number
+  readonly clock: Clock
   readonly logger: Logger | undefined
 }
 
@@ -62,7 +73,14 @@ export interface ResolvedSyncedOptions {
  */
 export function resolveSyncedOptions(options: SyncedStoreOptions): ResolvedSyncedOptions {
   const syncMs = checkPositiveInt('syncMs', options.syncMs, 100)
-  const timeoutMs = checkPositiveInt('timeoutMs', options.timeoutMs, 1000)
+  const deadline = renamedOption(
+    options,
+    'timeoutMs',
+    'syncTimeoutMs',
+    'SyncedStore',
+    options.logger,
+  )
+  const timeoutMs = checkPositiveInt(deadline.name, deadline.value, 1000)
   const clock = checkFunction('clock', options.clock) ?? Date.now
   checkLogger('logger', options.logger)
   return {

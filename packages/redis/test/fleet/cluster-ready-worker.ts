@@ -30,7 +30,11 @@ const logger = {
 } as unknown as Logger
 
 async function redisHost(): Promise<{ unjudged: number; errors: string[] }> {
-  const store = createRedisStore({ cluster: config.seeds, prefix: config.prefix, timeoutMs: 500 })
+  const store = createRedisStore({
+    cluster: config.seeds,
+    prefix: config.prefix,
+    callTimeoutMs: 500,
+  })
   await store.ready
   const settled = await Promise.allSettled(
     Array.from({ length: 64 }, (_, i) => store.consume(entries(i), 0)),

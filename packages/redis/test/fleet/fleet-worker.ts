@@ -25,7 +25,7 @@ interface Config {
 }
 
 const config = JSON.parse(process.env.FG_FLEET ?? '{}') as Config
-const store = createRedisStore({ url: config.url, prefix: config.prefix, timeoutMs: 5000 })
+const store = createRedisStore({ url: config.url, prefix: config.prefix, callTimeoutMs: 5000 })
 
 const entryOf = (r: FleetRule): ConsumeEntry[] => [
   {

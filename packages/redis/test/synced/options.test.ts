@@ -15,7 +15,7 @@ describe('resolveSyncedOptions', () => {
     const o = resolveSyncedOptions({
       prefix: 'app',
       syncMs: 50,
-      timeoutMs: 200,
+      syncTimeoutMs: 200,
       maxKeys: 10,
       clock,
       logger,
@@ -27,8 +27,11 @@ describe('resolveSyncedOptions', () => {
     [{ syncMs: 0 }, 'syncMs: expected an integer from 1 to 2147483647, got 0'],
     [{ syncMs: 2 ** 31 }, 'syncMs: expected an integer from 1 to 2147483647, got 2147483648'],
     [{ syncMs: '100' }, 'syncMs: expected an integer from 1 to 2147483647, got "100"'],
-    [{ timeoutMs: 1.5 }, 'timeoutMs: expected an integer from 1 to 2147483647, got 1.5'],
-    [{ timeoutMs: Number.NaN }, 'timeoutMs: expected an integer from 1 to 2147483647, got NaN'],
+    [{ syncTimeoutMs: 1.5 }, 'syncTimeoutMs: expected an integer from 1 to 2147483647, got 1.5'],
+    [
+      { syncTimeoutMs: Number.NaN },
+      'syncTimeoutMs: expected an integer from 1 to 2147483647, got NaN',
+    ],
     [{ clock: 5 }, 'clock: expected a function, got 5'],
     [{ logger: { warn() {} } }, 'logger.debug: expected a function'],
     [{ prefix: 'a}' }, 'prefix'],

@@ -6,7 +6,7 @@ import { FloodgateError } from '../../errors.js'
 import { checkIntInRange, misuseError, refusedOption } from '../../options/checks.js'
 import { scopeLogger, type Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
-import { parseRulesDocument } from '../schema.js'
+import { parseRulesDocument } from '../schema-document.js'
 import { isInstalled } from './optional-peer.js'
 import { FailureLog, toError, type RulesSource } from './rules-source.js'
 

@@ -10,7 +10,7 @@ import {
 const MAX_MS = 2 ** 31 - 1
 import { scopeLogger, type Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
-import { parseRulesDocument } from '../schema.js'
+import { parseRulesDocument } from '../schema-document.js'
 import {
   checkHostReportOptions,
   HostReporter,

@@ -1,0 +1,38 @@
+import type { ScenarioRequest, ScenarioRoute } from './scenario-types.js'
+
+// What the rows of the adapter scenario table are written with: requests, bodies and headers.
+
+export const GET = (path: string, headers?: Record<string, string>): ScenarioRequest => ({
+  method: 'GET',
+  path,
+  ...(headers ? { headers } : {}),
+})
+export const OK = { ok: true }
+export const JSON_TYPE = 'application/json; charset=utf-8'
+export const PROBLEM_TYPE = 'application/problem+json; charset=utf-8'
+/** The routes of a scenario that lists none. */
+export const DEFAULT_ROUTES: readonly ScenarioRoute[] = [
+  { method: 'GET', path: '/' },
+  { method: 'GET', path: '/users/:id' },
+]
+
+/** No RateLimit headers at all (fail-open, exempt, skipped). */
+export const NO_LIMIT_HEADERS = {
+  'ratelimit-policy': undefined,
+  ratelimit: undefined,
+  'retry-after': undefined,
+}
+
+export const FORWARDED = (ip: string, headers: Record<string, string> = {}): ScenarioRequest =>
+  GET('/', { 'x-forwarded-for': ip, ...headers })
+
+export function problem(status: 429 | 503, ids: string[], retryAfter: number): object {
+  return {
+    type: 'about:blank',
+    title: status === 503 ? 'Service Unavailable' : 'Too Many Requests',
+    status,
+    detail: `Rate limit exceeded (${ids.join(', ')}); retry in ${retryAfter} s.`,
+    'violated-policies': ids,
+    retryAfter,
+  }
+}

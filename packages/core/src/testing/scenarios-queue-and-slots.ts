@@ -1,0 +1,128 @@
+import type { AdapterScenario } from './scenario-types.js'
+import { DEFAULT_ROUTES, GET, OK, PROBLEM_TYPE, problem } from './scenario-fixtures.js'
+
+/** Adapter scenarios for what a request holds: queue places, reserved tokens, concurrency slots. */
+export const queueAndSlotScenarios: readonly AdapterScenario[] = [
+  {
+    name: 'queue then pass',
+    rules: [
+      {
+        id: 'smooth',
+        limit: 20,
+        window: '1s',
+        burst: 1,
+        onLimit: { action: 'queue', maxWait: '1s', maxQueue: 5 },
+      },
+    ],
+    steps: [
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { handlerCalls: 2 },
+    ],
+  },
+  {
+    name: 'queue full rejects',
+    rules: [
+      {
+        id: 'smooth',
+        limit: 4,
+        window: '1s',
+        burst: 1,
+        onLimit: { action: 'queue', maxWait: '1s', maxQueue: 1 },
+      },
+    ],
+    steps: [
+      { send: GET('/'), expect: { status: 200 } },
+      { sendInBackground: GET('/'), expect: { status: 200, body: OK } },
+      {
+        send: GET('/'),
+        expect: {
+          status: 429,
+          headers: { 'retry-after': '1', 'content-type': PROBLEM_TYPE },
+          body: problem(429, ['smooth'], 1),
+        },
+      },
+      { settle: true },
+      { handlerCalls: 2 },
+    ],
+  },
+  {
+    name: 'queue: a client that leaves while queued frees its place and its tokens',
+    rules: [
+      {
+        id: 'smooth',
+        limit: 10,
+        window: '1s',
+        burst: 1,
+        // A leaked reservation would make the next wait 200 ms (> maxWait); a leaked place, a full queue.
+        onLimit: { action: 'queue', maxWait: '150ms', maxQueue: 1 },
+      },
+    ],
+    steps: [
+      { send: GET('/'), expect: { status: 200 } },
+      { abortQueued: GET('/') },
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { handlerCalls: 2 },
+    ],
+  },
+  {
+    name: 'concurrency: a client abort releases the slot',
+    rules: [{ id: 'in-flight', algorithm: 'concurrency', limit: 1 }],
+    routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/slow', slow: true }],
+    steps: [
+      { abortInFlight: GET('/slow') },
+      { openGate: true },
+      { send: GET('/slow'), expect: { status: 200, body: OK } },
+      { send: GET('/slow'), expect: { status: 200, body: OK } },
+    ],
+  },
+  {
+    name: 'concurrency: a client gone before an asynchronous decision does not keep its slot',
+    rules: [{ id: 'in-flight', algorithm: 'concurrency', limit: 1 }],
+    timeoutMs: 10_000,
+    steps: [
+      { abortBeforeDecision: GET('/') },
+      // The store holds the slot while its answer is on the way. A round trip over a real
+      // socket also lets the server see the first client's disconnect.
+      { send: GET('/'), expect: { status: 429 }, raw: true },
+      { deliverHeld: true },
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { handlerCalls: 2 },
+    ],
+  },
+  {
+    name: 'queue + concurrency: a client gone before an asynchronous decision gives both back',
+    rules: [
+      { id: 'in-flight', algorithm: 'concurrency', limit: 1 },
+      {
+        id: 'smooth',
+        limit: 10,
+        window: '1s',
+        burst: 1,
+        onLimit: { action: 'queue', maxWait: '150ms', maxQueue: 1 },
+      },
+    ],
+    timeoutMs: 10_000,
+    steps: [
+      { send: GET('/'), expect: { status: 200 } },
+      { advanceMs: 50 },
+      { abortBeforeDecision: GET('/') },
+      { send: GET('/'), expect: { status: 429 }, raw: true },
+      { deliverHeld: true },
+      { advanceMs: 100 },
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { handlerCalls: 2 },
+    ],
+  },
+  {
+    name: 'concurrency: a throwing handler releases the slot',
+    rules: [{ id: 'in-flight', algorithm: 'concurrency', limit: 1 }],
+    routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/boom', fail: true }],
+    steps: [
+      { send: GET('/boom'), expect: { status: 500 } },
+      { send: GET('/boom'), expect: { status: 500 } },
+      { send: GET('/'), expect: { status: 200 } },
+    ],
+  },
+]
