@@ -228,6 +228,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
           { code: 'FG_WRN_LIMIT_INVALID', ...fields },
           `${reason}; the rule's own limit applied`,
         ),
+      recordFailed: (reason, fields) =>
+        limitLog.warn({ code: 'FG_WRN_LIMIT_NOT_RECORDED', ...fields }, reason),
     })
     this.holdings = new Holdings(this.store, this.clock, this.logger)
     this.clientState = {
