@@ -194,8 +194,14 @@ export function describeClientStateProperty(
                     s.rule.burst === o.rule.burst,
                 )
                 if (read.length === 0) {
-                  // A limit the function never answered: no state, so the client is fresh.
+                  // A limit the function never answered: no state, so the client is fresh,
+                  // unless the rule bans it (a ban holds whatever the limit).
                   expect(specs[Number(o.rule.id.slice(1))]!.plan).toBe('function')
+                  const ruleStates = states.filter((s) => s.rule.id === o.rule.id)
+                  if (ruleStates.some((s) => s.bannedForMs > 0)) {
+                    expect(o).toMatchObject({ allowed: false, banned: true })
+                    continue
+                  }
                   const charged = next.allowed ? 1 : 0
                   expect(o).toMatchObject({ allowed: true, remaining: o.rule.burst - charged })
                   continue
