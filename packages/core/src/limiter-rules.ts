@@ -14,6 +14,7 @@ import {
   type TierLookup,
 } from './limiter-limits.js'
 import type { RuleTier } from './rules/rule.js'
+import { compileRuleLists, type DenyRefusal, type RuleLists } from './limiter-rule-lists.js'
 
 /** What the hot path needs per rule, resolved once per rule set. */
 export interface RuleRuntime {
@@ -32,6 +33,8 @@ export interface RuleRuntime {
   readonly tiers: TierLookup | undefined
   /** The limits the rule's limit function answered on this host, by state id; none: no function. */
   readonly answered: ReadonlyMap<string, RuleTier> | undefined
+  /** The rule's `deny` and `allow` lists, compiled. */
+  readonly lists: RuleLists
 }
 
 /** How a limiter chooses limits in code: its `limits` option. */
@@ -67,6 +70,7 @@ export class RuleRegistry<Req> {
     private readonly store: Store,
     private readonly keys: KeyBuilders<Req>,
     private readonly ipv6Subnet: number,
+    private readonly denyRefusal: DenyRefusal,
     private readonly limits?: LimitSettings<Req>,
   ) {}
 
@@ -111,6 +115,7 @@ export class RuleRegistry<Req> {
         variantStateIds,
         tiers: tiers?.lookup,
         answered,
+        lists: compileRuleLists(c.rule, this.keys, path, this.denyRefusal),
       }
     })
     if (clashes.length > 0) throw new RulesValidationError(clashes)

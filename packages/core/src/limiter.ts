@@ -14,6 +14,7 @@ import {
   validResults,
 } from './limiter-decide.js'
 import { CompiledAccessList } from './lists/access-list.js'
+import { allowListedByAny, deniedByRules } from './limiter-rule-lists.js'
 import {
   describeAnswer,
   fillEntries,
@@ -220,7 +221,9 @@ class LimiterEngine<Req> implements Limiter<Req> {
         : UNMATCHED
     this.failOpenLog = new FailOpenLog(this.logger, this.clock, failOpenLogIntervalMs)
     const limitLog = new FailOpenLog(this.logger, this.clock, failOpenLogIntervalMs)
-    this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet, {
+    const denyRefusal = (status: Decision['status'], rule: Rule): Decision =>
+      Object.freeze({ ...listedRefusal(status, 'deny-list'), rule })
+    this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet, denyRefusal, {
       functions: o.limits ?? {},
       timeoutMs: this.timeoutMs,
       problem: (reason, fields) =>
@@ -301,7 +304,6 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private judgeRequest(facts: RequestFacts<Req>): Decision | Promise<Decision> {
     // Before any matching or counting: a denied client costs no store call.
     if (this.denyList?.has(facts)) return this.report(this.denied, facts)
-    if (this.allowList?.has(facts)) return this.report(ALLOW_LISTED, facts)
     const registry = this.registry
     const matched = registry.compiled.match(facts)
     let rts = matched.length === 0 ? undefined : registry.runtimesFor(matched)
@@ -312,6 +314,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
         rts = rts ? rts.concat(more) : more
       }
     }
+    // A deny list wins over every allow list: the rules' deny lists are read first.
+    const denied = rts && deniedByRules(rts, facts)
+    if (denied) return this.report(denied, facts)
+    if (this.allowList?.has(facts)) return this.report(ALLOW_LISTED, facts)
     if (!rts) return this.report(this.unmatched, facts)
 
     const routeCost: unknown = facts.cost === undefined ? 1 : facts.cost
@@ -331,7 +337,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     } catch (err) {
       return this.failOpen(err, [], facts, 'FG_WRN_CHECK_FAILED_OPEN')
     }
-    if (n === 0) return this.report(NO_RULES, facts)
+    if (n === 0) return this.report(allowListedByAny(rts, facts) ? ALLOW_LISTED : NO_RULES, facts)
     if (entries.length !== n) entries.length = n
     if (pending.length > 0) {
       // A limit function answers later: the scratch entries may serve other requests meanwhile.

@@ -27,6 +27,8 @@ export type {
   KeyPart,
   OverLimit,
   Rule,
+  RuleAccessList,
+  RuleDenyList,
   RuleMatch,
   RuleTier,
   RuleTiers,

@@ -509,6 +509,85 @@ export const adapterScenarios: readonly AdapterScenario[] = [
     ],
   },
   {
+    name: 'rule deny lists: addresses, ranges and key values in the rules get 403 (or their status) before any counting',
+    rules: [
+      {
+        id: 'per-ip',
+        limit: 1,
+        window: '1m',
+        algorithm: 'fixed-window',
+        deny: {
+          ips: ['203.0.113.0/24', '2001:db8:bad::/48'],
+          keys: { 'header:x-api-key': ['leaked-key'] },
+        },
+      },
+      {
+        id: 'users',
+        match: 'GET /users/:id',
+        limit: 5,
+        window: '1m',
+        deny: { ips: ['198.51.100.0/24'], status: 404 },
+      },
+    ],
+    trustProxy: true,
+    steps: [
+      { send: FORWARDED('203.0.113.9'), expect: DENIED },
+      { send: FORWARDED('::ffff:203.0.113.10'), expect: DENIED },
+      { send: FORWARDED('2001:db8:bad:1::5'), expect: DENIED },
+      { send: FORWARDED('192.0.2.7', { 'x-api-key': 'leaked-key' }), expect: DENIED },
+      {
+        send: GET('/users/1', { 'x-forwarded-for': '198.51.100.1' }),
+        expect: { status: 404, headers: NO_LIMIT_HEADERS, body: refused(404, 'deny-list') },
+      },
+      // A rule's deny list holds where the rule applies: '/' is only per-ip's.
+      { send: FORWARDED('198.51.100.1'), expect: { status: 200 } },
+      { send: FORWARDED('198.51.100.1'), expect: { status: 429 } },
+      // Denied requests were not counted: this client's single unit is still there.
+      { send: FORWARDED('192.0.2.7'), expect: { status: 200 } },
+      { handlerCalls: 2 },
+    ],
+  },
+  {
+    name: 'rule allow lists: a rule does not count listed clients; the other rules still do',
+    rules: [
+      {
+        id: 'per-ip',
+        limit: 1,
+        window: '1m',
+        algorithm: 'fixed-window',
+        allow: { ips: ['10.0.0.0/8'], keys: { 'header:x-partner': ['acme'] } },
+      },
+      { id: 'all', limit: 2, window: '1m', algorithm: 'fixed-window' },
+    ],
+    trustProxy: true,
+    steps: [
+      {
+        send: FORWARDED('10.1.2.3'),
+        expect: { status: 200, headers: { 'ratelimit-policy': '"all";q=2;w=60' } },
+      },
+      { send: FORWARDED('10.1.2.3'), expect: { status: 200 } },
+      { send: FORWARDED('10.1.2.3'), expect: { status: 429, body: problem(429, ['all'], 60) } },
+      { send: FORWARDED('198.51.100.1', { 'x-partner': 'acme' }), expect: { status: 200 } },
+      { send: FORWARDED('198.51.100.1', { 'x-partner': 'acme' }), expect: { status: 200 } },
+      { send: FORWARDED('198.51.100.2'), expect: { status: 200 } },
+      {
+        send: FORWARDED('198.51.100.2'),
+        expect: { status: 429, body: problem(429, ['per-ip'], 60) },
+      },
+    ],
+  },
+  {
+    name: "a rule's deny list wins over the allow option",
+    rules: [{ id: 'per-ip', limit: 1, window: '1m', deny: { ips: ['10.6.6.6'] } }],
+    trustProxy: true,
+    limiter: { allow: { ips: ['10.0.0.0/8'] } },
+    steps: [
+      { send: FORWARDED('10.6.6.6'), expect: DENIED },
+      { send: FORWARDED('10.1.1.1'), expect: { status: 200, headers: NO_LIMIT_HEADERS } },
+      { send: FORWARDED('10.1.1.1'), expect: { status: 200, headers: NO_LIMIT_HEADERS } },
+    ],
+  },
+  {
     name: "unmatched: 'reject' answers 503 to a request no rule matches",
     rules: [{ id: 'users', match: 'GET /users/:id', limit: 5, window: '1m' }],
     limiter: { unmatched: 'reject' },
