@@ -28,6 +28,7 @@ export type {
   OverLimit,
   Rule,
   RuleAccessList,
+  RuleBan,
   RuleDenyList,
   RuleMatch,
   RuleTier,
@@ -35,3 +36,5 @@ export type {
 } from './rule.js'
 export { canonicalPath } from './canonical-path.js'
 export { parseDuration } from '../duration.js'
+export type { LimitAnswer, LimitFunction, LimitFunctions } from '../limiter-limits.js'
+export type { AccessList } from '../lists/access-list.js'
