@@ -1,3 +1,4 @@
+import { expect } from 'vitest'
 import type { AdapterScenario, ScenarioRequest, ScenarioRoute } from './scenario-types.js'
 
 // The table every adapter runs (through describeAdapterScenarios): the same requests and the
@@ -585,6 +586,152 @@ export const adapterScenarios: readonly AdapterScenario[] = [
       { send: FORWARDED('10.6.6.6'), expect: DENIED },
       { send: FORWARDED('10.1.1.1'), expect: { status: 200, headers: NO_LIMIT_HEADERS } },
       { send: FORWARDED('10.1.1.1'), expect: { status: 200, headers: NO_LIMIT_HEADERS } },
+    ],
+  },
+  {
+    name: 'ban: the refusal that earns it answers with the ban length; reset lifts it',
+    rules: [{ id: 'login', limit: 1, window: '1m', ban: { after: 2, within: '1m', for: '10m' } }],
+    steps: [
+      { send: GET('/'), expect: { status: 200 } },
+      { send: GET('/'), expect: { status: 429, body: problem(429, ['login'], 60) } },
+      {
+        send: GET('/'),
+        expect: {
+          status: 429,
+          headers: { 'retry-after': '600' },
+          body: problem(429, ['login'], 600),
+        },
+      },
+      // The rule has room again; the ban still holds, for the time left.
+      { advanceMs: 60_000 },
+      {
+        send: GET('/'),
+        expect: {
+          status: 429,
+          headers: { 'retry-after': '540' },
+          body: problem(429, ['login'], 540),
+        },
+      },
+      {
+        act: async (limiter) => {
+          const [state] = await limiter.get({ ip: '127.0.0.1' })
+          expect(state).toMatchObject({ bannedForMs: 540_000, remaining: 0 })
+          await limiter.reset({ ip: '127.0.0.1' })
+        },
+      },
+      { send: GET('/'), expect: { status: 200 } },
+      { handlerCalls: 2 },
+    ],
+  },
+  {
+    name: 'tiers: each plan its own limit and state; get reads each tier, reset forgets them all',
+    rules: [
+      {
+        id: 'per-plan',
+        window: '1m',
+        algorithm: 'fixed-window',
+        tiers: {
+          by: 'header:x-plan',
+          values: { free: { limit: 1 }, pro: { limit: 3 } },
+          default: 'free',
+        },
+      },
+    ],
+    steps: [
+      {
+        send: GET('/', { 'x-plan': 'pro' }),
+        expect: {
+          status: 200,
+          headers: { 'ratelimit-policy': '"per-plan";q=3;w=60', ratelimit: '"per-plan";r=2;t=60' },
+        },
+      },
+      { send: GET('/', { 'x-plan': 'pro' }), expect: { status: 200 } },
+      { send: GET('/', { 'x-plan': 'pro' }), expect: { status: 200 } },
+      { send: GET('/', { 'x-plan': 'pro' }), expect: { status: 429 } },
+      // A request of no known plan gets the default tier, counted apart.
+      {
+        send: GET('/'),
+        expect: {
+          status: 200,
+          headers: { 'ratelimit-policy': '"per-plan";q=1;w=60', ratelimit: '"per-plan";r=0;t=60' },
+        },
+      },
+      { send: GET('/'), expect: { status: 429 } },
+      {
+        act: async (limiter) => {
+          const views = await limiter.get({ ip: '127.0.0.1' })
+          expect(views.map((v) => [v.tier, v.remaining])).toEqual([
+            ['free', 0],
+            ['pro', 0],
+          ])
+          await limiter.reset({ ip: '127.0.0.1' })
+        },
+      },
+      {
+        send: GET('/', { 'x-plan': 'pro' }),
+        expect: { status: 200, headers: { ratelimit: '"per-plan";r=2;t=60' } },
+      },
+      { send: GET('/'), expect: { status: 200, headers: { ratelimit: '"per-plan";r=0;t=60' } } },
+    ],
+  },
+  {
+    name: 'a limit function: its answer is the limit; penalty and reset reach every limit it answered',
+    rules: [{ id: 'per-user', limit: 1, window: '1m', algorithm: 'fixed-window' }],
+    limiter: {
+      limits: { 'per-user': (_req, facts) => (facts.headers['x-plan'] === 'pro' ? 3 : undefined) },
+    },
+    steps: [
+      {
+        send: GET('/', { 'x-plan': 'pro' }),
+        expect: {
+          status: 200,
+          headers: { 'ratelimit-policy': '"per-user";q=3;w=60', ratelimit: '"per-user";r=2;t=60' },
+        },
+      },
+      { send: GET('/'), expect: { status: 200, headers: { ratelimit: '"per-user";r=0;t=60' } } },
+      {
+        act: async (limiter) => {
+          const views = await limiter.get({ ip: '127.0.0.1' })
+          expect(views.map((v) => [v.limit, v.remaining])).toEqual([
+            [1, 0],
+            [3, 2],
+          ])
+          await limiter.reset({ ip: '127.0.0.1' })
+        },
+      },
+      { send: GET('/'), expect: { status: 200, headers: { ratelimit: '"per-user";r=0;t=60' } } },
+      {
+        send: GET('/', { 'x-plan': 'pro' }),
+        expect: { status: 200, headers: { ratelimit: '"per-user";r=2;t=60' } },
+      },
+    ],
+  },
+  {
+    name: "count: 'failed': successful responses are given back, failed ones stay counted",
+    rules: [{ id: 'login', limit: 2, window: '1m', algorithm: 'fixed-window', count: 'failed' }],
+    routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/boom', fail: true }],
+    // Over real sockets: a response's outcome is read when it closes, which Fastify's inject
+    // does not emulate.
+    steps: [
+      { send: GET('/'), expect: { status: 200 }, raw: true },
+      { refunds: 1 },
+      { send: GET('/'), expect: { status: 200 }, raw: true },
+      { refunds: 2 },
+      {
+        send: GET('/'),
+        expect: { status: 200, headers: { ratelimit: '"login";r=1;t=60' } },
+        raw: true,
+      },
+      { refunds: 3 },
+      { send: GET('/boom'), expect: { status: 500 }, raw: true },
+      { send: GET('/boom'), expect: { status: 500 }, raw: true },
+      {
+        send: GET('/boom'),
+        expect: { status: 429, body: problem(429, ['login'], 60) },
+        raw: true,
+      },
+      { send: GET('/'), expect: { status: 429 }, raw: true },
+      { handlerCalls: 5 },
     ],
   },
   {
