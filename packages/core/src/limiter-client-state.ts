@@ -4,6 +4,7 @@ import { variantOf, type LimitState } from './limiter-limits.js'
 import type { RuleRuntime } from './limiter-rules.js'
 import { storeName } from './limiter-rules.js'
 import { describeValue, misuseError, optionError } from './options/checks.js'
+import type { CompiledRule } from './rules/compiled-rules.js'
 import type { Rule } from './rules/rule.js'
 import type { RefundEntry, StateEntry, Store } from './stores/store.js'
 
@@ -189,6 +190,16 @@ function checkUnits(op: string, units: unknown): number {
     throw optionError(`${op}: units`, 'a positive finite number', units)
   }
   return units
+}
+
+/**
+ * The state `limiter.limit(key)` counts an event under: the tier the key names (its `tiers.by`
+ * part), else the one a request without it gets. A limit function reads a request, which an
+ * event does not have: its rule counts events under the rule's own limit.
+ */
+export function eventStateOf(rt: RuleRuntime, key: ClientKey): CompiledRule {
+  const tiers = rt.tiers
+  return tiers ? tiers.stateOf(partFromKey(key, tiers.by)).compiled : rt.compiled
 }
 
 /** `limiter.get`: each rule's view of the client, read without charging. */

@@ -10,6 +10,7 @@ import { FailOpenLog } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
 import type { LimiterObserver } from './limiter-observer.js'
 import {
+  eventStateOf,
   findRule,
   getState,
   keyFor,
@@ -337,7 +338,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
       if (place !== undefined) maxWaitMs = rule.onLimit.maxWaitMs
     }
     const entry: Entry = {
-      rule: rt.compiled,
+      rule: eventStateOf(rt, key),
       key: stored,
       cost: rule.cost * units,
       maxWaitMs,
