@@ -38,6 +38,7 @@ export const errorCodes = {
     "a shared store did not record a limit function's answer; other hosts' reset and get may miss its state",
   FG_WRN_OUTCOME_INVALID:
     'requestWasSuccessful threw or answered something other than a boolean; the request counted as failed',
+  FG_WRN_REPORT_REFUSED: "the rules service refused this host's report; the host polls without it",
 } as const
 
 /** A Floodgate error or warning code. */

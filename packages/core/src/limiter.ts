@@ -167,6 +167,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
             { err, code: 'FG_ERR_RULES_SOURCE' },
             'rules source failed; keeping the rules in force',
           ),
+        this,
       )
     } else {
       this.source = undefined

@@ -1,5 +1,6 @@
 import type { Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
+import type { ReportingLimiter } from './host-report.js'
 
 /**
  * Where a limiter's rules come from: code, a file, or the rules service. A source delivers
@@ -14,12 +15,15 @@ export interface RulesSource {
    * its revision when the source knows one.
    * @param onError - Called when a load fails (unreadable, unreachable, invalid); the source
    * keeps going and the rules in force stay. Called once per distinct failure, not per poll.
+   * @param limiter - The limiter's counters and top clients, for a source that reports them
+   * back to where the rules come from (`httpRules` with `report`); others ignore it.
    * @returns A promise that resolves once the first load attempt is over, whether it
    * succeeded or not: a limiter keeps running with whatever rules it has.
    */
   start(
     onRules: (rules: Rule[], revision?: string) => void,
     onError: (err: Error) => void,
+    limiter?: ReportingLimiter,
   ): Promise<void>
   /** Stops watching or polling; no callback runs afterwards. Idempotent. */
   stop(): void
