@@ -735,6 +735,23 @@ export const adapterScenarios: readonly AdapterScenario[] = [
     ],
   },
   {
+    name: "count: 'successful': failed responses are given back, successful ones stay counted",
+    rules: [{ id: 'api', limit: 2, window: '1m', algorithm: 'fixed-window', count: 'successful' }],
+    routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/boom', fail: true }],
+    steps: [
+      { send: GET('/boom'), expect: { status: 500 }, raw: true },
+      { refunds: 1 },
+      { send: GET('/boom'), expect: { status: 500 }, raw: true },
+      { refunds: 2 },
+      { send: GET('/boom'), expect: { status: 500 }, raw: true },
+      { refunds: 3 },
+      { send: GET('/'), expect: { status: 200 }, raw: true },
+      { send: GET('/'), expect: { status: 200 }, raw: true },
+      { send: GET('/'), expect: { status: 429, body: problem(429, ['api'], 60) }, raw: true },
+      { handlerCalls: 5 },
+    ],
+  },
+  {
     name: "unmatched: 'reject' answers 503 to a request no rule matches",
     rules: [{ id: 'users', match: 'GET /users/:id', limit: 5, window: '1m' }],
     limiter: { unmatched: 'reject' },
