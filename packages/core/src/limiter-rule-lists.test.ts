@@ -89,6 +89,14 @@ describe('limiter: deny and allow lists in the rules', () => {
     }
   })
 
+  it("a shadow rule's deny list refuses nothing; it counts what it would have refused", () => {
+    const limiter = createLimiter({
+      rules: [{ id: 'try', limit: 5, window: '1m', shadow: true, deny: { ips: ['192.0.2.0/24'] } }],
+    })
+    expect(limiter.check(at('192.0.2.9'))).toMatchObject({ allowed: true })
+    expect(limiter.counters().byRule.get('try')).toMatchObject({ denied: 0, shadowRejected: 1 })
+  })
+
   it('a deny list wins over every allow list, in the rules or the options', () => {
     const limiter = createLimiter({
       rules: [

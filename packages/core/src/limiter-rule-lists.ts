@@ -20,8 +20,9 @@ export interface RuleLists {
   readonly allow: CompiledAccessList | undefined
 }
 
-/** What the list checks read of a rule's runtime: its lists, and its counters. */
+/** What the list checks read of a rule's runtime: its rule, its lists, and its counters. */
 interface Listed {
+  readonly compiled: { readonly rule: Rule }
   readonly lists: RuleLists
   readonly counts: DecisionCounts
 }
@@ -55,13 +56,19 @@ export function compileRuleLists<Req>(
 
 /**
  * The refusal of a client that a matched rule's deny list names, before anything is counted;
- * undefined when none does. Counted as a denied refusal of that rule.
+ * undefined when none does. Counted as a denied refusal of that rule (as a shadow refusal of
+ * a shadow rule, which refuses nothing).
  */
 export function deniedByRules(rts: readonly Listed[], facts: RequestFacts): Decision | undefined {
   for (let i = 0; i < rts.length; i++) {
     const rt = rts[i]!
     const deny = rt.lists.deny
     if (deny !== undefined && deny.list.has(facts)) {
+      // A shadow rule reports what its list would refuse, and refuses nothing.
+      if (rt.compiled.rule.shadow) {
+        rt.counts.shadowRejected++
+        continue
+      }
       rt.counts.denied++
       rt.counts.rejected++
       return deny.decision
