@@ -36,6 +36,8 @@ export const errorCodes = {
     'the app trusts every proxy: a client can write its own address into X-Forwarded-For',
   FG_WRN_LIMIT_INVALID:
     "a limit function threw, timed out or answered something that is not a limit; the rule's own limit applied",
+  FG_WRN_LIMIT_NOT_RECORDED:
+    "a shared store did not record a limit function's answer; other hosts' reset and get may miss its state",
   FG_WRN_OUTCOME_INVALID:
     'requestWasSuccessful threw or answered something other than a boolean; the request counted as failed',
   FG_WRN_REPORT_REFUSED: "the rules service refused this host's report; the host polls without it",

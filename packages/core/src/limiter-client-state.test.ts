@@ -150,6 +150,33 @@ describe('limiter.limit', () => {
     expect(limiter.counters().byRule.get('ws-messages')).toMatchObject({ allowed: 2, rejected: 1 })
   })
 
+  it('counts an event under the tier the key names, and reset forgets it', async () => {
+    const { limiter, sync } = clocked(
+      [
+        {
+          id: 'ws-plan',
+          match: '/never',
+          key: 'user',
+          window: '1m',
+          tiers: {
+            by: 'custom:plan',
+            values: { free: { limit: 1 }, pro: { limit: 3 } },
+            default: 'free',
+          },
+        },
+      ],
+      { keys: { user: () => undefined, plan: () => undefined } },
+    )
+    const pro = { user: 'u1', 'custom:plan': 'pro' }
+    expect(sync(limiter.limit(pro, { rule: 'ws-plan' }))).toMatchObject({ limit: 3, remaining: 2 })
+    // Without the plan: the default tier.
+    expect(sync(limiter.limit('u1', { rule: 'ws-plan' }))).toMatchObject({ limit: 1, remaining: 0 })
+    expect((await limiter.get(pro))[0]).toMatchObject({ tier: 'pro', remaining: 2 })
+    await limiter.reset('u1')
+    expect(sync(limiter.limit(pro, { rule: 'ws-plan' })).remaining).toBe(2)
+    expect(sync(limiter.limit('u1', { rule: 'ws-plan' })).allowed).toBe(true)
+  })
+
   it('refuses an unknown rule, a bad key and a bad cost', () => {
     const { limiter } = clocked([{ id: 'jobs', key: 'custom:queue', limit: 1, window: '1s' }], {
       keys: { queue: () => 'q' },

@@ -1,9 +1,11 @@
 import type { Clock } from './clock.js'
 import type { AlgorithmResult } from './algorithms/algorithm.js'
-import { keyFromParts, type ClientKey } from './keys/build-key.js'
+import { keyFromParts, partFromKey, type ClientKey } from './keys/build-key.js'
+import { variantOf, type LimitState } from './limiter-limits.js'
 import type { RuleRuntime } from './limiter-rules.js'
 import { storeName } from './limiter-rules.js'
 import { describeValue, misuseError, optionError } from './options/checks.js'
+import type { CompiledRule } from './rules/compiled-rules.js'
 import type { Rule } from './rules/rule.js'
 import type { RefundEntry, StateEntry, Store } from './stores/store.js'
 
@@ -26,9 +28,16 @@ export interface LimitOptions {
   readonly cost?: number | undefined
 }
 
-/** One rule's view of one client, as `limiter.get` reads it (nothing is charged). */
+/**
+ * One rule's view of one client, as `limiter.get` reads it (nothing is charged). A rule whose
+ * limit is chosen per request (tiers, a limit function) has one view per limit the client may
+ * be counted under: `rule` carries that limit, `tier` names the tier.
+ */
 export interface ClientState {
+  /** The rule, with the limit (and window) of this state. */
   readonly rule: Rule
+  /** The tier this state belongs to, for a rule with tiers; undefined for the rule's own limit. */
+  readonly tier?: string | undefined
   /** The stored client key (bounded; it may hold a raw header value: do not log it). */
   readonly key: string
   readonly limit: number
@@ -44,6 +53,50 @@ export interface ClientState {
 export interface Target {
   readonly rt: RuleRuntime
   readonly key: string
+  /** What the caller gave for the client (a tier may be named by one of its parts). */
+  readonly given: ClientKey
+}
+
+/** A state of one client under one rule: the rule's own, a tier's, a limit function's answer. */
+interface StateTarget extends LimitState {
+  readonly target: Target
+}
+
+/**
+ * The states a client may be counted under by each target rule. `'next'`: those the next
+ * request may use: the one tier the client's `by` part names when it is given, else every
+ * tier; every limit the rule's limit function answered (here or, with a store that records
+ * them, on any host) and the rule's own. `'all'`: every state, whatever the parts say.
+ */
+async function statesOf(
+  ctx: ClientStateContext,
+  targets: readonly Target[],
+  which: 'next' | 'all',
+): Promise<StateTarget[]> {
+  const out: StateTarget[] = []
+  for (const target of targets) {
+    const rt = target.rt
+    if (rt.tiers) {
+      const named = which === 'next' ? partFromKey(target.given, rt.tiers.by) : undefined
+      const states = named === undefined ? rt.tiers.states : [rt.tiers.stateOf(named)]
+      for (const s of states) out.push({ ...s, target })
+    } else if (rt.answered) {
+      const base = rt.compiled
+      out.push({ compiled: base, target })
+      const limits = [...rt.answered.values()]
+      if (typeof ctx.store.recordedLimits === 'function') {
+        limits.push(...(await ctx.store.recordedLimits(base.stateId)))
+      }
+      const seen = new Set([base.stateId])
+      for (const l of limits) {
+        const compiled = variantOf(base, l)
+        if (seen.has(compiled.stateId)) continue
+        seen.add(compiled.stateId)
+        out.push({ compiled, target })
+      }
+    } else out.push({ compiled: rt.compiled, target })
+  }
+  return out
 }
 
 /** What the client-state operations need from the limiter. */
@@ -106,13 +159,14 @@ export function targetsOf(
   }
   if (options?.rule !== undefined) {
     const rt = findRule(ctx, op, options.rule)
-    return [{ rt, key: keyFor(ctx, op, rt, key) }]
+    const stored = keyFor(ctx, op, rt, key)
+    return [{ rt, key: stored, given: key as ClientKey }]
   }
   checkClientKey(op, key)
   const out: Target[] = []
   for (const rt of ctx.runtimes()) {
     const stored = keyFromParts(rt.compiled.rule, key, ctx.ipv6Subnet)
-    if (stored !== undefined) out.push({ rt, key: stored })
+    if (stored !== undefined) out.push({ rt, key: stored, given: key })
   }
   if (out.length === 0) {
     throw misuseError(`${op}: no rule in force is keyed by ${describeValue(key)}`)
@@ -139,6 +193,16 @@ function checkUnits(op: string, units: unknown): number {
   return units
 }
 
+/**
+ * The state `limiter.limit(key)` counts an event under: the tier the key names (its `tiers.by`
+ * part), else the one a request without it gets. A limit function reads a request, which an
+ * event does not have: its rule counts events under the rule's own limit.
+ */
+export function eventStateOf(rt: RuleRuntime, key: ClientKey): CompiledRule {
+  const tiers = rt.tiers
+  return tiers ? tiers.stateOf(partFromKey(key, tiers.by)).compiled : rt.compiled
+}
+
 /** `limiter.get`: each rule's view of the client, read without charging. */
 export async function getState(
   ctx: ClientStateContext,
@@ -147,23 +211,27 @@ export async function getState(
 ): Promise<ClientState[]> {
   const targets = targetsOf(ctx, 'get', key, options)
   const peek = need(ctx.store, 'peek', 'get')
-  const asked: StateEntry[] = targets.map((t) => ({ rule: t.rt.compiled, key: t.key }))
-  const blocks: number[] = []
-  targets.forEach((t, i) => {
+  const states = await statesOf(ctx, targets, 'next')
+  const asked: StateEntry[] = states.map((s) => ({ rule: s.compiled, key: s.target.key }))
+  // One ban check per rule: its ban does not depend on the limit.
+  const blocks = new Map<Target, number>()
+  for (const t of targets) {
     const ban = t.rt.compiled.ban
     if (ban) {
-      blocks[i] = asked.length
+      blocks.set(t, asked.length)
       asked.push({ rule: ban.block, key: t.key })
     }
-  })
+  }
   const answer: readonly AlgorithmResult[] = await peek(asked, ctx.clock())
-  return targets.map((t, i) => {
+  return states.map((s, i) => {
     const r = answer[i]!
-    const b = blocks[i] === undefined ? undefined : answer[blocks[i]]
+    const at = blocks.get(s.target)
+    const b = at === undefined ? undefined : answer[at]
     const bannedForMs = b && !b.allowed ? b.retryAfterMs : 0
     return {
-      rule: t.rt.compiled.rule,
-      key: t.key,
+      rule: s.compiled.rule,
+      ...(s.tier === undefined ? {} : { tier: s.tier }),
+      key: s.target.key,
       limit: r.limit,
       remaining: bannedForMs > 0 ? 0 : r.remaining,
       resetMs: Math.max(r.resetMs, bannedForMs),
@@ -180,16 +248,21 @@ export async function resetState(
 ): Promise<void> {
   const targets = targetsOf(ctx, 'reset', key, options)
   const reset = need(ctx.store, 'reset', 'reset')
-  const entries: StateEntry[] = []
+  const entries: StateEntry[] = (await statesOf(ctx, targets, 'all')).map((s) => ({
+    rule: s.compiled,
+    key: s.target.key,
+  }))
   for (const t of targets) {
-    entries.push({ rule: t.rt.compiled, key: t.key })
     const ban = t.rt.compiled.ban
     if (ban) entries.push({ rule: ban.refusals, key: t.key }, { rule: ban.block, key: t.key })
   }
   await reset(entries, ctx.clock())
 }
 
-/** `limiter.penalty`: charge units past the limit (into debt) on rules that carry debt. */
+/**
+ * `limiter.penalty`: charge units past the limit (into debt) on rules that carry debt, under
+ * every limit the client's next request may be counted under (see `statesOf`).
+ */
 export async function penalize(
   ctx: ClientStateContext,
   key: unknown,
@@ -206,7 +279,11 @@ export async function penalize(
     )
   }
   const charge = need(ctx.store, 'penalize', 'penalty')
-  const entries: RefundEntry[] = targets.map((t) => ({ rule: t.rt.compiled, key: t.key, cost }))
+  const entries: RefundEntry[] = (await statesOf(ctx, targets, 'next')).map((s) => ({
+    rule: s.compiled,
+    key: s.target.key,
+    cost,
+  }))
   await charge(entries, ctx.clock())
 }
 
@@ -226,6 +303,10 @@ export async function reward(
     )
   }
   targets = targets.filter((t) => !t.rt.holdsSlot)
-  const entries: RefundEntry[] = targets.map((t) => ({ rule: t.rt.compiled, key: t.key, cost }))
+  const entries: RefundEntry[] = (await statesOf(ctx, targets, 'next')).map((s) => ({
+    rule: s.compiled,
+    key: s.target.key,
+    cost,
+  }))
   if (entries.length > 0) await ctx.store.refund(entries, ctx.clock())
 }

@@ -1,6 +1,7 @@
 import type { CompiledRule } from './rules/compiled-rules.js'
 import type { ConsumeEntry, RefundEntry } from './stores/store.js'
 import type { RuleRuntime } from './limiter-rules.js'
+import { allowedByRule } from './limiter-rule-lists.js'
 import type { RequestFacts } from './request-facts.js'
 
 /** A store entry plus the rule's runtime, so the decision needs no second lookup. */
@@ -44,7 +45,7 @@ export interface PendingPick {
 }
 
 /**
- * One store entry per rule that has a key for this request, counted against the limit chosen
+ * One store entry per rule that has a key for this request and does not allow-list the client, counted against the limit chosen
  * for it (tiers, a limit function); returns how many. An entry whose limit comes from a
  * promise keeps the rule's own until `pending` is settled.
  */
@@ -63,7 +64,8 @@ export function fillEntries<Req>(
     let key: string | undefined
     let picked: CompiledRule | Promise<CompiledRule> = rt.compiled
     try {
-      key = rt.keyFn(facts)
+      // A client on the rule's allow list is not counted by it.
+      key = allowedByRule(rt, facts) ? undefined : rt.keyFn(facts)
       if (key !== undefined && rt.pick !== undefined) picked = rt.pick(facts)
     } catch (err) {
       // Give back the queue places this request took so far; stale scratch entries past n

@@ -5,7 +5,7 @@ import type { RequestFacts } from './request-facts.js'
 import { BUCKET_ALGORITHMS } from './rules/algorithm-catalog.js'
 import { stateIdOf } from './rules/compile-rules.js'
 import type { CompiledRule } from './rules/compiled-rules.js'
-import type { RuleTier } from './rules/rule.js'
+import type { KeyPart, RuleTier } from './rules/rule.js'
 import { MAX_DURATION_MS } from './rules/schema-fields.js'
 
 /**
@@ -43,14 +43,43 @@ export const MAX_LIMIT_VARIANTS = 64
 export type LimitProblem = (reason: string, fields: Record<string, unknown>) => void
 
 /**
- * The rule with another limit: the same id, algorithm, key and actions, its own params and
- * its own state. A tier's name is part of the state id, so two tiers never share a state.
+ * The rule with another limit: the same id, algorithm, key, actions and ban, its own params
+ * and its own state. A tier's name is part of the state id, so two tiers never share a state.
+ * The ban's states are the rule's: a client's refusals and ban do not depend on its plan.
  */
 export function variantOf(base: CompiledRule, limits: RuleTier, tier?: string): CompiledRule {
   const rule = Object.freeze({ ...base.rule, ...limits })
-  const params = Object.freeze({ ...limits })
+  const params = Object.freeze({
+    limit: limits.limit,
+    windowMs: limits.windowMs,
+    burst: limits.burst,
+  })
   const stateId = tier === undefined ? stateIdOf(rule) : `${stateIdOf(rule)}|tier:${tier}`
-  return Object.freeze({ rule, algorithm: base.algorithm, params, stateId })
+  const ban = base.ban
+  return Object.freeze({
+    rule,
+    algorithm: base.algorithm,
+    params,
+    stateId,
+    ...(ban === undefined ? {} : { ban }),
+  })
+}
+
+/** A state a client may be counted under by one rule: the rule's own, a tier's, an answer's. */
+export interface LimitState {
+  readonly compiled: CompiledRule
+  /** The tier's name, for a tier's state. */
+  readonly tier?: string | undefined
+}
+
+/** A rule's tiers, for the operations on one client (`limiter.get`, `reset`, …). */
+export interface TierLookup {
+  /** The key part whose value names the tier. */
+  readonly by: KeyPart
+  /** Every state a client of the rule may be counted under: each tier, and the rule's own. */
+  readonly states: readonly LimitState[]
+  /** The state a request whose `by` part has this value is counted under. */
+  stateOf(value: string | undefined): LimitState
 }
 
 /** Picks the compiled rule (its limit and its state) one request is counted against. */
@@ -62,21 +91,34 @@ export function tierPick<Req>(
   builders: KeyBuilders<Req>,
   ipv6Subnet: number,
   path: string,
-): { pick: LimitPick; stateIds: string[] } | undefined {
+): { pick: LimitPick; stateIds: string[]; lookup: TierLookup } | undefined {
   const tiers = base.rule.tiers
   if (!tiers) return undefined
   const read: KeyFn = compileKeyPart(tiers.by, builders, ipv6Subnet, `${path}.tiers.by`)
   const byName = new Map<string, CompiledRule>()
+  const states: LimitState[] = []
   for (const name of Object.keys(tiers.values)) {
-    byName.set(name, variantOf(base, tiers.values[name]!, name))
+    const compiled = variantOf(base, tiers.values[name]!, name)
+    byName.set(name, compiled)
+    states.push(Object.freeze({ compiled, tier: name }))
   }
-  const fallback = tiers.default === undefined ? base : byName.get(tiers.default)!
+  const fallback: LimitState =
+    tiers.default === undefined
+      ? Object.freeze({ compiled: base })
+      : states.find((s) => s.tier === tiers.default)!
+  if (tiers.default === undefined) states.push(fallback)
   return {
     pick: (facts) => {
       const name = read(facts)
-      return (name !== undefined && byName.get(name)) || fallback
+      return (name !== undefined && byName.get(name)) || fallback.compiled
     },
     stateIds: [...byName.values()].map((c) => c.stateId),
+    lookup: Object.freeze({
+      by: tiers.by,
+      states: Object.freeze(states),
+      stateOf: (value: string | undefined) =>
+        (value !== undefined && states.find((s) => s.tier === value)) || fallback,
+    }),
   }
 }
 
@@ -119,14 +161,17 @@ function isThenable(x: unknown): x is PromiseLike<unknown> {
 /**
  * A rule's limit function compiled: the answer is checked, and each distinct limit gets one
  * variant of the rule (at most {@link MAX_LIMIT_VARIANTS}; past that, the rule's own limit).
- * `seen` collects the state ids of the variants made, so a rules swap keeps their state.
+ * `seen` collects the limits of the variants made by their state ids, so a rules swap keeps
+ * their state and `limiter.reset` finds them; `made` is told of each new one (to record it
+ * in a shared store, where the other hosts find it).
  */
 export function functionPick<Req>(
   base: CompiledRule,
   fn: LimitFunction<Req>,
   timeoutMs: number,
-  seen: Set<string>,
+  seen: Map<string, RuleTier>,
   problem: LimitProblem,
+  made?: (limits: RuleTier) => void,
 ): LimitPick {
   const variants = new Map<string, CompiledRule>()
   const id = base.rule.id
@@ -151,7 +196,10 @@ export function functionPick<Req>(
       }
       v = variantOf(base, limits)
       variants.set(k, v)
-      seen.add(v.stateId)
+      if (!seen.has(v.stateId)) {
+        seen.set(v.stateId, limits)
+        made?.(limits)
+      }
     }
     return v
   }

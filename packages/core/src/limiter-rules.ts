@@ -13,7 +13,10 @@ import {
   type LimitFunctions,
   type LimitPick,
   type LimitProblem,
+  type TierLookup,
 } from './limiter-limits.js'
+import type { RuleTier } from './rules/rule.js'
+import { compileRuleLists, type DenyRefusal, type RuleLists } from './limiter-rule-lists.js'
 
 /** What the hot path needs per rule, resolved once per rule set. */
 export interface RuleRuntime {
@@ -27,7 +30,13 @@ export interface RuleRuntime {
   /** Chooses the limit per request (tiers or a limit function); undefined: the rule's own. */
   readonly pick: LimitPick | undefined
   /** State ids of the rule's other limits (tiers, a function's answers so far). */
-  readonly variantStateIds: ReadonlySet<string> | undefined
+  readonly variantStateIds: Iterable<string> | undefined
+  /** The rule's tiers, when it has some. */
+  readonly tiers: TierLookup | undefined
+  /** The limits the rule's limit function answered on this host, by state id; none: no function. */
+  readonly answered: ReadonlyMap<string, RuleTier> | undefined
+  /** The rule's `deny` and `allow` lists, compiled. */
+  readonly lists: RuleLists
 }
 
 /** How a limiter chooses limits in code: its `limits` option. */
@@ -35,6 +44,8 @@ export interface LimitSettings<Req> {
   readonly functions: LimitFunctions<Req>
   readonly timeoutMs: number
   readonly problem: LimitProblem
+  /** A shared store did not record a limit function's answer (other hosts' `reset` miss it). */
+  readonly recordFailed?: LimitProblem | undefined
 }
 
 const EMPTY_COMPILED: CompiledRules = { rules: [], match: () => [] }
@@ -53,7 +64,7 @@ export class RuleRegistry<Req> {
    * State ids a limit function's answers created, by the rule's own state id: a rules swap that
    * keeps the rule keeps them, though the rule's runtime (and its cache of answers) is new.
    */
-  private readonly answered = new Map<string, Set<string>>()
+  private readonly answered = new Map<string, Map<string, RuleTier>>()
   private lastMatched: readonly CompiledRule[] | undefined
   private lastRuntimes: RuleRuntime[] | undefined
 
@@ -61,6 +72,7 @@ export class RuleRegistry<Req> {
     private readonly store: Store,
     private readonly keys: KeyBuilders<Req>,
     private readonly ipv6Subnet: number,
+    private readonly denyRefusal: DenyRefusal,
     private readonly limits?: LimitSettings<Req>,
   ) {}
 
@@ -82,12 +94,18 @@ export class RuleRegistry<Req> {
       }
       const tiers = tierPick(c, this.keys, this.ipv6Subnet, path)
       let pick = tiers?.pick
-      let variantStateIds: ReadonlySet<string> | undefined = tiers && new Set(tiers.stateIds)
+      let variantStateIds: Iterable<string> | undefined = tiers?.stateIds
+      let answered: Map<string, RuleTier> | undefined
       if (fn && this.limits) {
         let seen = this.answered.get(c.stateId)
-        if (!seen) this.answered.set(c.stateId, (seen = new Set()))
-        pick = functionPick(c, fn, this.limits.timeoutMs, seen, this.limits.problem)
-        variantStateIds = seen
+        if (!seen) this.answered.set(c.stateId, (seen = new Map<string, RuleTier>()))
+        const failed = this.limits.recordFailed
+        pick = functionPick(c, fn, this.limits.timeoutMs, seen, this.limits.problem, (limits) =>
+          recordLimits(this.store, c, limits, failed),
+        )
+        answered = seen
+        // Read live: the answers grow after the rules swap.
+        variantStateIds = { [Symbol.iterator]: () => seen.keys() }
       }
       return {
         compiled: c,
@@ -97,6 +115,9 @@ export class RuleRegistry<Req> {
         countsOutcome: c.rule.count !== 'all',
         pick,
         variantStateIds,
+        tiers: tiers?.lookup,
+        answered,
+        lists: compileRuleLists(c.rule, this.keys, path, this.denyRefusal),
       }
     })
     if (clashes.length > 0) throw new RulesValidationError(clashes)
@@ -190,6 +211,27 @@ export class RuleRegistry<Req> {
       for (const c of set.rules) live.add(c.stateId)
     }
     for (const id of this.answered.keys()) if (!live.has(id)) this.answered.delete(id)
+  }
+}
+
+/**
+ * Tell a shared store of a limit function's new answer, so other hosts' `reset` and `get`
+ * find its state; a failure is logged (throttled) and costs only that.
+ */
+function recordLimits(
+  store: Store,
+  base: CompiledRule,
+  limits: RuleTier,
+  problem: LimitProblem | undefined,
+): void {
+  if (typeof store.recordLimits !== 'function') return
+  const failed = (err: unknown): void =>
+    problem?.('the store did not record a limit function answer', { rule: base.rule.id, err })
+  try {
+    const done = store.recordLimits(base.stateId, limits)
+    if (done instanceof Promise) done.catch(failed)
+  } catch (err) {
+    failed(err)
   }
 }
 

@@ -4,11 +4,13 @@ import { addCounts, zeroCounts, type CountersSnapshot } from './limiter-counters
 import { DeadlineWatchdog } from './limiter-deadline.js'
 import { ALLOW_LISTED, NO_RULES, UNMATCHED, listedRefusal } from './limiter-decide.js'
 import { CompiledAccessList } from './lists/access-list.js'
+import { allowListedByAny, deniedByRules } from './limiter-rule-lists.js'
 import { fillEntries, isCost, type Entry, type PendingPick } from './limiter-entry.js'
 import { FailOpenLog } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
 import type { LimiterObserver } from './limiter-observer.js'
 import {
+  eventStateOf,
   findRule,
   getState,
   keyFor,
@@ -127,7 +129,9 @@ class LimiterEngine<Req> implements Limiter<Req> {
         : UNMATCHED
     const failOpenLog = new FailOpenLog(this.logger, clock, failOpenLogIntervalMs)
     const limitLog = new FailOpenLog(this.logger, clock, failOpenLogIntervalMs)
-    this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet, {
+    const denyRefusal = (status: Decision['status'], rule: Rule): Decision =>
+      Object.freeze({ ...listedRefusal(status, 'deny-list'), rule })
+    this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet, denyRefusal, {
       functions: o.limits ?? {},
       timeoutMs,
       problem: (reason, fields) =>
@@ -135,6 +139,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
           { code: 'FG_WRN_LIMIT_INVALID', ...fields },
           `${reason}; the rule's own limit applied`,
         ),
+      recordFailed: (reason, fields) =>
+        limitLog.warn({ code: 'FG_WRN_LIMIT_NOT_RECORDED', ...fields }, reason),
     })
     this.holdings = new Holdings(this.store, clock, this.logger)
     this.clientState = {
@@ -219,7 +225,6 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private judgeRequest(facts: RequestFacts<Req>): Decision | Promise<Decision> {
     // Before any matching or counting: a denied client costs no store call.
     if (this.denyList?.has(facts)) return this.reporter.report(this.denied, facts)
-    if (this.allowList?.has(facts)) return this.reporter.report(ALLOW_LISTED, facts)
     const registry = this.registry
     const matched = registry.compiled.match(facts)
     let rts = matched.length === 0 ? undefined : registry.runtimesFor(matched)
@@ -230,6 +235,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
         rts = rts ? rts.concat(more) : more
       }
     }
+    // A deny list wins over every allow list: the rules' deny lists are read first.
+    const denied = rts && deniedByRules(rts, facts)
+    if (denied) return this.reporter.report(denied, facts)
+    if (this.allowList?.has(facts)) return this.reporter.report(ALLOW_LISTED, facts)
     if (!rts) return this.reporter.report(this.unmatched, facts)
 
     const routeCost: unknown = facts.cost === undefined ? 1 : facts.cost
@@ -251,7 +260,9 @@ class LimiterEngine<Req> implements Limiter<Req> {
     } catch (err) {
       return this.roundTrip.failOpen(err, [], facts, 'FG_WRN_CHECK_FAILED_OPEN')
     }
-    if (n === 0) return this.reporter.report(NO_RULES, facts)
+    if (n === 0) {
+      return this.reporter.report(allowListedByAny(rts, facts) ? ALLOW_LISTED : NO_RULES, facts)
+    }
     if (entries.length !== n) entries.length = n
     if (pending.length > 0) {
       // A limit function answers later: the scratch entries may serve other requests meanwhile.
@@ -332,7 +343,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
       if (place !== undefined) maxWaitMs = rule.onLimit.maxWaitMs
     }
     const entry: Entry = {
-      rule: rt.compiled,
+      rule: eventStateOf(rt, key),
       key: stored,
       cost: rule.cost * units,
       maxWaitMs,

@@ -1,4 +1,5 @@
 import type { Store } from '@floodgate/core'
+import type { RuleTier } from '@floodgate/core/rules'
 import {
   checkPositiveInt,
   checkPositiveNumber,
@@ -16,6 +17,7 @@ import {
 } from '@floodgate/core/algorithms'
 import { BatchQueue, type ScriptCall } from './batch-queue.js'
 import { RedisConnection, type RedisClient } from './connection.js'
+import { RecordedLimits } from './recorded-limits.js'
 import { checkPrefix, hashTag } from './redis-key.js'
 import { scriptCommand } from './script-command.js'
 import { throttledWarn } from './throttled-warn.js'
@@ -68,6 +70,7 @@ export class RedisStore implements Store {
   private readonly scripts = new Map<string, DecideFn>()
   private readonly isCluster: boolean
   private readonly queue: BatchQueue
+  private readonly recorded: RecordedLimits
 
   /**
    * @param options - Where Redis is and how calls are bounded; see {@link RedisStoreOptions}.
@@ -95,6 +98,7 @@ export class RedisStore implements Store {
     this.client = this.connection.client
     this.ready = this.connection.ready
     this.isCluster = this.connection.isCluster
+    this.recorded = new RecordedLimits(this.client, prefix, timeoutMs)
     this.queue = new BatchQueue({
       prefix,
       timeoutMs,
@@ -197,6 +201,19 @@ export class RedisStore implements Store {
       }
     }
     await this.each('f', entries, undefined, nowMs)
+  }
+
+  /**
+   * Record a limit function's answer in Redis (`prefix:limits:stateId`), where every host's
+   * `limiter.reset` and `get` find it. Rejects when Redis fails or misses the deadline.
+   */
+  recordLimits(ruleStateId: string, limits: RuleTier): Promise<void> {
+    return this.recorded.record(ruleStateId, limits)
+  }
+
+  /** The limit function answers every host recorded for the rule. */
+  recordedLimits(ruleStateId: string): Promise<RuleTier[]> {
+    return this.recorded.read(ruleStateId)
   }
 
   /**

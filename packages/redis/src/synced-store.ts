@@ -1,4 +1,5 @@
 import { MemoryStore, type Clock, type Store } from '@floodgate/core'
+import type { RuleTier } from '@floodgate/core/rules'
 import {
   EPSILON,
   scopeLogger,
@@ -8,6 +9,7 @@ import {
   type StateEntry,
 } from '@floodgate/core/algorithms'
 import { RedisConnection, type RedisClient } from './connection.js'
+import { RecordedLimits } from './recorded-limits.js'
 import { throttledWarn } from './throttled-warn.js'
 import { adoptFleetLevel, holdBack } from './synced/fleet-share.js'
 import { resolveSyncedOptions, type SyncedStoreOptions } from './synced/options.js'
@@ -58,6 +60,7 @@ export class SyncedStore implements Store {
   /** Resolves once the client is connected; never rejects. Until then decisions are local only. */
   readonly ready: Promise<void>
   private readonly connection: RedisConnection
+  private readonly recorded: RecordedLimits
   private readonly exchange: SyncExchange
   private readonly memory: MemoryStore
   private readonly keys: TrackedKeys
@@ -93,6 +96,7 @@ export class SyncedStore implements Store {
     this.syncMs = o.syncMs
     this.clock = o.clock
     this.exchange = new SyncExchange(this.connection, o)
+    this.recorded = new RecordedLimits(this.client, o.prefix, o.timeoutMs)
     this.warn = throttledWarn(scopeLogger(o.logger, 'floodgate-synced'))
     this.schedule()
   }
@@ -173,6 +177,19 @@ export class SyncedStore implements Store {
       this.markUrgent(t)
       t.fullAtMs = Math.max(t.fullAtMs, nowMs) + e.cost * interval(e.rule)
     }
+  }
+
+  /**
+   * Record a limit function's answer in Redis, where every host's `limiter.get` and `penalty`
+   * find it. Rejects when Redis fails or misses the deadline.
+   */
+  recordLimits(ruleStateId: string, limits: RuleTier): Promise<void> {
+    return this.recorded.record(ruleStateId, limits)
+  }
+
+  /** The limit function answers every host recorded for the rule. */
+  recordedLimits(ruleStateId: string): Promise<RuleTier[]> {
+    return this.recorded.read(ruleStateId)
   }
 
   /**

@@ -41,9 +41,12 @@ describe.skipIf(!available)('the adapters scenario table on RedisStore', () => {
   })
 
   // Express and Koa run the whole table on MemoryStore; on Redis, the rows about what handlers
-  // read, the header formats and the lists (the rest is the same enforcement flow Fastify runs).
+  // read, the header formats, the lists, bans, per-plan limits and counting by outcome (the
+  // rest is the same enforcement flow Fastify runs).
   const integration = scenarios.filter((s) =>
-    /draft-7|legacy|handlers read|deny|allow list|unmatched/.test(s.name),
+    /draft-7|legacy|handlers read|deny|allow list|unmatched|^ban:|^tiers:|limit function|count: '/.test(
+      s.name,
+    ),
   )
   describeAdapterScenarios({ name: 'express + RedisStore', start: startExpress }, integration, {
     makeStore,

@@ -253,7 +253,11 @@ const FORM_FIELDS = [
   'cost',
   'onLimit',
   'shadow',
+  'deny',
+  'allow',
 ]
+const LISTS = ['deny', 'allow']
+const isObject = (v) => typeof v === 'object' && v !== null && !Array.isArray(v)
 const field = (name) => $(`#f-${name}`)
 
 /** Fill the form from a rule; fields the form cannot show stay in `state.extra`. */
@@ -295,6 +299,19 @@ function fillForm(rule) {
     delete extra.onLimit
   }
   $('#queue-fields').hidden = field('onLimit').value !== 'queue'
+  // A list's addresses are edited one per line; its other fields (keys, status) stay in the
+  // JSON, and a list the form cannot show (not an object, ips not strings) is left to it.
+  state.lists = {}
+  for (const name of LISTS) {
+    const list = rule[name]
+    const ips = isObject(list) ? list.ips : undefined
+    const shown =
+      list === undefined ||
+      (isObject(list) &&
+        (ips === undefined || (Array.isArray(ips) && ips.every((ip) => typeof ip === 'string'))))
+    state.lists[name] = shown
+    field(name).value = shown && ips ? ips.join('\n') : ''
+  }
   state.extra = extra
 }
 
@@ -334,6 +351,16 @@ function readForm() {
   } else rule.onLimit = on
   if (field('shadow').checked) rule.shadow = true
   else delete rule.shadow
+  for (const name of LISTS) {
+    if (state.lists?.[name] === false) continue
+    const ips = text(name)
+      .split(/[\s,]+/)
+      .filter(Boolean)
+    const { ips: _old, ...rest } = isObject(rule[name]) ? rule[name] : {}
+    const list = ips.length > 0 ? { ips, ...rest } : rest
+    if (Object.keys(list).length > 0) rule[name] = list
+    else delete rule[name]
+  }
   // Keep the id first in the JSON view, as people read it.
   const { id, ...rest } = rule
   return id === undefined ? rest : { id, ...rest }

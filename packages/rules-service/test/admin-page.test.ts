@@ -142,4 +142,53 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
     expect(set.rules).toEqual([])
     expect(pageErrors.filter((e) => !/status of 40[013]/.test(e))).toEqual([])
   })
+
+  it("edits deny and allow addresses, keeps a list's other fields, and shows a bad CIDR inline", async () => {
+    await page.selectOption('#service', 'search')
+    await page.click('#new-rule')
+    await page.fill('#f-id', 'listed')
+    await page.fill('#f-limit', '10')
+    await page.fill('#f-window', '1m')
+    await page.fill('#f-deny', '203.0.113.0/24\n2001:db8:bad::/48')
+    await page.fill('#f-allow', '10.0.0.0/8')
+    expect(JSON.parse(await page.inputValue('#f-json'))).toEqual({
+      id: 'listed',
+      limit: 10,
+      window: '1m',
+      deny: { ips: ['203.0.113.0/24', '2001:db8:bad::/48'] },
+      allow: { ips: ['10.0.0.0/8'] },
+    })
+    // Fields the form has no input for stay in the JSON: a status, key values.
+    const json = JSON.parse(await page.inputValue('#f-json')) as Record<string, unknown>
+    json.deny = { ips: ['203.0.113.0/24'], keys: { 'header:x-api-key': ['leaked'] }, status: 404 }
+    await page.click('#json-details summary')
+    await page.fill('#f-json', JSON.stringify(json))
+    expect(await page.inputValue('#f-deny')).toBe('203.0.113.0/24')
+    await page.fill('#f-deny', '203.0.113.0/24, 198.51.100.7')
+    await page.click('#save')
+    const row = page.locator('#rules tbody tr[data-rule-id="listed"]')
+    await poll(() => row.count()).toBe(1)
+    const url = `${service.url}/v1/services/search/rules/listed`
+    const stored = async () => ((await (await fetch(url)).json()) as { rule: unknown }).rule
+    expect(await stored()).toMatchObject({
+      deny: {
+        ips: ['203.0.113.0/24', '198.51.100.7'],
+        keys: { 'header:x-api-key': ['leaked'] },
+        status: 404,
+      },
+      allow: { ips: ['10.0.0.0/8'] },
+    })
+
+    // A prefix longer than the address: named next to the field, nothing stored.
+    await row.getByRole('button', { name: 'Edit rule listed' }).click()
+    await page.fill('#f-deny', '10.0.0.0/33')
+    await page.click('#save')
+    await poll(() => page.locator('.field-error[data-for="deny"]').textContent()).toBe(
+      `expected a prefix length from 0 to 32 after the '/', got "10.0.0.0/33"`,
+    )
+    expect(await page.getAttribute('#f-deny', 'aria-invalid')).toBe('true')
+    await shot('4-bad-cidr')
+    expect(await stored()).toMatchObject({ deny: { ips: ['203.0.113.0/24', '198.51.100.7'] } })
+    expect(pageErrors.filter((e) => !/status of 40[013]/.test(e))).toEqual([])
+  })
 })

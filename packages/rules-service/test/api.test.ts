@@ -200,6 +200,29 @@ for (const backend of backends) {
       expect(set.body).toEqual({ service, revision: 0, rules: [] })
     })
 
+    it("manages a rule's deny and allow lists; a bad CIDR is refused naming it, the set in force stays", async () => {
+      const service = await newService()
+      const lists = {
+        deny: { ips: ['203.0.113.0/24', '2001:db8:bad::/48'], keys: { 'header:x-api-key': ['k'] } },
+        allow: { ips: ['10.0.0.0/8'] },
+      }
+      const created = await call('POST', `/v1/services/${service}/rules`, {
+        token: TOKENS.admin,
+        body: rule('api', lists),
+      })
+      expect(created.status).toBe(201)
+      const bad = await call('POST', `/v1/services/${service}/rules`, {
+        token: TOKENS.admin,
+        body: rule('more', { deny: { ips: ['198.51.100.0/33'] } }),
+      })
+      expect(bad.status).toBe(400)
+      expect(bad.body!.errors.join('\n')).toMatch(
+        /^rules\[\d\]\.deny\.ips\[0\]: expected a prefix length from 0 to 32 after the '\/', got "198\.51\.100\.0\/33"$/m,
+      )
+      const set = await call('GET', `/v1/services/${service}/ruleset`, { token: TOKENS.reader })
+      expect(set.body).toEqual({ service, revision: 1, rules: [rule('api', lists)] })
+    })
+
     it('answers malformed JSON, oversized bodies, non-JSON bodies and unknown routes with problems', async () => {
       const service = await newService()
       const url = `/v1/services/${service}/rules`

@@ -158,6 +158,22 @@ describe('a host polling the rules service', () => {
     expect(statuses.filter((s) => s >= 400)).toEqual([])
   })
 
+  it('enforces a deny list created through the API: 403 within one poll, lifted when the rule goes', async () => {
+    expect(await hit()).toBe(200)
+    await write('POST', api, {
+      id: 'blocked',
+      match: 'GET /orders',
+      limit: 100,
+      window: '1m',
+      deny: { ips: ['127.0.0.0/8', '::1'] },
+    })
+    await waitFor(async () => (await hit()) === 403, 'the deny list to be enforced', DEADLINE_MS)
+    // Only where the rule applies.
+    expect(await hit('/search')).toBe(200)
+    await write('DELETE', `${api}/blocked`)
+    await waitFor(async () => (await hit()) === 200, 'the deny list to be lifted', DEADLINE_MS)
+  })
+
   it('keeps the counters of unchanged rules across a swap', async () => {
     await write('POST', api, { id: 'orders', match: 'GET /orders', limit: 2, window: '1h' })
     await waitFor(async () => (await hit()) === 429, 'the orders rule', DEADLINE_MS)

@@ -181,6 +181,20 @@ export function compileKey<Req>(
 export type ClientKey = string | number | Readonly<Record<string, string | number | undefined>>
 
 /**
+ * One (non-address) part's value among the values given for a client, normalised as on a
+ * request; undefined when `given` is not an object of parts or lacks it.
+ *
+ * @param given - The part values, or one part's value.
+ * @param part - The part to read (`header:x-plan`, `user`, `custom:plan`).
+ * @returns The value, or undefined.
+ */
+export function partFromKey(given: ClientKey, part: KeyPart): string | undefined {
+  if (typeof given !== 'object') return undefined
+  const raw = Object.hasOwn(given, part) ? given[part] : undefined
+  return raw === undefined ? undefined : text(String(raw))
+}
+
+/**
  * The stored key a request with these part values would get under `rule`: each part
  * normalised as on a request (an IPv6 address grouped by its subnet), the parts joined, the
  * result bounded. A missing part falls back to the client's IP when the rule says so

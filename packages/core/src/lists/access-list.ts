@@ -29,25 +29,64 @@ export interface AccessList {
 
 const KEY_PART = /^(?:user|header:[A-Za-z0-9!#$%&'*+.^_`|~-]+|custom:[A-Za-z0-9_.-]+)$/
 
-function parseRange(entry: unknown, where: string): { address: string; prefix: number } {
-  if (typeof entry !== 'string') throw optionError(where, 'an IP address or CIDR range', entry)
+/** Most entries one list (or one key part's values) may hold in a rule. */
+export const MAX_LIST_ENTRIES = 10_000
+
+/** An address or CIDR range, read. */
+export interface ListRange {
+  readonly address: string
+  readonly prefix: number
+  readonly family: 'ipv4' | 'ipv6'
+}
+
+/** Why an entry is not an address or range: what was expected, and whether the prefix is at fault. */
+export interface RangeProblem {
+  readonly expected: string
+  /** Set when the address is fine but the prefix length is not: what was written, the most. */
+  readonly prefix?: { readonly bits: string; readonly max: number } | undefined
+}
+
+/**
+ * Read one `ips` entry: an IPv4 or IPv6 address, or a CIDR range of either. The one reading of
+ * list entries, for the limiter's options and for rules.
+ *
+ * @param entry - the entry as written
+ * @returns the range, or what is wrong with it
+ */
+export function readRange(entry: unknown): ListRange | RangeProblem {
+  const expected = "an IP address or CIDR range ('192.0.2.0/24', '2001:db8::/32')"
+  if (typeof entry !== 'string') return { expected }
   const slash = entry.indexOf('/')
   const address = slash < 0 ? entry : entry.slice(0, slash)
-  const family = isIP(address)
-  if (family === 0) {
-    throw optionError(where, "an IP address or CIDR range ('192.0.2.0/24', '2001:db8::/32')", entry)
-  }
-  const max = family === 4 ? 32 : 128
-  if (slash < 0) return { address, prefix: max }
+  const version = isIP(address)
+  if (version === 0) return { expected }
+  const family = version === 4 ? 'ipv4' : 'ipv6'
+  const max = version === 4 ? 32 : 128
+  if (slash < 0) return { address, prefix: max, family }
   const bits = entry.slice(slash + 1)
   const prefix = /^\d{1,3}$/.test(bits) ? Number(bits) : NaN
   if (!(prefix >= 0 && prefix <= max)) {
+    return { expected: `a prefix length from 0 to ${max} after the '/'`, prefix: { bits, max } }
+  }
+  return { address, prefix, family }
+}
+
+function parseRange(entry: unknown, where: string): ListRange {
+  const r = readRange(entry)
+  if ('address' in r) return r
+  if (r.prefix !== undefined) {
     throw refusedOption(
       where,
-      `prefix length must be a whole number from 0 to ${max}, got "${bits}"`,
+      `prefix length must be a whole number from 0 to ${r.prefix.max}, got "${r.prefix.bits}"`,
     )
   }
-  return { address, prefix }
+  throw optionError(where, r.expected, entry)
+}
+
+/** An address list and key values, validated: what {@link CompiledAccessList.build} compiles. */
+export interface AccessListData {
+  readonly ips?: readonly string[] | undefined
+  readonly keys?: Readonly<Record<string, readonly string[]>> | undefined
 }
 
 /**
@@ -97,22 +136,10 @@ export class CompiledAccessList {
     for (const k of Object.keys(rest)) {
       throw refusedOption(`${name}.${k}`, 'unknown setting (known: ips, keys)')
     }
-    let blocks: BlockList | undefined
-    if (ips !== undefined) {
-      if (!Array.isArray(ips))
-        throw optionError(`${name}.ips`, 'an array of addresses or CIDR ranges', ips)
-      blocks = new BlockList()
-      ips.forEach((entry: unknown, i) => {
-        const { address, prefix } = parseRange(entry, `${name}.ips[${i}]`)
-        const family = isIP(address) === 4 ? 'ipv4' : 'ipv6'
-        if ((family === 'ipv4' && prefix === 32) || (family === 'ipv6' && prefix === 128)) {
-          blocks!.addAddress(address, family)
-        } else {
-          blocks!.addSubnet(address, prefix, family)
-        }
-      })
+    if (ips !== undefined && !Array.isArray(ips)) {
+      throw optionError(`${name}.ips`, 'an array of addresses or CIDR ranges', ips)
     }
-    const parts: Array<readonly [PartFn, ReadonlySet<string>]> = []
+    ips?.forEach((entry: unknown, i) => parseRange(entry, `${name}.ips[${i}]`))
     if (keys !== undefined) {
       checkObject(`${name}.keys`, keys)
       for (const [part, values] of Object.entries(keys)) {
@@ -128,8 +155,42 @@ export class CompiledAccessList {
         if (!Array.isArray(values) || !values.every((v) => typeof v === 'string' && v !== '')) {
           throw optionError(where, 'an array of non-empty strings', values)
         }
-        parts.push([partFn(part as KeyPart, builders, 128, where), new Set(values as string[])])
       }
+    }
+    return CompiledAccessList.build({ ips, keys }, builders, name)
+  }
+
+  /**
+   * Compile a list already validated (a rule's `deny` or `allow`, checked by the rule schema).
+   *
+   * @param list - the addresses and key values
+   * @param builders - the limiter's key builders
+   * @param where - where the list sits, for messages (`rules[2].deny`)
+   * @returns the compiled list
+   * @throws FloodgateError FG_ERR_KEY_BUILDER_UNKNOWN when a key part needs a builder that is
+   * not registered
+   */
+  static build<Req>(
+    list: AccessListData,
+    builders: KeyBuilders<Req>,
+    where: string,
+  ): CompiledAccessList {
+    let blocks: BlockList | undefined
+    if (list.ips !== undefined) {
+      blocks = new BlockList()
+      list.ips.forEach((entry, i) => {
+        const { address, prefix, family } = parseRange(entry, `${where}.ips[${i}]`)
+        if ((family === 'ipv4' && prefix === 32) || (family === 'ipv6' && prefix === 128)) {
+          blocks!.addAddress(address, family)
+        } else {
+          blocks!.addSubnet(address, prefix, family)
+        }
+      })
+    }
+    const parts: Array<readonly [PartFn, ReadonlySet<string>]> = []
+    for (const [part, values] of Object.entries(list.keys ?? {})) {
+      const at = `${where}.keys["${part}"]`
+      parts.push([partFn(part as KeyPart, builders, 128, at), new Set(values)])
     }
     return new CompiledAccessList(blocks, parts)
   }

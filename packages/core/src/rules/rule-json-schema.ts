@@ -1,5 +1,7 @@
 import { ALGORITHM_NAMES } from './algorithm-catalog.js'
 import { E, ID, MAX_BAN_AFTER, MAX_DURATION_MS, MAX_TIERS } from './schema-fields.js'
+import { MAX_LIST_ENTRIES } from '../lists/access-list.js'
+import { DENY_STATUSES, LIST_E } from './schema-lists.js'
 
 /** A JSON value, as a JSON Schema document is made of. */
 export type JsonValue =
@@ -103,6 +105,42 @@ const tiers: JsonSchema = {
   description: E.tiers,
 }
 
+/**
+ * The JSON Schema of a rule's `deny` (with `status`) or `allow` list. Whether an entry is an
+ * address or CIDR range, and a key part's name, only the checks in schema-lists.ts say.
+ *
+ * @param withStatus - true for `deny`
+ * @returns the schema
+ */
+function accessListJsonSchema(withStatus: boolean): JsonSchema {
+  const strings = (description: string, minLength: number): JsonSchema => ({
+    type: 'array',
+    maxItems: MAX_LIST_ENTRIES,
+    items: { type: 'string', minLength, maxLength: 1024 },
+    description,
+  })
+  return {
+    type: 'object',
+    description: withStatus ? LIST_E.deny : LIST_E.allow,
+    properties: {
+      ips: strings(LIST_E.ips, 2),
+      keys: {
+        type: 'object',
+        description: LIST_E.keys,
+        propertyNames: {
+          pattern: "^(user|header:[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}|custom:[A-Za-z0-9._-]{1,64})$",
+        },
+        additionalProperties: strings(LIST_E.values, 1),
+      },
+      ...(withStatus
+        ? { status: { enum: [...DENY_STATUSES], description: LIST_E.denyStatus } }
+        : {}),
+    },
+    anyOf: [{ required: ['ips'] }, { required: ['keys'] }],
+    additionalProperties: false,
+  }
+}
+
 const RULE: JsonSchema = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   type: 'object',
@@ -110,6 +148,8 @@ const RULE: JsonSchema = {
   properties: {
     id: { type: 'string', pattern: ID.source, description: E.id },
     description: { type: 'string', maxLength: 1000, description: E.description },
+    deny: accessListJsonSchema(true),
+    allow: accessListJsonSchema(false),
     match,
     key: oneOrMore({ type: 'string' }, E.key),
     fallbackKey: { enum: ['ip', 'skip', 'shared'], description: E.fallbackKey },

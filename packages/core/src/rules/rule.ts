@@ -89,12 +89,36 @@ export interface RuleTiers {
 }
 
 /**
+ * Clients a rule names up front: addresses and CIDR ranges (IPv4 or IPv6), and values of key
+ * parts. An IPv4 entry also covers the IPv4-mapped IPv6 spelling of its addresses.
+ */
+export interface RuleAccessList {
+  /** Addresses (`'198.51.100.7'`) and CIDR ranges (`'198.51.100.0/24'`, `'2001:db8::/32'`). */
+  readonly ips: readonly string[]
+  /** Values by key part (`'user'`, `'header:<name>'`, `'custom:<name>'`), matched exactly. */
+  readonly keys: Readonly<Record<string, readonly string[]>>
+}
+
+/** A rule's deny list: listed clients are refused with `status`, before any rule counts them. */
+export interface RuleDenyList extends RuleAccessList {
+  /** The status a listed client gets; 403 unless set. */
+  readonly status: 403 | 404 | 429 | 503
+}
+
+/**
  * A validated, normalised rule: the output of {@link parseRules}. Durations are milliseconds
  * and every default is filled in.
  */
 export interface Rule {
   readonly id: string
   readonly description?: string | undefined
+  /**
+   * Clients refused outright on the requests this rule matches, before any rule counts them
+   * (a deny list wins over every allow list). Absent: none.
+   */
+  readonly deny?: RuleDenyList | undefined
+  /** Clients this rule does not count (other rules still do). Absent: none. */
+  readonly allow?: RuleAccessList | undefined
   readonly match: RuleMatch
   /** Key parts; several parts form a composite key. */
   readonly key: readonly KeyPart[]

@@ -223,7 +223,8 @@ function freezeMatch(m: {
   return Object.freeze(out)
 }
 
-function keyPart(
+/** One key part, normalised (a header name in lower case); undefined after recording why not. */
+export function keyPart(
   value: string,
   c: Checker,
   path: PropertyKey[],

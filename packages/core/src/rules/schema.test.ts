@@ -179,7 +179,7 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
       'unknown field',
       [{ ...base, colour: 'red' }],
       [
-        'rules[0].colour: expected a known field (one of id, description, match, key, fallbackKey, limit, window, rate, algorithm, burst, cost, onLimit, shadow, ban, count, tiers), got "red"',
+        'rules[0].colour: expected a known field (one of id, description, deny, allow, match, key, fallbackKey, limit, window, rate, algorithm, burst, cost, onLimit, shadow, ban, count, tiers), got "red"',
       ],
     ],
     [
@@ -506,7 +506,7 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
       '[{"id":"p","limit":1,"window":"1s","__proto__":{"polluted":true}}]',
     ) as unknown
     expect(issuesOf(input)).toEqual([
-      'rules[0].__proto__: expected a known field (one of id, description, match, key, fallbackKey, limit, window, rate, algorithm, burst, cost, onLimit, shadow, ban, count, tiers), got {"polluted":true}',
+      'rules[0].__proto__: expected a known field (one of id, description, deny, allow, match, key, fallbackKey, limit, window, rate, algorithm, burst, cost, onLimit, shadow, ban, count, tiers), got {"polluted":true}',
     ])
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })

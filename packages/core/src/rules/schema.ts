@@ -33,6 +33,7 @@ import {
   tiers,
 } from './schema-fields.js'
 import { BAD, type Bad, Checker, toMessages } from './schema-issues.js'
+import { allow, deny } from './schema-lists.js'
 import { resolveTier } from './schema-tiers.js'
 import { schemaOf, type RuleSchema } from './schema-validator.js'
 import { checkFields, isObject, oneOf, type Field } from './schema-object.js'
@@ -46,6 +47,21 @@ export interface RuleInput {
   /** 1-64 letters, digits, `.`, `_` or `-`; unique within a rule set. */
   id: string
   description?: string | undefined
+  /**
+   * Clients refused on the requests this rule matches, before any rule counts them: addresses
+   * and CIDR ranges in `ips`, key values in `keys` (`{ 'header:x-api-key': ['leaked'] }`);
+   * `status` 403 unless set (404, 429 or 503).
+   */
+  deny?:
+    | {
+        ips?: string[] | undefined
+        keys?: { [part: string]: string[] } | undefined
+        status?: 403 | 404 | 429 | 503 | undefined
+      }
+    | undefined
+  /** Clients this rule does not count: `ips` and `keys`, as in `deny`. */
+  allow?:
+    { ips?: string[] | undefined; keys?: { [part: string]: string[] } | undefined } | undefined
   /** `'POST /export'`, `'/api/**'`, or an object of conditions; absent matches every request. */
   match?:
     | string
@@ -111,6 +127,8 @@ const ruleFields = {
       ? value
       : c.expected('a description of at most 1000 characters', value)
   },
+  deny,
+  allow,
   match,
   key,
   fallbackKey: oneOf(['ip', 'skip', 'shared'], E.fallbackKey),
@@ -276,6 +294,8 @@ function checkRule(input: unknown, c: Checker): Rule | Bad {
   return Object.freeze({
     id: v.id!,
     description: v.description,
+    ...(v.deny === undefined ? {} : { deny: v.deny }),
+    ...(v.allow === undefined ? {} : { allow: v.allow }),
     match: v.match ?? EVERYTHING,
     key: v.key ?? DEFAULT_KEY,
     fallbackKey: (v.fallbackKey ?? 'ip') satisfies FallbackKey,

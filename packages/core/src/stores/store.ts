@@ -1,5 +1,6 @@
 import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import type { CompiledRule } from '../rules/compiled-rules.js'
+import type { RuleTier } from '../rules/rule.js'
 
 /** One rule to decide for one key within a request. */
 export interface ConsumeEntry {
@@ -79,6 +80,16 @@ export interface Store {
    * and rules with a `ban` need it.
    */
   penalize?(entries: readonly RefundEntry[], nowMs: number): void | Promise<void>
+  /**
+   * Remember that a rule's limit function (the limiter's `limits` option) answered these
+   * limits: a state of the rule's own that clients may be counted under. Called once per new
+   * answer and host. A store shared by several hosts keeps them where every host reads them
+   * back with `recordedLimits`, so `limiter.reset` and `get` on one host find the states an
+   * answer on another host made. Optional: without it, a limiter knows its own answers only.
+   */
+  recordLimits?(ruleStateId: string, limits: RuleTier): void | Promise<void>
+  /** The limits recorded for the rule (by `ruleStateId`) by every host. Optional, with `recordLimits`. */
+  recordedLimits?(ruleStateId: string): readonly RuleTier[] | Promise<readonly RuleTier[]>
   /** Drop the state of rules whose `stateId` is no longer in force (after a rules swap). Optional. */
   retain?(stateIds: ReadonlySet<string>): void
   /** Release connections and timers. */

@@ -1,7 +1,7 @@
-import type { DecisionReason } from '../decision.js'
 import type { AdapterScenario } from './scenario-types.js'
 import {
   DEFAULT_ROUTES,
+  DENIED,
   FORWARDED,
   GET,
   JSON_TYPE,
@@ -9,31 +9,14 @@ import {
   OK,
   PROBLEM_TYPE,
   problem,
+  refused,
 } from './scenario-fixtures.js'
 import { failOpenScenarios } from './scenarios-fail-open.js'
+import { listAndClientStateScenarios } from './scenarios-lists-and-client-state.js'
 import { queueAndSlotScenarios } from './scenarios-queue-and-slots.js'
 
 // The table every adapter runs (through describeAdapterScenarios): the same requests and the
 // same literal expectations for Express, Fastify and Koa.
-
-function refused(status: 403 | 404 | 503, reason: Exclude<DecisionReason, 'allow-list'>): object {
-  return {
-    type: 'about:blank',
-    title: { 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[status],
-    status,
-    detail:
-      reason === 'deny-list'
-        ? 'This client is not allowed to use this service.'
-        : 'This client is not known to the rules.',
-    'violated-policies': [],
-  }
-}
-
-const DENIED = {
-  status: 403,
-  headers: { ...NO_LIMIT_HEADERS, 'content-type': PROBLEM_TYPE },
-  body: refused(403, 'deny-list'),
-}
 
 /**
  * The scenario table every adapter runs. Expected statuses, headers and bodies are literal, so
@@ -197,6 +180,7 @@ export const adapterScenarios: readonly AdapterScenario[] = [
     ],
   },
   ...failOpenScenarios,
+  ...listAndClientStateScenarios,
   {
     name: 'IPv6 clients group by /64; IPv4-mapped addresses key as IPv4',
     rules: [{ id: 'per-ip', limit: 1, window: '1m' }],

@@ -257,6 +257,31 @@ export function describeStoreConformance(
       expect((await a.check(facts)).allowed).toBe(true)
     })
 
+    it("a limit function's answer on one limiter is reset by a second limiter on this store", async (ctx) => {
+      if (!store.reset || !store.peek) return ctx.skip()
+      const key = freshKey()
+      const id = `fn-${key.replace(/[^A-Za-z0-9]/g, '')}`.slice(0, 64)
+      let pro = true
+      const options = {
+        rules: [{ id, key: 'custom:client', limit: 1, window: '1m' }],
+        store,
+        keys: { client: () => key },
+        clock: () => 1_000_000,
+      }
+      const a = createLimiter({ ...options, limits: { [id]: () => (pro ? 3 : undefined) } })
+      const b = createLimiter({ ...options, limits: { [id]: () => undefined } })
+      const facts = { method: 'GET', path: '/', ip: undefined, headers: {} }
+      for (let i = 0; i < 3; i++) expect((await a.check(facts)).allowed).toBe(true)
+      expect((await a.check(facts)).allowed).toBe(false)
+      // b never answered 3: a store that records answers lets it find a's state.
+      if (!store.recordedLimits) return ctx.skip()
+      await expect.poll(async () => (await b.get(key)).map((v) => v.limit)).toEqual([1, 3])
+      await b.reset(key)
+      expect(await a.check(facts)).toMatchObject({ allowed: true, remaining: 2 })
+      pro = false
+      expect(await a.check(facts)).toMatchObject({ allowed: true, remaining: 0 })
+    })
+
     for (const model of referenceModels) {
       if (skip.has(model.algorithm)) continue
       it(`matches the reference model: ${model.algorithm}`, async () => {

@@ -1,3 +1,4 @@
+import type { DecisionReason } from '../decision.js'
 import type { ScenarioRequest, ScenarioRoute } from './scenario-types.js'
 
 // What the rows of the adapter scenario table are written with: requests, bodies and headers.
@@ -35,4 +36,28 @@ export function problem(status: 429 | 503, ids: string[], retryAfter: number): o
     'violated-policies': ids,
     retryAfter,
   }
+}
+
+/** The problem+json body of a request refused before counting (deny list, unmatched). */
+export function refused(
+  status: 403 | 404 | 503,
+  reason: Exclude<DecisionReason, 'allow-list'>,
+): object {
+  return {
+    type: 'about:blank',
+    title: { 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }[status],
+    status,
+    detail:
+      reason === 'deny-list'
+        ? 'This client is not allowed to use this service.'
+        : 'This client is not known to the rules.',
+    'violated-policies': [],
+  }
+}
+
+/** A request a deny list refuses: 403, no RateLimit headers. */
+export const DENIED = {
+  status: 403,
+  headers: { ...NO_LIMIT_HEADERS, 'content-type': PROBLEM_TYPE },
+  body: refused(403, 'deny-list'),
 }

@@ -24,7 +24,20 @@ class ObservedStore implements Store {
   private holding = false
   private held: Array<() => void> = []
 
-  constructor(private readonly inner: Store) {}
+  // The operations on one client, passed through when the wrapped store has them.
+  readonly peek?: Store['peek']
+  readonly reset?: Store['reset']
+  readonly penalize?: Store['penalize']
+  readonly recordLimits?: Store['recordLimits']
+  readonly recordedLimits?: Store['recordedLimits']
+
+  constructor(private readonly inner: Store) {
+    if (inner.peek) this.peek = inner.peek.bind(inner)
+    if (inner.reset) this.reset = inner.reset.bind(inner)
+    if (inner.penalize) this.penalize = inner.penalize.bind(inner)
+    if (inner.recordLimits) this.recordLimits = inner.recordLimits.bind(inner)
+    if (inner.recordedLimits) this.recordedLimits = inner.recordedLimits.bind(inner)
+  }
 
   consume(
     entries: readonly ConsumeEntry[],
@@ -186,7 +199,7 @@ export function describeAdapterScenarios(
           rules: scenario.rules,
           store,
           clock: () => now,
-          timeoutMs: scenario.timeoutMs ?? 50,
+          decisionTimeoutMs: scenario.timeoutMs ?? 50,
         })
         let calls = 0
         let openGate: () => void = () => {}
@@ -253,6 +266,10 @@ export function describeAdapterScenarios(
             now += step.advanceMs
           } else if ('openGate' in step) {
             openGate()
+          } else if ('refunds' in step) {
+            await store.until(() => store.refunds >= step.refunds)
+          } else if ('act' in step) {
+            await step.act(limiter)
           } else {
             expect(calls, `${label}: handler calls`).toBe(step.handlerCalls)
           }

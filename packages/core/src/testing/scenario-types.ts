@@ -136,6 +136,13 @@ export type ScenarioStep =
   | { readonly openGate: true }
   /** How many times handlers ran so far (all routes). */
   | { readonly handlerCalls: number }
+  /** Wait until the store has been asked for this many refunds in all (responses that ended). */
+  | { readonly refunds: number }
+  /**
+   * Act on the limiter between requests, as an application does outside a request (`reset`
+   * after a CAPTCHA, `get`, `penalty`); the function may assert what it reads.
+   */
+  | { readonly act: (limiter: Limiter<never>) => Promise<void> }
 
 /** One row of the table. */
 export interface AdapterScenario {
@@ -148,8 +155,11 @@ export interface AdapterScenario {
    */
   readonly store?: 'memory' | 'throwing' | 'hanging' | 'garbage' | 'garbage-async'
   readonly timeoutMs?: number
-  /** Limiter options beyond rules, store and clock: allow and deny lists, unmatched requests. */
-  readonly limiter?: Pick<LimiterOptions, 'allow' | 'deny' | 'denyStatus' | 'unmatched'>
+  /**
+   * Limiter options beyond rules, store and clock: allow and deny lists, unmatched requests,
+   * limit functions.
+   */
+  readonly limiter?: Pick<LimiterOptions, 'allow' | 'deny' | 'denyStatus' | 'unmatched' | 'limits'>
   readonly trustProxy?: boolean
   readonly options?: HarnessSetup['options']
   readonly steps: readonly ScenarioStep[]
