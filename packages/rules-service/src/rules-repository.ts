@@ -1,6 +1,8 @@
 import type { Db, DbSession } from './db/db.js'
 import { ProblemError } from './problem.js'
 import { diffRules, mergePatch, orderChange, type RuleBody } from './rule-bodies.js'
+import { revisionCacheFor, type RevisionCache } from './revision-cache.js'
+import { unknownService } from './unknown-service.js'
 
 export type { RuleBody } from './rule-bodies.js'
 
@@ -78,6 +80,7 @@ const toIso = (value: unknown): string =>
 export class RulesRepository {
   readonly #db: Db
   readonly #validate: RulesValidator
+  readonly #revisions: RevisionCache | undefined
 
   /**
    * @param db - the database (migrated)
@@ -86,6 +89,7 @@ export class RulesRepository {
   constructor(db: Db, validate: RulesValidator) {
     this.#db = db
     this.#validate = validate
+    this.#revisions = revisionCacheFor(db)
   }
 
   /** @returns every service, by name */
@@ -119,6 +123,7 @@ export class RulesRepository {
       'INSERT INTO services (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING name',
       [name],
     )
+    if (rows.length > 0) this.#revisions?.note(name, 0)
     return rows.length > 0
   }
 
@@ -127,11 +132,16 @@ export class RulesRepository {
    * @returns its revision, or undefined when there is no such service
    */
   async revision(service: string): Promise<number | undefined> {
+    const cached = this.#revisions?.get(service)
+    if (cached !== undefined) return cached
     const rows = await this.#db.query<{ revision: unknown }>(
       'SELECT revision FROM services WHERE name = $1',
       [service],
     )
-    return rows[0] === undefined ? undefined : Number(rows[0].revision)
+    if (rows[0] === undefined) return undefined
+    const revision = Number(rows[0].revision)
+    this.#revisions?.note(service, revision)
+    return revision
   }
 
   /**
@@ -332,7 +342,7 @@ export class RulesRepository {
     ifMatch: readonly number[] | undefined,
     plan: (current: RuleBody[]) => PlannedChange,
   ): Promise<Change> {
-    return this.#db.transaction(async (tx) => {
+    const change = await this.#db.transaction(async (tx) => {
       // The row lock serialises writers of one service; readers are never blocked.
       const locked = await tx.query<{ revision: unknown }>(
         'SELECT revision FROM services WHERE name = $1 FOR UPDATE',
@@ -390,6 +400,9 @@ export class RulesRepository {
       }
       return { revision: nextRevision, changed: true }
     })
+    // Only once committed: a rolled-back write must not move the polls' revision.
+    this.#revisions?.note(service, change.revision)
+    return change
   }
 
   /** Refuse a set that core would refuse, or that repeats an id. */
@@ -431,10 +444,6 @@ async function write(
       [service, rule.id, JSON.stringify(rule), position++],
     )
   }
-}
-
-function unknownService(service: string): ProblemError {
-  return new ProblemError('not-found', `no service named ${JSON.stringify(service)}`)
 }
 
 function unknownRule(service: string, id: string): ProblemError {

@@ -3,6 +3,7 @@ import { canRead, canWrite, type Principal, type TokenRegistry } from '../auth.j
 import { etagOf, ifMatchRevisions, noneMatchHits } from '../etag.js'
 import { ProblemError } from '../problem.js'
 import { SERVICE_NAME } from '../service-name.js'
+import { unknownService } from '../unknown-service.js'
 import type { Change, RuleBody, RulesRepository, RulesValidator } from '../rules-repository.js'
 
 /** What the API routes need from the service. */
@@ -104,7 +105,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
 
   const serviceParam = (params: ServiceParams): string => {
     if (!SERVICE_NAME.test(params.service)) {
-      throw new ProblemError('not-found', `no service named ${JSON.stringify(params.service)}`)
+      throw unknownService(params.service)
     }
     return params.service
   }
@@ -152,7 +153,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     reader(request, reply, service)
     const summary = (await repository.listServices()).find((s) => s.name === service)
     if (summary === undefined) {
-      throw new ProblemError('not-found', `no service named ${JSON.stringify(service)}`)
+      throw unknownService(service)
     }
     return sendWithEtag(reply, summary.revision).send(summary)
   })
@@ -186,8 +187,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     reader(request, reply, service)
     // The poll path: a current client costs one indexed lookup, never the rules themselves.
     const revision = await repository.revision(service)
-    if (revision === undefined)
-      throw new ProblemError('not-found', `no service named ${JSON.stringify(service)}`)
+    if (revision === undefined) throw unknownService(service)
     if (notModified(request, reply, revision)) return reply
     const set = await repository.ruleset(service)
     return sendWithEtag(reply, set.revision).send(set)
