@@ -12,6 +12,7 @@ import { openPgDb } from './db/pg-db.js'
 import { openPgliteDb } from './db/pglite-db.js'
 import { openApiDocument } from './openapi.js'
 import { adminRoutes } from './routes/admin-routes.js'
+import { meRoutes } from './routes/me-routes.js'
 import { rulesRoutes } from './routes/rules-routes.js'
 import { checkServiceName } from './service-name.js'
 import { RulesRepository, type RulesValidator } from './rules-repository.js'
@@ -172,6 +173,7 @@ export async function createRulesService(
 
   const requireReadToken = options.requireReadToken ?? tokens.hasReadTokens
   rulesRoutes(app, { repository, tokens, validate, requireReadToken })
+  meRoutes(app, tokens)
 
   const openapi = openApiDocument()
   app.get('/openapi.json', () => openapi)
