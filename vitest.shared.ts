@@ -11,6 +11,7 @@ export const alias: Record<string, string> = {
   '@floodgate/core/algorithms': pkg('core', 'algorithms/index.ts'),
   '@floodgate/core/rules': pkg('core', 'rules/index.ts'),
   '@floodgate/core/options': pkg('core', 'options/index.ts'),
+  '@floodgate/core/metrics': pkg('core', 'metrics/index.ts'),
   '@floodgate/core': pkg('core'),
   '@floodgate/express': pkg('express'),
   '@floodgate/fastify': pkg('fastify'),

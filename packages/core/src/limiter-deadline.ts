@@ -114,3 +114,33 @@ export function withinDeadline<T>(
     )
   })
 }
+
+/** The deadline passed before the store answered: not an answer to time (a late one is). */
+export function isTimeout(err: unknown): boolean {
+  return err instanceof FloodgateError && err.code === 'FG_ERR_STORE_TIMEOUT'
+}
+
+export function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
+  return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
+}
+
+/** `pending`, or a rejection once `ms` have passed without an answer. */
+export function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(new FloodgateError('FG_ERR_STORE_TIMEOUT', `store did not answer within ${ms} ms`)),
+      ms,
+    )
+    Promise.resolve(pending).then(
+      (v) => {
+        clearTimeout(timer)
+        resolve(v)
+      },
+      (err: unknown) => {
+        clearTimeout(timer)
+        reject(err instanceof Error ? err : new Error(String(err)))
+      },
+    )
+  })
+}

@@ -4,6 +4,8 @@ import { zeroCounts, type DecisionCounts } from './limiter-counters.js'
 import { compileRules as compileRuleSet } from './rules/compile-rules.js'
 import type { CompiledRule, CompiledRules } from './rules/compiled-rules.js'
 import type { Rule } from './rules/rule.js'
+import type { RulesSource } from './rules/sources/rules-source.js'
+import type { Logger } from './logger.js'
 import type { Store } from './stores/store.js'
 import {
   functionPick,
@@ -225,4 +227,34 @@ function refuseClashes(set: CompiledRules, other: CompiledRules, otherName: stri
     }
   })
   if (issues.length > 0) throw new RulesValidationError(issues)
+}
+
+export function isRulesSource(x: unknown): x is RulesSource {
+  return (
+    typeof x === 'object' &&
+    x !== null &&
+    typeof (x as RulesSource).start === 'function' &&
+    typeof (x as RulesSource).stop === 'function'
+  )
+}
+
+/**
+ * A limit function for a rule id no static rule has is most likely a typo; it is kept (route
+ * rules compiled later may have the id) but said once.
+ */
+export function warnUnknownLimits(
+  limits: Readonly<Record<string, unknown>> | undefined,
+  rules: readonly Rule[],
+  logger: Logger,
+): void {
+  if (!limits) return
+  const ids = new Set(rules.map((r) => r.id))
+  for (const id of Object.keys(limits)) {
+    if (!ids.has(id)) {
+      logger.warn(
+        { code: 'FG_WRN_LIMIT_INVALID', rule: id },
+        `limits.${id}: no rule has this id; the function is used only if a rule with it comes later`,
+      )
+    }
+  }
 }

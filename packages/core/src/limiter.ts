@@ -1,28 +1,11 @@
-import type { AlgorithmResult } from './algorithms/algorithm.js'
-import { turnClock, type Clock } from './clock.js'
+import { turnClock } from './clock.js'
 import type { Decision } from './decision.js'
-import { FloodgateError } from './errors.js'
 import { addCounts, zeroCounts, type CountersSnapshot } from './limiter-counters.js'
-import { DeadlineWatchdog, withinDeadline } from './limiter-deadline.js'
-import {
-  ALLOW_LISTED,
-  FAILED_OPEN,
-  NO_RULES,
-  UNMATCHED,
-  judge,
-  listedRefusal,
-  validResults,
-} from './limiter-decide.js'
+import { DeadlineWatchdog } from './limiter-deadline.js'
+import { ALLOW_LISTED, NO_RULES, UNMATCHED, listedRefusal } from './limiter-decide.js'
 import { CompiledAccessList } from './lists/access-list.js'
-import {
-  describeAnswer,
-  fillEntries,
-  isCost,
-  refundOf,
-  type Entry,
-  type PendingPick,
-} from './limiter-entry.js'
-import { FAIL_OPEN_MESSAGES, FailOpenLog, type FailOpenCode } from './limiter-fail-open-log.js'
+import { fillEntries, isCost, type Entry, type PendingPick } from './limiter-entry.js'
+import { FailOpenLog } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
 import type { LimiterObserver } from './limiter-observer.js'
 import {
@@ -38,14 +21,9 @@ import {
   type LimitOptions,
 } from './limiter-client-state.js'
 import type { ClientKey } from './keys/build-key.js'
-import {
-  applyBanChecks,
-  banFailed,
-  bannedDecision,
-  recordRefusals,
-  withBanChecks,
-} from './limiter-ban.js'
-import { RuleRegistry } from './limiter-rules.js'
+import { DecisionReport } from './limiter-report.js'
+import { RoundTrip } from './limiter-round-trip.js'
+import { RuleRegistry, isRulesSource, warnUnknownLimits } from './limiter-rules.js'
 import { TopClientsTracker, type TopClient, type TopClientsQuery } from './limiter-top-clients.js'
 import { scopeLogger, stderrLogger, type Logger } from './logger.js'
 import {
@@ -70,66 +48,6 @@ import type { Limiter, LimiterOptions, RequestOutcome } from './limiter-types.js
 
 export type { Limiter, LimiterOptions } from './limiter-types.js'
 
-function isRulesSource(x: unknown): x is RulesSource {
-  return (
-    typeof x === 'object' &&
-    x !== null &&
-    typeof (x as RulesSource).start === 'function' &&
-    typeof (x as RulesSource).stop === 'function'
-  )
-}
-
-/** The deadline passed before the store answered: not an answer to time (a late one is). */
-function isTimeout(err: unknown): boolean {
-  return err instanceof FloodgateError && err.code === 'FG_ERR_STORE_TIMEOUT'
-}
-
-/**
- * A limit function for a rule id no static rule has is most likely a typo; it is kept (route
- * rules compiled later may have the id) but said once.
- */
-function warnUnknownLimits(
-  limits: Readonly<Record<string, unknown>> | undefined,
-  rules: readonly Rule[],
-  logger: Logger,
-): void {
-  if (!limits) return
-  const ids = new Set(rules.map((r) => r.id))
-  for (const id of Object.keys(limits)) {
-    if (!ids.has(id)) {
-      logger.warn(
-        { code: 'FG_WRN_LIMIT_INVALID', rule: id },
-        `limits.${id}: no rule has this id; the function is used only if a rule with it comes later`,
-      )
-    }
-  }
-}
-
-function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
-  return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
-}
-
-/** `pending`, or a rejection once `ms` have passed without an answer. */
-function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () =>
-        reject(new FloodgateError('FG_ERR_STORE_TIMEOUT', `store did not answer within ${ms} ms`)),
-      ms,
-    )
-    Promise.resolve(pending).then(
-      (v) => {
-        clearTimeout(timer)
-        resolve(v)
-      },
-      (err: unknown) => {
-        clearTimeout(timer)
-        reject(err instanceof Error ? err : new Error(String(err)))
-      },
-    )
-  })
-}
-
 /**
  * Create a limiter.
  *
@@ -148,31 +66,18 @@ export function createLimiter<Req = unknown>(options: LimiterOptions<Req> = {}):
 
 class LimiterEngine<Req> implements Limiter<Req> {
   private readonly store: Store
-  private readonly clock: Clock
-  private readonly timeoutMs: number
   /** What `limit`, `get`, `reset`, `penalty` and `reward` work with. */
   private readonly clientState: ClientStateContext
   private readonly logger: Logger
-  private readonly onDecision: LimiterOptions<Req>['onDecision']
   private readonly source: RulesSource | undefined
   private readonly registry: RuleRegistry<Req>
   private readonly holdings: Holdings
-  private readonly failOpenLog: FailOpenLog
   private readonly top: TopClientsTracker | undefined
-  /** Observers by what they want, so the request path checks one array length per concern. */
-  private queueObservers: readonly LimiterObserver[] = []
-  private storeObservers: readonly LimiterObserver[] = []
-  /**
-   * Whether to time store calls: someone asks, and the store is asynchronous (a synchronous
-   * store answers within the call, so timing it would cost more than it tells).
-   */
-  private timeStore = false
-  private readonly total = zeroCounts()
+  private readonly reporter: DecisionReport<Req>
+  private readonly roundTrip: RoundTrip<Req>
   private readonly scratch: Entry[] = []
   /** Limits still being chosen, filled and emptied within one check (no array per request). */
   private readonly pendingScratch: PendingPick[] = []
-  private busy = false
-  /** Set when the store settles every call within our `timeoutMs` itself (`settlesWithinMs`). */
   private readonly watchdog: DeadlineWatchdog | undefined
   private readonly denyList: CompiledAccessList | undefined
   private readonly allowList: CompiledAccessList | undefined
@@ -186,13 +91,11 @@ class LimiterEngine<Req> implements Limiter<Req> {
     const o = options ?? {}
     this.store = o.store === undefined ? new MemoryStore() : o.store
     checkMethods('store', this.store, ['consume', 'refund'])
-    this.clock = checkFunction('clock', o.clock) ?? turnClock
-    this.timeoutMs = checkPositiveInt('timeoutMs', o.timeoutMs, 50)
+    const clock = checkFunction('clock', o.clock) ?? turnClock
+    const timeoutMs = checkPositiveInt('timeoutMs', o.timeoutMs, 50)
     const bound = this.store.settlesWithinMs
     this.watchdog =
-      typeof bound === 'number' && bound <= this.timeoutMs
-        ? new DeadlineWatchdog(this.timeoutMs)
-        : undefined
+      typeof bound === 'number' && bound <= timeoutMs ? new DeadlineWatchdog(timeoutMs) : undefined
     const ipv6Subnet = checkPositiveInt('ipv6Subnet', o.ipv6Subnet, 64, 128)
     const failOpenLogIntervalMs = checkPositiveInt(
       'failOpenLogIntervalMs',
@@ -201,7 +104,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     )
     checkLogger('logger', o.logger)
     this.logger = scopeLogger(o.logger)
-    this.onDecision = checkFunction('onDecision', o.onDecision)
+    const onDecision = checkFunction('onDecision', o.onDecision)
     checkFunctionMap('keys', o.keys)
     checkFunctionMap('limits', o.limits)
     const rules: unknown = o.rules
@@ -218,25 +121,37 @@ class LimiterEngine<Req> implements Limiter<Req> {
       checkOneOf('unmatched', o.unmatched, 'allow', ['allow', 'reject'] as const) === 'reject'
         ? listedRefusal(503, 'unmatched')
         : UNMATCHED
-    this.failOpenLog = new FailOpenLog(this.logger, this.clock, failOpenLogIntervalMs)
-    const limitLog = new FailOpenLog(this.logger, this.clock, failOpenLogIntervalMs)
+    const failOpenLog = new FailOpenLog(this.logger, clock, failOpenLogIntervalMs)
+    const limitLog = new FailOpenLog(this.logger, clock, failOpenLogIntervalMs)
     this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet, {
       functions: o.limits ?? {},
-      timeoutMs: this.timeoutMs,
+      timeoutMs,
       problem: (reason, fields) =>
         limitLog.warn(
           { code: 'FG_WRN_LIMIT_INVALID', ...fields },
           `${reason}; the rule's own limit applied`,
         ),
     })
-    this.holdings = new Holdings(this.store, this.clock, this.logger)
+    this.holdings = new Holdings(this.store, clock, this.logger)
     this.clientState = {
       store: this.store,
       ipv6Subnet,
-      clock: this.clock,
+      clock,
       runtimes: () => this.registry.allRuntimes(),
     }
     this.top = o.topClients === false ? undefined : new TopClientsTracker(o.topClients)
+    this.reporter = new DecisionReport(this.store, this.logger, onDecision)
+    this.roundTrip = new RoundTrip({
+      store: this.store,
+      clock,
+      timeoutMs,
+      watchdog: this.watchdog,
+      holdings: this.holdings,
+      top: this.top,
+      failOpenLog,
+      logger: this.logger,
+      reporter: this.reporter,
+    })
     if (isRulesSource(rules)) {
       this.source = rules
       // A host that cannot load or apply its rules must say so even when nobody passed a
@@ -299,14 +214,14 @@ class LimiterEngine<Req> implements Limiter<Req> {
     try {
       return this.judgeRequest(facts)
     } catch (err) {
-      return this.failOpen(err, [], facts, 'FG_WRN_CHECK_FAILED_OPEN')
+      return this.roundTrip.failOpen(err, [], facts, 'FG_WRN_CHECK_FAILED_OPEN')
     }
   }
 
   private judgeRequest(facts: RequestFacts<Req>): Decision | Promise<Decision> {
     // Before any matching or counting: a denied client costs no store call.
-    if (this.denyList?.has(facts)) return this.report(this.denied, facts)
-    if (this.allowList?.has(facts)) return this.report(ALLOW_LISTED, facts)
+    if (this.denyList?.has(facts)) return this.reporter.report(this.denied, facts)
+    if (this.allowList?.has(facts)) return this.reporter.report(ALLOW_LISTED, facts)
     const registry = this.registry
     const matched = registry.compiled.match(facts)
     let rts = matched.length === 0 ? undefined : registry.runtimesFor(matched)
@@ -317,16 +232,18 @@ class LimiterEngine<Req> implements Limiter<Req> {
         rts = rts ? rts.concat(more) : more
       }
     }
-    if (!rts) return this.report(this.unmatched, facts)
+    if (!rts) return this.reporter.report(this.unmatched, facts)
 
     const routeCost: unknown = facts.cost === undefined ? 1 : facts.cost
     if (!isCost(routeCost)) {
       // Counting it would refund (negative) or poison the state (NaN, Infinity): refuse to count.
-      return this.failOpen(undefined, [], facts, 'FG_WRN_COST_INVALID', { cost: routeCost })
+      return this.roundTrip.failOpen(undefined, [], facts, 'FG_WRN_COST_INVALID', {
+        cost: routeCost,
+      })
     }
 
     // A synchronous store keeps nothing past its call: reuse the entry objects.
-    const reuse = this.store.synchronous === true && !this.busy
+    const reuse = this.store.synchronous === true && !this.roundTrip.busy
     const entries: Entry[] = reuse ? this.scratch : []
     const pending = this.pendingScratch
     pending.length = 0
@@ -334,9 +251,9 @@ class LimiterEngine<Req> implements Limiter<Req> {
     try {
       n = fillEntries(entries, rts, facts, routeCost, reuse, this.holdings, pending)
     } catch (err) {
-      return this.failOpen(err, [], facts, 'FG_WRN_CHECK_FAILED_OPEN')
+      return this.roundTrip.failOpen(err, [], facts, 'FG_WRN_CHECK_FAILED_OPEN')
     }
-    if (n === 0) return this.report(NO_RULES, facts)
+    if (n === 0) return this.reporter.report(NO_RULES, facts)
     if (entries.length !== n) entries.length = n
     if (pending.length > 0) {
       // A limit function answers later: the scratch entries may serve other requests meanwhile.
@@ -351,7 +268,9 @@ class LimiterEngine<Req> implements Limiter<Req> {
         ),
       )
         .then(() => this.consumeEntries(own, facts, false))
-        .catch((err: unknown) => this.failOpen(err, own, facts, 'FG_WRN_CHECK_FAILED_OPEN'))
+        .catch((err: unknown) =>
+          this.roundTrip.failOpen(err, own, facts, 'FG_WRN_CHECK_FAILED_OPEN'),
+        )
     }
     return this.consumeEntries(entries, facts, reuse)
   }
@@ -366,221 +285,17 @@ class LimiterEngine<Req> implements Limiter<Req> {
     for (let i = 0; i < n; i++) {
       const cost = entries[i]!.cost
       if (!isCost(cost)) {
-        return this.failOpen(undefined, entries, facts, 'FG_WRN_COST_INVALID', { cost })
+        return this.roundTrip.failOpen(undefined, entries, facts, 'FG_WRN_COST_INVALID', { cost })
       }
     }
 
-    return this.decideEntries(entries, reuse, facts)
-  }
-
-  /** Ask the store about the entries (and their rules' ban checks), then decide. */
-  private decideEntries(
-    entries: Entry[],
-    reuse: boolean,
-    facts: RequestFacts<Req> | undefined,
-  ): Decision | Promise<Decision> {
-    const bans = withBanChecks(entries)
-    const asked = bans ? bans.all : entries
-    let results: readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
-    // Store timings only when an observer asks for them: no clock read otherwise.
-    const startedMs = this.timeStore ? performance.now() : -1
-    const nowMs = this.clock()
-    try {
-      results = this.store.consume(asked, nowMs)
-    } catch (err) {
-      if (startedMs >= 0) this.storeCallEnded(startedMs, false)
-      return this.failOpen(err, entries, facts)
-    }
-    if (isThenable(results)) {
-      // A store that broke its `synchronous` promise must not see its entries reused.
-      const own = reuse ? entries.map((e) => ({ ...e })) : entries
-      // Promise.resolve turns a foreign thenable into a promise that cannot throw at us.
-      // Timed in the handlers themselves: a promise more per call would cost more than the timing.
-      return withinDeadline<Decision>(Promise.resolve(results), this.timeoutMs, this.watchdog, {
-        answered: (r) => {
-          if (startedMs >= 0) this.storeCallEnded(startedMs, true)
-          return this.decide(own, r, facts, bans?.owners, nowMs)
-        },
-        failed: (err) => {
-          if (startedMs >= 0 && !isTimeout(err)) this.storeCallEnded(startedMs, false)
-          return this.failOpen(err, own, facts)
-        },
-        late: (r) => {
-          if (startedMs >= 0) this.storeCallEnded(startedMs, true)
-          // A banned client was charged nothing: there is nothing to give back.
-          if (bans && !validResults(r, bans.all.length)) return
-          if (bans && r.slice(own.length).some((b) => !b.allowed)) return
-          this.undoLateAnswer(own, bans ? r.slice(0, own.length) : r)
-        },
-      })
-    }
-    if (startedMs >= 0) this.storeCallEnded(startedMs, true)
-    // decide() may run onDecision, which may call check() again: keep the scratch ours until then.
-    this.busy = reuse
-    try {
-      return this.decide(entries, results, facts, bans?.owners, nowMs)
-    } finally {
-      if (reuse) this.busy = false
-    }
-  }
-
-  /**
-   * The store answered after the deadline and the request already passed unjudged: give back
-   * the concurrency slots it recorded, or they would stay taken until their lease expires.
-   */
-  private undoLateAnswer(entries: Entry[], results: readonly AlgorithmResult[]): void {
-    if (!validResults(results, entries.length)) return
-    const slots = entries
-      .filter((e, i) => e.rule.algorithm.name === 'concurrency' && results[i]?.allowed === true)
-      .map(refundOf)
-    if (slots.length > 0 && entries.every((e, i) => e.shadow || results[i]?.allowed)) {
-      this.holdings.refund(slots)
-    }
-  }
-
-  private decide(
-    entries: Entry[],
-    answer: readonly AlgorithmResult[],
-    facts: RequestFacts<Req> | undefined,
-    banOwners: readonly number[] | undefined,
-    nowMs: number,
-  ): Decision | Promise<Decision> {
-    const asked = entries.length + (banOwners?.length ?? 0)
-    if (!validResults(answer, asked)) {
-      const err = new FloodgateError(
-        'FG_ERR_STORE_ANSWER_INVALID',
-        `store answered ${describeAnswer(answer)} for ${asked} entries; expected one result per entry`,
-      )
-      return this.failOpen(err, entries, facts)
-    }
-    let results = answer
-    let banned: readonly boolean[] | undefined
-    if (banOwners) ({ results, banned } = applyBanChecks(answer, entries.length, banOwners))
-    const decision = judge(entries, results, banned)
-    this.holdings.settle(decision, entries)
-    const top = this.top
-    if (top !== undefined) {
-      const outcomes = decision.outcomes
-      for (let i = 0; i < outcomes.length; i++) {
-        const o = outcomes[i]!
-        // Enforced refusals and shadow would-be refusals; a queued outcome is allowed.
-        if (!o.allowed) top.refused(o.rule.id, o.key)
-      }
-    }
-    if (decision.allowed || !banOwners) return this.report(decision, facts)
-    return this.startBans(decision, entries, facts, nowMs)
-  }
-
-  /** Count the refusals of banning rules; the refusal that earns a ban answers as banned. */
-  private startBans(
-    decision: Decision,
-    entries: readonly Entry[],
-    facts: RequestFacts<Req> | undefined,
-    nowMs: number,
-  ): Decision | Promise<Decision> {
-    // Copies: the entry objects may be reused by the next check.
-    const own = entries.map((e) => ({ ...e }))
-    let earned: number[] | Promise<number[]> | undefined
-    try {
-      earned = recordRefusals(this.store, own, decision.outcomes, nowMs)
-    } catch (err) {
-      banFailed(this.logger, err)
-      return this.report(decision, facts)
-    }
-    if (earned === undefined) return this.report(decision, facts)
-    if (!isThenable(earned)) return this.report(bannedDecision(decision, own, earned), facts)
-    return withTimeout(earned, this.timeoutMs).then(
-      (e) => this.report(bannedDecision(decision, own, e), facts),
-      (err: unknown) => {
-        banFailed(this.logger, err)
-        return this.report(decision, facts)
-      },
-    )
-  }
-
-  private report(decision: Decision, facts: RequestFacts<Req> | undefined): Decision {
-    const t = this.total
-    if (decision.failedOpen) t.failedOpen++
-    else if (decision.action === 'allow') t.allowed++
-    else if (decision.action === 'queue') t.queued++
-    else if (decision.action === 'drop') t.dropped++
-    else t.rejected++
-    if (decision.action === 'queue' && this.queueObservers.length > 0) {
-      this.notifyQueued(decision.rule?.id ?? '', decision.waitMs)
-    }
-    const reason = decision.reason
-    if (reason !== undefined) {
-      if (reason === 'unmatched') t.unmatched++
-      else if (reason === 'deny-list') t.denied++
-      else t.allowListed++
-    }
-    if (this.onDecision && facts !== undefined) {
-      try {
-        this.onDecision(decision, facts)
-      } catch (err) {
-        this.logger.warn({ err }, 'onDecision threw; ignored')
-      }
-    }
-    return decision
-  }
-
-  /** Let the request pass unjudged: free the queue places taken, count it, log (throttled). */
-  private failOpen(
-    err: unknown,
-    entries: readonly Entry[],
-    facts: RequestFacts<Req> | undefined,
-    code: FailOpenCode = 'FG_WRN_STORE_FAILED_OPEN',
-    fields?: Record<string, unknown>,
-  ): Decision {
-    for (const e of entries) {
-      e.rt.counts.failedOpen++
-      if (e.place !== undefined) {
-        this.holdings.leavePlace(e.place)
-        e.place = undefined
-      }
-    }
-    this.failOpenLog.warn({ err, code, ...fields }, FAIL_OPEN_MESSAGES[code])
-    return this.report(FAILED_OPEN, facts)
+    return this.roundTrip.decideEntries(entries, reuse, facts)
   }
 
   // ---- observers ----------------------------------------------------------------------
 
   observe(observer: LimiterObserver): () => void {
-    checkObject('observer', observer)
-    if (observer === undefined) throw optionError('observer', 'an object', observer)
-    // Read as plain fields: they are checked here, and called later on the observer itself.
-    const fields = observer as Readonly<Record<string, unknown>>
-    checkFunction('observer.queued', fields.queued)
-    checkFunction('observer.storeCall', fields.storeCall)
-    if (fields.queued) this.queueObservers = [...this.queueObservers, observer]
-    if (fields.storeCall) this.storeObservers = [...this.storeObservers, observer]
-    this.timeStore = this.storeObservers.length > 0 && this.store.synchronous !== true
-    return () => {
-      this.queueObservers = this.queueObservers.filter((x) => x !== observer)
-      this.storeObservers = this.storeObservers.filter((x) => x !== observer)
-      this.timeStore = this.storeObservers.length > 0 && this.store.synchronous !== true
-    }
-  }
-
-  private notifyQueued(ruleId: string, waitMs: number): void {
-    for (const o of this.queueObservers) {
-      try {
-        o.queued!(ruleId, waitMs)
-      } catch (err) {
-        this.logger.warn({ err }, 'observer.queued threw; ignored')
-      }
-    }
-  }
-
-  private storeCallEnded(startedMs: number, ok: boolean): void {
-    const durationMs = performance.now() - startedMs
-    for (const o of this.storeObservers) {
-      try {
-        o.storeCall!(durationMs, ok)
-      } catch (err) {
-        this.logger.warn({ err }, 'observer.storeCall threw; ignored')
-      }
-    }
+    return this.reporter.observe(observer)
   }
 
   topClients(ruleId: string, options?: TopClientsQuery): readonly TopClient[] {
@@ -627,7 +342,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
       rt,
       place,
     }
-    return this.decideEntries([entry], false, undefined)
+    return this.roundTrip.decideEntries([entry], false, undefined)
   }
 
   get(key: ClientKey, options?: ClientRuleOptions): Promise<readonly ClientState[]> {
@@ -654,7 +369,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
       byRule.set(id, copy)
     }
     const total = zeroCounts()
-    addCounts(total, this.total)
+    addCounts(total, this.reporter.total)
     return { total, byRule, inFlight: new Map(this.holdings.inFlight) }
   }
 

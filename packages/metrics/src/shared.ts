@@ -1,4 +1,5 @@
-import type { CountersSnapshot, DecisionCounts, Limiter } from '@floodgate/core'
+import type { Limiter } from '@floodgate/core'
+import type { CountersSnapshot, DecisionCounts } from '@floodgate/core/metrics'
 import {
   checkIntInRange,
   checkKnownKeys,

@@ -68,6 +68,13 @@ const checks = {
     assert.throws(() => m.checkPositiveInt('n', 0, 5), core.OptionsError)
     assert.ok(Object.keys(m.errorCodes).includes('FG_ERR_OPTIONS_INVALID'))
   },
+  async '@floodgate/core/metrics'(m) {
+    // Types only: the counters, observer and top-clients values come from the limiter itself.
+    assert.deepEqual(
+      Object.keys(m).filter((k) => k !== 'default' && k !== '__esModule'),
+      [],
+    )
+  },
   async '@floodgate/core/testing'(m) {
     for (const name of ['describeStoreConformance', 'describeAdapterScenarios', 'testRule'])
       assert.equal(typeof m[name], 'function', name)

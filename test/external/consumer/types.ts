@@ -2,6 +2,7 @@
 // types.mts and types.cts (module node16: ESM and CJS) and as types.ts (moduleResolution
 // bundler). The @ts-expect-error lines fail the compile if the types resolve to `any`.
 import { createLimiter, type Decision, type Limiter, type RuleInput } from '@floodgate/core'
+import type { CountersSnapshot } from '@floodgate/core/metrics'
 import { rateLimit as expressRateLimit, type RateLimitMiddleware } from '@floodgate/express'
 import fastifyRateLimit, { rateLimit, type FastifyRateLimitOptions } from '@floodgate/fastify'
 import { rateLimit as koaRateLimit } from '@floodgate/koa'
@@ -20,6 +21,9 @@ export const decision: Decision | Promise<Decision> = limiter.check({
 })
 // @ts-expect-error timeoutMs is a number
 createLimiter({ rules, timeoutMs: 'soon' })
+export const counters: CountersSnapshot = limiter.counters()
+// @ts-expect-error the counts are numbers
+export const notCounted: string = counters.total.allowed
 
 export const expressMiddleware: RateLimitMiddleware = expressRateLimit(rules)
 export const fastifyOptions: FastifyRateLimitOptions = { rules }

@@ -27,9 +27,12 @@ export type {
   KeyPart,
   OverLimit,
   Rule,
+  RuleBan,
   RuleMatch,
   RuleTier,
   RuleTiers,
 } from './rule.js'
 export { canonicalPath } from './canonical-path.js'
 export { parseDuration } from '../duration.js'
+export type { LimitAnswer, LimitFunction, LimitFunctions } from '../limiter-limits.js'
+export type { AccessList } from '../lists/access-list.js'

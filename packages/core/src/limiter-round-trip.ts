@@ -1,0 +1,203 @@
+import type { AlgorithmResult } from './algorithms/algorithm.js'
+import type { Clock } from './clock.js'
+import type { Decision } from './decision.js'
+import { FloodgateError } from './errors.js'
+import {
+  isThenable,
+  isTimeout,
+  withinDeadline,
+  withTimeout,
+  type DeadlineWatchdog,
+} from './limiter-deadline.js'
+import {
+  applyBanChecks,
+  banFailed,
+  bannedDecision,
+  recordRefusals,
+  withBanChecks,
+} from './limiter-ban.js'
+import { FAILED_OPEN, judge, validResults } from './limiter-decide.js'
+import { describeAnswer, refundOf, type Entry } from './limiter-entry.js'
+import { FAIL_OPEN_MESSAGES, type FailOpenCode, type FailOpenLog } from './limiter-fail-open-log.js'
+import type { Holdings } from './limiter-holdings.js'
+import type { DecisionReport } from './limiter-report.js'
+import type { TopClientsTracker } from './limiter-top-clients.js'
+import type { Logger } from './logger.js'
+import type { RequestFacts } from './request-facts.js'
+import type { Store } from './stores/store.js'
+
+/** What one store round trip works with: the limiter's parts, shared by reference. */
+export interface RoundTripParts<Req> {
+  readonly store: Store
+  readonly clock: Clock
+  readonly timeoutMs: number
+  /** Set when the store settles every call within our `timeoutMs` itself (`settlesWithinMs`). */
+  readonly watchdog: DeadlineWatchdog | undefined
+  readonly holdings: Holdings
+  readonly top: TopClientsTracker | undefined
+  readonly failOpenLog: FailOpenLog
+  readonly logger: Logger
+  readonly reporter: DecisionReport<Req>
+}
+
+/**
+ * From entries whose limits are chosen to a reported decision: one store call within the
+ * deadline, the decision, bans, and passing the request unjudged when the store fails.
+ */
+export class RoundTrip<Req> {
+  /** The caller's scratch entries are in use until the decision is reported. */
+  busy = false
+
+  constructor(private readonly parts: RoundTripParts<Req>) {}
+
+  /** Ask the store about the entries (and their rules' ban checks), then decide. */
+  decideEntries(
+    entries: Entry[],
+    reuse: boolean,
+    facts: RequestFacts<Req> | undefined,
+  ): Decision | Promise<Decision> {
+    const { store, reporter } = this.parts
+    const bans = withBanChecks(entries)
+    const asked = bans ? bans.all : entries
+    let results: readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
+    // Store timings only when an observer asks for them: no clock read otherwise.
+    const startedMs = reporter.timeStore ? performance.now() : -1
+    const nowMs = this.parts.clock()
+    try {
+      results = store.consume(asked, nowMs)
+    } catch (err) {
+      if (startedMs >= 0) reporter.storeCallEnded(startedMs, false)
+      return this.failOpen(err, entries, facts)
+    }
+    if (isThenable(results)) {
+      // A store that broke its `synchronous` promise must not see its entries reused.
+      const own = reuse ? entries.map((e) => ({ ...e })) : entries
+      // Promise.resolve turns a foreign thenable into a promise that cannot throw at us.
+      // Timed in the handlers themselves: a promise more per call would cost more than the timing.
+      return withinDeadline<Decision>(
+        Promise.resolve(results),
+        this.parts.timeoutMs,
+        this.parts.watchdog,
+        {
+          answered: (r) => {
+            if (startedMs >= 0) reporter.storeCallEnded(startedMs, true)
+            return this.decide(own, r, facts, bans?.owners, nowMs)
+          },
+          failed: (err) => {
+            if (startedMs >= 0 && !isTimeout(err)) reporter.storeCallEnded(startedMs, false)
+            return this.failOpen(err, own, facts)
+          },
+          late: (r) => {
+            if (startedMs >= 0) reporter.storeCallEnded(startedMs, true)
+            // A banned client was charged nothing: there is nothing to give back.
+            if (bans && !validResults(r, bans.all.length)) return
+            if (bans && r.slice(own.length).some((b) => !b.allowed)) return
+            this.undoLateAnswer(own, bans ? r.slice(0, own.length) : r)
+          },
+        },
+      )
+    }
+    if (startedMs >= 0) reporter.storeCallEnded(startedMs, true)
+    // decide() may run onDecision, which may call check() again: keep the scratch ours until then.
+    this.busy = reuse
+    try {
+      return this.decide(entries, results, facts, bans?.owners, nowMs)
+    } finally {
+      if (reuse) this.busy = false
+    }
+  }
+
+  /**
+   * The store answered after the deadline and the request already passed unjudged: give back
+   * the concurrency slots it recorded, or they would stay taken until their lease expires.
+   */
+  private undoLateAnswer(entries: Entry[], results: readonly AlgorithmResult[]): void {
+    if (!validResults(results, entries.length)) return
+    const slots = entries
+      .filter((e, i) => e.rule.algorithm.name === 'concurrency' && results[i]?.allowed === true)
+      .map(refundOf)
+    if (slots.length > 0 && entries.every((e, i) => e.shadow || results[i]?.allowed)) {
+      this.parts.holdings.refund(slots)
+    }
+  }
+
+  private decide(
+    entries: Entry[],
+    answer: readonly AlgorithmResult[],
+    facts: RequestFacts<Req> | undefined,
+    banOwners: readonly number[] | undefined,
+    nowMs: number,
+  ): Decision | Promise<Decision> {
+    const asked = entries.length + (banOwners?.length ?? 0)
+    if (!validResults(answer, asked)) {
+      const err = new FloodgateError(
+        'FG_ERR_STORE_ANSWER_INVALID',
+        `store answered ${describeAnswer(answer)} for ${asked} entries; expected one result per entry`,
+      )
+      return this.failOpen(err, entries, facts)
+    }
+    let results = answer
+    let banned: readonly boolean[] | undefined
+    if (banOwners) ({ results, banned } = applyBanChecks(answer, entries.length, banOwners))
+    const decision = judge(entries, results, banned)
+    this.parts.holdings.settle(decision, entries)
+    const top = this.parts.top
+    if (top !== undefined) {
+      const outcomes = decision.outcomes
+      for (let i = 0; i < outcomes.length; i++) {
+        const o = outcomes[i]!
+        // Enforced refusals and shadow would-be refusals; a queued outcome is allowed.
+        if (!o.allowed) top.refused(o.rule.id, o.key)
+      }
+    }
+    if (decision.allowed || !banOwners) return this.parts.reporter.report(decision, facts)
+    return this.startBans(decision, entries, facts, nowMs)
+  }
+
+  /** Count the refusals of banning rules; the refusal that earns a ban answers as banned. */
+  private startBans(
+    decision: Decision,
+    entries: readonly Entry[],
+    facts: RequestFacts<Req> | undefined,
+    nowMs: number,
+  ): Decision | Promise<Decision> {
+    const { reporter, logger } = this.parts
+    // Copies: the entry objects may be reused by the next check.
+    const own = entries.map((e) => ({ ...e }))
+    let earned: number[] | Promise<number[]> | undefined
+    try {
+      earned = recordRefusals(this.parts.store, own, decision.outcomes, nowMs)
+    } catch (err) {
+      banFailed(logger, err)
+      return reporter.report(decision, facts)
+    }
+    if (earned === undefined) return reporter.report(decision, facts)
+    if (!isThenable(earned)) return reporter.report(bannedDecision(decision, own, earned), facts)
+    return withTimeout(earned, this.parts.timeoutMs).then(
+      (e) => reporter.report(bannedDecision(decision, own, e), facts),
+      (err: unknown) => {
+        banFailed(logger, err)
+        return reporter.report(decision, facts)
+      },
+    )
+  }
+
+  /** Let the request pass unjudged: free the queue places taken, count it, log (throttled). */
+  failOpen(
+    err: unknown,
+    entries: readonly Entry[],
+    facts: RequestFacts<Req> | undefined,
+    code: FailOpenCode = 'FG_WRN_STORE_FAILED_OPEN',
+    fields?: Record<string, unknown>,
+  ): Decision {
+    for (const e of entries) {
+      e.rt.counts.failedOpen++
+      if (e.place !== undefined) {
+        this.parts.holdings.leavePlace(e.place)
+        e.place = undefined
+      }
+    }
+    this.parts.failOpenLog.warn({ err, code, ...fields }, FAIL_OPEN_MESSAGES[code])
+    return this.parts.reporter.report(FAILED_OPEN, facts)
+  }
+}
