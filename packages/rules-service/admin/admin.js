@@ -621,8 +621,10 @@ function closeConflict() {
 
 /** Save the draft over the colleague's change, knowingly: conditional on the revision shown. */
 async function overwrite() {
-  const { revision } = state.conflict
+  const { revision, theirs } = state.conflict
   closeConflict()
+  // A new rule whose id a colleague created meanwhile: replacing theirs is what was asked.
+  if (state.editing === '' && theirs !== undefined) state.editing = theirs.id
   state.editRevision = revision
   await save(revision)
 }

@@ -175,6 +175,25 @@ describe.skipIf(!hasChromium)('admin page: tokens, conflicts, audit, layout', ()
     await page.close()
   })
 
+  it('a new rule whose id a colleague created meanwhile: their rule shown, replaced only when asked', async () => {
+    const page = await open(TOKENS.admin, 'checkout')
+    await page.click('#new-rule')
+    await page.fill('#f-id', 'dup')
+    await page.fill('#f-rate', '10/1s')
+    await api('POST', '/v1/services/checkout/rules', { id: 'dup', rate: '3/1s' })
+    await page.click('#save')
+    await poll(() => page.isVisible('#conflict')).toBe(true)
+    const rate = page.locator('#conflict-diff tr[data-field="rate"] td')
+    expect(await rate.allTextContents()).toEqual(['—', '3/1s', '10/1s'])
+    await page.click('#conflict-overwrite')
+    await poll(() => page.isHidden('#editor')).toBe(true)
+    const stored = (await api('GET', '/v1/services/checkout/rules/dup')) as {
+      rule: Record<string, unknown>
+    }
+    expect(stored.rule).toEqual({ id: 'dup', rate: '10/1s' })
+    await page.close()
+  })
+
   it('shows a refused save next to the Save button', async () => {
     const page = await open(TOKENS.admin, 'checkout')
     const row = page.locator('#rules tbody tr[data-rule-id="c1"]')

@@ -65,6 +65,7 @@ describe.skipIf(!built)(
     let output = ''
     const runner = new SnippetRunner(PACKAGE)
     const hosts: Server[] = []
+    const sources: { stop(): void }[] = []
     const stderr: string[] = []
 
     beforeAll(async () => {
@@ -109,6 +110,8 @@ describe.skipIf(!built)(
 
     afterAll(async () => {
       vi.restoreAllMocks()
+      // The hosts stop polling before the service goes away.
+      for (const source of sources) source.stop()
       for (const server of hosts) server.close()
       runner.close()
       // The whole group: bash, npx and the service.
@@ -138,11 +141,12 @@ describe.skipIf(!built)(
             "app.use((ctx, next) => { ctx.state.user = ctx.get('x-user') ? { id: ctx.get('x-user') } : undefined; return next() })",
           ].join('\n'),
           after:
-            "app.use((ctx) => { ctx.body = { ok: true } })\nexport const server = app.listen(0, '127.0.0.1')",
+            "app.use((ctx) => { ctx.body = { ok: true } })\nexport const server = app.listen(0, '127.0.0.1')\nexport { rules }",
         },
       )
       const server = built.server as Server
       hosts.push(server)
+      sources.push(built.rules as { stop(): void })
       if (!server.listening) await new Promise((resolve) => server.once('listening', resolve))
       return baseUrl(server)
     }
