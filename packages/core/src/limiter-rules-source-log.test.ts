@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { prepareMount } from './http/mount.js'
 import { createLimiter } from './limiter.js'
 import type { Logger } from './logger.js'
 import type { Rule } from './rules/rule.js'
@@ -99,5 +100,34 @@ describe('a limiter reporting its rules source', () => {
       /^floodgate: rules refused; keeping the rules in force: .*"user".*FG_ERR_KEY_BUILDER_UNKNOWN.*\n$/,
     )
     await limiter.close()
+  })
+
+  it("an adapter's mount: the app's logger, else the framework's, else stderr", async () => {
+    const written: string[] = []
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+      written.push(String(chunk))
+      return true
+    })
+    const refuse = async (app?: Logger, framework?: Logger) => {
+      const hand = handSource()
+      const { limiter } = prepareMount(hand.source, app ? { logger: app } : {}, [], framework)
+      await limiter.ready
+      hand.deliver([{ id: 'per-user', key: 'user', limit: 1, window: '1m' }], '1')
+      await limiter.close()
+    }
+    const app = recordingLogger()
+    const framework = recordingLogger()
+    await refuse(app.logger, framework.logger)
+    expect(app.lines.map((l) => [l.level, l.msg])).toEqual([
+      ['error', 'rules refused; keeping the rules in force'],
+    ])
+    expect(framework.lines).toEqual([])
+    await refuse(undefined, framework.logger)
+    expect(framework.lines.map((l) => l.level)).toEqual(['error'])
+    expect(written).toEqual([])
+    await refuse()
+    vi.restoreAllMocks()
+    expect(written).toHaveLength(1)
+    expect(written[0]).toMatch(/^floodgate: rules refused; keeping the rules in force: .*"user"/)
   })
 })
