@@ -36,6 +36,7 @@ export const errorCodes = {
     "a limit function threw, timed out or answered something that is not a limit; the rule's own limit applied",
   FG_WRN_OUTCOME_INVALID:
     'requestWasSuccessful threw or answered something other than a boolean; the request counted as failed',
+  FG_WRN_REPORT_REFUSED: "the rules service refused this host's report; the host polls without it",
 } as const
 
 /** A Floodgate error or warning code. */

@@ -16,7 +16,7 @@ function handSource() {
   let fail: (err: Error) => void = () => {}
   let recover: () => void = () => {}
   const source: RulesSource = {
-    start(onRules, onError, onRecovered) {
+    start(onRules, onError, _limiter, onRecovered) {
       deliver = onRules
       fail = onError
       recover = onRecovered ?? (() => {})

@@ -166,6 +166,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
             { err, code: 'FG_ERR_RULES_SOURCE' },
             'rules source failed; keeping the rules in force',
           ),
+        this,
         () => log.info({}, 'rules source recovered'),
       )
     } else {

@@ -252,6 +252,12 @@ async function loadService() {
     if (option)
       option.textContent = `${state.service} (${set.rules.length} rule${set.rules.length === 1 ? '' : 's'})`
     renderRules()
+    // The fleet view (fleet.js) follows the service shown here.
+    document.dispatchEvent(
+      new CustomEvent('floodgate:service', {
+        detail: { service: state.service, token: state.token, revision: state.revision },
+      }),
+    )
     await loadAudit()
   } catch (err) {
     say(explain(err), true)
@@ -822,6 +828,8 @@ function main() {
       void loadService()
     }
   })
+  // fleet.js changed a rule (enforced a shadow rule): show the new set and its audit entry.
+  document.addEventListener('floodgate:rules-changed', () => void loadService())
   showToken()
   void loadServices()
 }

@@ -4,6 +4,7 @@
  * so the document and the validation are kept in step in one place.
  */
 import { ruleSchema } from '@floodgate/core/rules'
+import { fleetOpenApi } from './openapi-fleet.js'
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 
@@ -82,6 +83,7 @@ function ruleJsonSchema(): Json {
  * @returns the OpenAPI 3.1 document of the `/v1` API
  */
 export function openApiDocument(): Json {
+  const fleet = fleetOpenApi({ ref, problem, json, etag, serviceParam, ifNoneMatch, common })
   return {
     openapi: '3.1.0',
     info: {
@@ -284,11 +286,13 @@ export function openApiDocument(): Json {
           },
         },
       },
+      ...fleet.paths,
     },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: {
         Rule: ruleJsonSchema(),
+        ...fleet.schemas,
         Ruleset: {
           type: 'object',
           required: ['service', 'revision', 'rules'],

@@ -13,7 +13,9 @@ import { openPgliteDb } from './db/pglite-db.js'
 import { openApiDocument } from './openapi.js'
 import { adminRoutes } from './routes/admin-routes.js'
 import { meRoutes } from './routes/me-routes.js'
+import { reportRoutes } from './routes/report-routes.js'
 import { rulesRoutes } from './routes/rules-routes.js'
+import { FleetReports, type FleetOptions } from './fleet-reports.js'
 import { checkServiceName } from './service-name.js'
 import { RulesRepository, type RulesValidator } from './rules-repository.js'
 
@@ -77,6 +79,12 @@ export interface RulesServiceOptions {
    */
   admin?: boolean | undefined
   /**
+   * The history of what hosts report with their polls (`POST /v1/services/:service/report`),
+   * shown on the admin page; false refuses reports (404) and shows none.
+   * @default {} (10 s buckets, 10 minutes, at most 1000 hosts per service)
+   */
+  fleet?: FleetOptions | false | undefined
+  /**
    * Validates every write's resulting set.
    * @default core's `parseRules`
    */
@@ -112,6 +120,8 @@ export async function createRulesService(
     ...tokens.namedServices.map((name) => checkServiceName(name, 'tokens[].services')),
   ]
   const validate = options.validate ?? validateWithCore
+  // Bad fleet options fail at start too.
+  const fleet = options.fleet === false ? undefined : new FleetReports(options.fleet)
   const ownDb = options.db === undefined
   let staleLock: LockOwner | undefined
   const db =
@@ -174,6 +184,7 @@ export async function createRulesService(
   const requireReadToken = options.requireReadToken ?? tokens.hasReadTokens
   rulesRoutes(app, { repository, tokens, validate, requireReadToken })
   meRoutes(app, tokens)
+  if (fleet !== undefined) reportRoutes(app, { repository, tokens, requireReadToken, fleet })
 
   const openapi = openApiDocument()
   app.get('/openapi.json', () => openapi)

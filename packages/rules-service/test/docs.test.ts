@@ -25,7 +25,8 @@ import {
 // DATABASE_URL. The tokens file shown is loaded as --tokens-file, and the curl walkthrough is
 // replayed to check the answers the page shows.
 const page = 'rules-service.md'
-const [inCode, hostConnects] = coveredSnippets(page, 2)
+// The third block (hosts that report) runs in docs-fleet.test.ts.
+const [inCode, hostConnects] = coveredSnippets(page, 3)
 const [tokensFile] = coveredSnippets(page, 1, ['json'])
 // Its FreePorts make the snippet's port 8080 a free one.
 const { runner, itTypeChecks } = docsHarness(new URL('..', import.meta.url))

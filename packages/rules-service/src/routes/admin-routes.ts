@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, FastifyReply } from 'fastify'
@@ -16,18 +17,29 @@ const ASSETS: Record<string, string> = {
   'index.html': 'text/html; charset=utf-8',
   'admin.js': 'text/javascript; charset=utf-8',
   'admin.css': 'text/css; charset=utf-8',
+  'fleet.js': 'text/javascript; charset=utf-8',
+  'fleet.css': 'text/css; charset=utf-8',
+  'uPlot.iife.min.js': 'text/javascript; charset=utf-8',
+  'uPlot.min.css': 'text/css; charset=utf-8',
 }
+
+// The fleet charts are drawn by uPlot, served from this origin like the page's own files
+// (the CSP allows nothing else, and the service may run offline).
+const require = createRequire(typeof __filename === 'string' ? __filename : import.meta.url)
+const UPLOT_DIR = dirname(require.resolve('uplot/dist/uPlot.iife.min.js'))
+const fileOf = (name: string): string =>
+  name.startsWith('uPlot.') ? join(UPLOT_DIR, name) : join(ADMIN_DIR, name)
 
 // The page only talks to this origin and runs only its own script.
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
 
-/** Serve the admin page (`/admin/`, `admin.js`, `admin.css`), read once at start. */
+/** Serve the admin page (`/admin/`, its scripts and styles, uPlot's), read once at start. */
 export function adminRoutes(app: FastifyInstance): void {
   const files = new Map(
     Object.entries(ASSETS).map(([name, type]) => [
       name,
-      { type, body: readFileSync(join(ADMIN_DIR, name)) },
+      { type, body: readFileSync(fileOf(name)) },
     ]),
   )
   const send = (name: string) => {

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { canRead, canWrite, type Principal, type TokenRegistry } from '../auth.js'
+import { canRead, type Principal, type TokenRegistry } from '../auth.js'
+import { accessChecks } from './access.js'
 import { etagOf, ifMatchRevisions, noneMatchHits } from '../etag.js'
 import { ProblemError } from '../problem.js'
 import { SERVICE_NAME } from '../service-name.js'
@@ -30,57 +31,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
 
   // --- auth -----------------------------------------------------------------------------------
 
-  const principalOf = (request: FastifyRequest): Principal | undefined =>
-    tokens.authenticate(request.headers.authorization)
-
-  const unauthorized = (reply: FastifyReply, detail: string): ProblemError => {
-    reply.header('www-authenticate', 'Bearer realm="floodgate-rules"')
-    return new ProblemError('unauthorized', detail)
-  }
-
-  /** The caller allowed to read `service`; anonymous reads pass unless a read token is required. */
-  const reader = (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    service: string,
-  ): Principal | undefined => {
-    const principal = principalOf(request)
-    if (request.headers.authorization !== undefined && principal === undefined) {
-      throw unauthorized(reply, 'the bearer token is not one this service knows')
-    }
-    if (principal === undefined) {
-      if (requireReadToken)
-        throw unauthorized(reply, 'reading rules needs a bearer token (Authorization: Bearer …)')
-      return undefined
-    }
-    // Open reads stay open to every caller; scopes only narrow reads that need a token.
-    if (requireReadToken && service !== '' && !canRead(principal, service)) {
-      throw new ProblemError(
-        'forbidden',
-        `token ${JSON.stringify(principal.name)} may not read service ${JSON.stringify(service)}`,
-      )
-    }
-    return principal
-  }
-
-  const writer = (request: FastifyRequest, reply: FastifyReply, service: string): Principal => {
-    const principal = principalOf(request)
-    if (principal === undefined) {
-      throw unauthorized(
-        reply,
-        request.headers.authorization === undefined
-          ? 'changing rules needs a bearer token (Authorization: Bearer …)'
-          : 'the bearer token is not one this service knows',
-      )
-    }
-    if (!canWrite(principal, service)) {
-      throw new ProblemError(
-        'forbidden',
-        `token ${JSON.stringify(principal.name)} may not change service ${JSON.stringify(service)}`,
-      )
-    }
-    return principal
-  }
+  const { reader, writer } = accessChecks(tokens, requireReadToken)
 
   // --- body checks ----------------------------------------------------------------------------
 

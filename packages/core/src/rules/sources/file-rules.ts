@@ -196,7 +196,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
   }
 
   return {
-    async start(rulesCallback, errorCallback, recoveredCallback) {
+    async start(rulesCallback, errorCallback, _limiter, recoveredCallback) {
       if (running) throw misuseError('fileRules: start() called twice')
       running = true
       onRules = rulesCallback

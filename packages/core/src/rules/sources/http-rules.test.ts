@@ -113,6 +113,7 @@ async function setup(options: Parameters<typeof httpRules>[1] = {}) {
   await source.start(
     (rules, revision) => delivered.push({ rules, revision }),
     (err) => errors.push(err),
+    undefined,
     () => recoveries.push(delivered.length),
   )
   return { fake, logger, source, delivered, errors, recoveries }

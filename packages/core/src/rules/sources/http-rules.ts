@@ -11,6 +11,12 @@ const MAX_MS = 2 ** 31 - 1
 import { scopeLogger, type Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
 import { parseRulesDocument } from '../schema.js'
+import {
+  checkHostReportOptions,
+  HostReporter,
+  reportUrlFor,
+  type HostReportOptions,
+} from './host-report.js'
 import { FailureLog, toError, type RulesSource } from './rules-source.js'
 
 /** Options of {@link httpRules}. */
@@ -38,6 +44,16 @@ export interface HttpRulesOptions {
   readonly logger?: Logger | undefined
   /** The fetch implementation. @default globalThis.fetch */
   readonly fetch?: typeof fetch | undefined
+  /**
+   * Send the limiter's per-rule counters and top refused clients with each poll, so the rules
+   * service can show the fleet's decisions. The poll becomes a `POST` of the report to the
+   * service's `…/report` endpoint, with the same headers, answered like the poll (304 when the
+   * rules are current): still one request per interval. Client keys go as the limiter shows
+   * them (`topClients.clearKeys`: hashed by default). A service that refuses the report
+   * (an older one, 404) is logged once (`FG_WRN_REPORT_REFUSED`) and polled without it.
+   * @default false
+   */
+  readonly report?: boolean | HostReportOptions | undefined
 }
 
 /** An HTTP rules source; `poll()` polls now (tests, or an admin "refresh" hook). */
@@ -74,6 +90,18 @@ async function readBounded(res: Response, maxBytes: number): Promise<string | un
     chunks.push(chunk)
   }
   return Buffer.concat(chunks).toString('utf8')
+}
+
+/** The `detail` of a problem+json answer, cut short; '' for anything else. */
+async function readProblemDetail(res: Response): Promise<string> {
+  const text = await readBounded(res, 4096).catch(() => undefined)
+  if (text === undefined) return ''
+  try {
+    const detail: unknown = (JSON.parse(text) as { detail?: unknown }).detail
+    return typeof detail === 'string' ? detail.slice(0, 300) : ''
+  } catch {
+    return ''
+  }
 }
 
 function describeError(e: unknown): string {
@@ -137,6 +165,10 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   const where = `${target.origin}${target.pathname}`
   const logger = scopeLogger(options.logger)
   const failures = new FailureLog(logger, where)
+  const reportSettings = checkHostReportOptions(options.report)
+  const reporter = reportSettings && new HostReporter(reportSettings)
+  const reportTarget = reportSettings && (reportSettings.url ?? reportUrlFor(target))
+  let reportRefused: string | undefined
 
   let running = false
   let onRules: (rules: Rule[], revision?: string) => void = () => {}
@@ -162,7 +194,8 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       const headers = new Headers(extraHeaders)
       headers.set('accept', 'application/json')
       if (etag !== undefined) headers.set('if-none-match', etag)
-      const res = await fetchFn(target, { headers, signal: abort.signal })
+      let res = await sendReport(headers, abort.signal)
+      res ??= await fetchFn(target, { headers, signal: abort.signal })
       if (res.status === 304) {
         await res.body?.cancel()
         failures.ok()
@@ -211,6 +244,40 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
     }
   }
 
+  /**
+   * POST the report as the poll. Returns the answer to use as the poll's, or undefined when
+   * the service refused the report itself (then the caller polls plainly).
+   */
+  async function sendReport(headers: Headers, signal: AbortSignal): Promise<Response | undefined> {
+    const pending = reporter?.next()
+    if (pending === undefined || reportTarget === undefined) return undefined
+    const reportHeaders = new Headers(headers)
+    reportHeaders.set('content-type', 'application/json')
+    const res = await fetchFn(reportTarget, {
+      method: 'POST',
+      headers: reportHeaders,
+      body: pending.body,
+      signal,
+    })
+    if (res.ok || res.status === 304) {
+      pending.acknowledged()
+      reportRefused = undefined
+      return res
+    }
+    // Auth failures and outages are the poll's too: let them count as the poll's failure.
+    if (res.status === 401 || res.status === 403 || res.status >= 500) return res
+    const detail = await readProblemDetail(res)
+    const why = `HTTP ${res.status}${detail ? `: ${detail}` : ''}`
+    if (why !== reportRefused) {
+      reportRefused = why
+      logger.warn(
+        { code: 'FG_WRN_REPORT_REFUSED', source: where, status: res.status },
+        `the rules service refused this host's report (${why}); polling without it`,
+      )
+    }
+    return undefined
+  }
+
   function poll(): Promise<void> {
     inFlight ??= pollOnce().finally(() => {
       inFlight = undefined
@@ -230,13 +297,15 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   }
 
   return {
-    async start(rulesCallback, errorCallback, recoveredCallback) {
+    async start(rulesCallback, errorCallback, limiter, recoveredCallback) {
       if (running) throw misuseError('httpRules: start() called twice')
       running = true
       onRules = rulesCallback
       onError = errorCallback
       if (recoveredCallback) failures.onRecovered = recoveredCallback
+      // The first poll runs while the limiter is being built and has nothing to report yet.
       await poll()
+      reporter?.attach(limiter)
       schedule()
     },
     stop() {

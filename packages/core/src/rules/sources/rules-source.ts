@@ -1,5 +1,6 @@
 import type { Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
+import type { ReportingLimiter } from './host-report.js'
 
 /**
  * Where a limiter's rules come from: code, a file, or the rules service. A source delivers
@@ -14,6 +15,8 @@ export interface RulesSource {
    * its revision when the source knows one.
    * @param onError - Called when a load fails (unreadable, unreachable, invalid); the source
    * keeps going and the rules in force stay. Called once per distinct failure, not per poll.
+   * @param limiter - The limiter's counters and top clients, for a source that reports them
+   * back to where the rules come from (`httpRules` with `report`); others ignore it.
    * @param onRecovered - Called once when a load succeeds after a failure (whether or not it
    * brought new rules), so the failure's log line gets its end.
    * @returns A promise that resolves once the first load attempt is over, whether it
@@ -22,6 +25,7 @@ export interface RulesSource {
   start(
     onRules: (rules: Rule[], revision?: string) => void,
     onError: (err: Error) => void,
+    limiter?: ReportingLimiter,
     onRecovered?: () => void,
   ): Promise<void>
   /** Stops watching or polling; no callback runs afterwards. Idempotent. */

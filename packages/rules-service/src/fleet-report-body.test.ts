@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest'
+import { parseHostReport, REPORT_LIMITS } from './fleet-report-body.js'
+
+const good = {
+  host: 'web-1:4242',
+  intervalMs: 10_000,
+  rules: [
+    { id: 'api', counts: { allowed: 3, rejected: 1 }, top: [{ client: 'sha256:ab', count: 1 }] },
+  ],
+}
+
+const refused = (body: unknown) => {
+  try {
+    parseHostReport(body)
+  } catch (err) {
+    return (err as Error).message
+  }
+  return 'accepted'
+}
+
+describe('parseHostReport', () => {
+  it('accepts a report and fills missing counts with 0', () => {
+    expect(parseHostReport(good).rules[0]?.counts).toEqual({
+      allowed: 3,
+      queued: 0,
+      rejected: 1,
+      dropped: 0,
+      shadowRejected: 0,
+      failedOpen: 0,
+    })
+  })
+
+  it('refuses junk naming the field', () => {
+    expect(refused(null)).toMatch(/expected a JSON object/)
+    expect(refused([])).toMatch(/expected a JSON object/)
+    expect(refused({ ...good, extra: 1 })).toMatch(/report: unknown field "extra"/)
+    expect(refused({ ...good, host: '' })).toMatch(/^host: expected a string of 1-128/)
+    expect(refused({ ...good, host: 'x'.repeat(129) })).toMatch(/^host:/)
+    expect(refused({ ...good, host: '-a' })).toMatch(/^host: expected letters/)
+    expect(refused({ ...good, host: 'a\u0000' })).toMatch(/^host: control characters/)
+    expect(refused({ ...good, intervalMs: 0 })).toMatch(/^intervalMs: expected an integer/)
+    expect(refused({ ...good, intervalMs: '10' })).toMatch(/^intervalMs:/)
+    expect(refused({ ...good, rules: {} })).toMatch(/^rules: expected an array/)
+    expect(refused({ ...good, rules: [1] })).toMatch(/^rules\[0\]: expected an object/)
+    expect(refused({ ...good, rules: [{ id: 'a', counts: { allowed: -1 } }] })).toMatch(
+      /^rules\[0\]\.counts\.allowed: expected an integer from 0/,
+    )
+    expect(refused({ ...good, rules: [{ id: 'a', counts: { allowed: 1.5 } }] })).toMatch(
+      /counts\.allowed/,
+    )
+    expect(refused({ ...good, rules: [{ id: 'a', counts: { denied: 1 } }] })).toMatch(
+      /^rules\[0\]\.counts: unknown field "denied"/,
+    )
+    expect(refused({ ...good, rules: [{ id: 'a' }, { id: 'a' }] })).toMatch(
+      /^rules\[1\]\.id: duplicate rule "a"/,
+    )
+    expect(refused({ ...good, rules: [{ id: 'a', top: [{ client: 'k', count: 'x' }] }] })).toMatch(
+      /^rules\[0\]\.top\[0\]\.count:/,
+    )
+    expect(
+      refused({ ...good, rules: [{ id: 'a', top: [{ client: '\ud800', count: 1 }] }] }),
+    ).toMatch(/^rules\[0\]\.top\[0\]\.client: control characters or unpaired surrogates/)
+  })
+
+  it('refuses reports past the size bounds', () => {
+    const rules = Array.from({ length: REPORT_LIMITS.rules + 1 }, (_, i) => ({ id: `r${i}` }))
+    expect(refused({ ...good, rules })).toMatch(
+      /^rules: expected an array of at most 256 rules, got 257 entries/,
+    )
+    const top = Array.from({ length: REPORT_LIMITS.top + 1 }, (_, i) => ({
+      client: `c${i}`,
+      count: 1,
+    }))
+    expect(refused({ ...good, rules: [{ id: 'a', top }] })).toMatch(
+      /^rules\[0\]\.top: expected an array of at most 20/,
+    )
+    expect(
+      refused({ ...good, rules: [{ id: 'a', top: [{ client: 'c'.repeat(257), count: 1 }] }] }),
+    ).toMatch(/^rules\[0\]\.top\[0\]\.client: expected a string of 1-256/)
+    expect(refused({ ...good, rules: [{ id: 'a', counts: { rejected: 1e13 } }] })).toMatch(
+      /rejected/,
+    )
+  })
+})
