@@ -767,7 +767,7 @@ function showToken() {
   $('#token-state').textContent = !state.token
     ? 'no token: read-only'
     : role
-      ? `token ${name} (${role}; kept for this tab only)`
+      ? `token set: ${name} (${role}; kept for this tab only)`
       : 'token set (kept for this tab only)'
 }
 

@@ -80,7 +80,7 @@ describe.skipIf(!hasChromium)('admin page: tokens, conflicts, audit, layout', ()
     if (token !== undefined) {
       await page.fill('#token', token)
       await page.click('#token-form button[type=submit]')
-      await poll(() => page.textContent('#token-state')).toMatch(/^token /)
+      await poll(() => page.textContent('#token-state')).toMatch(/^token set/)
     }
     await poll(() => page.inputValue('#service')).toBe(service)
     await poll(() => page.textContent('#revision')).toMatch(/^revision \d+$/)
@@ -93,7 +93,7 @@ describe.skipIf(!hasChromium)('admin page: tokens, conflicts, audit, layout', ()
     await api('PUT', '/v1/services/checkout/rules/c1', { id: 'c1', limit: 5, window: '1s' })
 
     const reader = await open(TOKENS.reader, 'checkout')
-    expect(await reader.textContent('#token-state')).toMatch(/token hosts \(read/)
+    expect(await reader.textContent('#token-state')).toMatch(/token set: hosts \(read/)
     await poll(() => reader.locator('#rules tbody tr').count()).toBe(1)
     expect(await reader.isHidden('#new-rule')).toBe(true)
     expect(await reader.locator('#rules button').count()).toBe(0)

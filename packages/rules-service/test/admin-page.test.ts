@@ -71,7 +71,7 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
 
     await page.fill('#token', TOKENS.admin)
     await page.click('#token-form button[type=submit]')
-    await poll(() => page.textContent('#token-state')).toMatch(/token ops \(admin/)
+    await poll(() => page.textContent('#token-state')).toMatch(/token set: ops \(admin/)
     await page.selectOption('#service', 'checkout')
     await page.click('#new-rule')
     await page.fill('#f-id', 'api-per-ip')
