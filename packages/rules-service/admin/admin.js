@@ -255,7 +255,12 @@ async function loadService() {
     // The fleet view (fleet.js) follows the service shown here.
     document.dispatchEvent(
       new CustomEvent('floodgate:service', {
-        detail: { service: state.service, token: state.token, revision: state.revision },
+        detail: {
+          service: state.service,
+          token: state.token,
+          revision: state.revision,
+          writable: canWrite(state.service),
+        },
       }),
     )
     await loadAudit()
