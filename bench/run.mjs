@@ -1,5 +1,6 @@
 // `pnpm bench`: every benchmark, one after the other, each in its own process so one cannot
-// warm or pollute the heap of the next. BENCH_ONLY=core,http,http-instructions,redis,synced-admission,footprint picks some.
+// warm or pollute the heap of the next. BENCH_ONLY picks some: core, http, http-instructions,
+// redis, synced-admission, rules-service, footprint.
 import { spawnSync } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
@@ -19,6 +20,11 @@ const parts = [
     'synced-admission',
     'redis/synced-admission.mjs',
     'Redis: SyncedStore over-admission vs one shared bucket',
+  ],
+  [
+    'rules-service',
+    'rules-service/run.mjs',
+    'Rules service: host polls per second (304s) on PGlite and PostgreSQL',
   ],
   [
     'footprint',

@@ -66,7 +66,12 @@ export interface LimiterOptions<Req = unknown> {
    * @deprecated Use `decisionTimeoutMs`.
    */
   readonly timeoutMs?: number | undefined
-  /** pino-compatible logger; scoped with `child({ component: 'floodgate' })`. */
+  /**
+   * pino-compatible logger; scoped with `child({ component: 'floodgate' })`. The adapters pass
+   * the framework's (Fastify's `fastify.log`) when the app gives none.
+   * @default silent, except what a rules source reports (a failed load, a recovery, a refused
+   * or a new rule set), which goes to stderr, one line each
+   */
   readonly logger?: Logger | undefined
   /** Called with every decision, for metrics and audit. Must not throw. */
   readonly onDecision?: ((decision: Decision, facts: RequestFacts<Req>) => void) | undefined

@@ -27,7 +27,7 @@ import { DecisionReport } from './limiter-report.js'
 import { RoundTrip } from './limiter-round-trip.js'
 import { RuleRegistry, isRulesSource, warnUnknownLimits } from './limiter-rules.js'
 import { TopClientsTracker, type TopClient, type TopClientsQuery } from './limiter-top-clients.js'
-import { scopeLogger, type Logger } from './logger.js'
+import { scopeLogger, stderrLogger, type Logger } from './logger.js'
 import {
   checkFunction,
   checkFunctionMap,
@@ -164,14 +164,20 @@ class LimiterEngine<Req> implements Limiter<Req> {
     })
     if (isRulesSource(rules)) {
       this.source = rules
+      // A host that cannot load or apply its rules must say so even when nobody passed a
+      // logger: then these few lines go to stderr. A failed load is a warning (the last good
+      // rules stay in force); a refused set is an error (someone must change the rules or the
+      // host's key builders).
+      const log = o.logger === undefined ? stderrLogger : this.logger
       this.ready = rules.start(
-        (next, revision) => this.applySource(next, revision),
+        (next, revision) => this.applySource(next, revision, log),
         (err) =>
-          this.logger.error(
+          log.warn(
             { err, code: 'FG_ERR_RULES_SOURCE' },
             'rules source failed; keeping the rules in force',
           ),
         this,
+        () => log.info({}, 'rules source recovered'),
       )
     } else {
       this.source = undefined
@@ -188,12 +194,13 @@ class LimiterEngine<Req> implements Limiter<Req> {
     return this.registry.rules
   }
 
-  private applySource(next: Rule[], revision?: string): void {
+  private applySource(next: Rule[], revision: string | undefined, log: Logger): void {
     try {
       this.install(next)
-      this.logger.info({ revision, rules: next.length }, 'rules updated')
+      log.info({ revision, rules: next.length }, 'rules updated')
     } catch (err) {
-      this.logger.error({ err, revision }, 'rules refused; keeping the rules in force')
+      const code = (err as { code?: unknown }).code
+      log.error({ err, code, revision }, 'rules refused; keeping the rules in force')
     }
   }
 

@@ -18,17 +18,31 @@ export function scopeLogger(logger: Logger | undefined, component = 'floodgate')
   return logger.child ? logger.child({ component }) : logger
 }
 
+/** One line for stderr: `floodgate: <message>: <error message> (<code>)`. */
+function stderrLine(obj: object, msg: string | undefined): void {
+  const { code, err } = obj as { code?: unknown; err?: unknown }
+  const cause = err instanceof Error ? err.message : undefined
+  // A FloodgateError's message already ends with its code.
+  const tail = typeof code === 'string' && !cause?.includes(code) ? ` (${code})` : ''
+  process.stderr.write(`floodgate: ${msg ?? ''}${cause ? `: ${cause}` : ''}${tail}\n`)
+}
+
 /**
  * Where misconfiguration warnings go when the app gave no logger (and the framework has none):
  * one line on stderr each, `floodgate: <message> (<code>)`, as express-rate-limit's validations
  * print theirs. Only `warn` writes; the other levels stay silent.
  */
-export const stderrWarnings: Logger = {
+export const stderrWarnings: Logger = { ...silentLogger, warn: stderrLine }
+
+/**
+ * Where a limiter reports its rules source when the app gave no logger (and the framework has
+ * none): a failed load (warn), a recovery (info), a refused rule set (error) and each new set
+ * (info), one stderr line each. These are rare (a source reports each distinct failure once),
+ * and a host that silently refuses the rules it was sent enforces nothing its owner expects.
+ */
+export const stderrLogger: Logger = {
   debug: noop,
-  info: noop,
-  warn: (obj, msg) => {
-    const code = (obj as { code?: unknown }).code
-    process.stderr.write(`floodgate: ${msg ?? ''}${typeof code === 'string' ? ` (${code})` : ''}\n`)
-  },
-  error: noop,
+  info: stderrLine,
+  warn: stderrLine,
+  error: stderrLine,
 }

@@ -15,6 +15,25 @@ const state = {
   editing: undefined,
   /** Fields of the edited rule that the form has no input for (kept as they are). */
   extra: {},
+  /** The edited rule as it was when the editor opened (undefined for a new rule). */
+  base: undefined,
+  /** The revision the editor's rule was loaded at: a save is conditional on it. */
+  editRevision: undefined,
+  /** Set while a save met someone else's change: { theirs, revision } until the user chooses. */
+  conflict: undefined,
+  /** What the token is: { name, role, services } (role null without a token). */
+  me: { name: null, role: null, services: null },
+  /** Audit paging: the rule filter, and the `before` cursor of each page shown so far. */
+  audit: { rule: '', pages: [undefined] },
+}
+
+const AUDIT_PAGE = 20
+
+/** May the token change this service's rules? (The service decides; this only hides buttons.) */
+function canWrite(service) {
+  const { role, services } = state.me
+  if (role === 'admin') return true
+  return role === 'write' && Array.isArray(services) && services.includes(service)
 }
 
 // --- talking to the API ----------------------------------------------------------------------
@@ -68,8 +87,19 @@ function explain(err) {
 
 // --- services --------------------------------------------------------------------------------
 
+async function loadMe() {
+  try {
+    state.me = await api('GET', '/v1/me')
+  } catch (err) {
+    state.me = { name: null, role: null, services: null }
+    say(explain(err), true)
+  }
+  showToken()
+}
+
 async function loadServices() {
   let loaded = false
+  await loadMe()
   try {
     const data = await api('GET', '/v1/services')
     state.services = data.services
@@ -90,9 +120,14 @@ async function loadServices() {
   const names = state.services.map((s) => s.name)
   state.service = names.includes(wanted) ? wanted : (names[0] ?? '')
   select.value = state.service
+  $('#new-service').hidden = state.me.role !== 'admin'
   $('#new-service').open = loaded && state.services.length === 0
   if (loaded && state.services.length === 0) {
-    say('No services yet. Create one below with an admin token.')
+    say(
+      state.me.role === 'admin'
+        ? 'No services yet. Create one below.'
+        : 'No services yet. An admin token creates them.',
+    )
   }
   await loadService()
 }
@@ -113,10 +148,13 @@ async function createService(event) {
 
 // --- rules -----------------------------------------------------------------------------------
 
+// One notation for every limit, the rules' own `rate` form: `100/1m`.
 function describeLimit(rule) {
   if (rule.rate) return String(rule.rate)
   if (rule.limit === undefined) return ''
-  return rule.window === undefined ? `${rule.limit} in flight` : `${rule.limit} / ${rule.window}`
+  if (rule.window === undefined) return `${rule.limit} in flight`
+  const window = typeof rule.window === 'number' ? `${rule.window}ms` : rule.window
+  return `${rule.limit}/${window}`
 }
 
 function describeMatch(match) {
@@ -132,8 +170,9 @@ function describeOnLimit(onLimit) {
   return onLimit.action
 }
 
-function cell(text, code = false) {
+function cell(text, code = false, label = '') {
   const td = document.createElement('td')
+  if (label) td.dataset.label = label
   if (code) {
     const c = document.createElement('code')
     c.textContent = text
@@ -145,18 +184,33 @@ function cell(text, code = false) {
 function renderRules() {
   const body = $('#rules tbody')
   body.replaceChildren()
+  const writable = Boolean(state.service) && canWrite(state.service)
   for (const rule of state.rules) {
     const tr = document.createElement('tr')
     tr.dataset.ruleId = rule.id
+    const idCell = cell(rule.id, true, 'Id')
+    if (typeof rule.description === 'string' && rule.description) {
+      const description = document.createElement('span')
+      description.className = 'description'
+      description.textContent = rule.description
+      idCell.append(description)
+    }
     tr.append(
-      cell(rule.id, true),
-      cell(describeMatch(rule.match)),
-      cell(describeLimit(rule)),
-      cell(Array.isArray(rule.key) ? rule.key.join(', ') : (rule.key ?? 'ip')),
-      cell(rule.algorithm ?? 'token-bucket'),
-      cell(describeOnLimit(rule.onLimit) + (rule.shadow ? ' (shadow)' : '')),
+      idCell,
+      cell(describeMatch(rule.match), false, 'Match'),
+      cell(describeLimit(rule), false, 'Limit'),
+      cell(Array.isArray(rule.key) ? rule.key.join(', ') : (rule.key ?? 'ip'), false, 'Key'),
+      cell(rule.algorithm ?? 'token-bucket', false, 'Algorithm'),
+      cell(describeOnLimit(rule.onLimit) + (rule.shadow ? ' (shadow)' : ''), false, 'Over limit'),
     )
     const actions = document.createElement('td')
+    actions.className = 'actions'
+    // A token that may not change the service sees no edit controls at all.
+    if (!writable) {
+      tr.append(actions)
+      body.append(tr)
+      continue
+    }
     const edit = document.createElement('button')
     edit.type = 'button'
     edit.textContent = 'Edit'
@@ -175,7 +229,9 @@ function renderRules() {
   $('#rules-empty').hidden = state.rules.length > 0 || !state.service
   $('#rules').hidden = state.rules.length === 0
   $('#revision').textContent = state.revision === undefined ? '' : `revision ${state.revision}`
-  $('#new-rule').disabled = !state.service
+  $('#new-rule').hidden = !writable
+  $('#read-only').hidden = writable || !state.service
+  renderAuditFilter()
 }
 
 async function loadService() {
@@ -183,9 +239,11 @@ async function loadService() {
     state.rules = []
     state.revision = undefined
     renderRules()
-    renderAudit([])
+    renderAudit([], false)
     return
   }
+  // After a change or a reload, the audit shows its newest page again (the filter stays).
+  state.audit.pages = [undefined]
   try {
     const set = await api('GET', `${servicePath(state.service)}/rules`)
     state.rules = set.rules
@@ -197,7 +255,12 @@ async function loadService() {
     // The fleet view (fleet.js) follows the service shown here.
     document.dispatchEvent(
       new CustomEvent('floodgate:service', {
-        detail: { service: state.service, token: state.token, revision: state.revision },
+        detail: {
+          service: state.service,
+          token: state.token,
+          revision: state.revision,
+          writable: canWrite(state.service),
+        },
       }),
     )
     await loadAudit()
@@ -233,8 +296,13 @@ async function deleteRule(id) {
     if (state.editing === id) closeEditor()
     await loadService()
   } catch (err) {
-    if (err.status === 412) await conflict()
-    else say(explain(err), true)
+    if (err.status === 412) {
+      await loadService()
+      say(
+        `Not deleted: someone changed these rules (now revision ${state.revision}). Check the list and delete again if you still mean to.`,
+        true,
+      )
+    } else say(explain(err), true)
   }
 }
 
@@ -428,7 +496,11 @@ function showErrors(title, messages) {
 }
 
 function openEditor(rule) {
+  if (!canWrite(state.service)) return
   state.editing = rule ? rule.id : ''
+  state.base = rule ? structuredClone(rule) : undefined
+  state.editRevision = state.revision
+  closeConflict()
   clearErrors()
   for (const name of [...FORM_FIELDS, 'maxWait', 'maxQueue']) {
     const input = field(name)
@@ -446,28 +518,47 @@ function openEditor(rule) {
 
 function closeEditor() {
   state.editing = undefined
+  state.base = undefined
+  closeConflict()
   $('#editor').hidden = true
   clearErrors()
 }
 
+/** A message next to the Save button, where the eye is after clicking it. */
+function saveMessage(message, isError = false) {
+  const slot = $('#save-message')
+  slot.textContent = message
+  slot.classList.toggle('error', isError)
+}
+
 async function saveRule(event) {
   event.preventDefault()
+  // While a conflict is shown, only its two buttons decide: Save would overwrite unseen.
+  if (state.conflict) return
+  await save(state.editRevision)
+}
+
+async function save(ifMatch) {
   if ($('#json-details').open) syncFromJson()
   const rule = readForm()
   const isNew = state.editing === ''
+  saveMessage('Saving…')
   try {
     const path = isNew
       ? `${servicePath(state.service)}/rules`
       : `${servicePath(state.service)}/rules/${encodeURIComponent(state.editing)}`
-    const result = await api(isNew ? 'POST' : 'PUT', path, { body: rule, ifMatch: state.revision })
+    const result = await api(isNew ? 'POST' : 'PUT', path, { body: rule, ifMatch })
     say(`${isNew ? 'Created' : 'Saved'} rule ${result.rule.id} (revision ${result.revision}).`)
+    saveMessage('')
     closeEditor()
     await loadService()
   } catch (err) {
-    if (err instanceof ApiError && err.status === 412) await conflict()
-    else if (err instanceof ApiError && Array.isArray(err.problem.errors)) {
+    if (err instanceof ApiError && err.status === 412) {
+      saveMessage('Not saved: someone changed these rules; see above.', true)
+      await showConflict(rule)
+    } else if (err instanceof ApiError && Array.isArray(err.problem.errors)) {
       showErrors('The service refused this rule:', err.problem.errors)
-      say('Not saved: fix the fields marked below.', true)
+      saveMessage('Not saved: fix the fields marked above.', true)
     } else if (
       err instanceof ApiError &&
       err.status < 500 &&
@@ -475,27 +566,119 @@ async function saveRule(event) {
       err.status !== 403
     ) {
       showErrors('The service refused this rule:', [err.message])
-      say(explain(err), true)
-    } else say(explain(err), true)
+      saveMessage(`Not saved: ${err.message}`, true)
+    } else saveMessage(`Not saved: ${explain(err)}`, true)
   }
 }
 
-/** Someone else changed the set since it was loaded: reload it, keep the draft. */
-async function conflict() {
-  const mine = state.revision
-  const draft = state.editing === undefined ? undefined : readForm()
-  const editing = state.editing
-  await loadService()
-  say(
-    `Someone changed these rules (revision ${mine} → ${state.revision}). The list is reloaded; check it and save again.`,
-    true,
-  )
-  if (draft !== undefined) {
-    state.editing = editing
-    $('#editor').hidden = false
-    fillForm(draft)
-    syncJson()
+// --- a colleague's change met on save ------------------------------------------------------------
+
+/** Text of a field's value for the diff ('' when absent). */
+function shown(value) {
+  return value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value)
+}
+
+const PAST = { create: 'created', replace: 'replaced', patch: 'patched', delete: 'deleted' }
+
+/**
+ * Someone else changed the set since the editor opened: show what they changed (the audit
+ * entries since, and the edited rule field by field: as opened, theirs, yours) and let the
+ * user choose. Nothing is saved until they do.
+ */
+async function showConflict(draft) {
+  const opened = state.editRevision
+  const id = draft.id ?? state.editing
+  let theirs
+  let revision
+  let changes = []
+  try {
+    const set = await api('GET', `${servicePath(state.service)}/rules`)
+    revision = set.revision
+    theirs = set.rules.find((r) => r.id === id)
+    const audit = await api('GET', `${servicePath(state.service)}/audit?limit=50`)
+    changes = audit.entries.filter((e) => e.revision > opened)
+  } catch (err) {
+    saveMessage(`Not saved, and the current rules could not be read: ${explain(err)}`, true)
+    return
   }
+  state.conflict = { theirs, revision }
+  $('#save').disabled = true
+  $('#conflict-title').textContent =
+    `${changes.length === 1 ? 'A change was' : `${changes.length} changes were`} made since you opened this rule (revision ${opened} → ${revision}):`
+  const list = $('#conflict-changes')
+  list.replaceChildren()
+  for (const e of changes.slice().reverse()) {
+    const li = document.createElement('li')
+    li.textContent = `${e.actor} ${e.action === 'reorder' ? 'reordered the rules' : `${PAST[e.action] ?? e.action} rule ${e.ruleId}`} (revision ${e.revision})`
+    list.append(li)
+  }
+  const body = $('#conflict-diff tbody')
+  body.replaceChildren()
+  const base = state.base ?? {}
+  const theirsOrEmpty = theirs ?? {}
+  const fields = [
+    ...new Set([...Object.keys(base), ...Object.keys(theirsOrEmpty), ...Object.keys(draft)]),
+  ]
+  for (const name of fields) {
+    const [b, t, m] = [shown(base[name]), shown(theirsOrEmpty[name]), shown(draft[name])]
+    if (b === t && t === m) continue
+    const tr = document.createElement('tr')
+    tr.dataset.field = name
+    const th = document.createElement('th')
+    th.scope = 'row'
+    th.textContent = name
+    const cells = [b, t, m].map((text, i) => {
+      const td = cell(text || '—', true, ['When you opened it', 'Now on the service', 'Yours'][i])
+      // Theirs differs from what you opened: their change, which saving yours would undo.
+      if (i === 1 && t !== b) td.className = 'changed-theirs'
+      if (i === 2 && m !== b) td.className = 'changed-mine'
+      return td
+    })
+    tr.append(th, ...cells)
+    body.append(tr)
+  }
+  if (theirs === undefined && state.editing !== '') {
+    const tr = document.createElement('tr')
+    const td = document.createElement('td')
+    td.colSpan = 4
+    td.textContent = `Rule ${id} was deleted on the service; saving yours creates it again.`
+    tr.append(td)
+    body.append(tr)
+  }
+  $('#conflict').hidden = false
+  $('#conflict-overwrite').focus()
+  // The list and the audit below show the current state too.
+  await loadService()
+}
+
+function closeConflict() {
+  state.conflict = undefined
+  $('#conflict').hidden = true
+  $('#save').disabled = false
+}
+
+/** Save the draft over the colleague's change, knowingly: conditional on the revision shown. */
+async function overwrite() {
+  const { revision, theirs } = state.conflict
+  closeConflict()
+  // A new rule whose id a colleague created meanwhile: replacing theirs is what was asked.
+  if (state.editing === '' && theirs !== undefined) state.editing = theirs.id
+  state.editRevision = revision
+  await save(revision)
+}
+
+/** Drop the draft and edit the rule as it is now on the service. */
+function takeTheirs() {
+  const { theirs, revision } = state.conflict
+  closeConflict()
+  saveMessage('')
+  if (theirs === undefined) {
+    closeEditor()
+    say('That rule is gone from the service; your draft was discarded.')
+    return
+  }
+  openEditor(theirs)
+  state.editRevision = revision
 }
 
 // --- audit trail -----------------------------------------------------------------------------
@@ -506,51 +689,118 @@ function json(value) {
   return pre
 }
 
-function renderAudit(entries) {
+function mark(tag, text) {
+  const el = document.createElement(tag)
+  el.textContent = text
+  return el
+}
+
+/**
+ * What an entry changed, field by field: removed values struck through, added ones marked,
+ * fields that stayed the same left out. A reorder shows the old and the new order.
+ */
+function describeChange(e) {
+  const box = document.createElement('div')
+  box.className = 'change'
+  if (e.action === 'reorder') {
+    const line = document.createElement('div')
+    line.append('order: ', mark('del', e.before.join(', ')), ' → ', mark('ins', e.after.join(', ')))
+    box.append(line)
+    return box
+  }
+  const before = e.before ?? {}
+  const after = e.after ?? {}
+  for (const name of [...new Set([...Object.keys(before), ...Object.keys(after)])]) {
+    const [b, a] = [shown(before[name]), shown(after[name])]
+    if (b === a) continue
+    const line = document.createElement('div')
+    line.dataset.field = name
+    line.append(`${name}: `)
+    if (b) line.append(mark('del', b))
+    if (b && a) line.append(' → ')
+    if (a) line.append(mark('ins', a))
+    box.append(line)
+  }
+  const details = document.createElement('details')
+  const summary = document.createElement('summary')
+  summary.textContent = 'whole rule'
+  const diff = document.createElement('div')
+  diff.className = 'diff'
+  diff.append(json(e.before), json(e.after))
+  details.append(summary, diff)
+  box.append(details)
+  return box
+}
+
+function renderAudit(entries, more) {
   const body = $('#audit tbody')
   body.replaceChildren()
   for (const e of entries) {
     const tr = document.createElement('tr')
-    const when = cell(new Date(e.at).toLocaleString())
+    tr.dataset.entryId = String(e.id)
+    const when = cell(new Date(e.at).toLocaleString(), false, 'When')
     when.title = e.at
     const change = document.createElement('td')
-    const details = document.createElement('details')
-    const summary = document.createElement('summary')
-    summary.textContent = 'before / after'
-    const diff = document.createElement('div')
-    diff.className = 'diff'
-    diff.append(json(e.before), json(e.after))
-    details.append(summary, diff)
-    change.append(details)
+    change.dataset.label = 'Change'
+    change.append(describeChange(e))
     tr.append(
       when,
-      cell(e.actor),
-      cell(e.action),
-      cell(e.ruleId ?? '', true),
-      cell(String(e.revision)),
+      cell(e.actor, false, 'Who'),
+      cell(e.action, false, 'Action'),
+      cell(e.ruleId ?? '', true, 'Rule'),
+      cell(String(e.revision), false, 'Revision'),
       change,
     )
     body.append(tr)
   }
+  const { pages } = state.audit
   $('#audit-empty').hidden = entries.length > 0
+  $('#audit-empty').textContent = state.audit.rule
+    ? `No changes to rule ${state.audit.rule}.`
+    : 'No changes yet.'
   $('#audit').hidden = entries.length === 0
+  $('#audit-newer').disabled = pages.length <= 1
+  $('#audit-older').disabled = !more
+  $('#audit-page').textContent = pages.length > 1 || more ? `page ${pages.length}` : ''
+  state.audit.last = entries.at(-1)?.id
 }
 
+/** The filter lists the rules in the set, and keeps a chosen rule that was since deleted. */
+function renderAuditFilter() {
+  const select = $('#audit-rule')
+  const ids = state.rules.map((r) => r.id)
+  if (state.audit.rule && !ids.includes(state.audit.rule)) ids.push(state.audit.rule)
+  select.replaceChildren(new Option('every rule', ''), ...ids.map((id) => new Option(id, id)))
+  select.value = state.audit.rule
+}
+
+/** Load the page whose cursor is the last in `state.audit.pages` (newest first). */
 async function loadAudit() {
+  const before = state.audit.pages.at(-1)
+  const query = new URLSearchParams({ limit: String(AUDIT_PAGE + 1) })
+  if (before !== undefined) query.set('before', String(before))
+  if (state.audit.rule) query.set('rule', state.audit.rule)
   try {
-    const data = await api('GET', `${servicePath(state.service)}/audit?limit=50`)
-    renderAudit(data.entries)
+    const data = await api('GET', `${servicePath(state.service)}/audit?${query}`)
+    renderAudit(data.entries.slice(0, AUDIT_PAGE), data.entries.length > AUDIT_PAGE)
   } catch (err) {
     say(explain(err), true)
   }
 }
 
+function resetAudit(rule = '') {
+  state.audit = { rule, pages: [undefined] }
+}
+
 // --- token -----------------------------------------------------------------------------------
 
 function showToken() {
-  $('#token-state').textContent = state.token
-    ? 'token set (kept for this tab only)'
-    : 'no token: read-only'
+  const { name, role } = state.me
+  $('#token-state').textContent = !state.token
+    ? 'no token: read-only'
+    : role
+      ? `token set: ${name} (${role}; kept for this tab only)`
+      : 'token set (kept for this tab only)'
 }
 
 async function useToken(event) {
@@ -559,7 +809,7 @@ async function useToken(event) {
   $('#token').value = ''
   if (state.token) sessionStorage.setItem(TOKEN_KEY, state.token)
   else sessionStorage.removeItem(TOKEN_KEY)
-  showToken()
+  closeEditor()
   say('')
   await loadServices()
 }
@@ -573,8 +823,23 @@ function main() {
     state.service = $('#service').value
     location.hash = `service=${encodeURIComponent(state.service)}`
     closeEditor()
+    resetAudit()
     void loadService()
   })
+  $('#audit-rule').addEventListener('change', () => {
+    resetAudit($('#audit-rule').value)
+    void loadAudit()
+  })
+  $('#audit-older').addEventListener('click', () => {
+    state.audit.pages.push(state.audit.last)
+    void loadAudit()
+  })
+  $('#audit-newer').addEventListener('click', () => {
+    if (state.audit.pages.length > 1) state.audit.pages.pop()
+    void loadAudit()
+  })
+  $('#conflict-overwrite').addEventListener('click', () => void overwrite())
+  $('#conflict-theirs').addEventListener('click', takeTheirs)
   $('#reload').addEventListener('click', () => void loadServices())
   $('#new-rule').addEventListener('click', () => openEditor(undefined))
   $('#cancel').addEventListener('click', closeEditor)
@@ -591,6 +856,7 @@ function main() {
     if (wanted && wanted !== state.service && state.services.some((s) => s.name === wanted)) {
       state.service = wanted
       $('#service').value = wanted
+      resetAudit()
       void loadService()
     }
   })

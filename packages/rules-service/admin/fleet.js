@@ -18,6 +18,8 @@ const fleet = {
   service: '',
   token: '',
   revision: undefined,
+  /** Whether the token may change this service (admin.js asks GET /v1/me). */
+  writable: false,
   /** uPlot instances by rule id, kept across refreshes so the page does not flicker. */
   charts: new Map(),
   timer: undefined,
@@ -138,6 +140,16 @@ function clientTable(rule, caption, countLabel) {
 
 function enforceButton(rule) {
   const wrap = element('div', { className: 'inline fleet-enforce' })
+  // A token that may not change the service gets no button, only what it would take.
+  if (!fleet.writable) {
+    wrap.append(
+      element('small', {
+        className: 'muted',
+        text: 'Enforcing needs a token that may change this service.',
+      }),
+    )
+    return wrap
+  }
   const button = element('button', {
     text: 'Enforce this rule',
     attrs: { type: 'button', 'data-enforce': rule.id },
@@ -307,14 +319,14 @@ async function load() {
 }
 
 document.addEventListener('floodgate:service', (event) => {
-  const { service, token, revision } = event.detail
+  const { service, token, revision, writable } = event.detail
   if (service !== fleet.service) {
     for (const chart of fleet.charts.values()) chart.destroy()
     fleet.charts.clear()
     $('#fleet-rules').replaceChildren()
     delete $('#fleet-rules').dataset.shape
   }
-  Object.assign(fleet, { service, token, revision })
+  Object.assign(fleet, { service, token, revision, writable })
   clearTimeout(fleet.timer)
   void load()
 })

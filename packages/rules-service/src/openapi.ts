@@ -94,6 +94,28 @@ export function openApiDocument(): Json {
     },
     security: [{ bearer: [] }],
     paths: {
+      '/v1/me': {
+        get: {
+          summary: 'Who the bearer token is, and what it may change',
+          description:
+            'Without a token: every field null (read-only). `services` null means every service.',
+          responses: {
+            '200': json(
+              {
+                type: 'object',
+                required: ['name', 'role', 'services'],
+                properties: {
+                  name: { type: ['string', 'null'] },
+                  role: { enum: ['admin', 'write', 'read', null] },
+                  services: { type: ['array', 'null'], items: { type: 'string' } },
+                },
+              },
+              'The token',
+            ),
+            '401': common['401'],
+          },
+        },
+      },
       '/v1/services': {
         get: {
           summary: 'List services',

@@ -9,6 +9,8 @@ import type {
   RulesValidator,
   ServiceSummary,
 } from './repository-types.js'
+import { revisionCacheFor, type RevisionCache } from './revision-cache.js'
+import { unknownService } from './unknown-service.js'
 
 export type { RuleBody } from './rule-bodies.js'
 export type * from './repository-types.js'
@@ -31,6 +33,7 @@ const toIso = (value: unknown): string =>
 export class RulesRepository {
   readonly #db: Db
   readonly #validate: RulesValidator
+  readonly #revisions: RevisionCache | undefined
 
   /**
    * @param db - the database (migrated)
@@ -39,6 +42,7 @@ export class RulesRepository {
   constructor(db: Db, validate: RulesValidator) {
     this.#db = db
     this.#validate = validate
+    this.#revisions = revisionCacheFor(db)
   }
 
   /** @returns every service, by name */
@@ -72,6 +76,7 @@ export class RulesRepository {
       'INSERT INTO services (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING name',
       [name],
     )
+    if (rows.length > 0) this.#revisions?.note(name, 0)
     return rows.length > 0
   }
 
@@ -80,11 +85,16 @@ export class RulesRepository {
    * @returns its revision, or undefined when there is no such service
    */
   async revision(service: string): Promise<number | undefined> {
+    const cached = this.#revisions?.get(service)
+    if (cached !== undefined) return cached
     const rows = await this.#db.query<{ revision: unknown }>(
       'SELECT revision FROM services WHERE name = $1',
       [service],
     )
-    return rows[0] === undefined ? undefined : Number(rows[0].revision)
+    if (rows[0] === undefined) return undefined
+    const revision = Number(rows[0].revision)
+    this.#revisions?.note(service, revision)
+    return revision
   }
 
   /**
@@ -285,7 +295,7 @@ export class RulesRepository {
     ifMatch: readonly number[] | undefined,
     plan: (current: RuleBody[]) => PlannedChange,
   ): Promise<Change> {
-    return this.#db.transaction(async (tx) => {
+    const change = await this.#db.transaction(async (tx) => {
       // The row lock serialises writers of one service; readers are never blocked.
       const locked = await tx.query<{ revision: unknown }>(
         'SELECT revision FROM services WHERE name = $1 FOR UPDATE',
@@ -343,6 +353,9 @@ export class RulesRepository {
       }
       return { revision: nextRevision, changed: true }
     })
+    // Only once committed: a rolled-back write must not move the polls' revision.
+    this.#revisions?.note(service, change.revision)
+    return change
   }
 
   /** Refuse a set that core would refuse, or that repeats an id. */
@@ -384,10 +397,6 @@ async function write(
       [service, rule.id, JSON.stringify(rule), position++],
     )
   }
-}
-
-function unknownService(service: string): ProblemError {
-  return new ProblemError('not-found', `no service named ${JSON.stringify(service)}`)
 }
 
 function unknownRule(service: string, id: string): ProblemError {

@@ -12,6 +12,7 @@ import { openPgDb } from './db/pg-db.js'
 import { openPgliteDb } from './db/pglite-db.js'
 import { openApiDocument } from './openapi.js'
 import { adminRoutes } from './routes/admin-routes.js'
+import { meRoutes } from './routes/me-routes.js'
 import { reportRoutes } from './routes/report-routes.js'
 import { rulesRoutes } from './routes/rules-routes.js'
 import { FleetReports, type FleetOptions } from './fleet-reports.js'
@@ -182,6 +183,7 @@ export async function createRulesService(
 
   const requireReadToken = options.requireReadToken ?? tokens.hasReadTokens
   rulesRoutes(app, { repository, tokens, validate, requireReadToken })
+  meRoutes(app, tokens)
   if (fleet !== undefined) reportRoutes(app, { repository, tokens, requireReadToken, fleet })
 
   const openapi = openApiDocument()

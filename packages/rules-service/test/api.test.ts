@@ -263,8 +263,14 @@ for (const backend of backends) {
           token: TOKENS.admin,
         })
         expect(missing.status, path).toBe(404)
-        expect(missing.body!.detail).toBe('no service named "no-such-service"')
+        // The 404 names the call that creates the service.
+        expect(missing.body!.detail).toBe(
+          'no service named "no-such-service"; an admin token creates it with PUT /v1/services/no-such-service (or start the service with --service no-such-service)',
+        )
       }
+      const badName = await call('GET', '/v1/services/-bad/ruleset', { token: TOKENS.admin })
+      expect(badName.status).toBe(404)
+      expect(badName.body!.detail).toMatch(/^no service named "-bad", and there cannot be one/)
       const missingWrite = await call('POST', '/v1/services/no-such-service/rules', {
         token: TOKENS.admin,
         body: rule('a'),

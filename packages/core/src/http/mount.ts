@@ -52,7 +52,12 @@ export function prepareMount<Req>(
     warn(code ?? 'FG_WRN_OPTION_UNKNOWN', message),
   )
   const settings = { ...validated, outcomeOf: outcomeJudge(validated.requestWasSuccessful, warn) }
-  const { limiter, owned } = resolveLimiter(rules, options, logger)
+  // No logger anywhere: the limiter picks its own defaults (silent, its rules source on stderr).
+  const { limiter, owned } = resolveLimiter(
+    rules,
+    options,
+    given === undefined ? undefined : logger,
+  )
   return { limiter, owned, settings, warn }
 }
 

@@ -4,6 +4,7 @@ import { accessChecks } from './access.js'
 import { etagOf, ifMatchRevisions, noneMatchHits } from '../etag.js'
 import { ProblemError } from '../problem.js'
 import { SERVICE_NAME } from '../service-name.js'
+import { unknownService } from '../unknown-service.js'
 import type { Change, RuleBody, RulesRepository, RulesValidator } from '../rules-repository.js'
 
 /** What the API routes need from the service. */
@@ -55,7 +56,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
 
   const serviceParam = (params: ServiceParams): string => {
     if (!SERVICE_NAME.test(params.service)) {
-      throw new ProblemError('not-found', `no service named ${JSON.stringify(params.service)}`)
+      throw unknownService(params.service)
     }
     return params.service
   }
@@ -103,7 +104,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     reader(request, reply, service)
     const summary = (await repository.listServices()).find((s) => s.name === service)
     if (summary === undefined) {
-      throw new ProblemError('not-found', `no service named ${JSON.stringify(service)}`)
+      throw unknownService(service)
     }
     return sendWithEtag(reply, summary.revision).send(summary)
   })
@@ -137,8 +138,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     reader(request, reply, service)
     // The poll path: a current client costs one indexed lookup, never the rules themselves.
     const revision = await repository.revision(service)
-    if (revision === undefined)
-      throw new ProblemError('not-found', `no service named ${JSON.stringify(service)}`)
+    if (revision === undefined) throw unknownService(service)
     if (notModified(request, reply, revision)) return reply
     const set = await repository.ruleset(service)
     return sendWithEtag(reply, set.revision).send(set)

@@ -30,7 +30,12 @@ export interface FileRulesOptions {
    * @default 100
    */
   readonly debounceMs?: number | undefined
-  /** Where failures and recoveries are logged (once each). @default silent */
+  /**
+   * Where the source itself logs failures and recoveries (once each), for a source used
+   * without a limiter. A limiter (and every adapter) already logs them through its own logger,
+   * so passing one here too logs each twice.
+   * @default silent
+   */
   readonly logger?: Logger | undefined
 }
 
@@ -72,7 +77,7 @@ async function parseText(path: string, text: string): Promise<unknown> {
  * not installed.
  * @example
  * ```ts
- * const limiter = createLimiter({ rules: fileRules('./rules.yaml', { logger }) })
+ * const limiter = createLimiter({ rules: fileRules('./rules.yaml'), logger })
  * ```
  */
 export function fileRules(path: string, options: FileRulesOptions = {}): FileRulesSource {
@@ -191,11 +196,12 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
   }
 
   return {
-    async start(rulesCallback, errorCallback) {
+    async start(rulesCallback, errorCallback, _limiter, recoveredCallback) {
       if (running) throw misuseError('fileRules: start() called twice')
       running = true
       onRules = rulesCallback
       onError = errorCallback
+      if (recoveredCallback) failures.onRecovered = recoveredCallback
       await reload()
       if (!running || !watchFile) return
       try {

@@ -109,11 +109,14 @@ async function setup(options: Parameters<typeof httpRules>[1] = {}) {
   sources.push(source)
   const delivered: { rules: Rule[]; revision: string | undefined }[] = []
   const errors: Error[] = []
+  const recoveries: number[] = []
   await source.start(
     (rules, revision) => delivered.push({ rules, revision }),
     (err) => errors.push(err),
+    undefined,
+    () => recoveries.push(delivered.length),
   )
-  return { fake, logger, source, delivered, errors }
+  return { fake, logger, source, delivered, errors, recoveries }
 }
 
 describe('httpRules', () => {
@@ -157,7 +160,7 @@ describe('httpRules', () => {
   })
 
   it('keeps the rules when the server is down, logs once, and logs the recovery', async () => {
-    const { fake, source, delivered, errors, logger } = await setup()
+    const { fake, source, delivered, errors, logger, recoveries } = await setup()
     await close(fake)
     await source.poll()
     await source.poll()
@@ -181,6 +184,10 @@ describe('httpRules', () => {
       expect.objectContaining({ source: expect.any(String) }),
       'rules source recovered',
     )
+    // The limiter's callback too, once, after the poll that brought revision 3.
+    expect(recoveries).toEqual([2])
+    await source.poll()
+    expect(recoveries).toEqual([2])
   })
 
   it('keeps the rules on HTTP errors, garbage and invalid rules, reporting each distinct failure once', async () => {

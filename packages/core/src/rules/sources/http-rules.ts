@@ -35,7 +35,12 @@ export interface HttpRulesOptions {
   readonly timeoutMs?: number | undefined
   /** Largest body accepted. @default 5242880 (5 MiB) */
   readonly maxBytes?: number | undefined
-  /** Where failures and recoveries are logged (once each). @default silent */
+  /**
+   * Where the source itself logs failures and recoveries (once each), for a source used
+   * without a limiter. A limiter (and every adapter) already logs them through its own logger,
+   * so passing one here too logs each twice.
+   * @default silent
+   */
   readonly logger?: Logger | undefined
   /** The fetch implementation. @default globalThis.fetch */
   readonly fetch?: typeof fetch | undefined
@@ -292,11 +297,12 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   }
 
   return {
-    async start(rulesCallback, errorCallback, limiter) {
+    async start(rulesCallback, errorCallback, limiter, recoveredCallback) {
       if (running) throw misuseError('httpRules: start() called twice')
       running = true
       onRules = rulesCallback
       onError = errorCallback
+      if (recoveredCallback) failures.onRecovered = recoveredCallback
       // The first poll runs while the limiter is being built and has nothing to report yet.
       await poll()
       reporter?.attach(limiter)

@@ -17,6 +17,8 @@ export interface RulesSource {
    * keeps going and the rules in force stay. Called once per distinct failure, not per poll.
    * @param limiter - The limiter's counters and top clients, for a source that reports them
    * back to where the rules come from (`httpRules` with `report`); others ignore it.
+   * @param onRecovered - Called once when a load succeeds after a failure (whether or not it
+   * brought new rules), so the failure's log line gets its end.
    * @returns A promise that resolves once the first load attempt is over, whether it
    * succeeded or not: a limiter keeps running with whatever rules it has.
    */
@@ -24,17 +26,21 @@ export interface RulesSource {
     onRules: (rules: Rule[], revision?: string) => void,
     onError: (err: Error) => void,
     limiter?: ReportingLimiter,
+    onRecovered?: () => void,
   ): Promise<void>
   /** Stops watching or polling; no callback runs afterwards. Idempotent. */
   stop(): void
 }
 
 /**
- * Remembers the last failure so that a source down for an hour logs once, not every poll,
- * and logs once more when it recovers.
+ * Remembers the last failure so that a source down for an hour reports once, not every poll,
+ * and once more when it recovers. It logs to the source's own logger (silent unless given) and
+ * calls `onRecovered` (the limiter's, which logs through the app's logger).
  */
 export class FailureLog {
   private last: string | undefined
+  /** Called on each recovery; set by the source's `start`. */
+  onRecovered: () => void = () => {}
 
   constructor(
     private readonly logger: Logger,
@@ -54,6 +60,7 @@ export class FailureLog {
     if (this.last === undefined) return
     this.last = undefined
     this.logger.info({ source: this.what }, 'rules source recovered')
+    this.onRecovered()
   }
 }
 
