@@ -36,6 +36,8 @@ export const errorCodes = {
     "a limit function threw, timed out or answered something that is not a limit; the rule's own limit applied",
   FG_WRN_OUTCOME_INVALID:
     'requestWasSuccessful threw or answered something other than a boolean; the request counted as failed',
+  FG_WRN_REDIS_CLIENT_UNSAFE:
+    'the ioredis client passed to a Redis store queues or resends commands when Redis goes away',
 } as const
 
 /** A Floodgate error or warning code. */

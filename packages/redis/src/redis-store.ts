@@ -14,7 +14,12 @@ import {
   type StateEntry,
 } from '@floodgate/core/algorithms'
 import { BatchQueue, type ScriptCall } from './batch-queue.js'
-import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js'
+import {
+  RedisConnection,
+  warnUnsafeClient,
+  type RedisClient,
+  type RedisConnectionOptions,
+} from './connection.js'
 import { checkPrefix, hashTag } from './redis-key.js'
 import { scriptCommand } from './script-command.js'
 import { throttledWarn } from './throttled-warn.js'
@@ -59,7 +64,10 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
    * @default 60000
    */
   concurrencyLeaseMs?: number
-  /** pino-compatible logger for fallback notices. */
+  /**
+   * pino-compatible logger for fallback notices, and for the warning about a `client` passed
+   * in without limiter-safe settings (`FG_WRN_REDIS_CLIENT_UNSAFE`; on stderr without one).
+   */
   logger?: Logger
 }
 
@@ -127,6 +135,7 @@ export class RedisStore implements Store {
     this.leaseMs = leaseMs
     this.warn = throttledWarn(scopeLogger(options.logger, 'floodgate-redis'))
     this.connection = new RedisConnection(options, timeoutMs)
+    if (options.client) warnUnsafeClient(options.client, options.logger, 'floodgate-redis')
     this.client = this.connection.client
     this.ready = this.connection.ready
     this.isCluster = this.connection.isCluster

@@ -26,3 +26,4 @@ export {
   refusedOption,
 } from './checks.js'
 export { errorCodes } from '../errors.js'
+export { stderrWarnings } from '../logger.js'
