@@ -1,6 +1,6 @@
 // `pnpm bench`: every benchmark, one after the other, each in its own process so one cannot
 // warm or pollute the heap of the next. BENCH_ONLY picks some: core, http, http-instructions,
-// redis, synced-admission, rules-service, footprint.
+// redis, redis-instructions, synced-admission, rules-service, footprint.
 import { spawnSync } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
@@ -16,6 +16,12 @@ const parts = [
     'valgrind',
   ],
   ['redis', 'redis/run.mjs', 'Redis: RedisStore vs peer Redis stores'],
+  [
+    'redis-instructions',
+    'redis/instructions.mjs',
+    'Redis: instructions per script call, one call in flight (callgrind)',
+    'valgrind',
+  ],
   [
     'synced-admission',
     'redis/synced-admission.mjs',

@@ -117,6 +117,22 @@ async function contenders() {
     })
   }
   {
+    // A client the application passes in as it is: `new Redis(url)`, ioredis's defaults.
+    const client = countedClient()
+    await new Promise((r) => client.once('ready', r))
+    const store = createRedisStore({ client, prefix: `${PREFIX}:fgp`, timeoutMs: 1000 })
+    const limiter = createLimiter({
+      store,
+      timeoutMs: 1000,
+      rules: [{ id: 'per-ip', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' }],
+    })
+    list.push({
+      name: 'Floodgate limiter.check on RedisStore, plain `new Redis(url)` passed in',
+      client,
+      op: (k) => limiter.check({ method: 'GET', path: '/', ip: k, headers: {} }),
+    })
+  }
+  {
     const { RateLimiterRedis } = await import('rate-limiter-flexible')
     const client = countedClient({ enableOfflineQueue: false })
     await new Promise((r) => client.once('ready', r))

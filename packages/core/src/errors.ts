@@ -40,6 +40,8 @@ export const errorCodes = {
     "a shared store did not record a limit function's answer; other hosts' reset and get may miss its state",
   FG_WRN_OUTCOME_INVALID:
     'requestWasSuccessful threw or answered something other than a boolean; the request counted as failed',
+  FG_WRN_REDIS_CLIENT_UNSAFE:
+    'the ioredis client passed to a Redis store queues or resends commands when Redis goes away',
   FG_WRN_REPORT_REFUSED: "the rules service refused this host's report; the host polls without it",
 } as const
 

@@ -71,10 +71,11 @@ interface Batch {
   keys: string[]
   packed: Buffer[]
   sent: boolean
+  /** Redis answered or the call failed. */
+  settled: boolean
   timedOut: boolean
-  /** `performance.now()` past which the batch is not sent. */
+  /** `performance.now()` past which the batch is not sent, and its requests fail. */
   deadline: number
-  timer: ReturnType<typeof setTimeout>
 }
 
 /**
@@ -83,16 +84,28 @@ interface Batch {
  */
 export class BatchQueue {
   private pending = 0
+  /** Script calls sent and not answered yet. */
+  private inFlight = 0
   /** Batches still taking requests, by script, `now` and (on a Cluster) hash tag. */
   private readonly open = new Map<string, Batch>()
   private flushScheduled = false
+  /**
+   * Batches not settled yet, oldest first: every deadline is its opening time plus the same
+   * `timeoutMs`, so this is also deadline order, and one timer at the oldest deadline serves
+   * them all (a timer per call cost more than the rest of the queue's work).
+   */
+  private readonly watched: Batch[] = []
+  private watchedHead = 0
+  private timer: ReturnType<typeof setTimeout> | undefined
 
   constructor(private readonly options: BatchQueueOptions) {}
 
   /**
-   * Queue one request's entries for the next script call of their batch. Requests started in
-   * the same turn of the event loop (every request read in its poll phase, every caller woken
-   * by one batch's reply) share one EVALSHA and one `TIME`, up to {@link BATCH_REQUESTS} per
+   * Queue one request's entries for the next script call of their batch. A request that
+   * finds nothing in flight and nothing queued leaves at once: there is no call to share, and
+   * waiting for the end of the turn would only add latency. Otherwise requests started in the
+   * same turn of the event loop (every request read in its poll phase, every caller woken by
+   * one batch's reply) share one EVALSHA and one `TIME`, up to {@link BATCH_REQUESTS} per
    * call. The deadline runs from when the batch opened, so no request waits past it.
    *
    * @param mode - What the request asks (see `WIRE_MODES`): consume, refund, peek, reset, penalize.
@@ -110,11 +123,15 @@ export class BatchQueue {
       )
     }
     const id = scriptId(entries)
+    // Idle: this request is alone in its call whatever else the turn brings; send it now.
+    const alone = this.inFlight === 0 && this.open.size === 0
     // A script call touches one slot on a Cluster and runs at one `now`: batch accordingly.
-    const batchKey = this.options.isCluster
-      ? `${id}|${now}|${hashTag(entries[0]!.key)}`
-      : `${id}|${now}`
-    const batch = this.open.get(batchKey) ?? this.openBatch(batchKey, id, now)
+    const batchKey = alone
+      ? ''
+      : this.options.isCluster
+        ? `${id}|${now}|${hashTag(entries[0]!.key)}`
+        : `${id}|${now}`
+    const batch = (alone ? undefined : this.open.get(batchKey)) ?? this.openBatch(batchKey, id, now)
     this.pending++
     for (const e of entries) batch.keys.push(redisKey(this.options.prefix, e.key, e.rule.stateId))
     const algs = batch.algorithms
@@ -126,12 +143,12 @@ export class BatchQueue {
     const result = new Promise<AlgorithmResult[]>((resolve, reject) => {
       batch.requests.push({ mode, entries, resolve, reject })
     })
-    if (batch.requests.length >= BATCH_REQUESTS) this.send(batch)
+    if (alone || batch.requests.length >= BATCH_REQUESTS) this.send(batch)
     return result
   }
 
+  /** A new batch under its deadline; `batchKey` '' is a lone request's, sent by the caller. */
   private openBatch(batchKey: string, id: string, now: string): Batch {
-    const timeoutMs = this.options.timeoutMs
     const batch: Batch = {
       key: batchKey,
       id,
@@ -142,16 +159,50 @@ export class BatchQueue {
       keys: [],
       packed: [],
       sent: false,
+      settled: false,
       timedOut: false,
-      deadline: performance.now() + timeoutMs,
-      timer: setTimeout(() => this.timeOut(batch), timeoutMs),
+      deadline: performance.now() + this.options.timeoutMs,
     }
+    this.watched.push(batch)
+    if (this.timer === undefined) this.arm(batch.deadline)
+    if (batchKey === '') return batch
     this.open.set(batchKey, batch)
     if (!this.flushScheduled) {
       this.flushScheduled = true
       setImmediate(this.flush)
     }
     return batch
+  }
+
+  private arm(deadline: number): void {
+    this.timer = setTimeout(this.expire, Math.max(0, deadline - performance.now()))
+    // A call in flight keeps the process alive through its socket; the deadline need not.
+    this.timer.unref?.()
+  }
+
+  /** The oldest deadline passed: fail what is due, forget what settled, wait for the next. */
+  private readonly expire = (): void => {
+    this.timer = undefined
+    const t = performance.now()
+    const w = this.watched
+    let head = this.watchedHead
+    while (head < w.length) {
+      const b = w[head]!
+      if (!b.settled && !b.timedOut) {
+        if (b.deadline > t) break
+        this.timeOut(b)
+      }
+      head++
+    }
+    if (head === w.length) {
+      w.length = 0
+      head = 0
+    } else if (head > 64 && head * 2 > w.length) {
+      w.splice(0, head)
+      head = 0
+    }
+    this.watchedHead = head
+    if (head < w.length) this.arm(w[head]!.deadline)
   }
 
   /** Send every batch still open: the end of the turn in which their requests started. */
@@ -163,12 +214,12 @@ export class BatchQueue {
   private send(batch: Batch): void {
     // A handler that hogged the event loop can make a batch miss its deadline before it leaves.
     if (performance.now() >= batch.deadline) {
-      clearTimeout(batch.timer)
       this.timeOut(batch)
       return
     }
-    this.open.delete(batch.key)
+    if (batch.key !== '') this.open.delete(batch.key)
     batch.sent = true
+    this.inFlight++
     const packed = batch.packed.length === 1 ? batch.packed[0]! : Buffer.concat(batch.packed)
     let call: Promise<number[]>
     try {
@@ -179,7 +230,8 @@ export class BatchQueue {
     }
     call.then(
       (reply) => {
-        clearTimeout(batch.timer)
+        batch.settled = true
+        this.inFlight--
         let f = 0
         for (const req of batch.requests) {
           this.pending--
@@ -190,7 +242,8 @@ export class BatchQueue {
         }
       },
       (err: unknown) => {
-        clearTimeout(batch.timer)
+        batch.settled = true
+        this.inFlight--
         this.pending -= batch.requests.length
         this.options.onFailure()
         if (batch.timedOut) return
@@ -212,7 +265,7 @@ export class BatchQueue {
     if (batch.timedOut) return
     batch.timedOut = true
     if (!batch.sent) {
-      this.open.delete(batch.key)
+      if (batch.key !== '') this.open.delete(batch.key)
       this.pending -= batch.requests.length
     }
     const error = new FloodgateError(

@@ -1,5 +1,7 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
-import { optionsConflict } from '@floodgate/core/options'
+import type { Logger } from '@floodgate/core'
+import { scopeLogger } from '@floodgate/core/algorithms'
+import { optionsConflict, stderrWarnings } from '@floodgate/core/options'
 
 /** A client Floodgate can run its script on: a single Redis or a Redis Cluster. */
 export type RedisClient = Redis | Cluster
@@ -43,6 +45,53 @@ function limiterRedisOptions(timeoutMs: number): RedisOptions {
     // Keep trying to come back, quickly but without hammering a restarting Redis.
     retryStrategy: (times: number) => Math.min(50 * times, 1000),
   }
+}
+
+/**
+ * The settings of a client passed in that differ from what a limiter needs (see
+ * {@link RedisConnectionOptions.client}): each is named with the value to set. Speed does not
+ * depend on them; what they change is what happens when Redis goes away (calls parked or
+ * replayed instead of failing at once and being counted at most once).
+ *
+ * @param client - The application's ioredis client or Cluster.
+ * @returns `name: value` for each setting to change, empty when the client is limiter-safe.
+ */
+export function unsafeClientSettings(client: RedisClient): string[] {
+  const out: string[] = []
+  const isCluster = 'isCluster' in client && client.isCluster === true
+  const own = client.options as {
+    enableOfflineQueue?: boolean
+    maxRetriesPerRequest?: number | null
+    autoResendUnfulfilledCommands?: boolean
+    retryDelayOnFailover?: number
+    redisOptions?: RedisOptions
+  }
+  // A Cluster's node connections take these from its redisOptions.
+  const node = isCluster ? (own.redisOptions ?? {}) : (own as RedisOptions)
+  if (own.enableOfflineQueue !== false) out.push('enableOfflineQueue: false')
+  if (node.maxRetriesPerRequest !== 0) out.push('maxRetriesPerRequest: 0')
+  if (node.autoResendUnfulfilledCommands !== false) out.push('autoResendUnfulfilledCommands: false')
+  if (isCluster && own.retryDelayOnFailover !== 0) out.push('retryDelayOnFailover: 0')
+  return out
+}
+
+/**
+ * Say once, when a store is built, which settings of the application's client to change:
+ * with ioredis's defaults a call made while Redis is away is parked until it comes back, and
+ * a script cut off by a dropped connection is sent again (one request counted twice).
+ */
+export function warnUnsafeClient(
+  client: RedisClient,
+  logger: Logger | undefined,
+  component: string,
+): void {
+  const fix = unsafeClientSettings(client)
+  if (fix.length === 0) return
+  const sink = logger ? scopeLogger(logger, component) : stderrWarnings
+  sink.warn(
+    { code: 'FG_WRN_REDIS_CLIENT_UNSAFE', settings: fix },
+    `the ioredis client passed to the store keeps ioredis defaults a limiter cannot use: set ${fix.join(', ')} when creating it (or pass url/cluster and let Floodgate create it)`,
+  )
 }
 
 /**

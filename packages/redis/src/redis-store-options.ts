@@ -58,6 +58,9 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
    * @default 60000
    */
   concurrencyLeaseMs?: number
-  /** pino-compatible logger for fallback notices. */
+  /**
+   * pino-compatible logger for fallback notices, and for the warning about a `client` passed
+   * in without limiter-safe settings (`FG_WRN_REDIS_CLIENT_UNSAFE`; on stderr without one).
+   */
   logger?: Logger
 }

@@ -16,7 +16,7 @@ import {
   type StateEntry,
 } from '@floodgate/core/algorithms'
 import { BatchQueue, type ScriptCall } from './batch-queue.js'
-import { RedisConnection, type RedisClient } from './connection.js'
+import { RedisConnection, warnUnsafeClient, type RedisClient } from './connection.js'
 import { RecordedLimits } from './recorded-limits.js'
 import { checkPrefix, hashTag } from './redis-key.js'
 import { scriptCommand } from './script-command.js'
@@ -95,6 +95,7 @@ export class RedisStore implements Store {
     this.leaseMs = leaseMs
     this.warn = throttledWarn(scopeLogger(options.logger, 'floodgate-redis'))
     this.connection = new RedisConnection(options, timeoutMs)
+    if (options.client) warnUnsafeClient(options.client, options.logger, 'floodgate-redis')
     this.client = this.connection.client
     this.ready = this.connection.ready
     this.isCluster = this.connection.isCluster

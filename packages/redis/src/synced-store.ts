@@ -8,7 +8,7 @@ import {
   type RefundEntry,
   type StateEntry,
 } from '@floodgate/core/algorithms'
-import { RedisConnection, type RedisClient } from './connection.js'
+import { RedisConnection, warnUnsafeClient, type RedisClient } from './connection.js'
 import { RecordedLimits } from './recorded-limits.js'
 import { throttledWarn } from './throttled-warn.js'
 import { adoptFleetLevel, holdBack } from './synced/fleet-share.js'
@@ -91,6 +91,7 @@ export class SyncedStore implements Store {
     this.memory = new MemoryStore({ maxKeys: o.maxKeys })
     this.keys = new TrackedKeys(o.prefix, o.maxKeys ?? 1_000_000, (t) => this.readSoon(t))
     this.connection = new RedisConnection(options, o.timeoutMs)
+    if (options.client) warnUnsafeClient(options.client, o.logger, 'floodgate-synced')
     this.client = this.connection.client
     this.ready = this.connection.ready
     this.syncMs = o.syncMs

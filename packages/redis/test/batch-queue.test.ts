@@ -52,27 +52,59 @@ describe('BatchQueue', () => {
     vi.useRealTimers()
   })
 
-  it('sends the requests of one turn in one call, and gives each its own results', async () => {
+  it('sends a request at once when nothing is in flight or queued', async () => {
     const h = harness()
     const a = h.queue.enqueue('c', '', entry('a'))
-    const b = h.queue.enqueue('c', '', entry('b'))
-    expect(h.calls).toHaveLength(0)
-    vi.advanceTimersToNextTimer() // the end of the turn
     expect(h.calls).toHaveLength(1)
-    expect(h.calls[0]!.keys).toHaveLength(2)
-    expect(decodeBatch(h.calls[0]!.packed)).toHaveLength(2)
+    expect(h.calls[0]!.keys).toHaveLength(1)
     h.answer(0)
+    expect((await a)[0]!.remaining).toBe(0)
+    // Answered: the queue is idle again, so the next lone request leaves at once too.
+    void h.queue.enqueue('c', '', entry('b'))
+    expect(h.calls).toHaveLength(2)
+  })
+
+  it('while a call is in flight, sends the requests of one turn in one call, and gives each its own results', async () => {
+    const h = harness()
+    void h.queue.enqueue('c', '', entry('first'))
+    const a = h.queue.enqueue('c', '', entry('a'))
+    const b = h.queue.enqueue('c', '', entry('b'))
+    expect(h.calls).toHaveLength(1)
+    vi.advanceTimersToNextTimer() // the end of the turn
+    expect(h.calls).toHaveLength(2)
+    expect(h.calls[1]!.keys).toHaveLength(2)
+    expect(decodeBatch(h.calls[1]!.packed)).toHaveLength(2)
+    h.answer(1)
     expect((await a)[0]!.remaining).toBe(0)
     expect((await b)[0]!.remaining).toBe(1)
   })
 
   it(`sends at most ${BATCH_REQUESTS} requests per call`, () => {
     const h = harness()
-    for (let i = 0; i <= BATCH_REQUESTS; i++) void h.queue.enqueue('c', '', entry(`k${i}`))
-    // The full batch left at once; the last request waits for the end of the turn.
-    expect(h.calls).toHaveLength(1)
+    for (let i = 0; i <= BATCH_REQUESTS + 1; i++) void h.queue.enqueue('c', '', entry(`k${i}`))
+    // The first left alone; the next full batch left at once; the last request waits for
+    // the end of the turn.
+    expect(h.calls).toHaveLength(2)
     vi.advanceTimersToNextTimer()
-    expect(h.calls.map((c) => c.keys.length)).toEqual([BATCH_REQUESTS, 1])
+    expect(h.calls.map((c) => c.keys.length)).toEqual([1, BATCH_REQUESTS, 1])
+  })
+
+  it('fails every request of batches that miss the deadline with one timer, oldest first', async () => {
+    const h = harness()
+    const a = h.queue.enqueue('c', '', entry('a'))
+    vi.advanceTimersByTime(20)
+    const b = h.queue.enqueue('c', '', entry('b'))
+    vi.advanceTimersToNextTimer() // b's batch leaves at the end of its turn
+    const aFailed = expect(a).rejects.toMatchObject({ code: 'FG_ERR_STORE_TIMEOUT' })
+    vi.advanceTimersByTime(30)
+    await aFailed
+    let bSettled = false
+    void b.catch(() => (bSettled = true))
+    await Promise.resolve()
+    expect(bSettled).toBe(false)
+    vi.advanceTimersByTime(20)
+    await expect(b).rejects.toMatchObject({ code: 'FG_ERR_STORE_TIMEOUT' })
+    expect(vi.getTimerCount()).toBe(0)
   })
 
   it('fails a request whose answer misses the deadline, and hands the late answer over', async () => {
@@ -97,16 +129,17 @@ describe('BatchQueue', () => {
     await a
     const d = h.queue.enqueue('c', '', entry('d'))
     vi.advanceTimersToNextTimer()
-    h.answer(1)
+    h.answer(2)
     expect(await d).toHaveLength(1)
   })
 
   it('on a Cluster, sends one call per hash tag; a failed call is reported', async () => {
     const h = harness({ isCluster: true })
+    void h.queue.enqueue('c', '', entry('first'))
     void h.queue.enqueue('c', '', entry('a'))
     void h.queue.enqueue('c', '', entry('b'))
     vi.advanceTimersToNextTimer()
-    expect(h.calls).toHaveLength(2)
+    expect(h.calls.map((c) => c.keys.length)).toEqual([1, 1, 1])
     const failing = new BatchQueue({
       prefix: 'p',
       timeoutMs: 50,
@@ -116,8 +149,8 @@ describe('BatchQueue', () => {
       onFailure: () => h.failures++,
       onLateAnswer: () => {},
     })
+    // Nothing in flight on this queue: the request leaves at once.
     const c = failing.enqueue('c', '', entry('c'))
-    vi.advanceTimersToNextTimer()
     await expect(c).rejects.toThrow('CLUSTERDOWN')
     expect(h.failures).toBe(1)
   })

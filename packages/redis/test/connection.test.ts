@@ -1,6 +1,7 @@
-import { Redis } from 'ioredis'
+import { Cluster, Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
-import { OptionsError } from '@floodgate/core'
+import { OptionsError, type Logger } from '@floodgate/core'
+import { createRedisStore, createSyncedStore } from '@floodgate/redis'
 import { RedisConnection } from '../src/connection.js'
 import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 
@@ -30,5 +31,83 @@ describe('RedisConnection', () => {
     await c.close()
     expect(await own.ping()).toBe('PONG')
     own.disconnect()
+  })
+})
+
+/** A logger that keeps what it was asked to warn. */
+function capturing(): Logger & { warned: { fields: Record<string, unknown>; msg?: string }[] } {
+  const warned: { fields: Record<string, unknown>; msg?: string }[] = []
+  const noop = (): void => {}
+  return {
+    warned,
+    debug: noop,
+    info: noop,
+    warn: (fields: unknown, msg?: string) =>
+      warned.push({ fields: fields as Record<string, unknown>, msg }),
+    error: noop,
+  }
+}
+
+describe('a client passed in', () => {
+  const safe = {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+  }
+
+  it('with ioredis defaults: both stores warn once, naming every setting to change', async () => {
+    const client = new Redis(REDIS_URL, { lazyConnect: true })
+    for (const make of [createRedisStore, createSyncedStore]) {
+      const logger = capturing()
+      const store = make({ client, logger })
+      expect(logger.warned).toHaveLength(1)
+      expect(logger.warned[0]!.fields).toMatchObject({
+        code: 'FG_WRN_REDIS_CLIENT_UNSAFE',
+        settings: [
+          'enableOfflineQueue: false',
+          'maxRetriesPerRequest: 0',
+          'autoResendUnfulfilledCommands: false',
+        ],
+      })
+      expect(logger.warned[0]!.msg).toContain('autoResendUnfulfilledCommands: false')
+      await store.close()
+    }
+    client.disconnect()
+  })
+
+  it('with the limiter-safe settings: no warning', async () => {
+    const client = new Redis(REDIS_URL, safe)
+    const logger = capturing()
+    const store = createRedisStore({ client, logger })
+    expect(logger.warned).toHaveLength(0)
+    await store.close()
+    client.disconnect()
+  })
+
+  it('a Cluster: its node options and retryDelayOnFailover are checked too', async () => {
+    const half = new Cluster([{ host: '127.0.0.1', port: 1 }], {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      redisOptions: { maxRetriesPerRequest: 0 },
+    })
+    const logger = capturing()
+    const store = createRedisStore({ client: half, logger })
+    expect(logger.warned[0]!.fields['settings']).toEqual([
+      'autoResendUnfulfilledCommands: false',
+      'retryDelayOnFailover: 0',
+    ])
+    await store.close()
+    const tuned = new Cluster([{ host: '127.0.0.1', port: 1 }], {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryDelayOnFailover: 0,
+      redisOptions: { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false },
+    })
+    const quiet = capturing()
+    await createRedisStore({ client: tuned, logger: quiet }).close()
+    expect(quiet.warned).toHaveLength(0)
+    half.disconnect()
+    tuned.disconnect()
   })
 })

@@ -27,3 +27,4 @@ export {
   renamedOption,
 } from './checks.js'
 export { errorCodes } from '../errors.js'
+export { stderrWarnings } from '../logger.js'

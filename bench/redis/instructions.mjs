@@ -1,0 +1,181 @@
+// Redis benchmark, deterministic flavour: Redis-side instructions per script call with one call
+// in flight, counted by valgrind's callgrind on a private redis-server.
+//
+//   node bench/redis/instructions.mjs    (after `pnpm build`; needs valgrind and redis-server)
+//
+// A lone request's latency is mostly fixed costs; this weighs the Redis part of it. The server
+// runs under callgrind with instrumentation off; each script is loaded, called 500 times to
+// warm up, then instrumentation is switched on for BENCH_CALLS calls sent one at a time, on 500
+// keys that already exist, and the total is divided by the calls. The figure is the whole
+// command in Redis: reading it, running the script, replying. Besides RedisStore's own script
+// (captured from a real store), it weighs the floors: an empty script, the three commands the
+// script needs (TIME, GET, SET PX) and nothing else, and rate-limit-redis's commands.
+// Env: BENCH_CALLS (3000), BENCH_REDIS_PORT (a free port).
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import net from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Redis } from 'ioredis'
+import { ensureBuilt } from '../ensure-built.mjs'
+
+const CALLS = Number(process.env.BENCH_CALLS ?? 3000)
+const WARMUP = 500
+for (const cmd of ['valgrind', 'callgrind_control', 'redis-server']) {
+  if (spawnSync(cmd, ['--version']).status !== 0) {
+    console.error(`bench/redis/instructions.mjs needs ${cmd} on PATH`)
+    process.exit(1)
+  }
+}
+ensureBuilt(['core', 'redis'])
+const { createLimiter } = await import('@floodgate/core')
+const { createRedisStore } = await import('@floodgate/redis')
+
+const freePort = () =>
+  new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = s.address().port
+      s.close(() => resolve(p))
+    })
+  })
+const PORT = Number(process.env.BENCH_REDIS_PORT ?? (await freePort()))
+const dir = mkdtempSync(join(tmpdir(), 'floodgate-redis-callgrind-'))
+if (process.env.KEEP) console.error(dir)
+const server = spawn(
+  'valgrind',
+  [
+    '--tool=callgrind',
+    '--instr-atstart=no',
+    `--callgrind-out-file=${join(dir, 'redis')}`,
+    `--log-file=${join(dir, 'log')}`,
+    'redis-server',
+    '--port',
+    String(PORT),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+  ],
+  { stdio: 'ignore' },
+)
+process.on('exit', () => {
+  server.kill('SIGKILL')
+  if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true })
+})
+const ctl = (...args) =>
+  execFileSync('callgrind_control', [...args, String(server.pid)], { stdio: 'ignore' })
+
+const client = new Redis({ port: PORT, lazyConnect: true, retryStrategy: () => 300 })
+client.on('error', () => {})
+const until = Date.now() + 60_000
+while (client.status !== 'ready') {
+  if (Date.now() > until) throw new Error('redis-server under valgrind did not start within 60 s')
+  await client.connect().catch(() => new Promise((r) => setTimeout(r, 300)))
+}
+
+// RedisStore's script for one token-bucket rule, as a store defines it on its client, and the
+// packed argument of one consume of cost 1 (captured from the store's own call).
+let decide
+{
+  const spy = new Redis({
+    port: PORT,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+  })
+  await new Promise((r) => spy.once('ready', r))
+  const define = spy.defineCommand.bind(spy)
+  spy.defineCommand = (name, def) => {
+    decide = { lua: def.lua }
+    return define(name, def)
+  }
+  const send = spy.sendCommand.bind(spy)
+  spy.sendCommand = (cmd) => {
+    if (decide && !decide.args && /^eval/.test(cmd.name)) decide.args = cmd.args.slice(1)
+    return send(cmd)
+  }
+  const store = createRedisStore({ client: spy, prefix: 'fgbench-cg', timeoutMs: 60_000 })
+  const limiter = createLimiter({ store, rules: [] })
+  const [rule] = limiter.compileRules([
+    { id: 'tb', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' },
+  ]).rules
+  await store.consume([{ rule, key: 'k', cost: 1, maxWaitMs: 0, shadow: false }], 0)
+  await limiter.close()
+  spy.disconnect()
+}
+const numKeys = Number(decide.args[0])
+const decideArgs = decide.args.slice(1 + numKeys)
+
+const sha = (s) => createHash('sha1').update(s).digest('hex')
+let contenderIndex = 0
+const script = (name, lua, args = []) => {
+  const prefix = `fgbench-cg:${contenderIndex++}:`
+  return {
+    name,
+    setup: () => client.script('LOAD', lua),
+    call: (i) => client.evalsha(sha(lua), 1, `${prefix}${i % 500}`, ...args),
+  }
+}
+const contenders = [
+  script('`return 1` (any EVALSHA)', 'return 1'),
+  script(
+    '`TIME`, `GET`, `SET … PX` and nothing else',
+    "redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], '0123456789abcdef', 'PX', 3600000) return 1",
+  ),
+  script(
+    "rate-limit-redis's script (`INCR`, `PTTL`)",
+    `local totalHits = redis.call("INCR", KEYS[1])
+local timeToExpire = redis.call("PTTL", KEYS[1])
+if timeToExpire <= 0 or ARGV[1] == "1" then
+  redis.call("PEXPIRE", KEYS[1], tonumber(ARGV[2]))
+  timeToExpire = tonumber(ARGV[2])
+end
+return { totalHits, timeToExpire }`,
+    ['0', '3600000'],
+  ),
+  script("RedisStore's script, one token-bucket rule", decide.lua, decideArgs),
+]
+
+const counts = []
+for (const c of contenders) {
+  await c.setup()
+  for (let i = 0; i < WARMUP; i++) await c.call(i)
+  ctl('--zero')
+  ctl('--instr=on')
+  for (let i = 0; i < CALLS; i++) await c.call(i)
+  ctl('--instr=off')
+  ctl(`--dump=c${counts.length}`)
+  counts.push(c.name)
+}
+// Dumps are written asynchronously; wait for all of them.
+const dumps = () => readdirSync(dir).filter((f) => /^redis\.\d+$/.test(f))
+const deadline = Date.now() + 30_000
+while (dumps().length < counts.length && Date.now() < deadline)
+  await new Promise((r) => setTimeout(r, 200))
+const byTrigger = new Map()
+for (const f of dumps()) {
+  const text = readFileSync(join(dir, f), 'utf8')
+  const trigger = text.match(/^desc: Trigger: (?:.*--dump=|dump )(c\d+)$/m)?.[1]
+  const total = Number(text.match(/^totals: (\d+)/m)?.[1])
+  if (trigger) byTrigger.set(trigger, total)
+}
+const version = (await client.info('server')).match(/redis_version:(\S+)/)[1]
+console.log(`### Redis instructions per script call, one call in flight`)
+console.log()
+console.log(
+  `redis-server ${version} under callgrind, ${CALLS} calls one at a time after ${WARMUP} to warm up, 500 keys.`,
+)
+console.log()
+console.log('| script | k instructions / call |')
+console.log('| --- | ---: |')
+counts.forEach((name, i) => {
+  const total = byTrigger.get(`c${i}`)
+  console.log(
+    `| ${name} | ${total === undefined ? 'no dump' : (total / CALLS / 1000).toFixed(1)} |`,
+  )
+})
+client.disconnect()
+process.exit(0)
