@@ -12,6 +12,7 @@ export const alias: Record<string, string> = {
   '@floodgate/core/rules': pkg('core', 'rules/index.ts'),
   '@floodgate/core/options': pkg('core', 'options/index.ts'),
   '@floodgate/core/metrics': pkg('core', 'metrics/index.ts'),
+  '@floodgate/core/adaptive': pkg('core', 'adaptive/index.ts'),
   '@floodgate/core': pkg('core'),
   '@floodgate/express': pkg('express'),
   '@floodgate/fastify': pkg('fastify'),

@@ -19,22 +19,48 @@ interface Lease {
   readonly refundIfSucceeded: RefundEntry[]
   /** Units of rules that count only successes: refunded when the request failed. */
   readonly refundIfFailed: RefundEntry[]
+  /** When the request started, for rules that measure its latency (adaptive); else -1. */
+  startedMs: number
 }
+
+/**
+ * Where a decision keeps its lease: a property of the decision object itself. A WeakMap from
+ * decision to lease did the same, but inserting a fresh key into a WeakMap on every request
+ * that holds a slot cost more than the rest of the decision (docs/benchmarks.md).
+ */
+const LEASE: unique symbol = Symbol('floodgate.lease')
+interface Leased {
+  [LEASE]?: Lease
+}
+
+function leaseOf(decision: Decision): Lease | undefined {
+  return (decision as Leased)[LEASE]
+}
+
+// Shared empty lists for the fields a lease of one concurrency slot never fills (never pushed to).
+const NO_ENTRIES: RefundEntry[] = []
+const NO_KEYS: string[] = []
+
+/** Receives the latency of a request that held adaptive slots, when it is released. */
+export type LatencySink = (slots: readonly RefundEntry[], latencyMs: number, nowMs: number) => void
 
 /**
  * Queue places and leases: what decisions hold (concurrency slots, queue places, units charged
  * for a queued request) and their return, exactly once.
  */
 export class Holdings implements QueuePlaces {
-  private readonly leases = new WeakMap<Decision, Lease>()
   private readonly queued = new Map<string, number>()
-  /** Concurrency slots held by requests this limiter admitted, per rule id. */
-  readonly inFlight = new Map<string, number>()
+  /**
+   * Concurrency slots held by requests this limiter admitted, per rule id; a rule whose last
+   * request ended stays at 0 (see {@link Holdings.inFlightNow}).
+   */
+  private readonly inFlight = new Map<string, number>()
 
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly latency?: LatencySink,
   ) {}
 
   /** Take a place in the rule's queue for this key; undefined when the queue is full. */
@@ -57,18 +83,18 @@ export class Holdings implements QueuePlaces {
    * charged and the queue places) and free the places it does not keep.
    */
   settle(decision: Decision, entries: readonly Entry[]): void {
-    // The common case, one rule that neither queues, holds a slot nor counts by outcome:
-    // nothing to hold or free.
+    // The common case, one rule that neither queues nor counts by outcome: nothing to hold or
+    // free, or one slot.
     if (entries.length === 1) {
       const e = entries[0]!
       const rt = e.rt
-      if (
-        e.place === undefined &&
-        !rt.holdsSlot &&
-        !rt.countsOutcome &&
-        decision.action !== 'queue'
-      )
+      if (e.place === undefined && !rt.countsOutcome && decision.action !== 'queue') {
+        // One rule holding one slot (concurrency, adaptive): a lease with a single list.
+        if (rt.holdsSlot && decision.allowed && decision.outcomes[0]!.allowed) {
+          ;(decision as Leased)[LEASE] = this.slotLease(e, decision)
+        }
         return
+      }
     }
     let lease: Lease | undefined
     if (decision.allowed) {
@@ -82,6 +108,43 @@ export class Holdings implements QueuePlaces {
     for (let i = 0; i < entries.length; i++) {
       const place = entries[i]!.place
       if (place !== undefined && !lease?.queueKeys.includes(place)) this.leavePlace(place)
+    }
+  }
+
+  /** The slots held now, per rule id, for the rules with any (adaptive rules' are the gates'). */
+  inFlightNow(): Map<string, number> {
+    const out = new Map<string, number>()
+    for (const [id, n] of this.inFlight) {
+      if (n > 0) out.set(id, n)
+      // Read rarely (counters()), so the rules that left keep no entry for long.
+      else this.inFlight.delete(id)
+    }
+    return out
+  }
+
+  /**
+   * Count a slot taken (+1) or given back (-1) under its rule. An adaptive rule with a gate of
+   * its own has it count its slots (the limiter's counters() reads them there), so they are not
+   * counted twice; a gate shared by several rules counts them together, so they are counted
+   * here per rule.
+   */
+  private count(rule: RefundEntry['rule'], step: 1 | -1): void {
+    if (rule.rule.adaptive && rule.rule.adaptive.gate === undefined) return
+    const id = rule.rule.id
+    // Kept at 0 rather than deleted: one rule id, set and deleted on every request, costs.
+    this.inFlight.set(id, Math.max(0, (this.inFlight.get(id) ?? 0) + step))
+  }
+
+  private slotLease(e: Entry, decision: Decision): Lease {
+    this.count(e.rule, 1)
+    return {
+      released: false,
+      charged: NO_ENTRIES,
+      slots: [refundOf(e)],
+      queueKeys: NO_KEYS,
+      refundIfSucceeded: NO_ENTRIES,
+      refundIfFailed: NO_ENTRIES,
+      startedMs: e.rule.rule.adaptive ? this.clock() + decision.waitMs : -1,
     }
   }
 
@@ -101,12 +164,16 @@ export class Holdings implements QueuePlaces {
         queueKeys: [],
         refundIfSucceeded: [],
         refundIfFailed: [],
+        startedMs: -1,
       }
       // Copies: the entry objects may be reused by the next check.
       if (concurrency) {
         lease.slots.push(refundOf(e))
-        const id = e.rule.rule.id
-        this.inFlight.set(id, (this.inFlight.get(id) ?? 0) + 1)
+        // A queued request starts when its wait is over.
+        if (lease.startedMs < 0 && e.rule.rule.adaptive) {
+          lease.startedMs = this.clock() + decision.waitMs
+        }
+        this.count(e.rule, 1)
       }
       if (byOutcome) {
         if (e.rule.rule.count === 'failed') lease.refundIfSucceeded.push(refundOf(e))
@@ -118,7 +185,7 @@ export class Holdings implements QueuePlaces {
         if (o.waitMs > 0 && e.place !== undefined) lease.queueKeys.push(e.place)
       }
     }
-    if (lease) this.leases.set(decision, lease)
+    if (lease) (decision as Leased)[LEASE] = lease
     return lease
   }
 
@@ -132,25 +199,25 @@ export class Holdings implements QueuePlaces {
   }
 
   private dropSlots(lease: Lease): void {
-    for (const slot of lease.slots) {
-      const id = slot.rule.rule.id
-      const left = (this.inFlight.get(id) ?? 1) - 1
-      if (left > 0) this.inFlight.set(id, left)
-      else this.inFlight.delete(id)
-    }
+    for (const slot of lease.slots) this.count(slot.rule, -1)
   }
 
   private leaveQueue(lease: Lease): void {
+    if (lease.queueKeys.length === 0) return
     for (const k of lease.queueKeys) this.leavePlace(k)
     lease.queueKeys.length = 0
   }
 
   release(decision: Decision, outcome?: RequestOutcome): void {
-    const lease = this.leases.get(decision)
+    const lease = leaseOf(decision)
     if (!lease || lease.released) return
     lease.released = true
     this.leaveQueue(lease)
     this.dropSlots(lease)
+    if (lease.startedMs >= 0 && this.latency) {
+      const nowMs = this.clock()
+      this.latency(lease.slots, nowMs - lease.startedMs, nowMs)
+    }
     const uncounted =
       outcome === 'succeeded'
         ? lease.refundIfSucceeded
@@ -163,7 +230,7 @@ export class Holdings implements QueuePlaces {
   }
 
   waitInQueue(decision: Decision, signal?: AbortSignal): Promise<boolean> {
-    const lease = this.leases.get(decision)
+    const lease = leaseOf(decision)
     if (decision.action !== 'queue' || !lease) return Promise.resolve(decision.allowed)
     return new Promise<boolean>((resolve) => {
       const abandon = (): void => {

@@ -1,10 +1,13 @@
+import type { AdaptiveGates } from './adaptive/adaptive-gates.js'
 import { RulesValidationError } from './errors.js'
 import { compileKey, type KeyBuilders, type KeyFn } from './keys/build-key.js'
 import { zeroCounts, type DecisionCounts } from './limiter-counters.js'
 import { compileRules as compileRuleSet } from './rules/compile-rules.js'
 import type { CompiledRule, CompiledRules } from './rules/compiled-rules.js'
 import type { Rule } from './rules/rule.js'
+import type { ReportingLimiter } from './rules/sources/host-report.js'
 import type { RulesSource } from './rules/sources/rules-source.js'
+import type { FailOpenLog } from './limiter-fail-open-log.js'
 import type { Logger } from './logger.js'
 import type { Store } from './stores/store.js'
 import {
@@ -48,6 +51,28 @@ export interface LimitSettings<Req> {
   readonly recordFailed?: LimitProblem | undefined
 }
 
+/**
+ * The limiter's `limits` option with its deadline, and where its problems are logged (at most
+ * once per interval: a bad answer repeats on every request).
+ */
+export function limitSettings<Req>(
+  functions: LimitFunctions<Req>,
+  timeoutMs: number,
+  log: FailOpenLog,
+): LimitSettings<Req> {
+  return {
+    functions,
+    timeoutMs,
+    problem: (reason, fields) =>
+      log.warn(
+        { code: 'FG_WRN_LIMIT_INVALID', ...fields },
+        `${reason}; the rule's own limit applied`,
+      ),
+    recordFailed: (reason, fields) =>
+      log.warn({ code: 'FG_WRN_LIMIT_NOT_RECORDED', ...fields }, reason),
+  }
+}
+
 const EMPTY_COMPILED: CompiledRules = { rules: [], match: () => [] }
 
 /**
@@ -74,6 +99,7 @@ export class RuleRegistry<Req> {
     private readonly ipv6Subnet: number,
     private readonly denyRefusal: DenyRefusal,
     private readonly limits?: LimitSettings<Req>,
+    private readonly gates?: AdaptiveGates,
   ) {}
 
   get rules(): readonly Rule[] {
@@ -87,6 +113,11 @@ export class RuleRegistry<Req> {
     const fresh: RuleRuntime[] = compiled.rules.map((c, i) => {
       const path = `${label}[${i}]`
       const fn = this.limits?.functions[c.rule.id]
+      if (fn && c.rule.adaptive) {
+        clashes.push(
+          `${path}.algorithm: rule ${JSON.stringify(c.rule.id)} is adaptive and has a limit function (limits.${c.rule.id}); an adaptive rule sets its own limit`,
+        )
+      }
       if (fn && c.rule.tiers) {
         clashes.push(
           `${path}.tiers: rule ${JSON.stringify(c.rule.id)} has tiers and a limit function (limits.${c.rule.id}); give it one or the other`,
@@ -121,6 +152,7 @@ export class RuleRegistry<Req> {
       }
     })
     if (clashes.length > 0) throw new RulesValidationError(clashes)
+    this.gates?.prepare(compiled.rules, label)
     for (const rt of fresh) this.runtimes.set(rt.compiled, rt)
     return compiled
   }
@@ -142,6 +174,11 @@ export class RuleRegistry<Req> {
     if (this.store.retain) this.store.retain(this.stateIds([next, ...this.routeSets]))
     this.compiled = next
     this.forgetAnswers()
+    this.gates?.retain(this.allCompiled())
+  }
+
+  private allCompiled(): CompiledRule[] {
+    return [this.compiled, ...this.routeSets].flatMap((set) => set.rules)
   }
 
   /** Compile a route's extra rules at startup. */
@@ -153,6 +190,7 @@ export class RuleRegistry<Req> {
     // on the route's first request.
     if (this.store.retain) this.store.retain(this.stateIds([this.compiled, ...this.routeSets, set]))
     this.routeSets.push(set)
+    this.gates?.retain(this.allCompiled())
     return set
   }
 
@@ -252,7 +290,9 @@ function refuseBansWithout(store: Store, set: CompiledRules): void {
 
 /** The store's class name, for error messages. */
 export function storeName(store: Store): string {
-  const ctor = (store as { constructor?: { name?: unknown } }).constructor
+  // The limiter's own front of the store (adaptive rules) is named after the store it fronts.
+  const named = (store as { readonly wrapped?: Store }).wrapped ?? store
+  const ctor = (named as { constructor?: { name?: unknown } }).constructor
   return typeof ctor?.name === 'string' && ctor.name !== 'Object' ? ctor.name : 'this store'
 }
 
@@ -299,4 +339,27 @@ export function warnUnknownLimits(
       )
     }
   }
+}
+
+/**
+ * Starts a rules source. A failed load is a warning (the last good rules stay in force); a
+ * refused set is logged as an error by `apply` (someone must change the rules or the host's
+ * key builders); a recovery is news.
+ */
+export function startRulesSource(
+  source: RulesSource,
+  apply: (next: Rule[], revision: string | undefined) => void,
+  limiter: ReportingLimiter,
+  log: Logger,
+): Promise<void> {
+  return source.start(
+    apply,
+    (err) =>
+      log.warn(
+        { err, code: 'FG_ERR_RULES_SOURCE' },
+        'rules source failed; keeping the rules in force',
+      ),
+    limiter,
+    () => log.info({}, 'rules source recovered'),
+  )
 }

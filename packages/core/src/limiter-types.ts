@@ -1,3 +1,4 @@
+import type { AdaptiveState } from './adaptive/adaptive-state.js'
 import type { Clock } from './clock.js'
 import type { Decision, DecisionStatus } from './decision.js'
 import type { KeyBuilders } from './keys/build-key.js'
@@ -149,6 +150,15 @@ export interface Limiter<Req = unknown> {
   readonly ready: Promise<void>
   /** Decisions counted since the limiter was made, in total and per rule; in-flight slots. */
   counters(): CountersSnapshot
+  /**
+   * The live state of the adaptive rule `ruleId` on this host: its limit on requests in flight,
+   * the requests in flight, the latency percentile of the last window, the baseline learnt.
+   * Undefined when no adaptive rule with that id is in force.
+   * @throws OptionsError when `ruleId` is not a string
+   * @example
+   * const { limit, inFlight, percentileMs } = limiter.adaptive('shed') ?? {}
+   */
+  adaptive(ruleId: string): AdaptiveState | undefined
   /**
    * The clients rule `ruleId` refused most often on this host (a shadow rule: would have
    * refused), most refused first, from a fixed-memory summary. Keys are shown as a salted hash

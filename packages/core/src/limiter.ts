@@ -1,9 +1,12 @@
-import { turnClock } from './clock.js'
+import { AdaptiveGates } from './adaptive/adaptive-gates.js'
+import type { AdaptiveState } from './adaptive/adaptive-state.js'
+import { AdaptiveStore } from './adaptive/adaptive-store.js'
+import { turnClock, type Clock } from './clock.js'
 import type { Decision } from './decision.js'
 import { addCounts, zeroCounts, type CountersSnapshot } from './limiter-counters.js'
 import { DeadlineWatchdog } from './limiter-deadline.js'
-import { ALLOW_LISTED, NO_RULES, UNMATCHED, listedRefusal } from './limiter-decide.js'
-import { CompiledAccessList } from './lists/access-list.js'
+import { accessOptions, ruleDenied, type AccessOptions } from './limiter-access-options.js'
+import { ALLOW_LISTED, NO_RULES } from './limiter-decide.js'
 import { allowListedByAny, deniedByRules } from './limiter-rule-lists.js'
 import { fillEntries, isCost, type Entry, type PendingPick } from './limiter-entry.js'
 import { FailOpenLog } from './limiter-fail-open-log.js'
@@ -25,7 +28,13 @@ import {
 import type { ClientKey } from './keys/build-key.js'
 import { DecisionReport } from './limiter-report.js'
 import { RoundTrip } from './limiter-round-trip.js'
-import { RuleRegistry, isRulesSource, warnUnknownLimits } from './limiter-rules.js'
+import {
+  RuleRegistry,
+  isRulesSource,
+  limitSettings,
+  startRulesSource,
+  warnUnknownLimits,
+} from './limiter-rules.js'
 import { TopClientsTracker, type TopClient, type TopClientsQuery } from './limiter-top-clients.js'
 import { scopeLogger, stderrLogger, type Logger } from './logger.js'
 import {
@@ -34,7 +43,6 @@ import {
   checkLogger,
   checkMethods,
   checkObject,
-  checkOneOf,
   checkPositiveInt,
   optionError,
   refusedOption,
@@ -47,11 +55,9 @@ import { parseRules, type RuleInput } from './rules/schema.js'
 import type { RulesSource } from './rules/sources/rules-source.js'
 import { MemoryStore } from './stores/memory-store.js'
 import type { Store } from './stores/store.js'
-import type { DenyStatus, Limiter, LimiterOptions, RequestOutcome } from './limiter-types.js'
+import type { Limiter, LimiterOptions, RequestOutcome } from './limiter-types.js'
 
 export type { Limiter, LimiterOptions } from './limiter-types.js'
-
-const DENY_STATUSES: readonly DenyStatus[] = [403, 404, 429, 503]
 
 /**
  * Create a limiter.
@@ -80,23 +86,25 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private readonly top: TopClientsTracker | undefined
   private readonly reporter: DecisionReport<Req>
   private readonly roundTrip: RoundTrip<Req>
+  private readonly gates = new AdaptiveGates()
+  private readonly clock: Clock
   private readonly scratch: Entry[] = []
   /** Limits still being chosen, filled and emptied within one check (no array per request). */
   private readonly pendingScratch: PendingPick[] = []
   private readonly watchdog: DeadlineWatchdog | undefined
-  private readonly denyList: CompiledAccessList | undefined
-  private readonly allowList: CompiledAccessList | undefined
-  private readonly denied: Decision
-  private readonly unmatched: Decision
+  private readonly access: AccessOptions
 
   readonly ready: Promise<void>
 
   constructor(options: LimiterOptions<Req>) {
     checkObject('options', options)
     const o = options ?? {}
-    this.store = o.store === undefined ? new MemoryStore() : o.store
-    checkMethods('store', this.store, ['consume', 'refund'])
+    const store = o.store === undefined ? new MemoryStore() : o.store
+    checkMethods('store', store, ['consume', 'refund'])
+    // Adaptive rules are decided on this host; the store given decides the others.
+    this.store = new AdaptiveStore(store, this.gates)
     const clock = checkFunction('clock', o.clock) ?? turnClock
+    this.clock = clock
     const deadline = renamedOption(o, 'timeoutMs', 'decisionTimeoutMs', 'createLimiter', o.logger)
     const timeoutMs = checkPositiveInt(deadline.name, deadline.value, 50)
     const bound = this.store.settlesWithinMs
@@ -117,32 +125,21 @@ class LimiterEngine<Req> implements Limiter<Req> {
     if (rules !== undefined && !Array.isArray(rules) && !isRulesSource(rules)) {
       throw optionError('rules', 'an array of rules or a RulesSource', rules)
     }
-    this.denyList = CompiledAccessList.compile('deny', o.deny, o.keys ?? {})
-    this.allowList = CompiledAccessList.compile('allow', o.allow, o.keys ?? {})
-    this.denied = listedRefusal(
-      checkOneOf('denyStatus', o.denyStatus, 403, DENY_STATUSES),
-      'deny-list',
-    )
-    this.unmatched =
-      checkOneOf('unmatched', o.unmatched, 'allow', ['allow', 'reject'] as const) === 'reject'
-        ? listedRefusal(503, 'unmatched')
-        : UNMATCHED
+    this.access = accessOptions(o)
     const failOpenLog = new FailOpenLog(this.logger, clock, failOpenLogIntervalMs)
     const limitLog = new FailOpenLog(this.logger, clock, failOpenLogIntervalMs)
-    const denyRefusal = (status: Decision['status'], rule: Rule): Decision =>
-      Object.freeze({ ...listedRefusal(status, 'deny-list'), rule })
-    this.registry = new RuleRegistry(this.store, o.keys ?? {}, ipv6Subnet, denyRefusal, {
-      functions: o.limits ?? {},
-      timeoutMs,
-      problem: (reason, fields) =>
-        limitLog.warn(
-          { code: 'FG_WRN_LIMIT_INVALID', ...fields },
-          `${reason}; the rule's own limit applied`,
-        ),
-      recordFailed: (reason, fields) =>
-        limitLog.warn({ code: 'FG_WRN_LIMIT_NOT_RECORDED', ...fields }, reason),
-    })
-    this.holdings = new Holdings(this.store, clock, this.logger)
+    const limits = limitSettings(o.limits ?? {}, timeoutMs, limitLog)
+    this.registry = new RuleRegistry(
+      store,
+      o.keys ?? {},
+      ipv6Subnet,
+      ruleDenied,
+      limits,
+      this.gates,
+    )
+    this.holdings = new Holdings(this.store, clock, this.logger, (slots, ms, nowMs) =>
+      this.gates.sample(slots, ms, nowMs),
+    )
     this.clientState = {
       store: this.store,
       ipv6Subnet,
@@ -164,20 +161,14 @@ class LimiterEngine<Req> implements Limiter<Req> {
     })
     if (isRulesSource(rules)) {
       this.source = rules
-      // A host that cannot load or apply its rules must say so even when nobody passed a
-      // logger: then these few lines go to stderr. A failed load is a warning (the last good
-      // rules stay in force); a refused set is an error (someone must change the rules or the
-      // host's key builders).
+      // Without a logger, these few lines go to stderr: a host must say when it cannot load or
+      // apply its rules.
       const log = o.logger === undefined ? stderrLogger : this.logger
-      this.ready = rules.start(
+      this.ready = startRulesSource(
+        rules,
         (next, revision) => this.applySource(next, revision, log),
-        (err) =>
-          log.warn(
-            { err, code: 'FG_ERR_RULES_SOURCE' },
-            'rules source failed; keeping the rules in force',
-          ),
         this,
-        () => log.info({}, 'rules source recovered'),
+        log,
       )
     } else {
       this.source = undefined
@@ -231,7 +222,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
 
   private judgeRequest(facts: RequestFacts<Req>): Decision | Promise<Decision> {
     // Before any matching or counting: a denied client costs no store call.
-    if (this.denyList?.has(facts)) return this.reporter.report(this.denied, facts)
+    if (this.access.denyList?.has(facts)) return this.reporter.report(this.access.denied, facts)
     const registry = this.registry
     const matched = registry.compiled.match(facts)
     let rts = matched.length === 0 ? undefined : registry.runtimesFor(matched)
@@ -245,8 +236,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
     // A deny list wins over every allow list: the rules' deny lists are read first.
     const denied = rts && deniedByRules(rts, facts)
     if (denied) return this.reporter.report(denied, facts)
-    if (this.allowList?.has(facts)) return this.reporter.report(ALLOW_LISTED, facts)
-    if (!rts) return this.reporter.report(this.unmatched, facts)
+    if (this.access.allowList?.has(facts)) return this.reporter.report(ALLOW_LISTED, facts)
+    if (!rts) return this.reporter.report(this.access.unmatched, facts)
 
     const routeCost: unknown = facts.cost === undefined ? 1 : facts.cost
     if (!isCost(routeCost)) {
@@ -377,6 +368,11 @@ class LimiterEngine<Req> implements Limiter<Req> {
     return Promise.resolve().then(() => giveBack(this.clientState, key, units, options))
   }
 
+  adaptive(ruleId: string): AdaptiveState | undefined {
+    if (typeof ruleId !== 'string') throw optionError('adaptive: ruleId', 'a rule id', ruleId)
+    return this.gates.state(ruleId, this.clock())
+  }
+
   counters(): CountersSnapshot {
     const byRule = new Map<string, ReturnType<typeof zeroCounts>>()
     for (const [id, c] of this.registry.countsByRule) {
@@ -386,7 +382,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     }
     const total = zeroCounts()
     addCounts(total, this.reporter.total)
-    return { total, byRule, inFlight: new Map(this.holdings.inFlight) }
+    return { total, byRule, inFlight: this.gates.addInFlight(this.holdings.inFlightNow()) }
   }
 
   async close(): Promise<void> {

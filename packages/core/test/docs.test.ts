@@ -8,8 +8,8 @@ import { coveredSnippets, docsHarness, docSnippets, readDoc, where } from '@floo
 // Runs every ```ts block of the docs pages below as a module: a snippet that no longer
 // compiles or whose assertions fail breaks the build, so the docs cannot drift from the code.
 // Rule sets shown as ```yaml or ```json on the data pages must pass the rule schema.
-const pages = ['limiter.md']
-const dataPages = ['rules.md']
+const pages = ['limiter.md', 'adaptive.md']
+const dataPages = ['rules.md', 'adaptive.md']
 
 describe('docs snippets', () => {
   const { runner, itTypeChecks } = docsHarness(new URL('..', import.meta.url))

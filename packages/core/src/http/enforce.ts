@@ -167,7 +167,7 @@ function holdsUntilEnd(decision: Decision): number {
   let holds = 0
   for (let i = 0; i < outcomes.length; i++) {
     const rule = outcomes[i]!.rule
-    if (rule.algorithm === 'concurrency') holds |= HOLDS_SLOT
+    if (rule.algorithm === 'concurrency' || rule.algorithm === 'adaptive') holds |= HOLDS_SLOT
     else if (rule.count !== 'all') holds |= BY_OUTCOME
   }
   return holds

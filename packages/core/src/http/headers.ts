@@ -1,5 +1,5 @@
 import type { Decision } from '../decision.js'
-import { headerCount, limitField, policyField, seconds } from './rate-limit-fields.js'
+import { headerCount, inFlightRule, limitField, policyField, seconds } from './rate-limit-fields.js'
 
 /**
  * Which rate-limit header fields to send; the one list of formats every Floodgate adapter and
@@ -73,7 +73,7 @@ export function draft7Fields(
   if (rule === undefined || !decision.outcomes.some((o) => !o.shadow)) return undefined
   const limit = headerCount(decision.limit)
   return {
-    policy: rule.algorithm === 'concurrency' ? `${limit}` : `${limit};w=${seconds(rule.windowMs)}`,
+    policy: inFlightRule(rule) ? `${limit}` : `${limit};w=${seconds(rule.windowMs)}`,
     limit: `limit=${limit}, remaining=${headerCount(decision.remaining)}, reset=${seconds(decision.resetMs)}`,
   }
 }

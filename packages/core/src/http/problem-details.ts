@@ -43,11 +43,13 @@ export function problemDetails(decision: Decision): ProblemDetails {
   }
   if (violated.length === 0 && decision.rule) violated.push(decision.rule.id)
   const retryAfter = retryAfterSeconds(decision.retryAfterMs)
+  // An adaptive rule refuses because the service is busy, not because the client used a quota.
+  const shed = decision.rule?.algorithm === 'adaptive'
   return {
     type: 'about:blank',
     title: TITLES[status],
     status,
-    detail: `Rate limit exceeded (${violated.join(', ')}); retry in ${retryAfter} s.`,
+    detail: `${shed ? 'Service overloaded, load shed' : 'Rate limit exceeded'} (${violated.join(', ')}); retry in ${retryAfter} s.`,
     'violated-policies': violated,
     retryAfter,
   }

@@ -7,10 +7,20 @@ import type { Rule } from '../rules/rule.js'
 // string every time.
 
 interface RuleStrings {
-  /** `"id";q=limit;w=seconds` (no `w` for concurrency): the rule's `RateLimit-Policy` item. */
+  /** `"id";q=limit;w=seconds` (no `w` for in-flight limits): the rule's `RateLimit-Policy` item. */
   readonly policy: string
   /** `"id";r=`: the start of the rule's `RateLimit` item. */
   readonly remaining: string
+}
+
+/**
+ * Whether a rule limits requests in flight (concurrency, adaptive): its policy has no window.
+ *
+ * @param rule - the rule
+ * @returns true for an in-flight limit
+ */
+export function inFlightRule(rule: Rule): boolean {
+  return rule.algorithm === 'concurrency' || rule.algorithm === 'adaptive'
 }
 
 /** Whole seconds, rounded up; 0 for a time already past. */
@@ -34,10 +44,9 @@ function stringsOf(rule: Rule): RuleStrings {
     // Rule ids are restricted to [A-Za-z0-9._-] by the schema, so they are valid sf-strings.
     const id = `"${rule.id}"`
     s = {
-      policy:
-        rule.algorithm === 'concurrency'
-          ? `${id};q=${rule.limit}`
-          : `${id};q=${rule.limit};w=${seconds(rule.windowMs)}`,
+      policy: inFlightRule(rule)
+        ? `${id};q=${rule.limit}`
+        : `${id};q=${rule.limit};w=${seconds(rule.windowMs)}`,
       remaining: `${id};r=`,
     }
     byRule.set(rule, s)
@@ -60,7 +69,11 @@ export function policyField(decision: Decision): string {
   for (let i = 0; i < outcomes.length; i++) {
     const o = outcomes[i]!
     if (o.shadow) continue
-    const item = stringsOf(o.rule).policy
+    // An adaptive rule's quota is the limit in force now, not a number the rule states.
+    const item =
+      o.rule.algorithm === 'adaptive'
+        ? `"${o.rule.id}";q=${headerCount(o.limit)}`
+        : stringsOf(o.rule).policy
     policy = policy === '' ? item : `${policy}, ${item}`
   }
   return policy

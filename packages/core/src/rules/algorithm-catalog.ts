@@ -1,5 +1,7 @@
 import type { Algorithm, AlgorithmName } from '../algorithms/algorithm.js'
+import { concurrency } from '../algorithms/concurrency.js'
 import { algorithms } from '../algorithms/registry.js'
+import type { RuleAlgorithm } from './rule.js'
 
 /** Every algorithm a rule may name, in the order the docs list them. */
 export const ALGORITHM_NAMES = [
@@ -12,8 +14,14 @@ export const ALGORITHM_NAMES = [
   'concurrency',
 ] as const satisfies readonly AlgorithmName[]
 
+/** Every algorithm a rule may name: core's, and `'adaptive'`, which the limiter decides itself. */
+export const RULE_ALGORITHM_NAMES = [
+  ...ALGORITHM_NAMES,
+  'adaptive',
+] as const satisfies readonly RuleAlgorithm[]
+
 /** Algorithms whose capacity is `burst` rather than `limit`. */
-export const BUCKET_ALGORITHMS: ReadonlySet<AlgorithmName> = new Set([
+export const BUCKET_ALGORITHMS: ReadonlySet<RuleAlgorithm> = new Set<RuleAlgorithm>([
   'token-bucket',
   'gcra',
   'leaky-bucket',
@@ -23,11 +31,17 @@ export const BUCKET_ALGORITHMS: ReadonlySet<AlgorithmName> = new Set([
 export const MAX_SLIDING_LOG_LIMIT = 10_000
 
 /** Whether a refused request can reserve capacity (needed by the `queue` action). */
-export function canReserve(name: AlgorithmName): boolean {
-  return algorithms[name].canReserve
+export function canReserve(name: RuleAlgorithm): boolean {
+  return name !== 'adaptive' && algorithms[name].canReserve
 }
 
-/** The algorithm object for a name, or `undefined` when core does not ship it. */
-export function findAlgorithm(name: AlgorithmName): Algorithm | undefined {
+/**
+ * The algorithm object for a name, or `undefined` when core does not ship it. An adaptive rule
+ * is decided by the limiter on this host, never by a store; it is compiled as `concurrency`
+ * (requests in flight, given back when they end), so every path that holds and returns
+ * concurrency slots holds and returns its slots too.
+ */
+export function findAlgorithm(name: RuleAlgorithm): Algorithm | undefined {
+  if (name === 'adaptive') return concurrency
   return Object.hasOwn(algorithms, name) ? algorithms[name] : undefined
 }

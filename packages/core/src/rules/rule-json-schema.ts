@@ -1,4 +1,5 @@
-import { ALGORITHM_NAMES } from './algorithm-catalog.js'
+import { RULE_ALGORITHM_NAMES } from './algorithm-catalog.js'
+import { EA, MAX_ADAPTIVE_LIMIT } from './schema-adaptive.js'
 import { E, ID, MAX_BAN_AFTER, MAX_DURATION_MS, MAX_TIERS } from './schema-fields.js'
 import { MAX_LIST_ENTRIES } from '../lists/access-list.js'
 import { DENY_STATUSES, LIST_E } from './schema-lists.js'
@@ -141,6 +142,40 @@ function accessListJsonSchema(withStatus: boolean): JsonSchema {
   }
 }
 
+const number = (description: string, range: Record<string, number>): JsonSchema => ({
+  type: 'number',
+  description,
+  ...range,
+})
+const adaptiveLimit: JsonSchema = {
+  type: 'integer',
+  minimum: 1,
+  maximum: MAX_ADAPTIVE_LIMIT,
+  description: EA.limit,
+}
+
+const adaptive: JsonSchema = {
+  type: 'object',
+  description: EA.adaptive,
+  properties: {
+    percentile: number(EA.percentile, { exclusiveMinimum: 0, exclusiveMaximum: 100 }),
+    target: duration,
+    tolerance: number(EA.tolerance, { minimum: 1.05, maximum: 100 }),
+    window: duration,
+    minLimit: adaptiveLimit,
+    maxLimit: adaptiveLimit,
+    initialLimit: adaptiveLimit,
+    smoothing: number(EA.fraction, { exclusiveMinimum: 0, maximum: 1 }),
+    maxDecrease: number(EA.maxDecrease, { exclusiveMinimum: 0, exclusiveMaximum: 1 }),
+    maxIncrease: number(EA.maxIncrease, { exclusiveMinimum: 0, maximum: 10 }),
+    minSamples: positiveInt,
+    reserve: number(EA.reserve, { minimum: 0, maximum: 0.9 }),
+    gate: { type: 'string', pattern: ID.source, description: EA.gate },
+    priority: { enum: ['normal', 'background'], description: EA.priority },
+  },
+  additionalProperties: false,
+}
+
 const RULE: JsonSchema = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   type: 'object',
@@ -156,7 +191,7 @@ const RULE: JsonSchema = {
     limit: positiveInt,
     window: duration,
     rate,
-    algorithm: { enum: [...ALGORITHM_NAMES], description: E.algorithm },
+    algorithm: { enum: [...RULE_ALGORITHM_NAMES], description: E.algorithm },
     burst: positiveInt,
     cost: {
       type: 'number',
@@ -179,6 +214,7 @@ const RULE: JsonSchema = {
     },
     count: { enum: ['all', 'failed', 'successful'], description: E.count },
     tiers,
+    adaptive,
   },
   additionalProperties: false,
 }

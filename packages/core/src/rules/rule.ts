@@ -63,6 +63,62 @@ export type CountMode =
   /** Only requests whose response succeeded. */
   | 'successful'
 
+/**
+ * The algorithm a rule names: one of core's {@link AlgorithmName}s, or `'adaptive'`, whose limit
+ * on requests in flight follows the service's measured latency (see {@link RuleAdaptive}).
+ */
+export type RuleAlgorithm = AlgorithmName | 'adaptive'
+
+/**
+ * The settings of an adaptive rule (`algorithm: 'adaptive'`), normalised: durations in
+ * milliseconds and every default filled in. The rule limits the requests in flight on this
+ * host; once per `windowMs` the limit moves so that the `percentile` of the latencies measured
+ * in that window stays near `targetMs`, or without a target near `tolerance` times the
+ * latency the service has without load (its baseline).
+ */
+export interface RuleAdaptive {
+  /** The latency percentile watched, above 0 and below 100 (99 watches p99). */
+  readonly percentile: number
+  /** The latency the percentile should stay under; undefined: follow the measured baseline. */
+  readonly targetMs: number | undefined
+  /** How far above the baseline the percentile may go when there is no target (1.5: +50%). */
+  readonly tolerance: number
+  /** How often the limit moves, and the window its latencies come from. */
+  readonly windowMs: number
+  /** The lowest limit (requests in flight). */
+  readonly minLimit: number
+  /** The highest limit. */
+  readonly maxLimit: number
+  /** The limit before the first window has been measured. */
+  readonly initialLimit: number
+  /** The share of the computed move taken each window, above 0 and at most 1 (1: no smoothing). */
+  readonly smoothing: number
+  /** The largest fall of the limit in one window, as a fraction of it (0.5: at most halved). */
+  readonly maxDecrease: number
+  /** The largest rise of the limit in one window, as a fraction of it (1: at most doubled). */
+  readonly maxIncrease: number
+  /** Fewer responses than this in a window move nothing: too few to tell a percentile. */
+  readonly minSamples: number
+  /**
+   * The share of the limit kept for clients within their fair share of the slots in flight: a
+   * client above its share is refused once the requests in flight reach `(1 - reserve) × limit`.
+   * 0 turns fairness off.
+   */
+  readonly reserve: number
+  /**
+   * The name of a gate shared with other adaptive rules (one limit, one latency window for all
+   * their requests), or undefined for a gate of the rule's own. Rules sharing a gate have the
+   * same settings and key; they differ in `match` and `priority`.
+   */
+  readonly gate: string | undefined
+  /**
+   * `'background'` requests are shed first: they never take the reserve, so they are refused
+   * as soon as the requests in flight reach `(1 - reserve) × limit`, while `'normal'` ones
+   * still pass within their fair share.
+   */
+  readonly priority: 'normal' | 'background'
+}
+
 /** One tier of a rule: the limit that applies to the requests of that tier. */
 export interface RuleTier {
   /** Requests (cost units) per window; concurrent requests for `concurrency`. */
@@ -123,8 +179,11 @@ export interface Rule {
   /** Key parts; several parts form a composite key. */
   readonly key: readonly KeyPart[]
   readonly fallbackKey: FallbackKey
-  readonly algorithm: AlgorithmName
-  /** Requests (cost units) per window; concurrent requests for `concurrency`. */
+  readonly algorithm: RuleAlgorithm
+  /**
+   * Requests (cost units) per window; concurrent requests for `concurrency`; for `adaptive`,
+   * its `maxLimit` (the live limit is `limiter.adaptive(id).limit`).
+   */
   readonly limit: number
   readonly windowMs: number
   /** Bucket capacity for token-bucket, GCRA and leaky-bucket; defaults to `limit`. */
@@ -140,4 +199,6 @@ export interface Rule {
   readonly tiers?: RuleTiers | undefined
   /** Ban clients refused too often; absent: no ban. A shadow rule never bans. */
   readonly ban?: RuleBan | undefined
+  /** The settings of an `adaptive` rule; absent for every other algorithm. */
+  readonly adaptive?: RuleAdaptive | undefined
 }

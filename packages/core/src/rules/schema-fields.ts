@@ -1,5 +1,5 @@
 import { durationMs } from '../duration.js'
-import { ALGORITHM_NAMES } from './algorithm-catalog.js'
+import { RULE_ALGORITHM_NAMES } from './algorithm-catalog.js'
 import { checkPathPattern } from './path-pattern.js'
 import type { CountMode, KeyPart, OverLimit, RuleBan, RuleMatch } from './rule.js'
 import { BAD, type Bad, type Checker } from './schema-issues.js'
@@ -45,7 +45,7 @@ export const E = {
   duration:
     "a duration like '500ms', '10s', '1m', '1h', '1d' or a positive whole number of milliseconds",
   rate: "a rate like '10/s' or '100/1m'",
-  algorithm: `one of ${ALGORITHM_NAMES.map((a) => `'${a}'`).join(', ')}`,
+  algorithm: `one of ${RULE_ALGORITHM_NAMES.map((a) => `'${a}'`).join(', ')}`,
   cost: 'a positive number',
   onLimit: "'reject', 'drop', or an object with action 'reject', 'queue' (with maxWait) or 'drop'",
   action: "'reject', 'queue' or 'drop'",

@@ -1,11 +1,10 @@
-import type { AlgorithmName } from '../algorithms/algorithm.js'
-import type { RuleTier } from './rule.js'
+import type { RuleAlgorithm, RuleTier } from './rule.js'
 import { BUCKET_ALGORITHMS, MAX_SLIDING_LOG_LIMIT } from './algorithm-catalog.js'
 import { E, type TierInput } from './schema-fields.js'
 import type { Checker } from './schema-issues.js'
 
 export interface Capacity {
-  readonly algorithm: AlgorithmName
+  readonly algorithm: RuleAlgorithm
   /** Undefined when the rule's cost failed its own check. */
   readonly cost: number | undefined
 }

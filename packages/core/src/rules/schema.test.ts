@@ -179,7 +179,7 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
       'unknown field',
       [{ ...base, colour: 'red' }],
       [
-        'rules[0].colour: expected a known field (one of id, description, deny, allow, match, key, fallbackKey, limit, window, rate, algorithm, burst, cost, onLimit, shadow, ban, count, tiers), got "red"',
+        'rules[0].colour: expected a known field (one of id, description, deny, allow, match, key, fallbackKey, limit, window, rate, algorithm, burst, cost, onLimit, shadow, ban, count, tiers, adaptive), got "red"',
       ],
     ],
     [
@@ -229,7 +229,7 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
       'unknown algorithm',
       [{ ...base, algorithm: 'magic' }],
       [
-        "rules[0].algorithm: expected one of 'token-bucket', 'gcra', 'fixed-window', 'sliding-window-log', 'sliding-window-counter', 'leaky-bucket', 'concurrency', got \"magic\"",
+        "rules[0].algorithm: expected one of 'token-bucket', 'gcra', 'fixed-window', 'sliding-window-log', 'sliding-window-counter', 'leaky-bucket', 'concurrency', 'adaptive', got \"magic\"",
       ],
     ],
     [
@@ -506,7 +506,7 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
       '[{"id":"p","limit":1,"window":"1s","__proto__":{"polluted":true}}]',
     ) as unknown
     expect(issuesOf(input)).toEqual([
-      'rules[0].__proto__: expected a known field (one of id, description, deny, allow, match, key, fallbackKey, limit, window, rate, algorithm, burst, cost, onLimit, shadow, ban, count, tiers), got {"polluted":true}',
+      'rules[0].__proto__: expected a known field (one of id, description, deny, allow, match, key, fallbackKey, limit, window, rate, algorithm, burst, cost, onLimit, shadow, ban, count, tiers, adaptive), got {"polluted":true}',
     ])
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
@@ -566,7 +566,7 @@ describe('every problem at once', () => {
     // the limit is refused, so the capacity a cost must fit is not known either.
     expect(issuesOf([{ id: 'r', algorithm: 'magic', burst: 2, limit: 0, cost: 5 }])).toEqual([
       'rules[0].limit: expected a positive integer, got 0',
-      "rules[0].algorithm: expected one of 'token-bucket', 'gcra', 'fixed-window', 'sliding-window-log', 'sliding-window-counter', 'leaky-bucket', 'concurrency', got \"magic\"",
+      "rules[0].algorithm: expected one of 'token-bucket', 'gcra', 'fixed-window', 'sliding-window-log', 'sliding-window-counter', 'leaky-bucket', 'concurrency', 'adaptive', got \"magic\"",
     ])
   })
 

@@ -1,149 +1,19 @@
-import type { AlgorithmName } from '../algorithms/algorithm.js'
 import { RulesValidationError } from '../errors.js'
-import type {
-  CountMode,
-  FallbackKey,
-  KeyPart,
-  Rule,
-  RuleMatch,
-  RuleTier,
-  RuleTiers,
-} from './rule.js'
-import {
-  ALGORITHM_NAMES,
-  BUCKET_ALGORITHMS,
-  MAX_SLIDING_LOG_LIMIT,
-  canReserve,
-} from './algorithm-catalog.js'
+import type { CountMode, FallbackKey, Rule, RuleAlgorithm, RuleTier, RuleTiers } from './rule.js'
+import { BUCKET_ALGORITHMS, MAX_SLIDING_LOG_LIMIT, canReserve } from './algorithm-catalog.js'
 import { ruleJsonSchema, rulesJsonSchema } from './rule-json-schema.js'
-import {
-  E,
-  ID,
-  REJECT_429,
-  ban,
-  boolean,
-  cost,
-  count,
-  duration,
-  key,
-  match,
-  onLimit,
-  positiveInt,
-  rate,
-  tiers,
-} from './schema-fields.js'
+import { E, REJECT_429 } from './schema-fields.js'
 import { BAD, type Bad, Checker, toMessages } from './schema-issues.js'
-import { allow, deny } from './schema-lists.js'
 import { resolveTier } from './schema-tiers.js'
 import { schemaOf, type RuleSchema } from './schema-validator.js'
-import { checkFields, isObject, oneOf, type Field } from './schema-object.js'
+import { checkFields, isObject } from './schema-object.js'
+import { checkAdaptiveRule } from './schema-adaptive-rule.js'
+import { DEFAULT_KEY, EVERYTHING, ruleFields } from './schema-rule-fields.js'
+export type { RuleInput } from './schema-rule-fields.js'
 
 export { MAX_DURATION_MS } from './schema-fields.js'
 export type { JsonSchema, JsonValue } from './rule-json-schema.js'
 export type { RuleSchema, SafeParseResult } from './schema-validator.js'
-
-/** A rule as written in JSON, YAML or code: what {@link parseRules} accepts. */
-export interface RuleInput {
-  /** 1-64 letters, digits, `.`, `_` or `-`; unique within a rule set. */
-  id: string
-  description?: string | undefined
-  /**
-   * Clients refused on the requests this rule matches, before any rule counts them: addresses
-   * and CIDR ranges in `ips`, key values in `keys` (`{ 'header:x-api-key': ['leaked'] }`);
-   * `status` 403 unless set (404, 429 or 503).
-   */
-  deny?:
-    | {
-        ips?: string[] | undefined
-        keys?: { [part: string]: string[] } | undefined
-        status?: 403 | 404 | 429 | 503 | undefined
-      }
-    | undefined
-  /** Clients this rule does not count: `ips` and `keys`, as in `deny`. */
-  allow?:
-    { ips?: string[] | undefined; keys?: { [part: string]: string[] } | undefined } | undefined
-  /** `'POST /export'`, `'/api/**'`, or an object of conditions; absent matches every request. */
-  match?:
-    | string
-    | {
-        methods?: string | string[] | undefined
-        paths?: string | string[] | undefined
-        headers?: { readonly [name: string]: string | true } | undefined
-        hosts?: string | string[] | undefined
-      }
-    | undefined
-  /** `'ip'` (the default), `'user'`, `'header:<name>'`, `'custom:<name>'`, or a list of them. */
-  key?: string | string[] | undefined
-  fallbackKey?: FallbackKey | undefined
-  limit?: number | undefined
-  /** `'10s'`, `'1m'`, … or milliseconds. */
-  window?: string | number | undefined
-  /** `'10/s'` or `'100/1m'`: instead of limit and window. */
-  rate?: string | undefined
-  algorithm?: AlgorithmName | undefined
-  burst?: number | undefined
-  cost?: number | undefined
-  onLimit?:
-    | 'reject'
-    | 'drop'
-    | { action: 'reject'; status?: 429 | 503 | undefined }
-    | { action: 'queue'; maxWait: string | number; maxQueue?: number | undefined }
-    | { action: 'drop' }
-    | undefined
-  shadow?: boolean | undefined
-  /** After `after` refusals within `within`, refuse the client outright for `for`. */
-  ban?: { after: number; within: string | number; for: string | number } | undefined
-  /** Which admitted requests stay counted once their response is known; `'all'` by default. */
-  count?: CountMode | undefined
-  /** Limits chosen per request by the value of a key part, such as the client's plan. */
-  tiers?:
-    | {
-        /** `'user'`, `'header:<name>'` or `'custom:<name>'`: its value names the tier. */
-        by: string
-        /** Tier name to limit: `{ limit, window? }` or `{ rate }`, with an optional `burst`. */
-        values: {
-          [tier: string]: {
-            limit?: number | undefined
-            window?: string | number | undefined
-            rate?: string | undefined
-            burst?: number | undefined
-          }
-        }
-        /** The tier of a request whose tier is absent or unknown. */
-        default?: string | undefined
-      }
-    | undefined
-}
-
-const DEFAULT_KEY: readonly KeyPart[] = Object.freeze(['ip'])
-const EVERYTHING: RuleMatch = Object.freeze({})
-
-const ruleFields = {
-  id: (value: unknown, c: Checker): string | Bad =>
-    typeof value === 'string' && ID.test(value) ? value : c.expected(E.id, value),
-  description: (value: unknown, c: Checker): string | Bad => {
-    if (typeof value !== 'string') return c.expected(E.description, value)
-    return value.length <= 1000
-      ? value
-      : c.expected('a description of at most 1000 characters', value)
-  },
-  deny,
-  allow,
-  match,
-  key,
-  fallbackKey: oneOf(['ip', 'skip', 'shared'], E.fallbackKey),
-  limit: positiveInt,
-  window: duration,
-  rate,
-  algorithm: oneOf(ALGORITHM_NAMES, E.algorithm),
-  burst: positiveInt,
-  cost,
-  onLimit,
-  shadow: boolean,
-  ban,
-  count,
-  tiers,
-} satisfies Record<keyof RuleInput, Field<unknown>>
 
 /**
  * Checks one rule: each field, then the rules between fields. A rule between fields is
@@ -157,9 +27,12 @@ function checkRule(input: unknown, c: Checker): Rule | Bad {
   const present = (name: keyof typeof ruleFields): boolean =>
     v[name] !== undefined || failed.has(name)
   // Known when the fields it comes from passed (or are absent and have a default).
-  const algorithm: AlgorithmName | undefined = failed.has('algorithm')
+  const algorithm: RuleAlgorithm | undefined = failed.has('algorithm')
     ? undefined
     : (v.algorithm ?? 'token-bucket')
+  if (algorithm === 'adaptive' || present('adaptive')) {
+    return checkAdaptiveRule(input, c, v, algorithm, present, before)
+  }
   if (v.rate !== undefined) {
     if (present('limit') || present('window')) {
       c.expected('either rate, or limit and window, not both', v.rate.text, ['rate'])

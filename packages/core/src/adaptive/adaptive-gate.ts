@@ -1,0 +1,238 @@
+import type { AlgorithmResult } from '../algorithms/algorithm.js'
+import type { RuleAdaptive } from '../rules/rule.js'
+import type { AdaptiveState } from './adaptive-state.js'
+import { nextControlState, type ControlState } from './control-law.js'
+import type { QuantileSketch } from './latency-sketch.js'
+
+/** The shortest `Retry-After` a shed request is told: a slot frees when a response ends. */
+const MIN_RETRY_AFTER_MS = 1000
+/**
+ * Windows that passed without a single event are replayed one by one (each may lower a stalled
+ * limit); past this many the rest would change nothing more than these have.
+ */
+const MAX_IDLE_WINDOWS = 64
+/**
+ * A window with too few responses to tell a percentile is carried into the next one, so a
+ * low limit (few responses) still moves; past this many windows its samples are too old.
+ */
+const MAX_CARRIED_WINDOWS = 8
+
+/**
+ * The gate of one adaptive rule on this host: the requests it holds in flight (in total and per
+ * client key), the latencies of the window under way, and the limit the control law set at the
+ * end of the last one. Every method takes the time as an argument; nothing here reads a clock.
+ */
+export class AdaptiveGate {
+  private control: ControlState
+  /** The whole limit in force: `control.limit` rounded down, at least 1. */
+  private cap: number
+  /** Slots only clients within their fair share may take. */
+  private reserved: number
+  private inFlightNow = 0
+  /**
+   * Slots held per client key. A key whose last request ended stays at 0 until the map holds
+   * many more keys than clients (then those are swept): deleting and re-adding a key on every
+   * request costs more than the sweep.
+   */
+  private readonly held = new Map<string, number>()
+  /** Keys in `held` with slots (the clients the fair share is divided among). */
+  private holders = 0
+  private windowEndMs = Number.NaN
+  private sketch: QuantileSketch
+  private peak = 0
+  private lastPercentileMs: number | undefined
+  private lastSamples = 0
+  private carried = 0
+  private windowsClosed = 0
+  private shedOverShare = 0
+  private shedBackground = 0
+
+  constructor(
+    readonly ruleId: string,
+    readonly settings: RuleAdaptive,
+    private readonly newSketch: () => QuantileSketch,
+  ) {
+    this.control = { limit: settings.initialLimit, baselineMs: 0 }
+    this.cap = settings.initialLimit
+    this.reserved = Math.floor(this.cap * settings.reserve)
+    this.sketch = newSketch()
+  }
+
+  /** Whether adaptive rules share this gate (it was named by `adaptive.gate`). */
+  get shared(): boolean {
+    return this.settings.gate !== undefined
+  }
+
+  /** Requests (cost units) in flight. */
+  get inFlight(): number {
+    return this.inFlightNow
+  }
+
+  /**
+   * Decide one request of `cost` slots for client `key` at `nowMs`, into `out`; with `commit`,
+   * an admitted request takes its slots. Admitted: while the requests in flight stay within
+   * the limit less the reserve, anyone; within the reserve, only a client whose slots stay
+   * within its fair share: the limit over the clients holding slots plus one, the one the
+   * reserve is kept for (a newcomer, or the client asking when it holds nothing yet). A
+   * `background` request never takes the reserve.
+   */
+  decide(
+    key: string,
+    cost: number,
+    nowMs: number,
+    commit: boolean,
+    out: AlgorithmResult,
+    background = false,
+  ): void {
+    this.roll(nowMs)
+    const cap = this.cap
+    const after = this.inFlightNow + cost
+    let ok = after <= cap
+    if (ok && after > cap - this.reserved) {
+      if (background) {
+        // Background traffic never takes the reserve: it is shed first.
+        ok = false
+        this.shedBackground++
+      } else {
+        const mine = this.held.get(key) ?? 0
+        ok = mine + cost <= cap / (this.holders + 1)
+        if (!ok) this.shedOverShare++
+      }
+    }
+    out.limit = cap
+    out.waitMs = 0
+    out.resetMs = 0
+    if (ok) {
+      out.allowed = true
+      out.retryAfterMs = 0
+      out.remaining = cap - after
+      if (commit) this.take(key, cost)
+    } else {
+      out.allowed = false
+      out.retryAfterMs = this.retryAfterMs()
+      out.remaining = Math.max(0, cap - this.inFlightNow)
+    }
+  }
+
+  /** What a request of cost 0 would be told: the limit and the slots free. */
+  peek(nowMs: number, out: AlgorithmResult): void {
+    this.roll(nowMs)
+    out.allowed = true
+    out.waitMs = 0
+    out.resetMs = 0
+    out.retryAfterMs = 0
+    out.limit = this.cap
+    out.remaining = Math.max(0, this.cap - this.inFlightNow)
+  }
+
+  /** Take `cost` slots for `key` (a request admitted). */
+  take(key: string, cost: number): void {
+    this.inFlightNow += cost
+    const mine = this.held.get(key) ?? 0
+    if (mine === 0) {
+      this.holders++
+      if (this.held.size >= 4 * this.holders + 1024) this.sweep()
+    }
+    this.held.set(key, mine + cost)
+    if (this.inFlightNow > this.peak) this.peak = this.inFlightNow
+  }
+
+  private sweep(): void {
+    for (const [key, n] of this.held) if (n === 0) this.held.delete(key)
+  }
+
+  /** Give back `cost` slots of `key` (its request ended, or was not admitted after all). */
+  release(key: string, cost: number): void {
+    const left = this.inFlightNow - cost
+    this.inFlightNow = left > 1e-9 ? left : 0
+    const had = this.held.get(key)
+    if (had === undefined || had === 0) return
+    const mine = had - cost
+    if (mine > 1e-9) this.held.set(key, mine)
+    else {
+      this.held.set(key, 0)
+      this.holders--
+    }
+  }
+
+  /** Record the latency of a response that ended at `nowMs`. */
+  record(latencyMs: number, nowMs: number): void {
+    this.roll(nowMs)
+    this.sketch.accept(latencyMs > 0 ? latencyMs : 0)
+  }
+
+  /** Close the windows that ended by `nowMs` and move the limit for each. */
+  private roll(nowMs: number): void {
+    if (!(nowMs >= this.windowEndMs)) {
+      // The first event starts the first window; a clock that went back waits for it.
+      if (Number.isNaN(this.windowEndMs)) this.windowEndMs = nowMs + this.settings.windowMs
+      return
+    }
+    const s = this.settings
+    const samples = this.sketch.count
+    let end = this.windowEndMs + s.windowMs
+    const stalled = samples === 0 && this.inFlightNow >= this.cap
+    if (samples < s.minSamples && !stalled && this.carried < MAX_CARRIED_WINDOWS && nowMs < end) {
+      // Too few responses yet: the window goes on, its samples and peak kept.
+      this.carried++
+      this.windowEndMs = end
+      return
+    }
+    const percentileMs = samples > 0 ? this.sketch.getValueAtQuantile(s.percentile / 100) : 0
+    this.closeWindow(samples, percentileMs, this.peak, this.carried >= MAX_CARRIED_WINDOWS)
+    this.lastSamples = samples
+    if (samples > 0) this.lastPercentileMs = percentileMs
+    this.sketch = this.newSketch()
+    this.peak = this.inFlightNow
+    this.carried = 0
+    // Windows with no event at all: nothing completed in them.
+    for (let idle = 0; nowMs >= end && idle < MAX_IDLE_WINDOWS; idle++) {
+      this.closeWindow(0, 0, this.inFlightNow)
+      this.lastSamples = 0
+      end += s.windowMs
+    }
+    if (nowMs >= end) end = nowMs + s.windowMs
+    this.windowEndMs = end
+  }
+
+  private closeWindow(samples: number, percentileMs: number, peak: number, overdue = false): void {
+    this.control = nextControlState(
+      this.control,
+      { samples, percentileMs, peakInFlight: peak, inFlight: this.inFlightNow, overdue },
+      this.settings,
+    )
+    this.cap = Math.max(1, Math.floor(this.control.limit + 1e-9))
+    this.reserved = Math.floor(this.cap * this.settings.reserve)
+    this.windowsClosed++
+  }
+
+  private retryAfterMs(): number {
+    const p = this.lastPercentileMs ?? 0
+    return p > MIN_RETRY_AFTER_MS ? Math.ceil(p) : MIN_RETRY_AFTER_MS
+  }
+
+  /** The live state, for `limiter.adaptive(ruleId)`, metrics and the demo. */
+  state(nowMs: number): AdaptiveState {
+    this.roll(nowMs)
+    const s = this.settings
+    const baselineMs = this.control.baselineMs > 0 ? this.control.baselineMs : undefined
+    return {
+      ruleId: this.ruleId,
+      limit: this.cap,
+      inFlight: this.inFlightNow,
+      clients: this.holders,
+      percentile: s.percentile,
+      percentileMs: this.lastPercentileMs,
+      baselineMs,
+      targetMs: s.targetMs,
+      referenceMs: s.targetMs ?? (baselineMs === undefined ? undefined : baselineMs * s.tolerance),
+      samples: this.lastSamples,
+      windows: this.windowsClosed,
+      shedOverShare: this.shedOverShare,
+      shedBackground: this.shedBackground,
+      minLimit: s.minLimit,
+      maxLimit: s.maxLimit,
+      windowMs: s.windowMs,
+    }
+  }
+}

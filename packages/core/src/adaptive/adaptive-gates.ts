@@ -1,0 +1,140 @@
+import { RulesValidationError } from '../errors.js'
+import type { CompiledRule } from '../rules/compiled-rules.js'
+import type { RefundEntry } from '../stores/store.js'
+import { AdaptiveGate } from './adaptive-gate.js'
+import type { AdaptiveState } from './adaptive-state.js'
+import { SKETCH_PACKAGE, sketchFactory } from './latency-sketch.js'
+
+/** Whether a compiled rule is an adaptive one (decided here, never by a store). */
+export function isAdaptive(rule: CompiledRule): boolean {
+  return rule.rule.algorithm === 'adaptive'
+}
+
+/**
+ * The gates of one limiter's adaptive rules. A gate lives as long as its rule is in force
+ * unchanged (same id, settings and key), so a rules swap that keeps the rule keeps its limit,
+ * its baseline and its requests in flight.
+ */
+export class AdaptiveGates {
+  /** Gates in force, by what makes a gate the same across rule sets. */
+  private live = new Map<string, AdaptiveGate>()
+  /** The gate of each compiled rule, kept for the requests of a rule swapped out meanwhile. */
+  private readonly byRule = new WeakMap<CompiledRule, AdaptiveGate>()
+  private byId = new Map<string, AdaptiveGate>()
+  /** The gate looked up last: most requests ask for the rule the previous one asked for. */
+  private lastRule: CompiledRule | undefined
+  private lastGate: AdaptiveGate | undefined
+
+  /** Whether any adaptive rule is in force: the store's hot path checks nothing else then. */
+  get any(): boolean {
+    return this.live.size > 0
+  }
+
+  /**
+   * Give each adaptive rule of a set its gate (the one in force when the rule did not change).
+   * @throws RulesValidationError when the set has an adaptive rule and the sketch package is
+   *   not installed, before anything changes
+   */
+  prepare(rules: readonly CompiledRule[], label: string): void {
+    const adaptive = rules.filter(isAdaptive)
+    if (adaptive.length === 0) return
+    const newSketch = sketchFactory()
+    if (!newSketch) {
+      const i = rules.indexOf(adaptive[0]!)
+      throw new RulesValidationError([
+        `${label}[${i}].algorithm: 'adaptive' measures latency with the '${SKETCH_PACKAGE}' package, an optional peer dependency that is not installed: npm install ${SKETCH_PACKAGE}`,
+      ])
+    }
+    // Rules naming one gate share it; within a set they must agree on what the gate is.
+    const named = new Map<string, { readonly id: string; readonly at: number }>()
+    const issues: string[] = []
+    for (const c of adaptive) {
+      const name = c.rule.adaptive!.gate
+      if (name === undefined) continue
+      const at = rules.indexOf(c)
+      const first = named.get(name)
+      if (first === undefined) named.set(name, { id: identity(c), at })
+      else if (first.id !== identity(c)) {
+        issues.push(
+          `${label}[${at}].adaptive.gate: rules sharing gate ${JSON.stringify(name)} need the same key and settings (but priority) as ${label}[${first.at}]`,
+        )
+      }
+    }
+    if (issues.length > 0) throw new RulesValidationError(issues)
+    const fresh = new Map<string, AdaptiveGate>()
+    for (const c of adaptive) {
+      if (this.byRule.has(c)) continue
+      const id = identity(c)
+      const gate =
+        fresh.get(id) ??
+        this.live.get(id) ??
+        new AdaptiveGate(c.rule.adaptive!.gate ?? c.rule.id, c.rule.adaptive!, newSketch)
+      fresh.set(id, gate)
+      this.byRule.set(c, gate)
+    }
+  }
+
+  /** After a swap: the gates of these rules are the ones in force. */
+  retain(rules: readonly CompiledRule[]): void {
+    const live = new Map<string, AdaptiveGate>()
+    const byId = new Map<string, AdaptiveGate>()
+    for (const c of rules) {
+      const gate = this.byRule.get(c)
+      if (!gate) continue
+      live.set(identity(c), gate)
+      byId.set(c.rule.id, gate)
+    }
+    this.live = live
+    this.byId = byId
+  }
+
+  /** The gate of a compiled adaptive rule; undefined for a rule never prepared. */
+  gateOf(rule: CompiledRule): AdaptiveGate | undefined {
+    if (rule === this.lastRule) return this.lastGate
+    const gate = this.byRule.get(rule)
+    if (gate !== undefined) {
+      this.lastRule = rule
+      this.lastGate = gate
+    }
+    return gate
+  }
+
+  /** Feed a response's latency to the gates of the adaptive slots it held. */
+  sample(slots: readonly RefundEntry[], latencyMs: number, nowMs: number): void {
+    for (let i = 0; i < slots.length; i++) {
+      const rule = slots[i]!.rule
+      if (isAdaptive(rule)) this.gateOf(rule)?.record(latencyMs, nowMs)
+    }
+  }
+
+  /** The live state of the adaptive rule `ruleId` in force; undefined when there is none. */
+  state(ruleId: string, nowMs: number): AdaptiveState | undefined {
+    return this.byId.get(ruleId)?.state(nowMs)
+  }
+
+  /** Add the slots each adaptive rule in force holds now to `into` (by rule id). */
+  addInFlight(into: Map<string, number>): Map<string, number> {
+    for (const [id, gate] of this.byId) {
+      // A shared gate's slots are counted per rule by the limiter's holdings.
+      if (gate.shared) continue
+      if (gate.inFlight > 0) into.set(id, (into.get(id) ?? 0) + gate.inFlight)
+    }
+    return into
+  }
+
+  /** The ids of the adaptive rules in force. */
+  ruleIds(): string[] {
+    return [...this.byId.keys()]
+  }
+}
+
+/**
+ * What makes two compiled rules share a gate: the same id, settings and key; for rules naming a
+ * gate, the same gate name, settings (but priority) and key.
+ */
+function identity(c: CompiledRule): string {
+  const a = c.rule.adaptive!
+  const settings = JSON.stringify({ ...a, priority: undefined })
+  const owner = a.gate === undefined ? c.stateId : `gate:${a.gate}`
+  return `${owner}|${c.rule.key.join(',')}|${settings}`
+}
