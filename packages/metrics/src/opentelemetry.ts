@@ -6,6 +6,7 @@
 import { checkMethods, optionError } from '@floodgate/core/options'
 import { metrics, type BatchObservableCallback, type Meter } from '@opentelemetry/api'
 import {
+  adaptiveByLabel,
   checkCommonOptions,
   checkLimiter,
   countOf,
@@ -44,7 +45,10 @@ const PREFIX_PATTERN = /^[a-zA-Z][a-zA-Z0-9_.\-/]*$/
  * - `floodgate.rule.decisions` (counter, `{rule, outcome}`): outcomes per matched rule;
  * - `floodgate.queue.wait` (histogram, s, `{rule}`): the waits queued requests were given;
  * - `floodgate.store.latency` (histogram, s, `{result}`): store calls that decided a request;
- * - `floodgate.in_flight` (gauge, `{rule}`): requests holding a concurrency slot on this host.
+ * - `floodgate.in_flight` (gauge, `{rule}`): requests holding a concurrency slot on this host;
+ * - `floodgate.adaptive.limit` (gauge, `{rule}`): an adaptive rule's limit on requests in flight;
+ * - `floodgate.adaptive.latency` (gauge, s, `{rule}`): the latency percentile it watches, over
+ *   its last window.
  *
  * The counters and the gauge are observed from `limiter.counters()` when the reader
  * collects; the histograms are recorded through `limiter.observe()`. No client key is ever an
@@ -94,6 +98,15 @@ export function openTelemetryMetrics(
     description: 'Requests holding a concurrency slot on this host, by rule.',
     unit: '{request}',
   })
+  const adaptiveLimit = meter.createObservableGauge(`${prefix}adaptive.limit`, {
+    description: 'The limit on requests in flight an adaptive rule set on this host, by rule.',
+    unit: '{request}',
+  })
+  const adaptiveLatency = meter.createObservableGauge(`${prefix}adaptive.latency`, {
+    description:
+      "The latency percentile an adaptive rule watches (its 'percentile'), over its last window, by rule.",
+    unit: 's',
+  })
   const queueWait = meter.createHistogram(`${prefix}queue.wait`, {
     description: 'The wait queued requests were given, by the rule that queued them.',
     unit: 's',
@@ -118,8 +131,13 @@ export function openTelemetryMetrics(
     for (const [rule, n] of inFlightByLabel(snapshot, labels)) {
       result.observe(inFlight, n, { rule })
     }
+    for (const [rule, f] of adaptiveByLabel(limiter, labels)) {
+      result.observe(adaptiveLimit, f.limit, { rule })
+      if (f.latencySeconds !== undefined)
+        result.observe(adaptiveLatency, f.latencySeconds, { rule })
+    }
   }
-  const observables = [decisions, ruleDecisions, inFlight]
+  const observables = [decisions, ruleDecisions, inFlight, adaptiveLimit, adaptiveLatency]
   meter.addBatchObservableCallback(observe, observables)
 
   // Attribute objects made once, not on every observation.

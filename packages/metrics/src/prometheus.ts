@@ -13,6 +13,7 @@ import {
 } from 'prom-client'
 import { LabelledHistogram } from './prometheus-histogram.js'
 import {
+  adaptiveByLabel,
   checkCommonOptions,
   checkLimiter,
   countOf,
@@ -53,7 +54,10 @@ const PREFIX_PATTERN = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/
  *   shadow_rejected);
  * - `floodgate_queue_wait_seconds{rule}`: the waits queued requests were given;
  * - `floodgate_store_latency_seconds{result}`: store calls that decided a request (ok, error);
- * - `floodgate_in_flight{rule}`: requests holding a concurrency slot on this host.
+ * - `floodgate_in_flight{rule}`: requests holding a concurrency slot on this host;
+ * - `floodgate_adaptive_limit{rule}`: an adaptive rule's limit on requests in flight here;
+ * - `floodgate_adaptive_latency_seconds{rule}`: the latency percentile the adaptive rule
+ *   watches, over its last window.
  *
  * Counters and the gauge are read from `limiter.counters()` at scrape time; the histograms
  * are fed by `limiter.observe()`. No client key is ever a label.
@@ -99,6 +103,8 @@ export function prometheusMetrics(
     queueWait: `${prefix}queue_wait_seconds`,
     storeLatency: `${prefix}store_latency_seconds`,
     inFlight: `${prefix}in_flight`,
+    adaptiveLimit: `${prefix}adaptive_limit`,
+    adaptiveLatency: `${prefix}adaptive_latency_seconds`,
   }
   for (const name of Object.values(names)) {
     if (registry.getSingleMetric(name) !== undefined) {
@@ -146,6 +152,28 @@ export function prometheusMetrics(
       const inFlight = inFlightByLabel(limiter.counters(), labels)
       this.reset()
       for (const [rule, n] of inFlight) this.set({ rule }, n)
+    },
+  })
+  new Gauge({
+    name: names.adaptiveLimit,
+    help: 'The limit on requests in flight an adaptive rule set on this host, by rule.',
+    labelNames: ['rule'],
+    registers,
+    collect() {
+      this.reset()
+      for (const [rule, f] of adaptiveByLabel(limiter, labels)) this.set({ rule }, f.limit)
+    },
+  })
+  new Gauge({
+    name: names.adaptiveLatency,
+    help: "The latency percentile an adaptive rule watches (its 'percentile'), over its last window, by rule.",
+    labelNames: ['rule'],
+    registers,
+    collect() {
+      this.reset()
+      for (const [rule, f] of adaptiveByLabel(limiter, labels)) {
+        if (f.latencySeconds !== undefined) this.set({ rule }, f.latencySeconds)
+      }
     },
   })
   const queueWait = new LabelledHistogram(

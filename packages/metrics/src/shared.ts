@@ -98,8 +98,41 @@ export function inFlightByLabel(
   return out
 }
 
-/** What an exporter reads from a limiter (any `Limiter`, whatever its request type). */
-export type MetricsSource = Pick<Limiter, 'counters' | 'observe'>
+/**
+ * What an exporter reads from a limiter (any `Limiter`, whatever its request type). `rules` and
+ * `adaptive` are read when present, for the adaptive rules' gauges.
+ */
+export type MetricsSource = Pick<Limiter, 'counters' | 'observe'> &
+  Partial<Pick<Limiter, 'rules' | 'adaptive'>>
+
+/** One adaptive rule's live figures, as the gauges export them. */
+export interface AdaptiveFigures {
+  /** The limit on requests in flight. */
+  readonly limit: number
+  /** The watched latency percentile of the last window, in seconds; undefined before one. */
+  readonly latencySeconds: number | undefined
+}
+
+/**
+ * The adaptive rules' limits and latency percentiles, by label. A rule past the label cap is
+ * left out: limits of different rules do not add up.
+ */
+export function adaptiveByLabel(
+  limiter: MetricsSource,
+  labels: RuleLabels,
+): Map<string, AdaptiveFigures> {
+  const out = new Map<string, AdaptiveFigures>()
+  if (typeof limiter.adaptive !== 'function' || limiter.rules === undefined) return out
+  for (const rule of limiter.rules) {
+    if (rule.algorithm !== 'adaptive') continue
+    const state = limiter.adaptive(rule.id)
+    const label = labels.of(rule.id)
+    if (state === undefined || label === OTHER_RULES || out.has(label)) continue
+    const ms = state.percentileMs
+    out.set(label, { limit: state.limit, latencySeconds: ms === undefined ? undefined : ms / 1000 })
+  }
+  return out
+}
 
 /** Check the limiter argument: a clear error when it is something else. */
 export function checkLimiter(limiter: unknown): asserts limiter is MetricsSource {

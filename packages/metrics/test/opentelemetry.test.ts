@@ -148,3 +148,33 @@ describe('openTelemetryMetrics with an in-memory reader', () => {
     expect(() => openTelemetryMetrics(null as never)).toThrow(/limiter: expected an object/)
   })
 })
+
+describe('openTelemetryMetrics: adaptive rules', () => {
+  it('observes the limit and the watched latency percentile of each adaptive rule', async () => {
+    let now = 1_000_000
+    const reader = new OnDemandReader()
+    const provider = new MeterProvider({ readers: [reader] })
+    const limiter = createLimiter({
+      clock: () => now,
+      rules: [
+        {
+          id: 'shed',
+          algorithm: 'adaptive',
+          adaptive: { target: '100ms', window: '1s', initialLimit: 8, minSamples: 2 },
+        },
+      ],
+    })
+    openTelemetryMetrics(limiter, { meter: provider.getMeter('test') })
+    const held = [limiter.check(facts), limiter.check(facts)]
+    now += 50
+    for (const d of held) if (!(d instanceof Promise)) limiter.release(d)
+    now += 1000
+    const m = await collect(reader)
+    // Fast, but the traffic never filled the limit: it holds.
+    expect(point(m.get('floodgate.adaptive.limit'), { rule: 'shed' })?.value).toBe(8)
+    expect(m.get('floodgate.adaptive.latency')?.descriptor.unit).toBe('s')
+    const latency = point(m.get('floodgate.adaptive.latency'), { rule: 'shed' })?.value as number
+    expect(latency).toBeGreaterThan(0.049)
+    expect(latency).toBeLessThan(0.051)
+  })
+})

@@ -201,3 +201,42 @@ describe('prometheusMetrics', () => {
     )
   })
 })
+
+describe('prometheusMetrics: adaptive rules', () => {
+  it('exports the limit an adaptive rule set and the latency percentile it watches, by rule', async () => {
+    let now = 1_000_000
+    const registry = new Registry()
+    const limiter = createLimiter({
+      clock: () => now,
+      rules: [
+        {
+          id: 'shed',
+          algorithm: 'adaptive',
+          adaptive: { target: '100ms', window: '1s', initialLimit: 8, minSamples: 2 },
+        },
+        { id: 'per-ip', limit: 100, window: '1m' },
+      ],
+    })
+    prometheusMetrics(limiter, { registry })
+    let m = parseExposition(await registry.metrics())
+    expect(m.get('floodgate_adaptive_limit')?.type).toBe('gauge')
+    expect(valueOf(m, 'floodgate_adaptive_limit', { rule: 'shed' })).toBe(8)
+    expect(valueOf(m, 'floodgate_adaptive_limit', { rule: 'per-ip' })).toBeUndefined()
+    // No window measured yet: no latency series.
+    expect(valueOf(m, 'floodgate_adaptive_latency_seconds', { rule: 'shed' })).toBeUndefined()
+
+    const facts = { method: 'GET', path: '/', ip: '203.0.113.7', headers: {} }
+    const held = [limiter.check(facts), limiter.check(facts), limiter.check(facts)]
+    m = parseExposition(await registry.metrics())
+    expect(valueOf(m, 'floodgate_in_flight', { rule: 'shed' })).toBe(3)
+    now += 400
+    for (const d of held) if (!(d instanceof Promise)) limiter.release(d)
+    now += 1000
+    m = parseExposition(await registry.metrics())
+    const latency = valueOf(m, 'floodgate_adaptive_latency_seconds', { rule: 'shed' })!
+    expect(latency).toBeGreaterThan(0.396)
+    expect(latency).toBeLessThan(0.404)
+    // Four times the target: the limit fell (halved at most, smoothed by half).
+    expect(valueOf(m, 'floodgate_adaptive_limit', { rule: 'shed' })).toBe(6)
+  })
+})
