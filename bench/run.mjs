@@ -1,5 +1,5 @@
 // `pnpm bench`: every benchmark, one after the other, each in its own process so one cannot
-// warm or pollute the heap of the next. BENCH_ONLY picks some: core, http, http-instructions,
+// warm or pollute the heap of the next. BENCH_ONLY picks some: core, adaptive, http, http-instructions,
 // redis, redis-instructions, synced-admission, rules-service, footprint.
 import { spawnSync } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
@@ -8,6 +8,11 @@ import { fileURLToPath } from 'node:url'
 
 const parts = [
   ['core', 'core/run.mjs', 'Core: decisions per second and heap bytes per key (MemoryStore)'],
+  [
+    'adaptive',
+    'core/adaptive.mjs',
+    'Core: what an adaptive rule adds per request beside a token-bucket rule',
+  ],
   ['http', 'http/run.mjs', 'HTTP: bare vs Floodgate vs peer middleware, per framework'],
   [
     'http-instructions',

@@ -68,6 +68,14 @@ const checks = {
     assert.throws(() => m.checkPositiveInt('n', 0, 5), core.OptionsError)
     assert.ok(Object.keys(m.errorCodes).includes('FG_ERR_OPTIONS_INVALID'))
   },
+  async '@floodgate/core/adaptive'(m) {
+    assert.equal(typeof m.nextControlState, 'function')
+    assert.equal(m.ADAPTIVE_DEFAULTS.percentile, 99)
+    const s = { ...m.ADAPTIVE_DEFAULTS, targetMs: 100 }
+    const stats = { samples: 100, percentileMs: 200, peakInFlight: 20, inFlight: 20 }
+    // Twice the target: halved at most, half of the move taken.
+    assert.equal(m.nextControlState({ limit: 20, baselineMs: 0 }, stats, s).limit, 15)
+  },
   async '@floodgate/core/metrics'(m) {
     // Types only: the counters, observer and top-clients values come from the limiter itself.
     assert.deepEqual(

@@ -3,6 +3,7 @@
 // bundler). The @ts-expect-error lines fail the compile if the types resolve to `any`.
 import { createLimiter, type Decision, type Limiter, type RuleInput } from '@floodgate/core'
 import type { CountersSnapshot } from '@floodgate/core/metrics'
+import type { AdaptiveState } from '@floodgate/core/adaptive'
 import { rateLimit as expressRateLimit, type RateLimitMiddleware } from '@floodgate/express'
 import fastifyRateLimit, { rateLimit, type FastifyRateLimitOptions } from '@floodgate/fastify'
 import { rateLimit as koaRateLimit } from '@floodgate/koa'
@@ -22,6 +23,9 @@ export const decision: Decision | Promise<Decision> = limiter.check({
 // @ts-expect-error decisionTimeoutMs is a number
 createLimiter({ rules, decisionTimeoutMs: 'soon' })
 export const counters: CountersSnapshot = limiter.counters()
+export const adaptive: AdaptiveState | undefined = limiter.adaptive('one')
+// @ts-expect-error the limit is a number
+export const notALimit: string | undefined = adaptive?.limit
 // @ts-expect-error the counts are numbers
 export const notCounted: string = counters.total.allowed
 
