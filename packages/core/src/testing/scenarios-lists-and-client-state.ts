@@ -217,6 +217,42 @@ export const listAndClientStateScenarios: readonly AdapterScenario[] = [
     ],
   },
   {
+    name: 'an asynchronous limit function: the limit it resolves to, the rule its own without an answer',
+    rules: [{ id: 'per-user', limit: 1, window: '1m', algorithm: 'fixed-window' }],
+    limiter: {
+      limits: {
+        'per-user': async (_req, facts) => {
+          // A plan looked up elsewhere: answered on a later turn, as a cache or database does.
+          await new Promise((resolve) => setImmediate(resolve))
+          return facts.headers['x-plan'] === 'pro' ? { limit: 3, window: '2m' } : undefined
+        },
+      },
+    },
+    steps: [
+      {
+        send: GET('/', { 'x-plan': 'pro' }),
+        expect: {
+          status: 200,
+          // Fixed windows are aligned to the clock: this 2-minute one ends in 60 s.
+          headers: {
+            'ratelimit-policy': '"per-user";q=3;w=120',
+            ratelimit: '"per-user";r=2;t=60',
+          },
+        },
+      },
+      {
+        send: GET('/'),
+        expect: {
+          status: 200,
+          headers: { 'ratelimit-policy': '"per-user";q=1;w=60', ratelimit: '"per-user";r=0;t=60' },
+        },
+      },
+      { send: GET('/'), expect: { status: 429 } },
+      { send: GET('/', { 'x-plan': 'pro' }), expect: { status: 200 } },
+      { handlerCalls: 3 },
+    ],
+  },
+  {
     name: "count: 'failed': successful responses are given back, failed ones stay counted",
     rules: [{ id: 'login', limit: 2, window: '1m', algorithm: 'fixed-window', count: 'failed' }],
     routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/boom', fail: true }],
