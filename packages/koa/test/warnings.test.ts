@@ -56,6 +56,28 @@ describe('koa: misconfiguration warnings, on by default, to stderr', () => {
     expect(lines).toEqual([expect.stringMatching(/\(FG_WRN_KOA_PROXY_LEFTMOST_IP\)\n$/)])
   })
 
+  it("names what to write instead of koa-ratelimit's options", async () => {
+    const lines = await stderrOf(() =>
+      rateLimit(RULES, {
+        duration: 60_000,
+        max: 100,
+        errorMessage: 'slow down',
+        disableHeader: true,
+        blacklist: () => false,
+        driver: 'memory',
+      } as never),
+    )
+    expect(lines).toEqual([
+      expect.stringMatching(/options\.duration .*; write a rule's window/),
+      expect.stringMatching(/options\.max .*; write a rule's limit/),
+      expect.stringMatching(/options\.errorMessage .*; write onRejected/),
+      expect.stringMatching(/options\.disableHeader .*; write headers: false/),
+      expect.stringMatching(/options\.blacklist .*; write deny: \{ ips: /),
+      expect.stringMatching(/options\.driver .*; write store: a MemoryStore \(the default\)/),
+    ])
+    for (const line of lines) expect(line).toMatch(/\(FG_WRN_OPTION_UNKNOWN\)\n$/)
+  })
+
   it("names what to write instead of express-rate-limit's options; warnings: false is silent", async () => {
     const lines = await stderrOf(() =>
       rateLimit(RULES, { windowMs: 1000, legacyHeaders: true } as never),

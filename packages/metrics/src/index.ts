@@ -14,6 +14,7 @@ export {
   OTHER_RULES,
   REQUEST_OUTCOMES,
   RULE_OUTCOMES,
+  UNCOUNTED_REASONS,
 } from './shared.js'
 export type {
   CommonMetricsOptions,
@@ -21,4 +22,5 @@ export type {
   MetricsSource,
   RequestOutcomeLabel,
   RuleOutcomeLabel,
+  UncountedReasonLabel,
 } from './shared.js'

@@ -15,6 +15,8 @@ import {
   REQUEST_OUTCOMES,
   RULE_OUTCOMES,
   RuleLabels,
+  UNCOUNTED_REASONS,
+  uncountedOf,
   type CommonMetricsOptions,
   type MetricsExporter,
   type MetricsSource,
@@ -43,6 +45,8 @@ const PREFIX_PATTERN = /^[a-zA-Z][a-zA-Z0-9_.\-/]*$/
  *
  * - `floodgate.decisions` (counter, `{outcome}`): requests decided;
  * - `floodgate.rule.decisions` (counter, `{rule, outcome}`): outcomes per matched rule;
+ * - `floodgate.decisions.uncounted` (counter, `{reason}`): requests decided before any rule
+ *   counted them (deny_list, allow_list, unmatched), also counted in `floodgate.decisions`;
  * - `floodgate.queue.wait` (histogram, s, `{rule}`): the waits queued requests were given;
  * - `floodgate.store.latency` (histogram, s, `{result}`): store calls that decided a request;
  * - `floodgate.in_flight` (gauge, `{rule}`): requests holding a concurrency slot on this host;
@@ -94,6 +98,11 @@ export function openTelemetryMetrics(
       'Outcomes per matched rate-limit rule (a request counts under each rule it matched).',
     unit: '{request}',
   })
+  const uncounted = meter.createObservableCounter(`${prefix}decisions.uncounted`, {
+    description:
+      'Requests decided before any rule counted them, by reason (deny_list, allow_list, unmatched); also in decisions.',
+    unit: '{request}',
+  })
   const inFlight = meter.createObservableGauge(`${prefix}in_flight`, {
     description: 'Requests holding a concurrency slot on this host, by rule.',
     unit: '{request}',
@@ -123,6 +132,9 @@ export function openTelemetryMetrics(
     for (const outcome of REQUEST_OUTCOMES) {
       result.observe(decisions, countOf(snapshot.total, outcome), { outcome })
     }
+    for (const reason of UNCOUNTED_REASONS) {
+      result.observe(uncounted, uncountedOf(snapshot.total, reason), { reason })
+    }
     for (const [rule, counts] of countsByLabel(snapshot, labels)) {
       for (const outcome of RULE_OUTCOMES) {
         result.observe(ruleDecisions, countOf(counts, outcome), { rule, outcome })
@@ -137,7 +149,14 @@ export function openTelemetryMetrics(
         result.observe(adaptiveLatency, f.latencySeconds, { rule })
     }
   }
-  const observables = [decisions, ruleDecisions, inFlight, adaptiveLimit, adaptiveLatency]
+  const observables = [
+    decisions,
+    ruleDecisions,
+    uncounted,
+    inFlight,
+    adaptiveLimit,
+    adaptiveLatency,
+  ]
   meter.addBatchObservableCallback(observe, observables)
 
   // Attribute objects made once, not on every observation.

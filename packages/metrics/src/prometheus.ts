@@ -22,6 +22,8 @@ import {
   REQUEST_OUTCOMES,
   RULE_OUTCOMES,
   RuleLabels,
+  UNCOUNTED_REASONS,
+  uncountedOf,
   type CommonMetricsOptions,
   type MetricsExporter,
   type MetricsSource,
@@ -52,6 +54,8 @@ const PREFIX_PATTERN = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/
  *   dropped, failed_open);
  * - `floodgate_rule_decisions_total{rule, outcome}`: outcomes per matched rule (also
  *   shadow_rejected);
+ * - `floodgate_uncounted_decisions_total{reason}`: requests decided before any rule counted
+ *   them (deny_list, allow_list, unmatched), also counted in `floodgate_decisions_total`;
  * - `floodgate_queue_wait_seconds{rule}`: the waits queued requests were given;
  * - `floodgate_store_latency_seconds{result}`: store calls that decided a request (ok, error);
  * - `floodgate_in_flight{rule}`: requests holding a concurrency slot on this host;
@@ -100,6 +104,7 @@ export function prometheusMetrics(
   const names = {
     decisions: `${prefix}decisions_total`,
     ruleDecisions: `${prefix}rule_decisions_total`,
+    uncounted: `${prefix}uncounted_decisions_total`,
     queueWait: `${prefix}queue_wait_seconds`,
     storeLatency: `${prefix}store_latency_seconds`,
     inFlight: `${prefix}in_flight`,
@@ -128,6 +133,17 @@ export function prometheusMetrics(
       const total = limiter.counters().total
       this.reset()
       for (const outcome of REQUEST_OUTCOMES) this.inc({ outcome }, countOf(total, outcome))
+    },
+  })
+  new Counter({
+    name: names.uncounted,
+    help: 'Requests decided before any rule counted them, by reason (deny_list, allow_list, unmatched); also in decisions_total.',
+    labelNames: ['reason'],
+    registers,
+    collect() {
+      const total = limiter.counters().total
+      this.reset()
+      for (const reason of UNCOUNTED_REASONS) this.inc({ reason }, uncountedOf(total, reason))
     },
   })
   new Counter({

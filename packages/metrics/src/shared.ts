@@ -27,6 +27,27 @@ export const REQUEST_OUTCOMES = ['allowed', 'rejected', 'queued', 'dropped', 'fa
 /** What happened to a request. */
 export type RequestOutcomeLabel = (typeof REQUEST_OUTCOMES)[number]
 
+/**
+ * The `reason` label values of requests decided before any rule counted them: the client is on
+ * a deny list (refused, also counted as `rejected`), on an allow list (passed, also `allowed`),
+ * or no rule matched the request (`allowed`, or `rejected` under `unmatched: 'reject'`).
+ */
+export const UNCOUNTED_REASONS = ['deny_list', 'allow_list', 'unmatched'] as const
+
+/** Why a request was decided without counting. */
+export type UncountedReasonLabel = (typeof UNCOUNTED_REASONS)[number]
+
+const REASON_FIELD: Record<UncountedReasonLabel, keyof DecisionCounts> = {
+  deny_list: 'denied',
+  allow_list: 'allowListed',
+  unmatched: 'unmatched',
+}
+
+/** The requests decided without counting for one reason, in the limiter's total counts. */
+export function uncountedOf(total: Readonly<DecisionCounts>, reason: UncountedReasonLabel): number {
+  return total[REASON_FIELD[reason]]
+}
+
 /** The `rule` label of the rules past `maxRules`, counted together. */
 export const OTHER_RULES = '_other'
 

@@ -1,4 +1,4 @@
-import { createLimiter, type RuleInput, type Store } from '@floodgate/core'
+import { MemoryStore, createLimiter, type RuleInput, type Store } from '@floodgate/core'
 import {
   DataPointType,
   MeterProvider,
@@ -40,6 +40,7 @@ function point(
 }
 
 const facts = { method: 'GET', path: '/', ip: '203.0.113.7', headers: {} }
+const memory = new MemoryStore()
 
 function setup(rules: RuleInput[], maxRules?: number, store?: Store) {
   const reader = new OnDemandReader()
@@ -93,7 +94,54 @@ describe('openTelemetryMetrics with an in-memory reader', () => {
         (x.dataPoints as DataPoint<unknown>[]).flatMap((p) => Object.keys(p.attributes)),
       ),
     )
-    expect([...keys].sort()).toEqual(['outcome', 'result', 'rule'])
+    expect([...keys].sort()).toEqual(['outcome', 'reason', 'result', 'rule'])
+  })
+
+  it('observes requests decided before any counting by reason, dropped and failed-open ones', async () => {
+    const reader = new OnDemandReader()
+    const provider = new MeterProvider({ readers: [reader] })
+    const limiter = createLimiter({
+      rules: [
+        { id: 'per-ip', match: 'GET /', limit: 5, window: '1m' },
+        { id: 'drop', match: 'GET /drop', limit: 1, window: '1m', onLimit: { action: 'drop' } },
+        { id: 'flaky', match: 'GET /flaky', limit: 5, window: '1m' },
+      ],
+      store: {
+        consume: (entries, now) => {
+          if (entries.some((e) => e.rule.rule.id === 'flaky')) throw new Error('store down')
+          return memory.consume(entries, now)
+        },
+        refund: (entries, now) => memory.refund(entries, now),
+      },
+      clock: () => 1_000_000,
+      deny: { ips: ['198.51.100.0/24'] },
+      allow: { ips: ['2001:db8::/32'] },
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
+    })
+    openTelemetryMetrics(limiter, { meter: provider.getMeter('test') })
+    const at = (path: string, ip = '203.0.113.7') => limiter.check({ ...facts, path, ip })
+    await at('/', '198.51.100.9')
+    await at('/', '2001:db8::1')
+    await at('/', '2001:db8::2')
+    await at('/nowhere')
+    await at('/drop')
+    await at('/drop')
+    await at('/flaky')
+    const m = await collect(reader)
+    const uncounted = m.get('floodgate.decisions.uncounted')
+    expect(uncounted?.dataPointType).toBe(DataPointType.SUM)
+    expect(
+      ['deny_list', 'allow_list', 'unmatched'].map((reason) => point(uncounted, { reason })?.value),
+    ).toEqual([1, 2, 1])
+    const decisions = m.get('floodgate.decisions')
+    expect(
+      ['allowed', 'rejected', 'dropped', 'failed_open'].map(
+        (outcome) => point(decisions, { outcome })?.value,
+      ),
+    ).toEqual([4, 1, 1, 1])
+    const rule = (r: string, outcome: string) =>
+      point(m.get('floodgate.rule.decisions'), { rule: r, outcome })?.value
+    expect([rule('drop', 'dropped'), rule('flaky', 'failed_open')]).toEqual([1, 1])
   })
 
   it('records queue waits in seconds by rule, with the configured buckets', async () => {

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
-import { createLimiter, type RuleInput } from '@floodgate/core'
+import { createLimiter, type RuleInput, type Store } from '@floodgate/core'
 import { rateLimit } from '@floodgate/express'
 import express, { type Request } from 'express'
 import { Registry } from 'prom-client'
@@ -118,8 +118,85 @@ describe('prometheusMetrics through a real Express app', () => {
     const labelNames = new Set(
       [...m.values()].flatMap((f) => f.samples.flatMap((s) => Object.keys(s.labels))),
     )
-    expect([...labelNames].sort()).toEqual(['le', 'outcome', 'result', 'rule'])
+    expect([...labelNames].sort()).toEqual(['le', 'outcome', 'reason', 'result', 'rule'])
     expect(JSON.stringify([...m.values()])).not.toContain('tenant-a')
+  })
+})
+
+describe('prometheusMetrics through a real Express app: every outcome', () => {
+  it('counts lists, unmatched, dropped and failed-open requests, and what each was', async () => {
+    const registry = new Registry()
+    const memory = asyncMemoryStore()
+    // The store fails for the 'flaky' rule only, so its requests pass unjudged (fail-open).
+    const store: Store = {
+      consume: (entries, now) =>
+        entries.some((e) => e.rule.rule.id === 'flaky')
+          ? Promise.reject(new Error('store down'))
+          : memory.consume(entries, now),
+      refund: (entries, now) => memory.refund(entries, now),
+    }
+    const limiter = createLimiter<Request>({
+      rules: [
+        { id: 'per-key', match: 'GET /items', key: 'header:x-api-key', limit: 5, window: '1m' },
+        { id: 'dropper', match: 'GET /drop', limit: 1, window: '1m', onLimit: { action: 'drop' } },
+        { id: 'flaky', match: 'GET /flaky', limit: 5, window: '1m' },
+      ],
+      store,
+      deny: { keys: { 'header:x-api-key': ['leaked-key'] } },
+      allow: { keys: { 'header:x-api-key': ['partner-key'] } },
+      unmatched: 'reject',
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
+    })
+    prometheusMetrics(limiter, { registry })
+
+    const app = express()
+    app.get('/metrics', async (_req, res) => {
+      res.type(registry.contentType).send(await registry.metrics())
+    })
+    app.use(rateLimit(limiter))
+    for (const path of ['/items', '/drop', '/flaky', '/nowhere']) {
+      app.get(path, (_req, res) => {
+        res.send('ok')
+      })
+    }
+    const base = await listen(app)
+    const status = (path: string, key?: string) =>
+      fetch(`${base}${path}`, key === undefined ? {} : { headers: { 'x-api-key': key } }).then(
+        async (res) => {
+          await res.arrayBuffer()
+          return res.status
+        },
+        () => 'dropped',
+      )
+
+    expect([
+      await status('/items', 'leaked-key'),
+      await status('/items', 'partner-key'),
+      await status('/items', 'partner-key'),
+      await status('/items', 'tenant-a'),
+      await status('/nowhere'),
+      await status('/drop'),
+      await status('/drop'),
+      await status('/flaky'),
+    ]).toEqual([403, 200, 200, 200, 503, 200, 'dropped', 200])
+
+    const m = parseExposition(await (await fetch(`${base}/metrics`)).text())
+    const decisions = (outcome: string) => valueOf(m, 'floodgate_decisions_total', { outcome })
+    expect(['allowed', 'rejected', 'queued', 'dropped', 'failed_open'].map(decisions)).toEqual([
+      4, 2, 0, 1, 1,
+    ])
+    expect(m.get('floodgate_uncounted_decisions_total')?.type).toBe('counter')
+    const uncounted = (reason: string) =>
+      valueOf(m, 'floodgate_uncounted_decisions_total', { reason })
+    expect(['deny_list', 'allow_list', 'unmatched'].map(uncounted)).toEqual([1, 2, 1])
+    const rule = (r: string, outcome: string) =>
+      valueOf(m, 'floodgate_rule_decisions_total', { rule: r, outcome })
+    expect(rule('dropper', 'dropped')).toBe(1)
+    expect(rule('flaky', 'failed_open')).toBe(1)
+    expect(valueOf(m, 'floodgate_store_latency_seconds_count', { result: 'error' })).toBe(1)
+    for (const key of ['leaked-key', 'partner-key', 'tenant-a']) {
+      expect(JSON.stringify([...m.values()])).not.toContain(key)
+    }
   })
 })
 

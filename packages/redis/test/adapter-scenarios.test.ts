@@ -15,7 +15,11 @@ describe.skipIf(!available)('the adapters scenario table on RedisStore', () => {
   let n = 0
   beforeAll(async () => {
     // One connected client shared by every scenario's store, each under its own prefix.
-    client = new Redis(REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 0 })
+    client = new Redis(REDIS_URL, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+    })
     await new Promise((resolve) => client.once('ready', resolve))
   })
   afterAll(async () => {

@@ -89,9 +89,10 @@ describe.skipIf(!available)('per-plan limits and counting by outcome on RedisSto
         },
       ],
     })
-    expect(await admitted('pro', 3)).toBe(3)
-    expect(await admitted('free', 5)).toBe(2) // downgrade: free's allowance, not pro's 2 left
-    expect(await admitted('pro', 5)).toBe(2) // upgrade back: pro's own state, as it was left
+    expect(await admitted('pro', 1)).toBe(1)
+    // Downgrade with 4 left on pro: free's own 2, never what pro had left.
+    expect(await admitted('free', 5)).toBe(2)
+    expect(await admitted('pro', 5)).toBe(4) // upgrade back: pro's own state, as it was left
     const keys = await admin.keys(`${prefix}:*redis-plan*`)
     expect(keys.some((k) => k.endsWith('|tier:free'))).toBe(true)
     expect(keys.some((k) => k.endsWith('|tier:pro'))).toBe(true)

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
-import { MemoryStore, createLimiter, type Logger } from '@floodgate/core'
+import { MemoryStore, createLimiter, type Decision, type Logger } from '@floodgate/core'
 import {
   type AlgorithmResult,
   type CompiledRule,
@@ -332,6 +332,32 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     // 16 units of debt and the 1 asked for, at 10 per second (less what Redis's clock refilled).
     expect(r.retryAfterMs).toBeGreaterThan(1600)
     expect(r.retryAfterMs).toBeLessThanOrEqual(1700)
+  })
+
+  it('a reward on one host gives the units back to the fleet: another host sees them after a sync', async () => {
+    const [a, b] = [await host(), await host()]
+    const rules = [{ id: 'rewarded', limit: 10, window: '1h' }]
+    const [onA, onB] = [
+      createLimiter({ rules, store: a, clock }),
+      createLimiter({ rules, store: b, clock }),
+    ]
+    const ip = '203.0.113.8'
+    await onA.penalty(ip, 8)
+    // a reads its baseline, then pushes the 8 units; then gives 5 back, pushed at the next sync.
+    await a.syncNow()
+    await a.syncNow()
+    await onA.reward(ip, 5)
+    expect((await onA.get(ip))[0]!.remaining).toBe(7)
+    await a.syncNow()
+    // b serves the client: its first request is decided locally, then it holds the fleet
+    // bucket's level. The bucket has the 3 units a kept and b's 1, so 6 left, and b, one of two
+    // hosts serving the client, holds half of them (without the reward: 1, the least it keeps).
+    expect((onB.check({ method: 'GET', path: '/', ip, headers: {} }) as Decision).allowed).toBe(
+      true,
+    )
+    await b.syncNow()
+    await b.syncNow()
+    expect((await onB.get(ip))[0]!.remaining).toBe(3)
   })
 
   it('refuses reset and bans by name: a fleet bucket cannot be forgotten by one host', async () => {

@@ -148,8 +148,26 @@ async function createService(event) {
 
 // --- rules -----------------------------------------------------------------------------------
 
-// One notation for every limit, the rules' own `rate` form: `100/1m`.
+// One notation for every limit, the rules' own `rate` form: `100/1m`. A rule with tiers shows
+// each tier's, by name, then the key part that picks the tier and the tier of other requests:
+// `free 100/1m, pro 1000/1m by header:x-plan; others: free`.
 function describeLimit(rule) {
+  const own = describeOneLimit(rule)
+  const tiers = rule.tiers
+  if (!isObject(tiers) || !isObject(tiers.values)) return own
+  // By name: the database keeps an object's keys in an order of its own, not as written.
+  const names = Object.keys(tiers.values).sort()
+  const each = names.map((name) => {
+    const tier = tiers.values[name]
+    const limit = isObject(tier) ? describeOneLimit({ window: rule.window, ...tier }) : ''
+    return `${name} ${limit}`.trim()
+  })
+  const others =
+    typeof tiers.default === 'string' ? `others: ${tiers.default}` : own ? `others: ${own}` : ''
+  return [`${each.join(', ')} by ${tiers.by}`, others].filter(Boolean).join('; ')
+}
+
+function describeOneLimit(rule) {
   if (rule.rate) return String(rule.rate)
   if (rule.limit === undefined) return ''
   if (rule.window === undefined) return `${rule.limit} in flight`

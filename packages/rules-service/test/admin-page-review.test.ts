@@ -255,6 +255,36 @@ describe.skipIf(!hasChromium)('admin page: tokens, conflicts, audit, layout', ()
     await page.close()
   })
 
+  it("shows a tiered rule's limit per tier, and keeps its tiers, ban and count through the form", async () => {
+    const tiered = {
+      id: 'per-plan',
+      key: 'user',
+      window: '1m',
+      count: 'failed',
+      ban: { after: 5, within: '1m', for: '15m' },
+      tiers: {
+        by: 'header:x-plan',
+        values: { free: { limit: 100 }, pro: { limit: 1000 }, batch: { rate: '10000/1h' } },
+        default: 'free',
+      },
+    }
+    await api('PUT', '/v1/services/checkout/rules/per-plan', tiered)
+    const page = await open(TOKENS.admin, 'checkout')
+    const row = page.locator('#rules tbody tr[data-rule-id="per-plan"]')
+    await poll(() => row.count()).toBe(1)
+    expect(await row.locator('td[data-label="Limit"]').textContent()).toBe(
+      'batch 10000/1h, free 100/1m, pro 1000/1m by header:x-plan; others: free',
+    )
+    // Edited in the form, the fields the form has no input for are kept as they were.
+    await row.getByRole('button', { name: 'Edit rule per-plan' }).click()
+    await page.fill('#f-description', 'plans: free and pro')
+    await page.click('#save')
+    await poll(async () => (await api('GET', '/v1/services/checkout/rules/per-plan')).rule).toEqual(
+      { ...tiered, description: 'plans: free and pro' },
+    )
+    await page.close()
+  })
+
   it('fits a 390 px wide phone screen', async () => {
     await api(
       'PUT',

@@ -218,7 +218,6 @@ describe('HTTP edges of the rules service', () => {
       }),
       { numRuns: 80 },
     )
-    // The redacted URL is still logged, so a line stays useful.
     // The URL is still logged with the credential's value replaced, so the line stays useful.
     expect(logs.join('')).toMatch(
       /"url":"\/v1\/services\/[^"]*\?limit=5&[^"=&]+=\[redacted\]&rule=r/,

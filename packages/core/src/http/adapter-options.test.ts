@@ -48,11 +48,43 @@ describe('validateAdapterOptions', () => {
     'keyGenerator',
     'handler',
     'skipSuccessfulRequests',
+    'validate',
   ])("names what to write instead of express-rate-limit's %s", (key) => {
     const warn = vi.fn()
     validateAdapterOptions({ [key]: 1 }, [], warn)
     expect(warn).toHaveBeenCalledWith(
       `options.${key} is not a Floodgate option and is ignored; write ${PEER_OPTION_HINTS[key]}`,
     )
+  })
+
+  it.each([
+    ['@fastify/rate-limit', 'timeWindow'],
+    ['@fastify/rate-limit', 'ban'],
+    ['@fastify/rate-limit', 'redis'],
+    ['@fastify/rate-limit', 'enableDraftSpec'],
+    ['@fastify/rate-limit', 'onExceeded'],
+    ['koa-ratelimit', 'duration'],
+    ['koa-ratelimit', 'id'],
+    ['koa-ratelimit', 'errorMessage'],
+    ['koa-ratelimit', 'disableHeader'],
+    ['koa-ratelimit', 'blacklist'],
+    ['koa-ratelimit', 'namespace'],
+  ])("names what to write instead of %s's %s", (_peer, key) => {
+    const warn = vi.fn()
+    validateAdapterOptions({ [key]: 1 }, [], warn)
+    expect(PEER_OPTION_HINTS[key]).toBeDefined()
+    expect(warn).toHaveBeenCalledWith(
+      `options.${key} is not a Floodgate option and is ignored; write ${PEER_OPTION_HINTS[key]}`,
+    )
+  })
+
+  it("hints only at names that are neither Floodgate options nor an adapter's own", () => {
+    const own = ['rules', 'onRejected', 'limitNotFound', 'exposeHeaders', 'hook']
+    for (const key of Object.keys(PEER_OPTION_HINTS)) {
+      expect(own).not.toContain(key)
+      const warn = vi.fn()
+      validateAdapterOptions({ [key]: 1 }, own, warn)
+      expect(warn, key).toHaveBeenCalledTimes(1)
+    }
   })
 })

@@ -110,8 +110,9 @@ export interface AdapterOptions<Req> extends AdapterLimiterOptions<Req> {
 }
 
 /**
- * Options of express-rate-limit and @fastify/rate-limit that Floodgate spells differently, and
- * what to write instead: an app moving over gets a pointer rather than a silently ignored option.
+ * Options of express-rate-limit, @fastify/rate-limit and koa-ratelimit that Floodgate spells
+ * differently, and what to write instead: an app moving over gets a pointer rather than a
+ * silently ignored option.
  */
 export const PEER_OPTION_HINTS: Readonly<Record<string, string>> = {
   max: "a rule's limit: rules: [{ id: 'per-ip', limit: 100, window: '1m' }]",
@@ -129,7 +130,34 @@ export const PEER_OPTION_HINTS: Readonly<Record<string, string>> = {
   skipSuccessfulRequests: "count: 'failed' on the rule (see docs/rules.md)",
   skipFailedRequests: "count: 'successful' on the rule (see docs/rules.md)",
   allowList: "allow: { ips: ['10.0.0.0/8'], keys: { 'header:x-api-key': ['…'] } }",
-  whitelist: "allow: { ips: ['10.0.0.0/8'] }",
+  whitelist: "allow: { ips: ['10.0.0.0/8'] } for a list, or skip: (req) => boolean for a function",
+  validate: 'warnings: false, which turns every adapter warning off',
+  // @fastify/rate-limit
+  ban: "a rule's ban: { after: 5, within: '1m', for: '10m' }",
+  cache: 'store: new MemoryStore({ maxKeys: 5000 })',
+  redis: "store: createRedisStore({ client: redis }) from '@floodgate/redis'",
+  nameSpace: "the prefix of a RedisStore: createRedisStore({ client: redis, prefix: 'rl' })",
+  groupId: "a rule's id and key: routes that one rule matches share its budget",
+  enableDraftSpec: 'headers: true (the IETF RateLimit headers, the default)',
+  addHeaders: "headers: 'ietf', 'draft-7', 'legacy', 'both' or false",
+  addHeadersOnExceeding: "headers: 'ietf', 'draft-7', 'legacy', 'both' or false",
+  onExceeding: 'onDecision(decision, facts), a limiter option that sees every decision',
+  onExceeded: 'onDecision(decision, facts), a limiter option that sees every decision',
+  onBanReach: 'onDecision(decision, facts), a limiter option that sees every decision',
+  // koa-ratelimit
+  duration: "a rule's window: rules: [{ id: 'per-ip', limit: 100, window: '1h' }]",
+  id: "a rule's key (key: ip, header:<name>, user, custom:<name>) with keys: { user: (ctx) => … }",
+  driver:
+    "store: a MemoryStore (the default) or createRedisStore({ client: redis }) from '@floodgate/redis'",
+  db: "store: createRedisStore({ client: redis }) from '@floodgate/redis'",
+  namespace: "the prefix of a RedisStore: createRedisStore({ client: redis, prefix: 'rl' })",
+  errorMessage: 'onRejected, which answers a rejected request yourself',
+  throw: 'onRejected, which answers a rejected request yourself (throw from it)',
+  status: "a rule's onLimit: { action: 'reject', status: 503 } (429 by default)",
+  disableHeader: 'headers: false',
+  blacklist: "deny: { ips: ['203.0.113.0/24'], keys: { 'header:x-api-key': ['…'] } }",
+  blocklist: "deny: { ips: ['203.0.113.0/24'], keys: { 'header:x-api-key': ['…'] } }",
+  allowlist: "allow: { ips: ['10.0.0.0/8'] } for a list, or skip: (req) => boolean for a function",
 }
 
 /** Option names known to {@link validateAdapterOptions}, beyond the adapter's own. */

@@ -268,6 +268,8 @@ export function describeAdapterScenarios(
             openGate()
           } else if ('refunds' in step) {
             await store.until(() => store.refunds >= step.refunds)
+            // Exactly: a response given back twice (on finish and again on close) shows here.
+            expect(store.refunds, `${label}: refunds`).toBe(step.refunds)
           } else if ('act' in step) {
             await step.act(limiter)
           } else {

@@ -136,7 +136,10 @@ export type ScenarioStep =
   | { readonly openGate: true }
   /** How many times handlers ran so far (all routes). */
   | { readonly handlerCalls: number }
-  /** Wait until the store has been asked for this many refunds in all (responses that ended). */
+  /**
+   * Wait until the store has been asked for this many refunds in all (responses that ended),
+   * and fail if it was asked for more.
+   */
   | { readonly refunds: number }
   /**
    * Act on the limiter between requests, as an application does outside a request (`reset`

@@ -128,7 +128,7 @@ export const listAndClientStateScenarios: readonly AdapterScenario[] = [
     ],
   },
   {
-    name: 'tiers: each plan its own limit and state; get reads each tier, reset forgets them all',
+    name: 'tiers: each plan its own limit and state, a downgrade never keeps what the higher plan had left; get reads each tier, reset forgets them all',
     rules: [
       {
         id: 'per-plan',
@@ -149,10 +149,8 @@ export const listAndClientStateScenarios: readonly AdapterScenario[] = [
           headers: { 'ratelimit-policy': '"per-plan";q=3;w=60', ratelimit: '"per-plan";r=2;t=60' },
         },
       },
-      { send: GET('/', { 'x-plan': 'pro' }), expect: { status: 200 } },
-      { send: GET('/', { 'x-plan': 'pro' }), expect: { status: 200 } },
-      { send: GET('/', { 'x-plan': 'pro' }), expect: { status: 429 } },
-      // A request of no known plan gets the default tier, counted apart.
+      // Downgraded with 2 left on pro: a request of no known plan gets the default tier, free,
+      // counted apart; its 1 unit, never what pro had left.
       {
         send: GET('/'),
         expect: {
@@ -161,6 +159,14 @@ export const listAndClientStateScenarios: readonly AdapterScenario[] = [
         },
       },
       { send: GET('/'), expect: { status: 429 } },
+      { send: GET('/', { 'x-plan': 'free' }), expect: { status: 429 } },
+      // Back on pro: its state as it was left.
+      {
+        send: GET('/', { 'x-plan': 'pro' }),
+        expect: { status: 200, headers: { ratelimit: '"per-plan";r=1;t=60' } },
+      },
+      { send: GET('/', { 'x-plan': 'pro' }), expect: { status: 200 } },
+      { send: GET('/', { 'x-plan': 'pro' }), expect: { status: 429 } },
       {
         act: async (limiter) => {
           const views = await limiter.get({ ip: '127.0.0.1' })
@@ -208,6 +214,42 @@ export const listAndClientStateScenarios: readonly AdapterScenario[] = [
         send: GET('/', { 'x-plan': 'pro' }),
         expect: { status: 200, headers: { ratelimit: '"per-user";r=2;t=60' } },
       },
+    ],
+  },
+  {
+    name: 'an asynchronous limit function: the limit it resolves to, the rule its own without an answer',
+    rules: [{ id: 'per-user', limit: 1, window: '1m', algorithm: 'fixed-window' }],
+    limiter: {
+      limits: {
+        'per-user': async (_req, facts) => {
+          // A plan looked up elsewhere: answered on a later turn, as a cache or database does.
+          await new Promise((resolve) => setImmediate(resolve))
+          return facts.headers['x-plan'] === 'pro' ? { limit: 3, window: '2m' } : undefined
+        },
+      },
+    },
+    steps: [
+      {
+        send: GET('/', { 'x-plan': 'pro' }),
+        expect: {
+          status: 200,
+          // Fixed windows are aligned to the clock: this 2-minute one ends in 60 s.
+          headers: {
+            'ratelimit-policy': '"per-user";q=3;w=120',
+            ratelimit: '"per-user";r=2;t=60',
+          },
+        },
+      },
+      {
+        send: GET('/'),
+        expect: {
+          status: 200,
+          headers: { 'ratelimit-policy': '"per-user";q=1;w=60', ratelimit: '"per-user";r=0;t=60' },
+        },
+      },
+      { send: GET('/'), expect: { status: 429 } },
+      { send: GET('/', { 'x-plan': 'pro' }), expect: { status: 200 } },
+      { handlerCalls: 3 },
     ],
   },
   {
