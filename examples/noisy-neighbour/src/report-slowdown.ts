@@ -1,8 +1,9 @@
 import { ADAPTIVE_RULE_ID, WORK_MS } from './rules.js'
-import type { SlowdownResult, SlowdownRun, SlowdownRunKind, TimelinePoint } from './run-slowdown.js'
+import type { SlowdownResult, SlowdownRun, SlowdownRunKind } from './run-slowdown.js'
+import { refusedBy } from './slowdown-stats.js'
 import { formatSlowdownTable } from './slowdown-table.js'
 import { percentile } from './stats.js'
-import { esc, lineChart } from './svg-chart.js'
+import { esc, lineChart, niceAxis } from './svg-chart.js'
 import type { Series } from './svg-chart.js'
 
 const WELL_COLOURS = ['#2563eb', '#16a34a', '#9333ea', '#0891b2', '#ca8a04', '#db2777']
@@ -32,15 +33,6 @@ function perBucket(
   ])
 }
 
-/** The limiter's cumulative refusals of a client at `t` (last sample at or before it). */
-function refusedAt(timeline: readonly TimelinePoint[], client: string, t: number): number {
-  let n = 0
-  for (const p of timeline) {
-    if (p.t > t) break
-    n = p.decisions[client]?.refused ?? 0
-  }
-  return n
-}
 
 function band(result: SlowdownResult): { fromMs: number; toMs: number; label: string } {
   return {
@@ -53,9 +45,9 @@ function band(result: SlowdownResult): { fromMs: number; toMs: number; label: st
 /** The adaptive rule's limit and the requests in flight, over time. */
 function limitChart(result: SlowdownResult, run: SlowdownRun): string {
   const points = run.timeline.filter((p) => p.limit !== undefined)
-  const top = Math.max(10, ...points.map((p) => Math.max(p.limit ?? 0, p.inFlight ?? 0)))
-  const max = Math.ceil((top * 1.1) / 5) * 5
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => Math.round(max * f))
+  const { max, ticks } = niceAxis(
+    Math.max(10, ...points.map((p) => Math.max(p.limit ?? 0, p.inFlight ?? 0))),
+  )
   const series: Series[] = [
     {
       name: 'limit on requests in flight',
@@ -74,7 +66,7 @@ function limitChart(result: SlowdownResult, run: SlowdownRun): string {
   ]
   return lineChart({
     title: 'Adaptive rule: its limit follows the database',
-    subtitle: `limiter.adaptive('${ADAPTIVE_RULE_ID}') sampled every ${result.sampleMs} ms; the limit moves once per window (0.5 s)`,
+    subtitle: `limiter.adaptive('${ADAPTIVE_RULE_ID}') every ${result.sampleMs} ms; the limit moves every 0.5 s`,
     width: 560,
     height: 300,
     durationMs: result.plan.durationMs,
@@ -120,7 +112,7 @@ function latencyChart(result: SlowdownResult): string {
       logMin: 10,
       ticks: [10, 30, 100, 300, 1000, 3000, 10_000],
       format: (v) => (v >= 1000 ? `${v / 1000}s` : `${v}ms`),
-      label: 'log',
+      label: 'ms, log',
     },
     series,
     band: band(result),
@@ -146,7 +138,7 @@ function clientsChart(result: SlowdownResult, run: SlowdownRun, max: number): st
   const series: Series[] = well.map((c, i) => ({
     name: `${c} admitted`,
     colour: WELL_COLOURS[i % WELL_COLOURS.length]!,
-    width: 1.6,
+    width: 1.4,
     points: rate(c),
   }))
   series.push({ name: 'noisy admitted', colour: NOISY, width: 2.8, points: rate('noisy') })
@@ -159,19 +151,19 @@ function clientsChart(result: SlowdownResult, run: SlowdownRun, max: number): st
       points: perBucket(
         durationMs,
         (from, to) =>
-          ((refusedAt(run.timeline, 'noisy', to) - refusedAt(run.timeline, 'noisy', from)) *
+          ((refusedBy(run.timeline, 'noisy', to) - refusedBy(run.timeline, 'noisy', from)) *
             1000) /
           (to - from),
       ),
     })
   }
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => Math.round(max * f))
+  const { ticks } = niceAxis(max)
   return lineChart({
     title: `${run.summary.label}: requests answered 200 per second, per client`,
     subtitle:
       run.kind === 'none'
-        ? 'nothing is refused; after the slowdown every client waits in the database queue'
-        : `by when each was sent; "refused": the limiter's ${run.kind === 'static' ? '429s' : '503s'} to the neighbour`,
+        ? 'nothing is refused; after the slowdown everyone waits in the database queue, the well-behaved clients retry'
+        : `by when each was sent; "refused": the limiter's ${run.kind === 'static' ? '429s' : '503s'} to the neighbour; the four well-behaved lines lie on one another`,
     width: WIDE,
     height: 230,
     durationMs,
@@ -203,7 +195,7 @@ export function renderSlowdownSection(result: SlowdownResult): string {
       ),
     ),
   )
-  const max = Math.ceil((top * 1.1) / 10) * 10
+  const { max } = niceAxis(top)
   return `<h2>The database slows down: static rule or adaptive rule</h2>
 <p class="meta">Same traffic three times: ${plan.wellClients} well-behaved clients at ${plan.wellItemsRps} lists a second each, one neighbour at ${plan.noisyItemsRps} lists a second, steady, for ${(plan.durationMs / 1000).toFixed(0)} s.
 At ${(slowdown.atMs / 1000).toFixed(1)} s every query starts holding its connection ${slowdown.factor}× as long (${WORK_MS.items} ms → ${WORK_MS.items * slowdown.factor} ms): the pool of 4 answered ${Math.round((4 * 1000) / WORK_MS.items)} lists a second, now ${Math.round((4 * 1000) / (WORK_MS.items * slowdown.factor))}.

@@ -184,7 +184,7 @@ function shareChart(result: DemoResult, wellNames: readonly string[]): string {
 function svg(title: string, body: string, f: Frame = FRAME): string {
   return (
     `<figure><svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${f.width} ${f.height}" width="${f.width}" height="${f.height}" role="img" aria-label="${title}">` +
-    `<text x="${f.left}" y="16" font-weight="600">${title}</text>${body}</svg></figure>`
+    `<text class="title" x="${f.left}" y="16" font-weight="600">${title}</text>${body}</svg></figure>`
   )
 }
 

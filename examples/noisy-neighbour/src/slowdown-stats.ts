@@ -40,14 +40,27 @@ function median(values: readonly number[]): number | undefined {
   return values.length === 0 ? undefined : percentile(values, 50)
 }
 
-/** The limiter's refusals of a client up to `t`, from the last sample taken at or before it. */
-function refusedBy(timeline: readonly TimelinePoint[], client: string, t: number): number {
-  let refused = 0
+/**
+ * The limiter's refusals of a client up to `t`, interpolated between the samples around it
+ * (samples drift off the half-second marks, so the last one before a mark can be 250 ms old).
+ *
+ * @param timeline - the samples, in time order
+ * @param client - the client's key
+ * @param t - ms since the start
+ * @returns refusals so far (fractional between samples)
+ */
+export function refusedBy(timeline: readonly TimelinePoint[], client: string, t: number): number {
+  const at = (p: TimelinePoint): number => p.decisions[client]?.refused ?? 0
+  let before: TimelinePoint | undefined
   for (const p of timeline) {
-    if (p.t > t) break
-    refused = p.decisions[client]?.refused ?? 0
+    if (p.t >= t) {
+      if (p.t === t) return at(p)
+      if (before === undefined) return 0
+      return at(before) + ((at(p) - at(before)) * (t - before.t)) / (p.t - before.t)
+    }
+    before = p
   }
-  return refused
+  return before === undefined ? 0 : at(before)
 }
 
 function phase(

@@ -8,6 +8,21 @@ export function esc(text: string): string {
   )
 }
 
+/**
+ * A linear axis from 0 with round ticks: the smallest of 1, 2, 2.5 or 5 times a power of ten
+ * that covers `top` (plus a tenth of headroom) in at most 5 steps.
+ *
+ * @param top - the largest value to show
+ * @returns the axis maximum and its ticks
+ */
+export function niceAxis(top: number): { max: number; ticks: number[] } {
+  const want = Math.max(top * 1.1, 1) / 5
+  const power = 10 ** Math.floor(Math.log10(want))
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * power).find((s) => s >= want) ?? 10 * power
+  const n = Math.ceil((top * 1.1) / step)
+  return { max: n * step, ticks: Array.from({ length: n + 1 }, (_, i) => i * step) }
+}
+
 /** One line of a chart: `[x, y]` points; an undefined y breaks the line. */
 export interface Series {
   readonly name: string
