@@ -33,7 +33,6 @@ function perBucket(
   ])
 }
 
-
 function band(result: SlowdownResult): { fromMs: number; toMs: number; label: string } {
   return {
     fromMs: result.slowdown.atMs,
@@ -151,8 +150,7 @@ function clientsChart(result: SlowdownResult, run: SlowdownRun, max: number): st
       points: perBucket(
         durationMs,
         (from, to) =>
-          ((refusedBy(run.timeline, 'noisy', to) - refusedBy(run.timeline, 'noisy', from)) *
-            1000) /
+          ((refusedBy(run.timeline, 'noisy', to) - refusedBy(run.timeline, 'noisy', from)) * 1000) /
           (to - from),
       ),
     })

@@ -61,7 +61,8 @@ export const ADAPTIVE_TARGET_MS = 200
 export const ADAPTIVE_RULES: RuleInput[] = [
   {
     id: ADAPTIVE_RULE_ID,
-    description: 'Hold the p99 under 200 ms by limiting requests in flight; over-share clients first',
+    description:
+      'Hold the p99 under 200 ms by limiting requests in flight; over-share clients first',
     match: { methods: ['GET'], paths: ['/items', '/export'] },
     key: `header:${CLIENT_HEADER}`,
     fallbackKey: 'ip',

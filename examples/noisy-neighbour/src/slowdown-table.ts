@@ -13,10 +13,7 @@ import type { Row } from './table.js'
  */
 export function formatSlowdownTable(result: SlowdownResult): string {
   const { runs, plan, slowdown } = result
-  const each = (label: string, get: (run: SlowdownRun) => string): Row => [
-    label,
-    ...runs.map(get),
-  ]
+  const each = (label: string, get: (run: SlowdownRun) => string): Row => [label, ...runs.map(get)]
   const phases = (
     label: string,
     get: (phase: PhaseSummary, run: SlowdownRun) => string | undefined,

@@ -60,7 +60,11 @@ export interface LineChart {
   /** A shaded span of time with a label (the slowdown). */
   readonly band?: { readonly fromMs: number; readonly toMs: number; readonly label: string }
   /** Horizontal reference lines (a target). */
-  readonly rules?: readonly { readonly y: number; readonly label: string; readonly colour: string }[]
+  readonly rules?: readonly {
+    readonly y: number
+    readonly label: string
+    readonly colour: string
+  }[]
   /** A short line under the title. */
   readonly subtitle?: string | undefined
 }
@@ -98,7 +102,8 @@ export function lineChart(c: LineChart): string {
   const plotW = c.width - M.left - M.right
   const plotH = c.height - top - M.bottom
   const bottom = c.height - M.bottom
-  const x = (t: number): number => M.left + (Math.min(Math.max(t, 0), c.durationMs) / c.durationMs) * plotW
+  const x = (t: number): number =>
+    M.left + (Math.min(Math.max(t, 0), c.durationMs) / c.durationMs) * plotW
   const y = (v: number): number => {
     const { max, logMin } = c.y
     const frac =
@@ -123,7 +128,9 @@ export function lineChart(c: LineChart): string {
         `<text x="${M.left - 6}" y="${f1(y(v) + 4)}" text-anchor="end">${esc(c.y.format(v))}</text>`,
     )
   }
-  parts.push(`<text x="${M.left - 6}" y="${top - 8}" text-anchor="end" style="fill:#555">${esc(c.y.label)}</text>`)
+  parts.push(
+    `<text x="${M.left - 6}" y="${top - 14}" text-anchor="end" style="fill:#555">${esc(c.y.label)}</text>`,
+  )
   const step = c.durationMs > 20_000 ? 5000 : c.durationMs > 6000 ? 1000 : 500
   parts.push(
     `<line x1="${M.left}" x2="${c.width - M.right}" y1="${bottom}" y2="${bottom}" stroke="#555"/>`,
@@ -137,7 +144,7 @@ export function lineChart(c: LineChart): string {
   for (const r of c.rules ?? []) {
     parts.push(
       `<line class="rule" x1="${M.left}" x2="${c.width - M.right}" y1="${f1(y(r.y))}" y2="${f1(y(r.y))}" stroke="${r.colour}" stroke-dasharray="6 4"/>` +
-        `<text x="${c.width - M.right - 4}" y="${f1(y(r.y) - 4)}" text-anchor="end" style="fill:${r.colour}">${esc(r.label)}</text>`,
+        `<text x="${M.left + 4}" y="${f1(y(r.y) - 4)}" style="fill:${r.colour}">${esc(r.label)}</text>`,
     )
   }
   for (const s of c.series) {

@@ -18,15 +18,14 @@ export type Row = readonly [label: string, ...values: string[]] | readonly [sect
  */
 export function formatColumns(header: readonly string[], all: readonly Row[]): string {
   const width = header.map((h, i) =>
-    Math.max(
-      i === 0 ? 10 : h.length,
-      ...all.map((r) => (r.length > 1 ? (r[i]?.length ?? 0) : 0)),
-    ),
+    Math.max(i === 0 ? 10 : h.length, ...all.map((r) => (r.length > 1 ? (r[i]?.length ?? 0) : 0))),
   )
   const line = (r: readonly string[]): string =>
     r.length === 1
       ? r[0]!
-      : r.map((cell, i) => (i === 0 ? cell.padEnd(width[0]!) : cell.padStart(width[i]!))).join('   ')
+      : r
+          .map((cell, i) => (i === 0 ? cell.padEnd(width[0]!) : cell.padStart(width[i]!)))
+          .join('   ')
   const rule = '─'.repeat(width.reduce((a, b) => a + b, 0) + 3 * (width.length - 1))
   return [line(header), rule, ...all.map(line), rule].join('\n')
 }

@@ -266,7 +266,9 @@ describe.skipIf(!hasChromium)('the HTML report in chromium', () => {
       }
       // The legends name every series.
       const legend = await page.locator('g.legend-item text').allTextContents()
-      expect(legend).toEqual(expect.arrayContaining(['limit on requests in flight', 'noisy refused']))
+      expect(legend).toEqual(
+        expect.arrayContaining(['limit on requests in flight', 'noisy refused']),
+      )
       // Self-contained: the page itself is the only thing loaded.
       expect(requests).toEqual([pathToFileURL(file).href])
       expect(errors).toEqual([])
