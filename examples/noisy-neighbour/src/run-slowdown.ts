@@ -44,7 +44,7 @@ export type SlowdownRunKind = 'none' | 'static' | 'adaptive'
 
 /** Limiter decisions of one client since the run started (cumulative). */
 export interface ClientDecisions {
-  /** Allowed or queued, then allowed. */
+  /** Allowed at once, or queued first. */
   readonly admitted: number
   /** Refused (429 by the static rule, 503 by the adaptive one). */
   readonly refused: number
@@ -119,10 +119,15 @@ function sampler(
   }
   take()
   const timer = setInterval(take, sampleMs)
+  let stopped = false
   return {
+    // Idempotent: the run stops it when the traffic ends, and again on the way out.
     stop: () => {
-      clearInterval(timer)
-      take()
+      if (!stopped) {
+        stopped = true
+        clearInterval(timer)
+        take()
+      }
       return points
     },
   }
@@ -137,11 +142,10 @@ async function runOnce(
 ): Promise<SlowdownRun> {
   const pool = new DbPool(POOL)
   const fleet = await startFleet(config, 1, pool)
-  let timer: NodeJS.Timeout | undefined
+  const start = performance.now()
+  const timer = setTimeout(() => pool.slowDown(slowdown.factor), slowdown.atMs)
+  const sampling = sampler(fleet, pool, () => snapshot(fleet), start, sampleMs)
   try {
-    const start = performance.now()
-    timer = setTimeout(() => pool.slowDown(slowdown.factor), slowdown.atMs)
-    const sampling = sampler(fleet, pool, () => snapshot(fleet), start, sampleMs)
     const traffic = await runTraffic(fleet.url, plan)
     const timeline = sampling.stop()
     const fleetDecisions = await fleet.decisions()
@@ -162,6 +166,7 @@ async function runOnce(
     return { kind, summary, timeline, ...phases }
   } finally {
     clearTimeout(timer)
+    sampling.stop()
     await fleet.close()
     pool.close()
   }
