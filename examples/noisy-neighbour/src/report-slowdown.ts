@@ -120,7 +120,11 @@ function latencyChart(result: SlowdownResult): string {
 }
 
 /** Each client's requests answered 200 per second, and the neighbour's refusals, in one run. */
-function clientsChart(result: SlowdownResult, run: SlowdownRun, max: number): string {
+function clientsChart(
+  result: SlowdownResult,
+  run: SlowdownRun,
+  axis: { max: number; ticks: number[] },
+): string {
   const { durationMs } = result.plan
   const clients = [...new Set(run.summary.samples.map((s) => s.client))].sort()
   const well = clients.filter((c) => c !== 'noisy')
@@ -155,7 +159,7 @@ function clientsChart(result: SlowdownResult, run: SlowdownRun, max: number): st
       ),
     })
   }
-  const { ticks } = niceAxis(max)
+  const { max, ticks } = axis
   return lineChart({
     title: `${run.summary.label}: requests answered 200 per second, per client`,
     subtitle:
@@ -193,12 +197,13 @@ export function renderSlowdownSection(result: SlowdownResult): string {
       ),
     ),
   )
-  const { max } = niceAxis(top)
+  // One scale for the three runs, so their charts compare at a glance.
+  const axis = niceAxis(top)
   return `<h2>The database slows down: static rule or adaptive rule</h2>
 <p class="meta">Same traffic three times: ${plan.wellClients} well-behaved clients at ${plan.wellItemsRps} lists a second each, one neighbour at ${plan.noisyItemsRps} lists a second, steady, for ${(plan.durationMs / 1000).toFixed(0)} s.
 At ${(slowdown.atMs / 1000).toFixed(1)} s every query starts holding its connection ${slowdown.factor}× as long (${WORK_MS.items} ms → ${WORK_MS.items * slowdown.factor} ms): the pool of 4 answered ${Math.round((4 * 1000) / WORK_MS.items)} lists a second, now ${Math.round((4 * 1000) / (WORK_MS.items * slowdown.factor))}.
 The static rule is the per-client rule above (25 a second each); the adaptive rule holds the p99 under ${result.targetMs} ms by limiting requests in flight, refusing clients over their fair share first.</p>
 <div class="row">${adaptive ? limitChart(result, adaptive) : ''}${latencyChart(result)}</div>
-${result.runs.map((run) => clientsChart(result, run, max)).join('\n')}
+${result.runs.map((run) => clientsChart(result, run, axis)).join('\n')}
 <pre>${esc(formatSlowdownTable(result))}</pre>`
 }

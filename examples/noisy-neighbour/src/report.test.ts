@@ -156,6 +156,13 @@ describe('the report', () => {
     expect(html).not.toContain('latency of each request')
     // One line per series, with its points: the limit sampled every 250 ms over 8 s.
     expect(html).toMatch(/data-series="limit on requests in flight" data-points="33"/)
+    // The rate charts' axis ends at its top tick (no tick beyond the plot).
+    const rates = html.split('<figure>').filter((f) => f.includes('answered 200 per second'))
+    expect(rates).toHaveLength(3)
+    for (const chart of rates) {
+      const ticks = [...chart.matchAll(/text-anchor="end">(\d+)<\/text>/g)].map((m) => Number(m[1]))
+      expect(ticks).toEqual([0, 20, 40, 60, 80])
+    }
   })
 
   it('the slowdown table has the three runs, before and after', () => {
