@@ -4,7 +4,8 @@ import { parseDemoArgs } from './args.js'
 describe('parseDemoArgs', () => {
   it('has defaults for everything', () => {
     expect(parseDemoArgs([], {})).toEqual({
-      durationMs: 10_000,
+      scenario: 'all',
+      durationMs: undefined,
       framework: 'express',
       store: 'memory',
       redisUrl: undefined,
@@ -24,6 +25,10 @@ describe('parseDemoArgs', () => {
     expect(parseDemoArgs(['--duration', value], {}).durationMs).toBe(ms)
   })
 
+  it.each(['all', 'noisy-neighbour', 'slowdown'] as const)('--scenario %s', (scenario) => {
+    expect(parseDemoArgs(['--scenario', scenario], {}).scenario).toBe(scenario)
+  })
+
   it('ignores the -- that pnpm passes through', () => {
     expect(parseDemoArgs(['--', '--hosts', '3'], {}).hosts).toBe(3)
   })
@@ -36,6 +41,7 @@ describe('parseDemoArgs', () => {
   it.each([
     [['--duration', 'soon'], /--duration: expected a time/],
     [['--duration', '0.5s'], /--duration: expected 1s to 300s/],
+    [['--scenario', 'outage'], /--scenario: expected all, noisy-neighbour or slowdown/],
     [['--framework', 'hapi'], /--framework: expected express, fastify or koa, got 'hapi'/],
     [['--store', 'redis'], /--store redis: set REDIS_URL/],
     [['--store', 'memcached'], /--store: expected memory or redis/],

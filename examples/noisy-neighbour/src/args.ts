@@ -3,7 +3,10 @@ import type { Framework } from './host.js'
 
 /** Parsed command line of the demo. */
 export interface DemoArgs {
-  readonly durationMs: number
+  /** Which scenarios run: both by default. */
+  readonly scenario: Scenario
+  /** Length of each run; undefined: each scenario's own (10 s and 8 s). */
+  readonly durationMs: number | undefined
   readonly framework: Framework
   readonly store: 'memory' | 'redis'
   readonly redisUrl: string | undefined
@@ -13,9 +16,14 @@ export interface DemoArgs {
   readonly help: boolean
 }
 
+/** The demo's scenarios: `all` runs both, noisy-neighbour first. */
+export type Scenario = 'all' | 'noisy-neighbour' | 'slowdown'
+
 export const USAGE = `Usage: pnpm demo [-- options]
 
-  --duration <time>    length of each of the two runs: 10s (default), 5000ms, 30
+  --scenario <name>    all (default) | noisy-neighbour (2 runs) | slowdown (3 runs)
+  --duration <time>    length of each run: 5000ms, 5s, 30 (default: 10s noisy-neighbour,
+                       8s slowdown)
   --framework <name>   express (default) | fastify | koa
   --store <name>       memory (default) | redis (needs REDIS_URL)
   --hosts <n>          app processes behind a round-robin proxy (default 1)
@@ -45,7 +53,8 @@ export function parseDemoArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
   const { values } = parseArgs({
     args: argv.filter((a) => a !== '--'),
     options: {
-      duration: { type: 'string', default: '10s' },
+      scenario: { type: 'string', default: 'all' },
+      duration: { type: 'string' },
       framework: { type: 'string', default: 'express' },
       store: { type: 'string', default: 'memory' },
       hosts: { type: 'string', default: '1' },
@@ -55,6 +64,10 @@ export function parseDemoArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
     },
     strict: true,
   })
+  const scenario = values.scenario
+  if (scenario !== 'all' && scenario !== 'noisy-neighbour' && scenario !== 'slowdown') {
+    throw new Error(`--scenario: expected all, noisy-neighbour or slowdown, got '${scenario}'`)
+  }
   const framework = values.framework
   if (framework !== 'express' && framework !== 'fastify' && framework !== 'koa') {
     throw new Error(`--framework: expected express, fastify or koa, got '${framework}'`)
@@ -75,7 +88,8 @@ export function parseDemoArgs(argv: readonly string[], env: NodeJS.ProcessEnv): 
     throw new Error(`--rules: expected service or static, got '${rules}'`)
   }
   return {
-    durationMs: durationMs(values.duration),
+    scenario,
+    durationMs: values.duration === undefined ? undefined : durationMs(values.duration),
     framework,
     store,
     redisUrl: store === 'redis' ? env['REDIS_URL'] : undefined,

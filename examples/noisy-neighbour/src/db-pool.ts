@@ -46,8 +46,24 @@ export class DbPool {
   private timeouts = 0
   private peakQueue = 0
   private maxWaitMs = 0
+  private slowdown = 1
 
   constructor(private readonly options: DbPoolOptions) {}
+
+  /**
+   * Make every query from now on hold its connection `factor` times as long (1: back to
+   * normal), as a database does when its disk, its cache or a neighbour on its host turns
+   * against it. Queries already running keep their time.
+   */
+  slowDown(factor: number): void {
+    if (!(factor > 0)) throw new RangeError(`slowDown: expected a factor above 0, got ${factor}`)
+    this.slowdown = factor
+  }
+
+  /** Queries holding a connection and queries waiting for one, now. */
+  load(): { readonly busy: number; readonly queued: number } {
+    return { busy: this.busy, queued: this.queue.length }
+  }
 
   /** Run a query of `workMs` for `client`; rejects with PoolTimeoutError when overloaded. */
   query(client: string, workMs: number): Promise<void> {
@@ -78,13 +94,14 @@ export class DbPool {
 
   private run(client: string, workMs: number): Promise<void> {
     this.busy++
-    this.busyMs.set(client, (this.busyMs.get(client) ?? 0) + workMs)
+    const heldMs = workMs * this.slowdown
+    this.busyMs.set(client, (this.busyMs.get(client) ?? 0) + heldMs)
     return new Promise<void>((resolve) => {
       setTimeout(() => {
         this.busy--
         resolve()
         this.next()
-      }, workMs)
+      }, heldMs)
     })
   }
 

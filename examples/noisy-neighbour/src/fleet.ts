@@ -3,6 +3,7 @@ import type { ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { createRequire } from 'node:module'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import type { AdaptiveState } from '@floodgate/core/adaptive'
 import { serveDb } from './db.js'
 import type { DbPool } from './db-pool.js'
 import { startHost } from './host.js'
@@ -26,6 +27,13 @@ export interface RunningFleet {
   readonly url: string
   /** Limiter decisions per client key, summed over the hosts, and when they were made. */
   decisions(): Promise<FleetDecisions>
+  /**
+   * The live state of an adaptive rule, read in this process: only a single in-process host
+   * has one to read (an adaptive limit is per host); undefined for a fleet of processes.
+   */
+  adaptive(ruleId: string): AdaptiveState | undefined
+  /** Decisions per client so far, read in this process (empty for a fleet of processes). */
+  decisionsNow(): Record<string, DecisionCounts>
   close(): Promise<void>
 }
 
@@ -80,6 +88,8 @@ export async function startFleet(
     return {
       url: host.url,
       decisions: () => Promise.resolve({ byClient: host.decisions(), span: host.decisionSpan() }),
+      adaptive: (ruleId) => host.adaptive(ruleId),
+      decisionsNow: () => host.decisions(),
       close: () => host.close(),
     }
   }
@@ -119,6 +129,8 @@ export async function startFleet(
         }
         return { byClient: total, span }
       },
+      adaptive: () => undefined,
+      decisionsNow: () => ({}),
       close: async () => {
         await proxy.close()
         await Promise.all(

@@ -4,6 +4,7 @@ import type { Server } from 'node:http'
 import type { RequestHandler } from 'express'
 import type { AddressInfo } from 'node:net'
 import { createLimiter } from '@floodgate/core'
+import type { AdaptiveState } from '@floodgate/core/adaptive'
 import type { HeaderBag } from '@floodgate/core/http'
 import type { Limiter, RuleInput, RulesSource, Store } from '@floodgate/core'
 import type { Db } from './db.js'
@@ -50,6 +51,8 @@ export interface RunningHost {
   decisions(): Record<string, DecisionCounts>
   /** Wall-clock times (Date.now) of the first and last decision, if any. */
   decisionSpan(): DecisionSpan | undefined
+  /** The live state of an adaptive rule of this host's limiter (undefined without one). */
+  adaptive(ruleId: string): AdaptiveState | undefined
   close(): Promise<void>
 }
 
@@ -233,6 +236,7 @@ export async function startHost(config: HostConfig, db: Db): Promise<RunningHost
     url: started.url,
     decisions: () => Object.fromEntries(counts),
     decisionSpan: () => span,
+    adaptive: (ruleId) => limiter?.adaptive(ruleId),
     close: async () => {
       await started.close()
       await limiter?.close()

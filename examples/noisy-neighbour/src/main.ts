@@ -1,14 +1,20 @@
 /**
  * `pnpm demo`: one noisy neighbour versus several well-behaved clients, run twice with the
- * same traffic — without a limiter, then behind Floodgate — with a table and an HTML report.
+ * same traffic — without a limiter, then behind Floodgate — then the slowdown scenario, run
+ * three times — without a limiter, with the static rule, with the adaptive rule — with tables
+ * and one HTML report.
  */
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
+import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { parseDemoArgs, USAGE } from './args.js'
 import type { DemoArgs } from './args.js'
 import { renderReport } from './report.js'
+import type { DemoReport } from './report.js'
 import { runDemo } from './run-demo.js'
+import { runSlowdown } from './run-slowdown.js'
+import { formatSlowdownTable } from './slowdown-table.js'
 import { formatTable } from './table.js'
 
 let args: DemoArgs
@@ -24,28 +30,50 @@ if (args.help) {
 }
 
 const rulesService = args.rules === 'service' ? await startDemoRulesService() : undefined
+const startedAt = performance.now()
 try {
-  const result = await runDemo({
-    durationMs: args.durationMs,
-    framework: args.framework,
-    store: args.store,
-    redisUrl: args.redisUrl,
-    hosts: args.hosts,
-    rulesUrl: rulesService?.url,
-    log: (line) => console.log(line),
-  })
-  console.log(`\n${formatTable(result)}\n`)
-  if (args.hosts > 1) {
-    console.log(
-      args.store === 'memory'
-        ? `Each of the ${args.hosts} hosts limits alone (MemoryStore): the fleet admits up to ${args.hosts}× a client's share. --store redis shares one limit.\n`
-        : `The ${args.hosts} hosts share one limit through Redis: the fleet admits one share per client.\n`,
-    )
+  const report: { -readonly [K in keyof DemoReport]: DemoReport[K] } = {}
+  if (args.scenario !== 'slowdown') {
+    const result = await runDemo({
+      durationMs: args.durationMs,
+      framework: args.framework,
+      store: args.store,
+      redisUrl: args.redisUrl,
+      hosts: args.hosts,
+      rulesUrl: rulesService?.url,
+      log: (line) => console.log(line),
+    })
+    report.noisyNeighbour = result
+    console.log(`\n${formatTable(result)}\n`)
+    if (args.hosts > 1) {
+      console.log(
+        args.store === 'memory'
+          ? `Each of the ${args.hosts} hosts limits alone (MemoryStore): the fleet admits up to ${args.hosts}× a client's share. --store redis shares one limit.\n`
+          : `The ${args.hosts} hosts share one limit through Redis: the fleet admits one share per client.\n`,
+      )
+    }
   }
+  if (args.scenario !== 'noisy-neighbour') {
+    if (args.hosts > 1) {
+      console.log('the slowdown scenario runs one host (an adaptive limit is per host)')
+    }
+    const result = await runSlowdown({
+      durationMs: args.durationMs,
+      framework: args.framework,
+      store: args.store,
+      redisUrl: args.redisUrl,
+      rulesUrl: rulesService?.url,
+      adaptiveRulesUrl: rulesService?.adaptiveUrl,
+      log: (line) => console.log(line),
+    })
+    report.slowdown = result
+    console.log(`\n${formatSlowdownTable(result)}\n`)
+  }
+  console.log(`the runs took ${((performance.now() - startedAt) / 1000).toFixed(1)} s`)
   const dir = resolve(args.reportDir ?? fileURLToPath(new URL('../reports', import.meta.url)))
   await mkdir(dir, { recursive: true })
   const file = join(dir, `noisy-neighbour-${new Date().toISOString().replace(/[:.]/g, '-')}.html`)
-  await writeFile(file, renderReport(result))
+  await writeFile(file, renderReport(report))
   console.log(`HTML report: ${file}`)
 } catch (error) {
   console.error(`the demo failed: ${(error as Error).message}`)
@@ -55,7 +83,7 @@ try {
 }
 
 async function startDemoRulesService(): Promise<
-  { url: string; stop: () => Promise<void> } | undefined
+  { url: string; adaptiveUrl: string; stop: () => Promise<void> } | undefined
 > {
   // PGlite compiles its WebAssembly on the first start: several seconds, so say what it is.
   console.log('starting the rules service (PGlite, in memory)…')

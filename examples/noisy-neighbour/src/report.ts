@@ -1,16 +1,12 @@
+import { renderSlowdownSection } from './report-slowdown.js'
 import type { DemoResult } from './run-demo.js'
+import type { SlowdownResult } from './run-slowdown.js'
 import type { RunSummary } from './stats.js'
+import { esc } from './svg-chart.js'
 import { formatTable } from './table.js'
 
 const WELL_COLOURS = ['#2563eb', '#16a34a', '#9333ea', '#0891b2', '#ca8a04', '#db2777']
 const NOISY_COLOUR = '#dc2626'
-
-function esc(text: string): string {
-  return text.replace(
-    /[&<>"]/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c] ?? c,
-  )
-}
 
 function colourOf(client: string, wellNames: readonly string[]): string {
   const i = wellNames.indexOf(client)
@@ -188,18 +184,21 @@ function shareChart(result: DemoResult, wellNames: readonly string[]): string {
 function svg(title: string, body: string, f: Frame = FRAME): string {
   return (
     `<figure><svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${f.width} ${f.height}" width="${f.width}" height="${f.height}" role="img" aria-label="${title}">` +
-    `<text x="${f.left}" y="16" font-weight="600">${title}</text>${body}</svg></figure>`
+    `<text class="title" x="${f.left}" y="16" font-weight="600">${title}</text>${body}</svg></figure>`
   )
 }
 
+/** What the report shows: the scenarios that ran. */
+export interface DemoReport {
+  readonly noisyNeighbour?: DemoResult | undefined
+  readonly slowdown?: SlowdownResult | undefined
+}
+
 /**
- * A self-contained HTML report of both runs: the table, latency over time per client,
- * the noisy client's admitted and rejected requests, and the share of the database.
- *
- * @param result - both runs
- * @returns the HTML document
+ * The noisy-neighbour scenario's part: latency over time per client, the noisy client's
+ * admitted and rejected requests, the share of the database, and the table.
  */
-export function renderReport(result: DemoResult): string {
+function renderNoisySection(result: DemoResult): string {
   const wellNames = Object.keys(result.with.perClient)
     .filter((c) => c !== 'noisy')
     .sort()
@@ -230,24 +229,37 @@ export function renderReport(result: DemoResult): string {
     )
     .join('')
   const o = result.options
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Floodgate noisy-neighbour demo</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#111;max-width:1180px}
-h1{font-size:22px;margin:0 0 4px} p.meta{color:#555;margin:0 0 16px}
-.row{display:flex;gap:16px;flex-wrap:wrap} figure{margin:0 0 12px}
-svg text{font-size:11px;fill:#333} pre{background:#f8fafc;padding:12px;border:1px solid #e5e7eb;font-size:12px}
-.key{margin-right:14px}.key i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:50%}
-</style></head><body>
-<h1>Floodgate — noisy-neighbour demo</h1>
+  return `<h2>A noisy neighbour: no limiter or Floodgate</h2>
 <p class="meta">Same traffic twice: ${result.plan.wellClients} well-behaved clients at ${result.plan.wellItemsRps} lists + ${result.plan.wellExportRps} export a second each; one neighbour spiking to ${result.plan.noisyItemsRps} lists + ${result.plan.noisyExportRps} exports a second.
-Service: ${esc(o.framework)}, ${o.hosts} host(s), a database pool of 4 connections. Floodgate: ${esc(o.store)} store, rules ${o.rulesFrom === 'static' ? 'static (in code)' : 'from the rules service (PGlite)'}.
-Generated ${new Date().toISOString()}.</p>
+Service: ${esc(o.framework)}, ${o.hosts} host(s), a database pool of 4 connections. Floodgate: ${esc(o.store)} store, rules ${o.rulesFrom === 'static' ? 'static (in code)' : 'from the rules service (PGlite)'}.</p>
 <div>${legend} <span class="key">× = failed request of a well-behaved client</span></div>
 <div class="row">${runs.map((r) => latencyChart(r, result, wellNames)).join('')}</div>
 <div class="row">${runs.map((r) => outcomeChart(r, result, peak)).join('')}</div>
 ${shareChart(result, wellNames)}
-<pre>${esc(formatTable(result))}</pre>
+<pre>${esc(formatTable(result))}</pre>`
+}
+
+/**
+ * A self-contained HTML report of the scenarios that ran: inline SVG charts and the tables,
+ * no script and no network.
+ *
+ * @param report - the results
+ * @returns the HTML document
+ */
+export function renderReport(report: DemoReport): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Floodgate noisy-neighbour demo</title>
+<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#111;max-width:1180px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:28px 0 4px} p.meta{color:#555;margin:0 0 16px}
+.row{display:flex;gap:16px;flex-wrap:wrap} figure{margin:0 0 12px}
+svg text{font-size:11px;fill:#333} svg text.title{font-size:13px} pre{background:#f8fafc;padding:12px;border:1px solid #e5e7eb;font-size:12px}
+.key{margin-right:14px}.key i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:50%}
+</style></head><body>
+<h1>Floodgate — noisy-neighbour demo</h1>
+<p class="meta">Generated ${new Date().toISOString()}.</p>
+${report.noisyNeighbour ? renderNoisySection(report.noisyNeighbour) : ''}
+${report.slowdown ? renderSlowdownSection(report.slowdown) : ''}
 </body></html>
 `
 }

@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import { httpRules } from '@floodgate/core'
 import type { RulesSource } from '@floodgate/core'
-import { DEMO_RULES } from './rules.js'
+import type { RuleInput } from '@floodgate/core'
+import { ADAPTIVE_RULES, DEMO_RULES } from './rules.js'
 
 /** The demo's service name in the rules service. */
 export const SERVICE = 'noisy-neighbour'
+
+/** The service name of the slowdown scenario's adaptive run (its own rule set). */
+export const ADAPTIVE_SERVICE = 'noisy-neighbour-adaptive'
 
 /**
  * The hosts' rules source: poll the rules service every second (production would use the
@@ -19,12 +23,14 @@ export function httpRulesSource(url: string): RulesSource {
 
 /**
  * Starts the rules service on embedded PGlite (in memory), stores the demo's rules through
- * its API as an operator would, and returns the URL the hosts poll.
+ * its API as an operator would (the per-client rule, and the adaptive rule under a second
+ * service name), and returns the URLs the hosts poll.
  *
- * @returns the rule set's URL and `stop()`
+ * @returns the rule sets' URLs and `stop()`
  */
 export async function startRulesServiceWithDemoRules(): Promise<{
   url: string
+  adaptiveUrl: string
   stop: () => Promise<void>
 }> {
   const { startRulesService } = await import('@floodgate/rules-service')
@@ -33,21 +39,29 @@ export async function startRulesServiceWithDemoRules(): Promise<{
   const service = await startRulesService({
     port: 0,
     tokens: [{ name: 'demo-operator', token, role: 'admin' }],
-    services: [SERVICE],
+    services: [SERVICE, ADAPTIVE_SERVICE],
   })
-  try {
-    const res = await fetch(`${service.url}/v1/services/${SERVICE}/rules`, {
+  const put = async (name: string, rules: readonly RuleInput[]): Promise<void> => {
+    const res = await fetch(`${service.url}/v1/services/${name}/rules`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ rules: DEMO_RULES }),
+      body: JSON.stringify({ rules }),
     })
     if (!res.ok) {
       throw new Error(`rules service refused the demo rules: ${res.status} ${await res.text()}`)
     }
     await res.body?.cancel()
+  }
+  try {
+    await put(SERVICE, DEMO_RULES)
+    await put(ADAPTIVE_SERVICE, ADAPTIVE_RULES)
   } catch (error) {
     await service.stop()
     throw error
   }
-  return { url: `${service.url}/v1/services/${SERVICE}/ruleset`, stop: () => service.stop() }
+  return {
+    url: `${service.url}/v1/services/${SERVICE}/ruleset`,
+    adaptiveUrl: `${service.url}/v1/services/${ADAPTIVE_SERVICE}/ruleset`,
+    stop: () => service.stop(),
+  }
 }

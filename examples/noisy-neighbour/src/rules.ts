@@ -39,3 +39,42 @@ export const DEMO_RULES: RuleInput[] = [
     onLimit: { action: 'queue', maxWait: '200ms', maxQueue: 4 },
   },
 ]
+
+/** The adaptive rule's id: `limiter.adaptive(ADAPTIVE_RULE_ID)` gives its live state. */
+export const ADAPTIVE_RULE_ID = 'hold-p99'
+
+/** The latency the adaptive rule holds the p99 under. */
+export const ADAPTIVE_TARGET_MS = 200
+
+/**
+ * The slowdown scenario's third run: no number of requests a second at all. One adaptive rule
+ * limits the requests in flight (in the same units: a list 1, an export 8) so that the p99 of
+ * the responses stays under 200 ms, and moves the limit every half second from what it
+ * measured. Past half the limit, only a client within its fair share of the slots is
+ * admitted, so the client holding more is refused first (with 503 and Retry-After).
+ *
+ * `initialLimit` is the limit until the traffic fills it: 24 slots, which the healthy service
+ * never needs (its requests in flight stay under 5), so the limit sits there until the
+ * database slows. `minLimit` is 8 because an export takes 8 slots and must fit under any
+ * limit.
+ */
+export const ADAPTIVE_RULES: RuleInput[] = [
+  {
+    id: ADAPTIVE_RULE_ID,
+    description:
+      'Hold the p99 under 200 ms by limiting requests in flight; over-share clients first',
+    match: { methods: ['GET'], paths: ['/items', '/export'] },
+    key: `header:${CLIENT_HEADER}`,
+    fallbackKey: 'ip',
+    algorithm: 'adaptive',
+    adaptive: {
+      target: `${ADAPTIVE_TARGET_MS}ms`,
+      percentile: 99,
+      window: '500ms',
+      minLimit: 8,
+      maxLimit: 200,
+      initialLimit: 24,
+      reserve: 0.5,
+    },
+  },
+]

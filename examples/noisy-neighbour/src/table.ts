@@ -2,11 +2,33 @@ import { UNITS_PER_SECOND } from './rules.js'
 import type { DemoResult } from './run-demo.js'
 import type { RunSummary } from './stats.js'
 
-const pct = (x: number): string => `${(x * 100).toFixed(1)} %`
-const ms = (x: number): string => `${Math.round(x)} ms`
-const int = (x: number): string => String(x)
+export const pct = (x: number): string => `${(x * 100).toFixed(1)} %`
+export const ms = (x: number): string => `${Math.round(x)} ms`
+export const int = (x: number): string => String(x)
 
-type Row = [label: string, without: string, withLimiter: string] | [section: string]
+/** A line of a table: a label and one value per column, or a section heading alone. */
+export type Row = readonly [label: string, ...values: string[]] | readonly [section: string]
+
+/**
+ * Lays out rows under a header: labels left, values right-aligned in their columns.
+ *
+ * @param header - the columns' names (the first, above the labels, usually empty)
+ * @param all - the rows
+ * @returns the table as text
+ */
+export function formatColumns(header: readonly string[], all: readonly Row[]): string {
+  const width = header.map((h, i) =>
+    Math.max(i === 0 ? 10 : h.length, ...all.map((r) => (r.length > 1 ? (r[i]?.length ?? 0) : 0))),
+  )
+  const line = (r: readonly string[]): string =>
+    r.length === 1
+      ? r[0]!
+      : r
+          .map((cell, i) => (i === 0 ? cell.padEnd(width[0]!) : cell.padStart(width[i]!)))
+          .join('   ')
+  const rule = '─'.repeat(width.reduce((a, b) => a + b, 0) + 3 * (width.length - 1))
+  return [line(header), rule, ...all.map(line), rule].join('\n')
+}
 
 function rows(w: RunSummary, f: RunSummary, wellNames: readonly string[]): Row[] {
   const wellShare = (run: RunSummary): number =>
@@ -48,17 +70,8 @@ export function formatTable(result: DemoResult): string {
   const wellNames = Object.keys(result.with.perClient)
     .filter((c) => c !== 'noisy')
     .sort()
-  const all = rows(result.without, result.with, wellNames)
-  const header: Row = ['', result.without.label, result.with.label]
-  const width = [
-    Math.max(...all.map((r) => (r.length === 3 ? r[0].length : 0)), 10),
-    Math.max(header[1].length, ...all.map((r) => r[1]?.length ?? 0)),
-    Math.max(header[2].length, ...all.map((r) => r[2]?.length ?? 0)),
-  ]
-  const line = (r: Row): string =>
-    r.length === 1
-      ? r[0]
-      : `${r[0].padEnd(width[0]!)}   ${r[1].padStart(width[1]!)}   ${r[2].padStart(width[2]!)}`
-  const rule = '─'.repeat(width[0]! + width[1]! + width[2]! + 6)
-  return [line(header), rule, ...all.map(line), rule].join('\n')
+  return formatColumns(
+    ['', result.without.label, result.with.label],
+    rows(result.without, result.with, wellNames),
+  )
 }

@@ -35,6 +35,25 @@ export const DEFAULT_PLAN: TrafficPlan = {
   requestTimeoutMs: 5000,
 }
 
+/**
+ * The slowdown scenario's load: steady, lists only (so every request asks the database for the
+ * same work and latency reads as its health), the neighbour at 7.5 times a well-behaved
+ * client's rate from start to end. Together 92 lists a second: under half of what the
+ * 4-connection pool answers at 20 ms a list, nearly twice what it answers at 80 ms.
+ */
+export const SLOWDOWN_PLAN: TrafficPlan = {
+  durationMs: 8000,
+  wellClients: 4,
+  wellItemsRps: 8,
+  wellExportRps: 0,
+  noisyItemsRps: 60,
+  noisyExportRps: 0,
+  spikeFrom: 0,
+  spikeTo: 1,
+  noisyMaxInFlight: 400,
+  requestTimeoutMs: 5000,
+}
+
 export type Endpoint = 'items' | 'export'
 
 /** One request as its client saw it. */
@@ -117,7 +136,8 @@ function streams(plan: TrafficPlan): Stream[] {
     rps: (t) => (inSpike(t) ? plan.noisyExportRps : plan.wellExportRps),
     nextAt: 0,
   })
-  return out
+  // A stream at 0 a second throughout (no exports) sends nothing.
+  return out.filter((s) => s.rps(0) > 0 || s.rps(plan.spikeFrom * plan.durationMs) > 0)
 }
 
 /**
@@ -187,8 +207,10 @@ export async function runTraffic(baseUrl: string, plan: TrafficPlan): Promise<Tr
       const now = performance.now() - start
       for (const stream of all) {
         while (stream.nextAt <= now && stream.nextAt < plan.durationMs) {
-          send(stream, stream.nextAt)
-          stream.nextAt += 1000 / stream.rps(stream.nextAt)
+          const rps = stream.rps(stream.nextAt)
+          // At 0 a second (outside or inside the spike) look again 10 ms later.
+          if (rps > 0) send(stream, stream.nextAt)
+          stream.nextAt += rps > 0 ? 1000 / rps : 10
         }
       }
       if (now >= plan.durationMs) {

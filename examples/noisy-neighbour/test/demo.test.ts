@@ -1,8 +1,18 @@
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { chromium } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
+import { renderReport } from '../src/report.js'
 import { runDemo, runScenario } from '../src/run-demo.js'
+import type { DemoResult } from '../src/run-demo.js'
+import { runSlowdown } from '../src/run-slowdown.js'
+import type { SlowdownResult, SlowdownRun, TimelinePoint } from '../src/run-slowdown.js'
 import type { RunSummary } from '../src/stats.js'
-import { EXPORT_COST, UNITS_PER_SECOND } from '../src/rules.js'
+import { ADAPTIVE_TARGET_MS, EXPORT_COST, UNITS_PER_SECOND } from '../src/rules.js'
 
 // One file, so the demo runs never overlap each other: each is a load test of this machine.
 
@@ -45,10 +55,28 @@ function oneLimit(run: RunSummary, durationMs: number): number {
   return (UNITS_PER_SECOND * windowMs) / 1000 + 16 + 2 * EXPORT_COST
 }
 
+// Debian's chromium, driven by playwright-core (which never downloads a browser of its own);
+// `node scripts/ensure-chromium.mjs` installs it. Required under CI.
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium'
+const hasChromium = existsSync(CHROMIUM)
+if (!hasChromium && process.env['CI'] === 'true') {
+  throw new Error(`the report test needs chromium at ${CHROMIUM} under CI=true`)
+}
+
+/** The database queue's longest length among the samples in [from, to). */
+function peakQueue(timeline: readonly TimelinePoint[], from: number, to: number): number {
+  return Math.max(0, ...timeline.filter((p) => p.t >= from && p.t < to).map((p) => p.dbQueued))
+}
+
+// The runs of the scenarios, kept for the report test at the end of the file.
+let noisyResult: DemoResult | undefined
+let slowdownResult: SlowdownResult | undefined
+
 describe('the noisy-neighbour demo', () => {
   it('shows its claims: Floodgate protects the well-behaved clients and throttles the noisy one', async () => {
     const durationMs = 4000
-    const { without, with: limited } = await runDemo({ durationMs, framework: 'express' })
+    noisyResult = await runDemo({ durationMs, framework: 'express' })
+    const { without, with: limited } = noisyResult
 
     // Same traffic both times.
     expect(limited.well.requests).toBe(without.well.requests)
@@ -107,4 +135,146 @@ describe('the noisy-neighbour demo', () => {
       expect(noisyUnits(limited)).toBeLessThanOrEqual(oneLimit(limited, durationMs))
     })
   })
+})
+
+describe('the slowdown scenario', () => {
+  // 6 s: the database slows at 3 s; the adaptive limit moves every 0.5 s.
+  const durationMs = 6000
+
+  it('the adaptive limit follows the database; the static rule is wrong on one side of it', async () => {
+    // Without a limiter the pool times out queries (the first test shows it): two runs suffice.
+    slowdownResult = await runSlowdown({ durationMs, runs: ['static', 'adaptive'] })
+    const [fixed, adaptive] = slowdownResult.runs as [SlowdownRun, SlowdownRun]
+    const { atMs } = slowdownResult.slowdown
+    expect(fixed.kind).toBe('static')
+    expect(adaptive.kind).toBe('adaptive')
+    // Same traffic both times.
+    expect(adaptive.summary.well.requests).toBe(fixed.summary.well.requests)
+    expect(adaptive.summary.noisy.sent + adaptive.summary.noisy.skipped).toBe(
+      fixed.summary.noisy.sent + fixed.summary.noisy.skipped,
+    )
+
+    // The adaptive rule: nothing refused while the database is healthy; after the slowdown
+    // the limit falls, the neighbour is shed, and the well-behaved clients keep succeeding
+    // (the floor docs/demo.md gives: 95 % together, 90 % each).
+    const before = adaptive.before.adaptive!
+    const after = adaptive.after.adaptive!
+    expect(adaptive.before.noisy.refusedShare).toBeLessThan(0.05)
+    expect(after.limit).toBeLessThan(before.limit)
+    expect(adaptive.after.noisy.refusedShare).toBeGreaterThan(0.5)
+    expect(adaptive.after.well.successRate).toBeGreaterThanOrEqual(0.95)
+    expect(adaptive.after.well.minClientSuccessRate).toBeGreaterThanOrEqual(0.9)
+    // The p99 it measured rose with the database's latency, and the shedding brought it back
+    // towards the target.
+    expect(after.percentileMs).toBeGreaterThan(before.percentileMs)
+    expect(after.percentileMs).toBeLessThan(3 * ADAPTIVE_TARGET_MS)
+
+    // The static rule: too tight before (it refuses the neighbour while the database has
+    // room: the adaptive run served it all), too loose after (the database queue keeps
+    // growing, and the well-behaved clients wait longer than under the adaptive rule).
+    expect(fixed.before.noisy.refusedShare).toBeGreaterThan(0.3)
+    expect(peakQueue(fixed.timeline, durationMs - 1000, durationMs)).toBeGreaterThan(
+      peakQueue(fixed.timeline, atMs, atMs + 1000),
+    )
+    expect(fixed.after.well.p99Ms).toBeGreaterThan(ADAPTIVE_TARGET_MS)
+    expect(fixed.after.well.p50Ms).toBeGreaterThan(adaptive.after.well.p50Ms)
+  })
+})
+
+describe.skipIf(!hasChromium)('the HTML report in chromium', () => {
+  it('draws every chart with the data of the runs, without errors', async () => {
+    expect(noisyResult).toBeDefined()
+    expect(slowdownResult).toBeDefined()
+    const slowdown = slowdownResult!
+    const dir = await mkdtemp(join(tmpdir(), 'fg-demo-report-'))
+    const file = join(dir, 'report.html')
+    await writeFile(file, renderReport({ noisyNeighbour: noisyResult, slowdown }))
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-sync'],
+    })
+    try {
+      const page = await browser.newPage({ viewport: { width: 1200, height: 900 } })
+      const errors: string[] = []
+      page.on('pageerror', (err) => errors.push(err.message))
+      page.on('console', (msg) => {
+        if (msg.type() === 'error') errors.push(msg.text())
+      })
+      const requests: string[] = []
+      page.on('request', (req) => requests.push(req.url()))
+      await page.goto(pathToFileURL(file).href)
+
+      const titles = await page.locator('svg text.title').allTextContents()
+      expect(titles).toEqual(
+        expect.arrayContaining([
+          'without limiter: latency of each request',
+          'with Floodgate: latency of each request',
+          'Share of the database (busy connection time) per client',
+          'Adaptive rule: its limit follows the database',
+          'p99 latency per 0.5 s',
+          'static rule: requests answered 200 per second, per client',
+          'adaptive rule: requests answered 200 per second, per client',
+        ]),
+      )
+      expect(await page.locator('svg').count()).toBe(5 + 2 + slowdown.runs.length)
+
+      // Every series is drawn: a path the browser laid out, with the points of the data.
+      const series = await page.locator('path.series').evaluateAll((paths) =>
+        paths.map((p) => {
+          const path = p as SVGPathElement
+          const box = path.getBBox()
+          const length = path.getTotalLength()
+          return {
+            chart: path.ownerSVGElement?.getAttribute('aria-label') ?? '',
+            name: path.dataset['series'] ?? '',
+            points: Number(path.dataset['points']),
+            width: box.width,
+            startY: path.getPointAtLength(0).y,
+            endY: path.getPointAtLength(length).y,
+          }
+        }),
+      )
+      const inChart = (chart: string) => series.filter((s) => s.chart === chart)
+      const buckets = Math.ceil(slowdown.plan.durationMs / 500)
+      const limitLine = inChart('Adaptive rule: its limit follows the database').find(
+        (s) => s.name === 'limit on requests in flight',
+      )!
+      const adaptive = slowdown.runs.find((r) => r.kind === 'adaptive')!
+      expect(limitLine.points).toBe(adaptive.timeline.filter((p) => p.limit !== undefined).length)
+      expect(limitLine.width).toBeGreaterThan(300)
+      // The limit ends lower than it starts: drawn lower, at a larger y.
+      expect(limitLine.endY).toBeGreaterThan(limitLine.startY)
+      expect(inChart('p99 latency per 0.5 s').map((s) => s.name)).toEqual([
+        'well-behaved p99, static rule',
+        'well-behaved p99, adaptive rule',
+        'p99 the adaptive rule measured',
+      ])
+      for (const run of slowdown.runs) {
+        const lines = inChart(`${run.summary.label}: requests answered 200 per second, per client`)
+        expect(lines.map((s) => s.name)).toEqual([
+          'well-1 admitted',
+          'well-2 admitted',
+          'well-3 admitted',
+          'well-4 admitted',
+          'noisy admitted',
+          'noisy refused',
+        ])
+        for (const line of lines) {
+          expect(line.points).toBe(buckets)
+          expect(line.width).toBeGreaterThan(900)
+        }
+      }
+      // The legends name every series.
+      const legend = await page.locator('g.legend-item text').allTextContents()
+      expect(legend).toEqual(
+        expect.arrayContaining(['limit on requests in flight', 'noisy refused']),
+      )
+      // Self-contained: the page itself is the only thing loaded.
+      expect(requests).toEqual([pathToFileURL(file).href])
+      expect(errors).toEqual([])
+    } finally {
+      await browser.close()
+      await rm(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
 })
