@@ -13,7 +13,10 @@ export function isAdaptive(rule: CompiledRule): boolean {
 /**
  * The gates of one limiter's adaptive rules. A gate lives as long as its rule is in force
  * unchanged (same id, settings and key), so a rules swap that keeps the rule keeps its limit,
- * its baseline and its requests in flight.
+ * its baseline and its requests in flight. A swap that changes the rule's settings (or key)
+ * starts a new limit and baseline, but the requests in flight are still the host's: the new
+ * gate takes over the old one's slots. A rule that left the set and came back later starts
+ * afresh; the requests of the rule that left give their slots back to its own gate.
  */
 export class AdaptiveGates {
   /** Gates in force, by what makes a gate the same across rule sets. */
@@ -61,14 +64,18 @@ export class AdaptiveGates {
       }
     }
     if (issues.length > 0) throw new RulesValidationError(issues)
+    // The gates in force by owner (rule id, or gate name), whatever their settings.
+    const owned = new Map<string, AdaptiveGate>()
+    for (const [id, gate] of this.live) owned.set(ownerOf(id), gate)
     const fresh = new Map<string, AdaptiveGate>()
     for (const c of adaptive) {
       if (this.byRule.has(c)) continue
       const id = identity(c)
-      const gate =
-        fresh.get(id) ??
-        this.live.get(id) ??
-        new AdaptiveGate(c.rule.adaptive!.gate ?? c.rule.id, c.rule.adaptive!, newSketch)
+      let gate = fresh.get(id) ?? this.live.get(id)
+      if (gate === undefined) {
+        const name = c.rule.adaptive!.gate ?? c.rule.id
+        gate = new AdaptiveGate(name, c.rule.adaptive!, newSketch, owned.get(ownerOf(id))?.slots)
+      }
       fresh.set(id, gate)
       this.byRule.set(c, gate)
     }
@@ -115,9 +122,9 @@ export class AdaptiveGates {
   /** Add the slots each adaptive rule in force holds now to `into` (by rule id). */
   addInFlight(into: Map<string, number>): Map<string, number> {
     for (const [id, gate] of this.byId) {
-      // A shared gate's slots are counted per rule by the limiter's holdings.
-      if (gate.shared) continue
-      if (gate.inFlight > 0) into.set(id, (into.get(id) ?? 0) + gate.inFlight)
+      // A shared gate's slots are told apart by rule.
+      const n = gate.shared ? gate.slots.ofRule(id) : gate.inFlight
+      if (n > 0) into.set(id, (into.get(id) ?? 0) + n)
     }
     return into
   }
@@ -135,6 +142,12 @@ export class AdaptiveGates {
 function identity(c: CompiledRule): string {
   const a = c.rule.adaptive!
   const settings = JSON.stringify({ ...a, priority: undefined })
-  const owner = a.gate === undefined ? c.stateId : `gate:${a.gate}`
-  return `${owner}|${c.rule.key.join(',')}|${settings}`
+  // Rule ids and gate names cannot hold '|' or '\u0000'.
+  if (a.gate !== undefined) return `gate:${a.gate}\u0000${c.rule.key.join(',')}|${settings}`
+  return `rule:${c.rule.id}\u0000${c.stateId}|${c.rule.key.join(',')}|${settings}`
+}
+
+/** The rule id or gate name of an identity: what a gate's slots belong to across settings. */
+function ownerOf(identity: string): string {
+  return identity.slice(0, identity.indexOf('\u0000'))
 }
