@@ -1,0 +1,172 @@
+import { describe, expect, it } from 'vitest'
+import type { AlgorithmResult } from '../algorithms/algorithm.js'
+import type { Decision } from '../decision.js'
+import { createLimiter } from '../limiter.js'
+import type { RuleInput } from '../rules/schema.js'
+import { MemoryStore } from '../stores/memory-store.js'
+import type { ConsumeEntry, RefundEntry, Store } from '../stores/store.js'
+
+// The smallest counterexamples the property tests (adaptive-properties.test.ts) found, kept as
+// plain cases so that each defect's class has a name in the test report.
+
+const facts = (path = '/', ip = '203.0.113.7', cost?: number) => ({
+  method: 'GET',
+  path,
+  ip,
+  headers: {},
+  ...(cost === undefined ? {} : { cost }),
+})
+const adaptive = (more: Record<string, unknown> = {}) => ({
+  target: '100ms',
+  window: '1s',
+  initialLimit: 1,
+  minSamples: 1,
+  reserve: 0,
+  ...more,
+})
+
+/** A MemoryStore whose answers wait until the test lets them go. */
+function heldStore() {
+  const memory = new MemoryStore()
+  const waiting: (() => void)[] = []
+  let hold = false
+  const store: Store = {
+    consume: (entries: readonly ConsumeEntry[], nowMs: number) => {
+      const answer = (memory.consume(entries, nowMs) as AlgorithmResult[]).map((r) => ({ ...r }))
+      if (!hold) return answer
+      return new Promise((resolve) => waiting.push(() => resolve(answer)))
+    },
+    refund: (entries: readonly RefundEntry[], nowMs: number) => memory.refund(entries, nowMs),
+  }
+  return {
+    store,
+    hold: (on: boolean) => (hold = on),
+    deliver: () => waiting.shift()!(),
+  }
+}
+
+describe('adaptive rules: counterexamples found by the properties', () => {
+  it('a request of cost 0 leaves no client holding a slot', () => {
+    const limiter = createLimiter({
+      rules: [
+        { id: 'a', algorithm: 'adaptive', adaptive: adaptive({ initialLimit: 2 }) } as RuleInput,
+      ],
+    })
+    const d = limiter.check(facts('/', '203.0.113.7', 0)) as Decision
+    limiter.release(d)
+    expect(limiter.adaptive('a')).toMatchObject({ inFlight: 0, clients: 0 })
+  })
+
+  it('a store answer of the right length with an invalid number fails open holding no slot', () => {
+    const memory = new MemoryStore()
+    const store: Store = {
+      consume: (entries: readonly ConsumeEntry[], nowMs: number) =>
+        (memory.consume(entries, nowMs) as AlgorithmResult[]).map((r) => ({
+          ...r,
+          remaining: Number.NaN,
+        })),
+      refund: (entries: readonly RefundEntry[], nowMs: number) => memory.refund(entries, nowMs),
+    }
+    const limiter = createLimiter({
+      store,
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
+      rules: [
+        { id: 'a', algorithm: 'adaptive', adaptive: adaptive() } as RuleInput,
+        { id: 'tb', limit: 100, window: '1m' },
+      ],
+    })
+    expect(limiter.check(facts())).toMatchObject({ allowed: true, failedOpen: true })
+    expect(limiter.adaptive('a')!.inFlight).toBe(0)
+  })
+
+  it('a shadow rule refused at the first look and fitting at the answer takes the slot it reports', async () => {
+    const { store, hold, deliver } = heldStore()
+    const limiter = createLimiter({
+      store,
+      rules: [
+        { id: 'a', algorithm: 'adaptive', shadow: true, adaptive: adaptive() } as RuleInput,
+        { id: 'tb', limit: 100, window: '1m' },
+      ],
+    })
+    const first = limiter.check(facts()) as Decision
+    hold(true)
+    const pending = limiter.check(facts())
+    limiter.release(first)
+    deliver()
+    const second = await pending
+    expect(second.outcomes[0]).toMatchObject({ rule: { id: 'a' }, allowed: true })
+    expect(limiter.adaptive('a')!.inFlight).toBe(1)
+    hold(false)
+    // Full again: a third request would be refused; releasing the second frees the slot.
+    expect((limiter.check(facts()) as Decision).outcomes[0]!.allowed).toBe(false)
+    limiter.release(second)
+    expect(limiter.adaptive('a')!.inFlight).toBe(0)
+  })
+
+  it('a settings change keeps the requests in flight counted against the new limit', () => {
+    const rule = (target: string) =>
+      ({
+        id: 'a',
+        algorithm: 'adaptive',
+        adaptive: adaptive({ target, initialLimit: 2 }),
+      }) as RuleInput
+    const limiter = createLimiter({ rules: [rule('100ms')] })
+    const held = [limiter.check(facts()), limiter.check(facts())] as Decision[]
+    limiter.updateRules([rule('50ms')])
+    expect(limiter.adaptive('a')).toMatchObject({ inFlight: 2, limit: 2 })
+    expect((limiter.check(facts()) as Decision).allowed).toBe(false)
+    for (const d of held) limiter.release(d)
+    expect(limiter.adaptive('a')!.inFlight).toBe(0)
+  })
+
+  it('a rule removed and added back: the old requests’ releases leave the new gate alone', () => {
+    const rules = [
+      {
+        id: 'fg',
+        algorithm: 'adaptive',
+        match: '/fg',
+        adaptive: adaptive({ gate: 'g', initialLimit: 3 }),
+      },
+      {
+        id: 'bg',
+        algorithm: 'adaptive',
+        match: '/bg',
+        adaptive: adaptive({ gate: 'g', initialLimit: 3, priority: 'background' }),
+      },
+    ] as RuleInput[]
+    const limiter = createLimiter({ rules })
+    const old = limiter.check(facts('/bg')) as Decision
+    limiter.updateRules([])
+    limiter.updateRules(rules)
+    expect(limiter.counters().inFlight.get('bg') ?? 0).toBe(0)
+    const fresh = limiter.check(facts('/bg')) as Decision
+    expect(limiter.counters().inFlight.get('bg')).toBe(1)
+    limiter.release(old)
+    expect(limiter.counters().inFlight.get('bg')).toBe(1)
+    expect(limiter.adaptive('bg')!.inFlight).toBe(1)
+    limiter.release(fresh)
+    expect(limiter.counters().inFlight.get('bg') ?? 0).toBe(0)
+  })
+
+  it('two rules sharing a gate that match one request are not both admitted past its limit', () => {
+    const limiter = createLimiter({
+      rules: [
+        { id: 'x', algorithm: 'adaptive', adaptive: adaptive({ gate: 'g', initialLimit: 2 }) },
+        {
+          id: 'y',
+          algorithm: 'adaptive',
+          match: '/both',
+          adaptive: adaptive({ gate: 'g', initialLimit: 2 }),
+        },
+      ] as RuleInput[],
+    })
+    const one = limiter.check(facts('/')) as Decision
+    expect(limiter.adaptive('x')!.inFlight).toBe(1)
+    // Each rule's share fits the one slot left; both together do not.
+    const both = limiter.check(facts('/both')) as Decision
+    expect(both.allowed).toBe(false)
+    expect(limiter.adaptive('x')!.inFlight).toBe(1)
+    limiter.release(one)
+    expect(limiter.adaptive('x')!.inFlight).toBe(0)
+  })
+})
