@@ -49,7 +49,7 @@ describe('adaptive rules: counterexamples found by the properties', () => {
   it('a request of cost 0 leaves no client holding a slot', () => {
     const limiter = createLimiter({
       rules: [
-        { id: 'a', algorithm: 'adaptive', adaptive: adaptive({ initialLimit: 2 }) } as RuleInput,
+        { id: 'a', algorithm: 'adaptive', adaptive: adaptive({ initialLimit: 2 }) },
       ],
     })
     const d = limiter.check(facts('/', '203.0.113.7', 0)) as Decision
@@ -71,7 +71,7 @@ describe('adaptive rules: counterexamples found by the properties', () => {
       store,
       logger: { debug() {}, info() {}, warn() {}, error() {} },
       rules: [
-        { id: 'a', algorithm: 'adaptive', adaptive: adaptive() } as RuleInput,
+        { id: 'a', algorithm: 'adaptive', adaptive: adaptive() },
         { id: 'tb', limit: 100, window: '1m' },
       ],
     })
@@ -84,7 +84,7 @@ describe('adaptive rules: counterexamples found by the properties', () => {
     const limiter = createLimiter({
       store,
       rules: [
-        { id: 'a', algorithm: 'adaptive', shadow: true, adaptive: adaptive() } as RuleInput,
+        { id: 'a', algorithm: 'adaptive', shadow: true, adaptive: adaptive() },
         { id: 'tb', limit: 100, window: '1m' },
       ],
     })
