@@ -48,9 +48,7 @@ function heldStore() {
 describe('adaptive rules: counterexamples found by the properties', () => {
   it('a request of cost 0 leaves no client holding a slot', () => {
     const limiter = createLimiter({
-      rules: [
-        { id: 'a', algorithm: 'adaptive', adaptive: adaptive({ initialLimit: 2 }) },
-      ],
+      rules: [{ id: 'a', algorithm: 'adaptive', adaptive: adaptive({ initialLimit: 2 }) }],
     })
     const d = limiter.check(facts('/', '203.0.113.7', 0)) as Decision
     limiter.release(d)
