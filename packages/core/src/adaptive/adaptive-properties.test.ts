@@ -441,3 +441,211 @@ describe('adaptive rule beside a token bucket, on a store that fails, answers la
     }
   })
 })
+
+// ---- a gate shared by two rules, one of them background traffic ---------------------------
+
+interface SharedVariant {
+  readonly fg: boolean
+  readonly bg: boolean
+  readonly target: 0 | 1
+}
+
+const RESERVE = 0.4
+const PATHS = ['/fg', '/bg', '/both'] as const
+
+function sharedRules(v: SharedVariant): RuleInput[] {
+  const rule = (id: string, paths: string[], priority: 'normal' | 'background') =>
+    ({
+      id,
+      algorithm: 'adaptive',
+      match: { paths },
+      adaptive: {
+        gate: 'g',
+        priority,
+        target: v.target === 0 ? '100ms' : '60ms',
+        window: '1s',
+        initialLimit: 5,
+        minLimit: 1,
+        maxLimit: 10,
+        minSamples: 1,
+        reserve: RESERVE,
+      },
+    }) as RuleInput
+  const rules: RuleInput[] = []
+  if (v.fg) rules.push(rule('fg', ['/fg', '/both'], 'normal'))
+  if (v.bg) rules.push(rule('bg', ['/bg', '/both'], 'background'))
+  return rules
+}
+
+type SharedOp =
+  | {
+      readonly kind: 'check'
+      readonly client: number
+      readonly cost: number
+      readonly path: number
+    }
+  | { readonly kind: 'release'; readonly pick: number; readonly twice: boolean }
+  | { readonly kind: 'advance'; readonly ms: number }
+  | { readonly kind: 'swap'; readonly variant: SharedVariant }
+
+const sharedVariantArb: fc.Arbitrary<SharedVariant> = fc.record({
+  fg: fc.boolean(),
+  bg: fc.boolean(),
+  target: fc.constantFrom<0 | 1>(0, 0, 1),
+})
+
+const sharedOpArb: fc.Arbitrary<SharedOp> = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('check' as const),
+      client: fc.nat(CLIENTS.length - 1),
+      cost: fc.constantFrom(1, 1, 2, 0.5, 0),
+      path: fc.nat(PATHS.length - 1),
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('release' as const),
+      pick: fc.nat(),
+      twice: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('advance' as const),
+      ms: fc.constantFrom(30, 1000, 2500),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('swap' as const), variant: sharedVariantArb }),
+  },
+)
+
+interface SharedHeld {
+  readonly decision: Decision
+  readonly life: number
+  readonly client: string
+  /** The slots taken, by rule id. */
+  readonly slots: readonly { readonly rule: string; readonly cost: number }[]
+  released: boolean
+}
+
+describe('a gate shared by a normal and a background rule', () => {
+  it('property: the gate admits exactly as the model does (reserve, fair share, background), counts per rule, and gives everything back', () => {
+    fc.assert(
+      fc.property(sharedVariantArb, fc.array(sharedOpArb, { maxLength: 60 }), (start, ops) => {
+        let now = 1_000_000
+        let variant = start
+        const limiter = createLimiter({ clock: () => now, rules: sharedRules(start) })
+        let life = 0
+        const held: SharedHeld[] = []
+        const live = () => held.filter((h) => !h.released && h.life === life)
+        const ofRule = (id: string) =>
+          live().reduce(
+            (n, h) => n + h.slots.filter((s) => s.rule === id).reduce((m, s) => m + s.cost, 0),
+            0,
+          )
+        const perClient = () => {
+          const m = new Map<string, number>()
+          for (const h of live())
+            for (const s of h.slots) m.set(h.client, (m.get(h.client) ?? 0) + s.cost)
+          return m
+        }
+        const present = () => variant.fg || variant.bg
+        const anyId = () => (variant.fg ? 'fg' : 'bg')
+        const expectCounts = (where: string) => {
+          for (const id of ['fg', 'bg'] as const) {
+            const inForce = variant[id]
+            const counted = limiter.counters().inFlight.get(id) ?? 0
+            expect(
+              Math.abs(counted - (inForce ? ofRule(id) : 0)),
+              `${where}: counters ${id}`,
+            ).toBeLessThan(EPS)
+          }
+          if (!present()) return
+          const state = limiter.adaptive(anyId())!
+          const total = ofRule('fg') + ofRule('bg')
+          expect(
+            Math.abs(state.inFlight - total),
+            `${where}: gate in flight ${state.inFlight} vs ${total}`,
+          ).toBeLessThan(EPS)
+          expect(state.clients, `${where}: clients`).toBe(
+            [...perClient().values()].filter((n) => n > EPS).length,
+          )
+        }
+        for (const [i, op] of ops.entries()) {
+          const where = `op ${i} ${JSON.stringify(op)}`
+          if (op.kind === 'check') {
+            const client = CLIENTS[op.client]!
+            const path = PATHS[op.path]!
+            const rules = [
+              ...(variant.fg && path !== '/bg' ? ['fg'] : []),
+              ...(variant.bg && path !== '/fg' ? ['bg'] : []),
+            ]
+            // The model: each matched rule in turn takes its slots, all or none.
+            let admitted = true
+            if (rules.length > 0) {
+              const cap = limiter.adaptive(anyId())!.limit
+              const reserved = Math.floor(cap * RESERVE)
+              const clients = perClient()
+              let total = ofRule('fg') + ofRule('bg')
+              let mine = clients.get(client) ?? 0
+              let holders = [...clients.values()].filter((n) => n > EPS).length
+              for (const id of rules) {
+                const after = total + op.cost
+                let ok = after <= cap + EPS
+                if (ok && after > cap - reserved + EPS) {
+                  ok = id === 'bg' ? false : mine + op.cost <= cap / (holders + 1) + EPS
+                }
+                if (!ok) {
+                  admitted = false
+                  break
+                }
+                total = after
+                if (mine <= EPS && op.cost > 0) holders++
+                mine += op.cost
+              }
+            }
+            const d = limiter.check({
+              method: 'GET',
+              path,
+              ip: client,
+              headers: {},
+              cost: op.cost,
+            }) as Decision
+            expect(d.allowed, `${where}: the verdict`).toBe(admitted)
+            held.push({
+              decision: d,
+              life,
+              client,
+              slots: admitted ? rules.map((rule) => ({ rule, cost: op.cost })) : [],
+              released: false,
+            })
+          } else if (op.kind === 'release') {
+            if (held.length === 0) continue
+            const h = held[op.pick % held.length]!
+            limiter.release(h.decision)
+            if (op.twice) limiter.release(h.decision)
+            h.released = true
+          } else if (op.kind === 'advance') {
+            now += op.ms
+          } else {
+            limiter.updateRules(sharedRules(op.variant))
+            // The gate goes when no rule names it; it comes back empty.
+            if (present() && !(op.variant.fg || op.variant.bg)) life++
+            variant = op.variant
+          }
+          expectCounts(where)
+        }
+        for (const h of held) limiter.release(h.decision)
+        for (const h of held) h.released = true
+        expectCounts('all released')
+      }),
+      { numRuns: 300 },
+    )
+  })
+})
