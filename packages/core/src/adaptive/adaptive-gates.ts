@@ -28,10 +28,15 @@ export class AdaptiveGates {
   private lastRule: CompiledRule | undefined
   private lastGate: AdaptiveGate | undefined
 
-  /** Whether any adaptive rule is in force: the store's hot path checks nothing else then. */
+  /**
+   * Whether this limiter ever prepared an adaptive rule: until then, the store's hot path
+   * checks nothing else. Not whether one is in force: a request matched before a swap took its
+   * adaptive rule away (its limit function answering meanwhile) is still decided by its gate.
+   */
   get any(): boolean {
-    return this.live.size > 0
+    return this.prepared
   }
+  private prepared = false
 
   /**
    * Give each adaptive rule of a set its gate (the one in force when the rule did not change).
@@ -41,6 +46,7 @@ export class AdaptiveGates {
   prepare(rules: readonly CompiledRule[], label: string): void {
     const adaptive = rules.filter(isAdaptive)
     if (adaptive.length === 0) return
+    this.prepared = true
     const newSketch = sketchFactory()
     if (!newSketch) {
       const i = rules.indexOf(adaptive[0]!)

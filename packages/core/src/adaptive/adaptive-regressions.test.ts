@@ -167,4 +167,24 @@ describe('adaptive rules: counterexamples found by the properties', () => {
     limiter.release(one)
     expect(limiter.adaptive('x')!.inFlight).toBe(0)
   })
+
+  it('a request whose limit function answers after its adaptive rule left is still judged by its gate', async () => {
+    const limiter = createLimiter({
+      limits: { tb: () => Promise.resolve(100) },
+      rules: [
+        { id: 'a', algorithm: 'adaptive', adaptive: adaptive() } as RuleInput,
+        { id: 'tb', limit: 100, window: '1m' },
+      ],
+    })
+    const first = await limiter.check(facts())
+    expect(first.allowed).toBe(true)
+    // Matched under the rules with the adaptive rule, decided after a swap took it away.
+    const pending = limiter.check(facts())
+    limiter.updateRules([{ id: 'tb', limit: 100, window: '1m' }])
+    const second = await pending
+    expect(second).toMatchObject({ allowed: false, status: 503, rule: { id: 'a' } })
+    limiter.release(first)
+    const third = await limiter.check(facts())
+    expect(third.allowed).toBe(true)
+  })
 })
