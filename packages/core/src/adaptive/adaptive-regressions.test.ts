@@ -172,7 +172,7 @@ describe('adaptive rules: counterexamples found by the properties', () => {
     const limiter = createLimiter({
       limits: { tb: () => Promise.resolve(100) },
       rules: [
-        { id: 'a', algorithm: 'adaptive', adaptive: adaptive() } as RuleInput,
+        { id: 'a', algorithm: 'adaptive', adaptive: adaptive() },
         { id: 'tb', limit: 100, window: '1m' },
       ],
     })
