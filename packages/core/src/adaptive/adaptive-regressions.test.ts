@@ -187,4 +187,30 @@ describe('adaptive rules: counterexamples found by the properties', () => {
     const third = await limiter.check(facts())
     expect(third.allowed).toBe(true)
   })
+
+  it('a refusal by a gate that filled during the round trip stands when the store cannot refund', async () => {
+    const memory = new MemoryStore()
+    const store: Store = {
+      consume: (entries: readonly ConsumeEntry[], nowMs: number) =>
+        Promise.resolve(
+          (memory.consume(entries, nowMs) as AlgorithmResult[]).map((r) => ({ ...r })),
+        ),
+      refund: () => {
+        throw new Error('refund down')
+      },
+    }
+    const limiter = createLimiter({
+      store,
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
+      rules: [
+        { id: 'a', algorithm: 'adaptive', adaptive: adaptive() } as RuleInput,
+        { id: 'tb', limit: 100, window: '1m' },
+      ],
+    })
+    // Both look at an empty gate of 1 before the store answers either.
+    const [first, second] = await Promise.all([limiter.check(facts()), limiter.check(facts())])
+    expect(first).toMatchObject({ allowed: true, failedOpen: false })
+    expect(second).toMatchObject({ allowed: false, status: 503, failedOpen: false })
+    expect(limiter.adaptive('a')!.inFlight).toBe(1)
+  })
 })

@@ -203,7 +203,14 @@ export class AdaptiveStore implements Store {
     if (!refused) return results
     for (const e of taken) gateOf(this.gates, e).release(e.key, e.cost, e.rule.rule.id)
     const charged = others.filter((_, j) => answer[j]!.allowed)
-    if (charged.length > 0) void Promise.resolve(this.inner.refund(charged, nowMs)).catch(() => {})
+    if (charged.length > 0) {
+      try {
+        void Promise.resolve(this.inner.refund(charged, nowMs)).catch(() => {})
+      } catch {
+        // The refusal stands: a store that cannot give a charge back keeps it, as it would have
+        // had the request been refused by the store itself.
+      }
+    }
     return results
   }
 
