@@ -203,7 +203,7 @@ describe('adaptive rules: counterexamples found by the properties', () => {
       store,
       logger: { debug() {}, info() {}, warn() {}, error() {} },
       rules: [
-        { id: 'a', algorithm: 'adaptive', adaptive: adaptive() } as RuleInput,
+        { id: 'a', algorithm: 'adaptive', adaptive: adaptive() },
         { id: 'tb', limit: 100, window: '1m' },
       ],
     })
