@@ -5,9 +5,13 @@ import { AdaptiveGate } from './adaptive-gate.js'
 import type { AdaptiveState } from './adaptive-state.js'
 import { SKETCH_PACKAGE, sketchFactory } from './latency-sketch.js'
 
-/** Whether a compiled rule is an adaptive one (decided here, never by a store). */
+/**
+ * Whether a compiled rule is an adaptive rule's own state, decided by its gate on this host and
+ * never by a store. The states derived from an adaptive rule (its ban's refusals and block)
+ * carry the same rule but are kept by the store like any other rule's.
+ */
 export function isAdaptive(rule: CompiledRule): boolean {
-  return rule.rule.algorithm === 'adaptive'
+  return rule.rule.algorithm === 'adaptive' && rule.algorithm.name === 'concurrency'
 }
 
 /**

@@ -213,4 +213,31 @@ describe('adaptive rules: counterexamples found by the properties', () => {
     expect(second).toMatchObject({ allowed: false, status: 503, failedOpen: false })
     expect(limiter.adaptive('a')!.inFlight).toBe(1)
   })
+
+  it('an adaptive rule with a ban decides (it failed open on every request), and bans', async () => {
+    let now = 1_000_000
+    const limiter = createLimiter({
+      clock: () => now,
+      rules: [
+        {
+          id: 'a',
+          algorithm: 'adaptive',
+          ban: { after: 2, within: '1m', for: '10m' },
+          adaptive: adaptive(),
+        },
+      ],
+    })
+    const check = () => limiter.check(facts()) as Decision
+    const held = check()
+    expect(held).toMatchObject({ allowed: true, failedOpen: false })
+    expect(check()).toMatchObject({ allowed: false, status: 503, failedOpen: false })
+    expect(check()).toMatchObject({ allowed: false, failedOpen: false, banned: true })
+    limiter.release(held)
+    expect(limiter.adaptive('a')!.inFlight).toBe(0)
+    // Banned: refused with a free slot, and holding none.
+    expect(check()).toMatchObject({ allowed: false, banned: true })
+    expect(limiter.adaptive('a')!.inFlight).toBe(0)
+    now += 11 * 60_000
+    expect(check()).toMatchObject({ allowed: true, failedOpen: false })
+  })
 })
