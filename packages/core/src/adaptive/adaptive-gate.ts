@@ -39,16 +39,28 @@ export class AdaptiveGate {
   private shedOverShare = 0
   private shedBackground = 0
 
+  /** The requests the host runs under this gate (taken over from the gate it replaces). */
+  readonly slots: GateSlots
+  /** The gate this one replaces, until the rule set that brings it is in force. */
+  predecessor: AdaptiveGate | undefined
   /**
-   * @param slots - the slots of the gate this one replaces (its rule's settings changed while
-   *   requests were in flight); fresh ones otherwise
+   * The gate that replaced this one in force (its rule's settings changed): the requests
+   * matched before are decided, and measured, by the limit in force.
+   */
+  successor: AdaptiveGate | undefined
+
+  /**
+   * @param predecessor - the gate in force for the same rule (or gate name) with other
+   *   settings: this one takes over its slots, not its limit
    */
   constructor(
     readonly ruleId: string,
     readonly settings: RuleAdaptive,
     private readonly newSketch: () => QuantileSketch,
-    readonly slots: GateSlots = new GateSlots(),
+    predecessor?: AdaptiveGate,
   ) {
+    this.slots = predecessor?.slots ?? new GateSlots()
+    this.predecessor = predecessor
     this.control = { limit: settings.initialLimit, baselineMs: 0 }
     this.cap = settings.initialLimit
     this.reserved = Math.floor(this.cap * settings.reserve)

@@ -84,7 +84,7 @@ export class AdaptiveGates {
       let gate = fresh.get(id) ?? this.live.get(id)
       if (gate === undefined) {
         const name = c.rule.adaptive!.gate ?? c.rule.id
-        gate = new AdaptiveGate(name, c.rule.adaptive!, newSketch, owned.get(ownerOf(id))?.slots)
+        gate = new AdaptiveGate(name, c.rule.adaptive!, newSketch, owned.get(ownerOf(id)))
       }
       fresh.set(id, gate)
       this.byRule.set(c, gate)
@@ -101,14 +101,28 @@ export class AdaptiveGates {
       live.set(identity(c), gate)
       byId.set(c.rule.id, gate)
     }
+    const kept = new Set(live.values())
+    for (const gate of kept) {
+      const before = gate.predecessor
+      if (before === undefined) continue
+      // Only now is the replacement in force (a set refused after prepare() changes nothing).
+      if (!kept.has(before)) before.successor = gate
+      gate.predecessor = undefined
+    }
     this.live = live
     this.byId = byId
+    this.lastRule = undefined
+    this.lastGate = undefined
   }
 
-  /** The gate of a compiled adaptive rule; undefined for a rule never prepared. */
+  /**
+   * The gate that decides for a compiled adaptive rule: its own, or the one that replaced it in
+   * force; undefined for a rule never prepared.
+   */
   gateOf(rule: CompiledRule): AdaptiveGate | undefined {
     if (rule === this.lastRule) return this.lastGate
-    const gate = this.byRule.get(rule)
+    let gate = this.byRule.get(rule)
+    while (gate?.successor !== undefined) gate = gate.successor
     if (gate !== undefined) {
       this.lastRule = rule
       this.lastGate = gate

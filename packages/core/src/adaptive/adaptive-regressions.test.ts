@@ -240,4 +240,23 @@ describe('adaptive rules: counterexamples found by the properties', () => {
     now += 11 * 60_000
     expect(check()).toMatchObject({ allowed: true, failedOpen: false })
   })
+
+  it('a request pending across a settings change is decided by the limit in force', async () => {
+    const { store, hold, deliver } = heldStore()
+    const rules = (initialLimit: number) => [
+      { id: 'a', algorithm: 'adaptive', adaptive: adaptive({ initialLimit }) } as RuleInput,
+      { id: 'tb', limit: 100, window: '1m' },
+    ]
+    const limiter = createLimiter({ store, rules: rules(3) })
+    const first = (await limiter.check(facts()))
+    hold(true)
+    const pending = limiter.check(facts())
+    // The new limit, 1, is full with the request admitted before.
+    limiter.updateRules(rules(1))
+    deliver()
+    expect(await pending).toMatchObject({ allowed: false, status: 503, rule: { id: 'a' } })
+    expect(limiter.adaptive('a')).toMatchObject({ limit: 1, inFlight: 1 })
+    limiter.release(first)
+    expect(limiter.adaptive('a')!.inFlight).toBe(0)
+  })
 })
