@@ -80,7 +80,7 @@ function rulesOf(v: Variant): RuleInput[] {
       adaptive: {
         target: v.adaptive === 0 ? '100ms' : '60ms',
         window: '1s',
-        initialLimit: 4,
+        initialLimit: v.adaptive === 0 ? 4 : 2,
         minLimit: 1,
         maxLimit: 8,
         minSamples: 1,
@@ -247,6 +247,7 @@ type HostileOp =
   | { readonly kind: 'deliver'; readonly pick: number }
   | { readonly kind: 'release'; readonly pick: number; readonly twice: boolean }
   | { readonly kind: 'advance'; readonly ms: number }
+  | { readonly kind: 'swap'; readonly target: 0 | 1; readonly shadow: boolean }
 
 const hostileOpArb: fc.Arbitrary<HostileOp> = fc.oneof(
   {
@@ -272,6 +273,15 @@ const hostileOpArb: fc.Arbitrary<HostileOp> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('advance' as const),
       ms: fc.constantFrom(1, 400, 1000),
+    }),
+  },
+  {
+    // The adaptive rule's settings changed, or shadow switched, while answers are on the way.
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('swap' as const),
+      target: fc.constantFrom<0 | 1>(0, 1),
+      shadow: fc.boolean(),
     }),
   },
 )
@@ -313,6 +323,11 @@ class HostileStore implements Store {
   }
 }
 
+const hostileRules = (target: 0 | 1, shadow: boolean): RuleInput[] => [
+  ...rulesOf({ adaptive: target, shadow, tb: false }),
+  { id: 'tb', algorithm: 'token-bucket', limit: 6, window: '1s' },
+]
+
 /** Let the limiter act on an answer delivered (its handlers run in microtasks). */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
@@ -323,6 +338,8 @@ interface Pending {
   readonly cost: number
   /** Whether the slots fit when the request was checked (the first look). */
   readonly fitted: boolean
+  /** Whether the adaptive rule was in shadow when the request was checked. */
+  readonly shadow: boolean
 }
 
 describe('adaptive rule beside a token bucket, on a store that fails, answers late or garbage', () => {
@@ -334,7 +351,8 @@ describe('adaptive rule beside a token bucket, on a store that fails, answers la
           fc.boolean(),
           fc.boolean(),
           fc.array(hostileOpArb, { maxLength: 50 }),
-          async (shadow, refundFails, ops) => {
+          async (startShadow, refundFails, ops) => {
+            let shadow = startShadow
             let now = 1_000_000
             const store = new HostileStore()
             store.refundFails = refundFails
@@ -343,10 +361,7 @@ describe('adaptive rule beside a token bucket, on a store that fails, answers la
               store,
               decisionTimeoutMs: TIMEOUT_MS,
               logger: { debug() {}, info() {}, warn() {}, error() {} },
-              rules: [
-                ...rulesOf({ adaptive: 0, shadow, tb: false }),
-                { id: 'tb', algorithm: 'token-bucket', limit: 6, window: '1s' },
-              ],
+              rules: hostileRules(0, shadow),
             })
             const model = new Model()
             const pending: Pending[] = []
@@ -360,7 +375,7 @@ describe('adaptive rule beside a token bucket, on a store that fails, answers la
               const fits = model.inFlight() + p.cost <= limit + EPS
               if (!d.failedOpen) {
                 const tbOk = outcome(d, 'tb')!.allowed
-                if (!shadow && !p.fitted)
+                if (!p.shadow && !p.fitted)
                   expect(d.allowed, `${where}: refused at the first look`).toBe(false)
                 else if (tbOk) expect(a!.allowed, `${where}: the adaptive verdict`).toBe(fits)
               }
@@ -388,7 +403,7 @@ describe('adaptive rule beside a token bucket, on a store that fails, answers la
                   headers: {},
                   cost: op.cost,
                 })
-                const p = { client, cost: op.cost, fitted }
+                const p = { client, cost: op.cost, fitted, shadow }
                 if (op.mode === 'late') {
                   // The deadline passes, the request goes unjudged, then the answer comes.
                   vi.advanceTimersByTime(TIMEOUT_MS)
@@ -420,8 +435,12 @@ describe('adaptive rule beside a token bucket, on a store that fails, answers la
                 limiter.release(h.decision)
                 if (op.twice) limiter.release(h.decision)
                 h.released = true
-              } else {
+              } else if (op.kind === 'advance') {
                 now += op.ms
+              } else {
+                // A settings change keeps the slots (the model's count goes on).
+                limiter.updateRules(hostileRules(op.target, op.shadow))
+                shadow = op.shadow
               }
               expectInFlight(limiter, model, true, where)
             }
@@ -435,7 +454,7 @@ describe('adaptive rule beside a token bucket, on a store that fails, answers la
             expectInFlight(limiter, model, true, 'all released')
           },
         ),
-        { numRuns: 300 },
+        { numRuns: 800 },
       )
     } finally {
       vi.useRealTimers()
