@@ -248,7 +248,7 @@ describe('adaptive rules: counterexamples found by the properties', () => {
       { id: 'tb', limit: 100, window: '1m' },
     ]
     const limiter = createLimiter({ store, rules: rules(3) })
-    const first = (await limiter.check(facts()))
+    const first = await limiter.check(facts())
     hold(true)
     const pending = limiter.check(facts())
     // The new limit, 1, is full with the request admitted before.
