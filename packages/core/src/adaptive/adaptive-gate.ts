@@ -59,7 +59,7 @@ export class AdaptiveGate {
     private readonly newSketch: () => QuantileSketch,
     predecessor?: AdaptiveGate,
   ) {
-    this.slots = predecessor?.slots ?? new GateSlots()
+    this.slots = predecessor?.slots ?? new GateSlots(settings.gate !== undefined)
     this.predecessor = predecessor
     this.control = { limit: settings.initialLimit, baselineMs: 0 }
     this.cap = settings.initialLimit

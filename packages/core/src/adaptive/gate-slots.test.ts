@@ -17,7 +17,7 @@ describe('GateSlots', () => {
     })
     fc.assert(
       fc.property(fc.array(op, { maxLength: 400 }), (ops) => {
-        const slots = new GateSlots()
+        const slots = new GateSlots(true)
         // What each (key, rule) holds, as a list of the costs taken and not given back.
         const model = new Map<string, number[]>()
         for (const o of ops) {
@@ -60,7 +60,7 @@ describe('GateSlots', () => {
   })
 
   it('100k one-shot clients, each released: no holder left, the map within its bound', () => {
-    const slots = new GateSlots()
+    const slots = new GateSlots(true)
     for (let i = 0; i < 100_000; i++) {
       slots.take(`client-${i}`, 1, 'a')
       slots.release(`client-${i}`, 1, 'a')
@@ -72,7 +72,7 @@ describe('GateSlots', () => {
   })
 
   it('a burst of 10k clients that all end leaves the map within the bound of none', () => {
-    const slots = new GateSlots()
+    const slots = new GateSlots(true)
     for (let i = 0; i < 10_000; i++) slots.take(`client-${i}`, 1, 'a')
     expect(slots.trackedKeys).toBe(10_000)
     for (let i = 0; i < 10_000; i++) slots.release(`client-${i}`, 1, 'a')
@@ -80,7 +80,7 @@ describe('GateSlots', () => {
   })
 
   it('a request of cost 0 holds nothing and makes no holder', () => {
-    const slots = new GateSlots()
+    const slots = new GateSlots(true)
     slots.take('k', 0, 'a')
     expect([slots.inFlight, slots.holders, slots.trackedKeys]).toEqual([0, 0, 0])
     slots.release('k', 0, 'a')

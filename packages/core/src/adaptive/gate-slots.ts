@@ -21,8 +21,13 @@ export class GateSlots {
   private readonly held = new Map<string, number>()
   /** Keys in `held` with slots (the clients the fair share is divided among). */
   private holding = 0
-  /** Slots per rule id, for gates several rules share (their counters are per rule). */
-  private readonly byRule = new Map<string, number>()
+  /** Slots per rule id, for a gate several rules share (their counters are per rule). */
+  private readonly byRule: Map<string, number> | undefined
+
+  /** @param perRule - count the slots per rule too (a gate rules share); a gate of one rule need not */
+  constructor(perRule: boolean) {
+    this.byRule = perRule ? new Map<string, number>() : undefined
+  }
 
   /** Slots (cost units) held in all. */
   get inFlight(): number {
@@ -44,9 +49,9 @@ export class GateSlots {
     return this.held.get(key) ?? 0
   }
 
-  /** Slots the requests of rule `ruleId` hold. */
+  /** Slots the requests of rule `ruleId` hold; all of them on a gate of one rule. */
   ofRule(ruleId: string): number {
-    return this.byRule.get(ruleId) ?? 0
+    return this.byRule === undefined ? this.total : (this.byRule.get(ruleId) ?? 0)
   }
 
   /**
@@ -56,7 +61,8 @@ export class GateSlots {
   take(key: string, cost: number, ruleId: string): void {
     if (!(cost > 0)) return
     this.total += cost
-    this.byRule.set(ruleId, (this.byRule.get(ruleId) ?? 0) + cost)
+    const byRule = this.byRule
+    if (byRule !== undefined) byRule.set(ruleId, (byRule.get(ruleId) ?? 0) + cost)
     const mine = this.held.get(key) ?? 0
     if (mine === 0) {
       this.holding++
@@ -72,8 +78,9 @@ export class GateSlots {
   release(key: string, cost: number, ruleId: string): void {
     if (!(cost > 0)) return
     this.total = down(this.total, cost)
-    const byRule = this.byRule.get(ruleId)
-    if (byRule !== undefined) this.byRule.set(ruleId, down(byRule, cost))
+    const byRule = this.byRule
+    const ofRule = byRule?.get(ruleId)
+    if (ofRule !== undefined) byRule!.set(ruleId, down(ofRule, cost))
     const had = this.held.get(key)
     if (had === undefined || had === 0) return
     const mine = down(had, cost)
@@ -87,7 +94,8 @@ export class GateSlots {
 
   private sweep(): void {
     for (const [key, n] of this.held) if (n === 0) this.held.delete(key)
-    for (const [id, n] of this.byRule) if (n === 0) this.byRule.delete(id)
+    const byRule = this.byRule
+    if (byRule !== undefined) for (const [id, n] of byRule) if (n === 0) byRule.delete(id)
   }
 }
 
