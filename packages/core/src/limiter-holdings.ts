@@ -123,13 +123,13 @@ export class Holdings implements QueuePlaces {
   }
 
   /**
-   * Count a slot taken (+1) or given back (-1) under its rule. An adaptive rule with a gate of
-   * its own has it count its slots (the limiter's counters() reads them there), so they are not
-   * counted twice; a gate shared by several rules counts them together, so they are counted
-   * here per rule.
+   * Count a slot taken (+1) or given back (-1) under its rule. An adaptive rule's gate counts
+   * its slots (per rule, when several rules share it; the limiter's counters() reads them
+   * there): counted here too, a rule that left and came back would count the slots of the
+   * requests of the one that left.
    */
   private count(rule: RefundEntry['rule'], step: 1 | -1): void {
-    if (rule.rule.adaptive && rule.rule.adaptive.gate === undefined) return
+    if (rule.rule.adaptive) return
     const id = rule.rule.id
     // Kept at 0 rather than deleted: one rule id, set and deleted on every request, costs.
     this.inFlight.set(id, Math.max(0, (this.inFlight.get(id) ?? 0) + step))

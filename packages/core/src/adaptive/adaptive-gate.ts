@@ -2,6 +2,7 @@ import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import type { RuleAdaptive } from '../rules/rule.js'
 import type { AdaptiveState } from './adaptive-state.js'
 import { nextControlState, type ControlState } from './control-law.js'
+import { GateSlots } from './gate-slots.js'
 import type { QuantileSketch } from './latency-sketch.js'
 
 /** The shortest `Retry-After` a shed request is told: a slot frees when a response ends. */
@@ -28,15 +29,6 @@ export class AdaptiveGate {
   private cap: number
   /** Slots only clients within their fair share may take. */
   private reserved: number
-  private inFlightNow = 0
-  /**
-   * Slots held per client key. A key whose last request ended stays at 0 until the map holds
-   * many more keys than clients (then those are swept): deleting and re-adding a key on every
-   * request costs more than the sweep.
-   */
-  private readonly held = new Map<string, number>()
-  /** Keys in `held` with slots (the clients the fair share is divided among). */
-  private holders = 0
   private windowEndMs = Number.NaN
   private sketch: QuantileSketch
   private peak = 0
@@ -47,11 +39,28 @@ export class AdaptiveGate {
   private shedOverShare = 0
   private shedBackground = 0
 
+  /** The requests the host runs under this gate (taken over from the gate it replaces). */
+  readonly slots: GateSlots
+  /** The gate this one replaces, until the rule set that brings it is in force. */
+  predecessor: AdaptiveGate | undefined
+  /**
+   * The gate that replaced this one in force (its rule's settings changed): the requests
+   * matched before are decided, and measured, by the limit in force.
+   */
+  successor: AdaptiveGate | undefined
+
+  /**
+   * @param predecessor - the gate in force for the same rule (or gate name) with other
+   *   settings: this one takes over its slots, not its limit
+   */
   constructor(
     readonly ruleId: string,
     readonly settings: RuleAdaptive,
     private readonly newSketch: () => QuantileSketch,
+    predecessor?: AdaptiveGate,
   ) {
+    this.slots = predecessor?.slots ?? new GateSlots(settings.gate !== undefined)
+    this.predecessor = predecessor
     this.control = { limit: settings.initialLimit, baselineMs: 0 }
     this.cap = settings.initialLimit
     this.reserved = Math.floor(this.cap * settings.reserve)
@@ -65,7 +74,7 @@ export class AdaptiveGate {
 
   /** Requests (cost units) in flight. */
   get inFlight(): number {
-    return this.inFlightNow
+    return this.slots.inFlight
   }
 
   /**
@@ -82,11 +91,13 @@ export class AdaptiveGate {
     nowMs: number,
     commit: boolean,
     out: AlgorithmResult,
+    ruleId: string,
     background = false,
   ): void {
     this.roll(nowMs)
     const cap = this.cap
-    const after = this.inFlightNow + cost
+    const slots = this.slots
+    const after = slots.inFlight + cost
     let ok = after <= cap
     if (ok && after > cap - this.reserved) {
       if (background) {
@@ -94,8 +105,7 @@ export class AdaptiveGate {
         ok = false
         this.shedBackground++
       } else {
-        const mine = this.held.get(key) ?? 0
-        ok = mine + cost <= cap / (this.holders + 1)
+        ok = slots.of(key) + cost <= cap / (slots.holders + 1)
         if (!ok) this.shedOverShare++
       }
     }
@@ -106,11 +116,11 @@ export class AdaptiveGate {
       out.allowed = true
       out.retryAfterMs = 0
       out.remaining = cap - after
-      if (commit) this.take(key, cost)
+      if (commit) this.take(key, cost, ruleId)
     } else {
       out.allowed = false
       out.retryAfterMs = this.retryAfterMs()
-      out.remaining = Math.max(0, cap - this.inFlightNow)
+      out.remaining = Math.max(0, cap - slots.inFlight)
     }
   }
 
@@ -122,37 +132,18 @@ export class AdaptiveGate {
     out.resetMs = 0
     out.retryAfterMs = 0
     out.limit = this.cap
-    out.remaining = Math.max(0, this.cap - this.inFlightNow)
+    out.remaining = Math.max(0, this.cap - this.slots.inFlight)
   }
 
-  /** Take `cost` slots for `key` (a request admitted). */
-  take(key: string, cost: number): void {
-    this.inFlightNow += cost
-    const mine = this.held.get(key) ?? 0
-    if (mine === 0) {
-      this.holders++
-      if (this.held.size >= 4 * this.holders + 1024) this.sweep()
-    }
-    this.held.set(key, mine + cost)
-    if (this.inFlightNow > this.peak) this.peak = this.inFlightNow
-  }
-
-  private sweep(): void {
-    for (const [key, n] of this.held) if (n === 0) this.held.delete(key)
+  /** Take `cost` slots for `key` under rule `ruleId` (a request admitted). */
+  take(key: string, cost: number, ruleId: string): void {
+    this.slots.take(key, cost, ruleId)
+    if (this.slots.inFlight > this.peak) this.peak = this.slots.inFlight
   }
 
   /** Give back `cost` slots of `key` (its request ended, or was not admitted after all). */
-  release(key: string, cost: number): void {
-    const left = this.inFlightNow - cost
-    this.inFlightNow = left > 1e-9 ? left : 0
-    const had = this.held.get(key)
-    if (had === undefined || had === 0) return
-    const mine = had - cost
-    if (mine > 1e-9) this.held.set(key, mine)
-    else {
-      this.held.set(key, 0)
-      this.holders--
-    }
+  release(key: string, cost: number, ruleId: string): void {
+    this.slots.release(key, cost, ruleId)
   }
 
   /** Record the latency of a response that ended at `nowMs`. */
@@ -171,7 +162,7 @@ export class AdaptiveGate {
     const s = this.settings
     const samples = this.sketch.count
     let end = this.windowEndMs + s.windowMs
-    const stalled = samples === 0 && this.inFlightNow >= this.cap
+    const stalled = samples === 0 && this.slots.inFlight >= this.cap
     if (samples < s.minSamples && !stalled && this.carried < MAX_CARRIED_WINDOWS && nowMs < end) {
       // Too few responses yet: the window goes on, its samples and peak kept.
       this.carried++
@@ -183,11 +174,11 @@ export class AdaptiveGate {
     this.lastSamples = samples
     if (samples > 0) this.lastPercentileMs = percentileMs
     this.sketch = this.newSketch()
-    this.peak = this.inFlightNow
+    this.peak = this.slots.inFlight
     this.carried = 0
     // Windows with no event at all: nothing completed in them.
     for (let idle = 0; nowMs >= end && idle < MAX_IDLE_WINDOWS; idle++) {
-      this.closeWindow(0, 0, this.inFlightNow)
+      this.closeWindow(0, 0, this.slots.inFlight)
       this.lastSamples = 0
       end += s.windowMs
     }
@@ -198,7 +189,7 @@ export class AdaptiveGate {
   private closeWindow(samples: number, percentileMs: number, peak: number, overdue = false): void {
     this.control = nextControlState(
       this.control,
-      { samples, percentileMs, peakInFlight: peak, inFlight: this.inFlightNow, overdue },
+      { samples, percentileMs, peakInFlight: peak, inFlight: this.slots.inFlight, overdue },
       this.settings,
     )
     this.cap = Math.max(1, Math.floor(this.control.limit + 1e-9))
@@ -219,8 +210,8 @@ export class AdaptiveGate {
     return {
       ruleId: this.ruleId,
       limit: this.cap,
-      inFlight: this.inFlightNow,
-      clients: this.holders,
+      inFlight: this.slots.inFlight,
+      clients: this.slots.holders,
       percentile: s.percentile,
       percentileMs: this.lastPercentileMs,
       baselineMs,

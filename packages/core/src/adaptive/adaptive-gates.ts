@@ -5,15 +5,22 @@ import { AdaptiveGate } from './adaptive-gate.js'
 import type { AdaptiveState } from './adaptive-state.js'
 import { SKETCH_PACKAGE, sketchFactory } from './latency-sketch.js'
 
-/** Whether a compiled rule is an adaptive one (decided here, never by a store). */
+/**
+ * Whether a compiled rule is an adaptive rule's own state, decided by its gate on this host and
+ * never by a store. The states derived from an adaptive rule (its ban's refusals and block)
+ * carry the same rule but are kept by the store like any other rule's.
+ */
 export function isAdaptive(rule: CompiledRule): boolean {
-  return rule.rule.algorithm === 'adaptive'
+  return rule.rule.algorithm === 'adaptive' && rule.algorithm.name === 'concurrency'
 }
 
 /**
  * The gates of one limiter's adaptive rules. A gate lives as long as its rule is in force
  * unchanged (same id, settings and key), so a rules swap that keeps the rule keeps its limit,
- * its baseline and its requests in flight.
+ * its baseline and its requests in flight. A swap that changes the rule's settings (or key)
+ * starts a new limit and baseline, but the requests in flight are still the host's: the new
+ * gate takes over the old one's slots. A rule that left the set and came back later starts
+ * afresh; the requests of the rule that left give their slots back to its own gate.
  */
 export class AdaptiveGates {
   /** Gates in force, by what makes a gate the same across rule sets. */
@@ -25,10 +32,15 @@ export class AdaptiveGates {
   private lastRule: CompiledRule | undefined
   private lastGate: AdaptiveGate | undefined
 
-  /** Whether any adaptive rule is in force: the store's hot path checks nothing else then. */
+  /**
+   * Whether this limiter ever prepared an adaptive rule: until then, the store's hot path
+   * checks nothing else. Not whether one is in force: a request matched before a swap took its
+   * adaptive rule away (its limit function answering meanwhile) is still decided by its gate.
+   */
   get any(): boolean {
-    return this.live.size > 0
+    return this.prepared
   }
+  private prepared = false
 
   /**
    * Give each adaptive rule of a set its gate (the one in force when the rule did not change).
@@ -38,6 +50,7 @@ export class AdaptiveGates {
   prepare(rules: readonly CompiledRule[], label: string): void {
     const adaptive = rules.filter(isAdaptive)
     if (adaptive.length === 0) return
+    this.prepared = true
     const newSketch = sketchFactory()
     if (!newSketch) {
       const i = rules.indexOf(adaptive[0]!)
@@ -61,14 +74,18 @@ export class AdaptiveGates {
       }
     }
     if (issues.length > 0) throw new RulesValidationError(issues)
+    // The gates in force by owner (rule id, or gate name), whatever their settings.
+    const owned = new Map<string, AdaptiveGate>()
+    for (const [id, gate] of this.live) owned.set(ownerOf(id), gate)
     const fresh = new Map<string, AdaptiveGate>()
     for (const c of adaptive) {
       if (this.byRule.has(c)) continue
       const id = identity(c)
-      const gate =
-        fresh.get(id) ??
-        this.live.get(id) ??
-        new AdaptiveGate(c.rule.adaptive!.gate ?? c.rule.id, c.rule.adaptive!, newSketch)
+      let gate = fresh.get(id) ?? this.live.get(id)
+      if (gate === undefined) {
+        const name = c.rule.adaptive!.gate ?? c.rule.id
+        gate = new AdaptiveGate(name, c.rule.adaptive!, newSketch, owned.get(ownerOf(id)))
+      }
       fresh.set(id, gate)
       this.byRule.set(c, gate)
     }
@@ -84,14 +101,28 @@ export class AdaptiveGates {
       live.set(identity(c), gate)
       byId.set(c.rule.id, gate)
     }
+    const kept = new Set(live.values())
+    for (const gate of kept) {
+      const before = gate.predecessor
+      if (before === undefined) continue
+      // Only now is the replacement in force (a set refused after prepare() changes nothing).
+      if (!kept.has(before)) before.successor = gate
+      gate.predecessor = undefined
+    }
     this.live = live
     this.byId = byId
+    this.lastRule = undefined
+    this.lastGate = undefined
   }
 
-  /** The gate of a compiled adaptive rule; undefined for a rule never prepared. */
+  /**
+   * The gate that decides for a compiled adaptive rule: its own, or the one that replaced it in
+   * force; undefined for a rule never prepared.
+   */
   gateOf(rule: CompiledRule): AdaptiveGate | undefined {
     if (rule === this.lastRule) return this.lastGate
-    const gate = this.byRule.get(rule)
+    let gate = this.byRule.get(rule)
+    while (gate?.successor !== undefined) gate = gate.successor
     if (gate !== undefined) {
       this.lastRule = rule
       this.lastGate = gate
@@ -115,9 +146,9 @@ export class AdaptiveGates {
   /** Add the slots each adaptive rule in force holds now to `into` (by rule id). */
   addInFlight(into: Map<string, number>): Map<string, number> {
     for (const [id, gate] of this.byId) {
-      // A shared gate's slots are counted per rule by the limiter's holdings.
-      if (gate.shared) continue
-      if (gate.inFlight > 0) into.set(id, (into.get(id) ?? 0) + gate.inFlight)
+      // A shared gate's slots are told apart by rule.
+      const n = gate.shared ? gate.slots.ofRule(id) : gate.inFlight
+      if (n > 0) into.set(id, (into.get(id) ?? 0) + n)
     }
     return into
   }
@@ -135,6 +166,12 @@ export class AdaptiveGates {
 function identity(c: CompiledRule): string {
   const a = c.rule.adaptive!
   const settings = JSON.stringify({ ...a, priority: undefined })
-  const owner = a.gate === undefined ? c.stateId : `gate:${a.gate}`
-  return `${owner}|${c.rule.key.join(',')}|${settings}`
+  // Rule ids and gate names cannot hold '|' or '\u0000'.
+  if (a.gate !== undefined) return `gate:${a.gate}\u0000${c.rule.key.join(',')}|${settings}`
+  return `rule:${c.rule.id}\u0000${c.stateId}|${c.rule.key.join(',')}|${settings}`
+}
+
+/** The rule id or gate name of an identity: what a gate's slots belong to across settings. */
+function ownerOf(identity: string): string {
+  return identity.slice(0, identity.indexOf('\u0000'))
 }

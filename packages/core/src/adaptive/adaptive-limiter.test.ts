@@ -117,9 +117,9 @@ describe('adaptive rule through the limiter', () => {
     expect(check()).toMatchObject({ allowed: false, action: 'drop' })
   })
 
-  it('keeps its gate across a rules swap that leaves it unchanged, and starts afresh when it changes', () => {
+  it('keeps its gate across a rules swap that leaves it unchanged; a change starts a new limit but keeps the requests in flight', () => {
     const { limiter, check } = setup()
-    check()
+    const first = check()
     const rule = limiter.rules[0]!
     const input = {
       id: 'shed',
@@ -129,8 +129,13 @@ describe('adaptive rule through the limiter', () => {
     limiter.updateRules([input, { id: 'other', limit: 5, window: '1s' }])
     expect(limiter.rules[0]).not.toBe(rule)
     expect(limiter.adaptive('shed')!.inFlight).toBe(1)
-    limiter.updateRules([{ ...input, adaptive: { target: '200ms', initialLimit: 3 } }])
-    expect(limiter.adaptive('shed')).toMatchObject({ inFlight: 0, targetMs: 200 })
+    limiter.updateRules([{ ...input, adaptive: { target: '200ms', initialLimit: 2 } }])
+    // The request admitted before the change still runs: it counts against the new limit.
+    expect(limiter.adaptive('shed')).toMatchObject({ inFlight: 1, limit: 2, targetMs: 200 })
+    expect(check().allowed).toBe(true)
+    expect(check().allowed).toBe(false)
+    limiter.release(first)
+    expect(limiter.adaptive('shed')).toMatchObject({ inFlight: 1, clients: 1 })
     limiter.updateRules([{ id: 'other', limit: 5, window: '1s' }])
     expect(limiter.adaptive('shed')).toBeUndefined()
   })

@@ -1,5 +1,6 @@
 import { newResult, type AlgorithmResult } from '../algorithms/algorithm.js'
 import { FloodgateError } from '../errors.js'
+import { validResults } from '../limiter-decide.js'
 import { describeAnswer } from '../limiter-entry.js'
 import type { ConsumeEntry, RefundEntry, StateEntry, Store } from '../stores/store.js'
 import type { AdaptiveGate } from './adaptive-gate.js'
@@ -9,11 +10,6 @@ type Answer = readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
 
 function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
   return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
-}
-
-/** Whether a store's answer has one result per entry asked (the limiter checks the rest). */
-function hasLength(answer: unknown, n: number): boolean {
-  return Array.isArray(answer) && answer.length === n
 }
 
 /** Whether an adaptive entry's rule is background traffic, shed first. */
@@ -114,7 +110,8 @@ export class AdaptiveStore implements Store {
     if (n === 1) {
       // The common case: one adaptive rule, no store call at all.
       const e = entries[0]!
-      gateOf(this.gates, e).decide(e.key, e.cost, nowMs, true, this.oneResult, background(e))
+      const out = this.oneResult
+      gateOf(this.gates, e).decide(e.key, e.cost, nowMs, true, out, e.rule.rule.id, background(e))
       return this.one
     }
     return this.mixed(entries, nowMs)
@@ -134,16 +131,18 @@ export class AdaptiveStore implements Store {
         continue
       }
       const r = newResult()
-      gateOf(this.gates, e).decide(e.key, e.cost, nowMs, false, r, background(e))
+      gateOf(this.gates, e).decide(e.key, e.cost, nowMs, false, r, e.rule.rule.id, background(e))
       results[i] = r
       if (!r.allowed && !e.shadow) refused = true
     }
-    if (others.length === 0) return this.settle(entries, results, refused)
+    if (others.length === 0) return this.settle(entries, results, refused, nowMs)
     // Refused anyway: the other rules only report their state, charging nothing.
     const asked = refused ? others.map((e) => ({ ...e, cost: 0, maxWaitMs: 0 })) : others
     const answer = this.inner.consume(asked, nowMs)
     const merge = (a: readonly AlgorithmResult[]): readonly AlgorithmResult[] => {
-      if (!hasLength(a, others.length)) {
+      // Checked as the limiter checks it, before any slot is taken: an answer the limiter
+      // would then refuse (and fail open on) must not leave slots taken behind it.
+      if (!validResults(a, others.length)) {
         throw new FloodgateError(
           'FG_ERR_STORE_ANSWER_INVALID',
           `store answered ${describeAnswer(a)} for ${others.length} entries`,
@@ -164,18 +163,18 @@ export class AdaptiveStore implements Store {
     return isThenable(answer) ? Promise.resolve(answer).then(merge) : merge(answer)
   }
 
-  /** Every entry adaptive: take the slots of an admitted request. */
+  /**
+   * Every entry adaptive: take the slots of an admitted request, in a second look (two rules
+   * sharing a gate both fit at the first look, each without the other's slots).
+   */
   private settle(
     entries: readonly ConsumeEntry[],
     results: AlgorithmResult[],
     refused: boolean,
+    nowMs: number,
   ): readonly AlgorithmResult[] {
     if (refused) return results
-    for (let i = 0; i < entries.length; i++) {
-      const e = entries[i]!
-      if (results[i]!.allowed) gateOf(this.gates, e).take(e.key, e.cost)
-    }
-    return results
+    return this.takeSlots(entries, results, [], [], nowMs)
   }
 
   /**
@@ -194,15 +193,24 @@ export class AdaptiveStore implements Store {
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!
       if (!isAdaptive(e.rule)) continue
+      // Decided again and taken at once: this second look is the verdict, whatever the first
+      // one said (a shadow entry the first look refused may fit now, and then holds a slot).
       const r = results[i]!
-      gateOf(this.gates, e).decide(e.key, e.cost, nowMs, r.allowed, r, background(e))
+      gateOf(this.gates, e).decide(e.key, e.cost, nowMs, true, r, e.rule.rule.id, background(e))
       if (r.allowed) taken.push(e)
       else if (!e.shadow) refused = true
     }
     if (!refused) return results
-    for (const e of taken) gateOf(this.gates, e).release(e.key, e.cost)
+    for (const e of taken) gateOf(this.gates, e).release(e.key, e.cost, e.rule.rule.id)
     const charged = others.filter((_, j) => answer[j]!.allowed)
-    if (charged.length > 0) void Promise.resolve(this.inner.refund(charged, nowMs)).catch(() => {})
+    if (charged.length > 0) {
+      try {
+        void Promise.resolve(this.inner.refund(charged, nowMs)).catch(() => {})
+      } catch {
+        // The refusal stands: a store that cannot give a charge back keeps it, as it would have
+        // had the request been refused by the store itself.
+      }
+    }
     return results
   }
 
@@ -211,7 +219,7 @@ export class AdaptiveStore implements Store {
       // A request's one slot: the common release.
       const e = entries[0]!
       if (!isAdaptive(e.rule)) return this.inner.refund(entries, nowMs)
-      this.gates.gateOf(e.rule)?.release(e.key, e.cost)
+      this.gates.gateOf(e.rule)?.release(e.key, e.cost, e.rule.rule.id)
       return
     }
     if (!this.gates.any && !entries.some((e) => isAdaptive(e.rule))) {
@@ -220,7 +228,7 @@ export class AdaptiveStore implements Store {
     let rest: RefundEntry[] | undefined
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!
-      if (isAdaptive(e.rule)) this.gates.gateOf(e.rule)?.release(e.key, e.cost)
+      if (isAdaptive(e.rule)) this.gates.gateOf(e.rule)?.release(e.key, e.cost, e.rule.rule.id)
       else (rest ??= []).push(e)
     }
     if (rest === undefined) return

@@ -116,6 +116,45 @@ export const queueAndSlotScenarios: readonly AdapterScenario[] = [
     ],
   },
   {
+    name: 'adaptive + token bucket: a client gone before an asynchronous decision does not keep its slot',
+    rules: [
+      {
+        id: 'shed',
+        algorithm: 'adaptive',
+        // One slot, whatever the latency: a slot kept by the client that left refuses the rest.
+        adaptive: { target: '1s', window: '1m', initialLimit: 1, minLimit: 1, maxLimit: 1 },
+      },
+      { id: 'per-ip', limit: 100, window: '1m' },
+    ],
+    timeoutMs: 10_000,
+    steps: [
+      { abortBeforeDecision: GET('/') },
+      // The adaptive slot is taken when the store's answer comes; a round trip over a real
+      // socket first lets the server see the first client's disconnect.
+      { send: GET('/'), expect: { status: 200, body: OK }, raw: true },
+      { deliverHeld: true },
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { handlerCalls: 3 },
+    ],
+  },
+  {
+    name: 'adaptive: a throwing handler releases the slot',
+    rules: [
+      {
+        id: 'shed',
+        algorithm: 'adaptive',
+        adaptive: { target: '1s', window: '1m', initialLimit: 1, minLimit: 1, maxLimit: 1 },
+      },
+    ],
+    routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/boom', fail: true }],
+    steps: [
+      { send: GET('/boom'), expect: { status: 500 } },
+      { send: GET('/boom'), expect: { status: 500 } },
+      { send: GET('/'), expect: { status: 200 } },
+    ],
+  },
+  {
     name: 'concurrency: a throwing handler releases the slot',
     rules: [{ id: 'in-flight', algorithm: 'concurrency', limit: 1 }],
     routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/boom', fail: true }],
