@@ -52,3 +52,5 @@ export type {
   WarningsServeOptions,
 } from './misconfiguration-warnings.js'
 export { describeMisconfigurationWarnings } from './misconfiguration-warnings.js'
+export type { HeadersSentOptions, HeadersSentServe } from './headers-sent.js'
+export { describeHeadersAlreadySent } from './headers-sent.js'
