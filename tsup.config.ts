@@ -64,4 +64,9 @@ export default defineConfig({
   // `import.meta.url` in the CommonJS bundles (a syntax error there otherwise), `__dirname` in
   // the ES module ones: injected only into bundles that use them.
   shims: true,
+  // scripts/build-js.mjs builds every package in one process, moving between their folders:
+  // esbuild would otherwise resolve entries from the folder the process started in.
+  esbuildOptions(options) {
+    options.absWorkingDir = process.cwd()
+  },
 })

@@ -27,8 +27,6 @@ export const alias: Record<string, string> = {
 
 /** Options of {@link projectConfig}: what a package's tests need beyond the defaults. */
 export interface ProjectConfigOptions {
-  /** Run `test/**\/*.test-d.ts` type tests through tsc (`./tsconfig.typecheck.json`). */
-  readonly typecheck?: boolean
   readonly hookTimeout?: number
 }
 
@@ -41,14 +39,8 @@ export function projectConfig(options: ProjectConfigOptions = {}): UserWorkspace
       restoreMocks: true,
       testTimeout: 20_000,
       ...(options.hookTimeout !== undefined && { hookTimeout: options.hookTimeout }),
-      // Type tests (*.test-d.ts) run through tsc against the workspace sources.
-      ...(options.typecheck === true && {
-        typecheck: {
-          enabled: true,
-          include: ['test/**/*.test-d.ts'],
-          tsconfig: './tsconfig.typecheck.json',
-        },
-      }),
+      // Type tests (test/*.test-d.ts) are checked by `pnpm typecheck` with the rest of the
+      // repository, in one program: a tsc per package here would only repeat it.
     },
   })
 }

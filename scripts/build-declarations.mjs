@@ -1,18 +1,19 @@
-// Type declarations of the packages, in one process: `x.d.ts` from every module of a package's
-// src (its `tsconfig.dts.json`) and a CommonJS twin `x.d.cts` for its `require` exports.
+// Type declarations of the packages: `x.d.ts` from every module of a package's src (its
+// `tsconfig.dts.json`) and a CommonJS twin `x.d.cts` for its `require` exports.
 //
 //   node scripts/build-declarations.mjs              every package under packages/
 //   node scripts/build-declarations.mjs <dir>...     those packages (`.` from a package's folder)
 //
-// One process for all packages, because parsing TypeScript's lib and the @types every package
-// shares is most of the work: the parsed files are kept and reused by the next package.
-// `noCheck` (tsconfig.dts.json): the build only emits; `pnpm typecheck` checks the types.
+// The sources are written for `isolatedDeclarations` (tsconfig.dts.json): every exported
+// declaration states its type, so each file's declarations come from that file alone
+// (`ts.transpileDeclaration`), without a program, TypeScript's lib or any import. A missing
+// annotation fails the build with the file and line; `pnpm typecheck` checks the types.
 //
 // The twins: each package is `"type": "module"`, so TypeScript reads `x.d.ts` as ESM, while a
 // `require` consumer needs declarations it reads as CommonJS, whose relative imports name the
 // twins (`./y.cjs`, which resolves to `./y.d.cts`) so they stay CommonJS too.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
+import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 
@@ -42,10 +43,6 @@ function packageDirs(args) {
 
 // A relative specifier ending in `.js`, in `from '…'`, `import('…')` or `import '…'`.
 const relativeJs = /(\bfrom\s+|\bimport\s*\(\s*|\bimport\s+)(['"])(\.{1,2}\/[^'"]*)\.js\2/g
-
-/** Source files that never change during a build (TypeScript's lib, installed packages). */
-const shared = new Map()
-const isShared = (fileName) => fileName.includes('/node_modules/')
 
 function writeFile(fileName, text) {
   mkdirSync(dirname(fileName), { recursive: true })
@@ -79,23 +76,19 @@ for (const dir of packageDirs(process.argv.slice(2))) {
       },
     },
   )
-  removeDeclarations(config.options.outDir)
-  const host = ts.createCompilerHost(config.options)
-  const getSourceFile = host.getSourceFile.bind(host)
-  host.getSourceFile = (fileName, version, ...rest) => {
-    if (!isShared(fileName)) return getSourceFile(fileName, version, ...rest)
-    const key = `${fileName}\0${JSON.stringify(version)}`
-    if (!shared.has(key)) shared.set(key, getSourceFile(fileName, version, ...rest))
-    return shared.get(key)
+  const { options } = config
+  removeDeclarations(options.outDir)
+  const errors = [...config.errors]
+  for (const fileName of config.fileNames) {
+    const { outputText, diagnostics } = ts.transpileDeclaration(readFileSync(fileName, 'utf8'), {
+      compilerOptions: options,
+      fileName,
+      reportDiagnostics: true,
+    })
+    errors.push(...(diagnostics ?? []))
+    const out = join(options.outDir, relative(options.rootDir, fileName)).replace(/\.ts$/, '.d.ts')
+    writeFile(out, outputText)
   }
-  const program = ts.createProgram({
-    rootNames: config.fileNames,
-    options: config.options,
-    projectReferences: config.projectReferences,
-    host,
-  })
-  const { diagnostics } = program.emit(undefined, writeFile, undefined, true)
-  const errors = [...config.errors, ...program.getOptionsDiagnostics(), ...diagnostics]
   if (errors.length > 0) {
     failed = true
     console.error(ts.formatDiagnostics(errors, format))

@@ -1,3 +1,3 @@
 import { projectConfig } from '../../vitest.shared.ts'
 
-export default projectConfig({ typecheck: true })
+export default projectConfig()

@@ -1,11 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
-import { afterAll, afterEach, beforeEach, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeEach, expect, inject, it } from 'vitest'
 
 // Test support shared by the docs tests of every package (a private workspace package, never
 // published). A docs test reads the fenced blocks of a docs page and runs each one as a module, so
@@ -24,6 +24,27 @@ export interface Snippet {
   /** The block's text, without the indentation of its fence (a block inside a list item). */
   readonly code: string
 }
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /**
+     * The folder where this vitest run's docs tests leave the snippets they ran, for the one
+     * type-check of them all (`types.test.ts`); set by `global-setup.ts` in a run from the
+     * repository root.
+     */
+    floodgateDocsSnippets: string | undefined
+  }
+}
+
+/** A snippet as one runner wrote it to a file: the file, the snippet, the setup lines above it. */
+export interface SnippetFile {
+  readonly path: string
+  readonly snippet: Snippet
+  readonly setupLines: number
+}
+
+/** The list of its files each runner keeps in its folder of the run's snippet folder. */
+const RECORD = 'snippets.json'
 
 /** The text of `docs/<page>`. */
 export function readDoc(page: string): string {
@@ -76,19 +97,29 @@ export function where(snippet: Snippet): string {
  * so a snippet's imports resolve as they would in that package (its deps and devDeps; the
  * vitest aliases map `@floodgate/*` to the workspace sources). The folder is outside the
  * repository, so a run never leaves files that git, eslint or tsc would see.
+ *
+ * In a vitest run from the repository root, the folder is inside the run's snippet folder and
+ * stays there until the run ends: `types.test.ts` then type-checks the snippets of every
+ * package in one program, instead of one program per docs test.
  */
 export class SnippetRunner {
   private dir: string | undefined
   /** Every file run so far, with its snippet and how many lines of setup precede it. */
-  private readonly files: { path: string; snippet: Snippet; setupLines: number }[] = []
+  private readonly files: SnippetFile[] = []
+  private readonly runFolder = inject('floodgateDocsSnippets')
 
   /** @param packageDir - the package whose dependencies the snippets may import */
   constructor(private readonly packageDir: URL) {}
 
+  /** Whether the run type-checks these snippets with every other package's, after the tests. */
+  get checkedWithTheRun(): boolean {
+    return this.runFolder !== undefined
+  }
+
   // Made on the first run, so a test file that fails while loading leaves nothing behind.
   private folder(): string {
     if (this.dir === undefined) {
-      this.dir = mkdtempSync(join(tmpdir(), 'floodgate-docs-'))
+      this.dir = mkdtempSync(join(this.runFolder ?? tmpdir(), 'floodgate-docs-'))
       const modules = fileURLToPath(new URL('node_modules', this.packageDir))
       symlinkSync(modules, join(this.dir, 'node_modules'))
     }
@@ -111,34 +142,58 @@ export class SnippetRunner {
     writeFileSync(file, [...source, 'export {}\n'].join('\n'))
     const setupLines = around.before === undefined ? 0 : around.before.split('\n').length
     this.files.push({ path: file, snippet, setupLines })
+    if (this.runFolder !== undefined)
+      writeFileSync(join(this.folder(), RECORD), JSON.stringify(this.files))
     return (await import(file)) as Record<string, unknown>
   }
 
   /**
-   * Type-check every snippet run so far, with the repository's compiler options (strict;
-   * `@floodgate/*` mapped to the sources): a snippet a TypeScript user copies must compile,
-   * not only run. Returns the errors as `docs/<page>:<line>: message`, or `setup of …` for
-   * an error in the code a test put around the snippet.
+   * Type-check every snippet run so far (see {@link snippetTypeErrors}). A run from the
+   * repository root does this for all packages at once instead ({@link checkedWithTheRun}).
    */
   typeErrors(): string[] {
-    const root = fileURLToPath(repoRoot)
-    const config = ts.readConfigFile(join(root, 'tsconfig.json'), (f) => ts.sys.readFile(f))
-    const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, root)
-    // Nothing is emitted, so no declarations: an exported Express app's type has no name.
-    const program = ts.createProgram(
-      this.files.map((f) => f.path),
-      { ...options, noEmit: true, declaration: false },
-    )
-    // Only the snippet files are checked: the sources they import are checked by `pnpm typecheck`.
-    const diagnostics = this.files.flatMap(({ path }) => {
-      const source = program.getSourceFile(path)
-      return source === undefined
-        ? []
-        : [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)]
-    })
-    const errors: string[] = []
+    return snippetTypeErrors(this.files)
+  }
+
+  /**
+   * Remove the temporary folder (the `node_modules` link, not what it points to), unless the
+   * run still has to type-check it (the run removes it when it ends).
+   */
+  close(): void {
+    if (this.dir !== undefined && this.runFolder === undefined)
+      rmSync(this.dir, { recursive: true, force: true })
+    this.dir = undefined
+  }
+}
+
+/**
+ * Type-check snippet files in one program, with the repository's compiler options (strict;
+ * `@floodgate/*` mapped to the sources): a snippet a TypeScript user copies must compile, not
+ * only run. Each file resolves its imports from its own folder, so the snippets of every
+ * package can share the program. Returns the errors as `docs/<page>:<line>: message`, or
+ * `setup of …` for an error in the code a test put around the snippet.
+ */
+export function snippetTypeErrors(files: readonly SnippetFile[]): string[] {
+  const root = fileURLToPath(repoRoot)
+  const config = ts.readConfigFile(join(root, 'tsconfig.json'), (f) => ts.sys.readFile(f))
+  const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, root)
+  // Nothing is emitted, so no declarations: an exported Express app's type has no name.
+  const program = ts.createProgram(
+    files.map((f) => f.path),
+    { ...options, noEmit: true, declaration: false },
+  )
+  // Only the snippet files are checked: the sources they import are checked by `pnpm typecheck`.
+  const byPath = new Map(files.map((f) => [f.path, f]))
+  const errors: string[] = []
+  for (const { path } of files) {
+    const source = program.getSourceFile(path)
+    if (source === undefined) continue
+    const diagnostics = [
+      ...program.getSyntacticDiagnostics(source),
+      ...program.getSemanticDiagnostics(source),
+    ]
     for (const d of diagnostics) {
-      const file = this.files.find((f) => f.path === d.file?.fileName)
+      const file = byPath.get(d.file?.fileName ?? '')
       if (!file || !d.file) continue
       const line = d.file.getLineAndCharacterOfPosition(d.start ?? 0).line - file.setupLines
       const inSnippet = line >= 0 && line < file.snippet.code.split('\n').length
@@ -147,14 +202,39 @@ export class SnippetRunner {
         : `setup of ${where(file.snippet)}`
       errors.push(`${at}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`)
     }
-    return errors
   }
+  return errors
+}
 
-  /** Remove the temporary folder (the `node_modules` link, not what it points to). */
-  close(): void {
-    if (this.dir !== undefined) rmSync(this.dir, { recursive: true, force: true })
-    this.dir = undefined
-  }
+/** Every snippet file the runners of this vitest run wrote into the run's `folder`. */
+export function recordedSnippets(folder: string): SnippetFile[] {
+  return readdirSync(folder, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .flatMap((entry) => {
+      const record = join(folder, entry.name, RECORD)
+      try {
+        return JSON.parse(readFileSync(record, 'utf8')) as SnippetFile[]
+      } catch (err) {
+        // A runner that ran nothing wrote no record.
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
+        throw err
+      }
+    })
+}
+
+/**
+ * Register a test that type-checks every snippet `runner` ran, last in the file; in a run from
+ * the repository root, none: `types.test.ts` checks them with every package's, in one program.
+ */
+export function itTypeChecks(runner: SnippetRunner, title = 'the snippets type-check'): void {
+  if (runner.checkedWithTheRun) return
+  it(
+    title,
+    () => {
+      expect(runner.typeErrors()).toEqual([])
+    },
+    60_000,
+  )
 }
 
 /** `http://<address>:<port>` of a listening server; loopback when it listens on every address. */
@@ -220,7 +300,7 @@ export interface DocsHarness {
   readonly runner: SnippetRunner
   /** The current test's {@link FreePorts} (a new one for every test, closed after it). */
   ports(): FreePorts
-  /** Register, last in the file, a test that type-checks every snippet the tests ran. */
+  /** Register, last in the file, a test that type-checks every snippet the tests ran (see {@link itTypeChecks}). */
   itTypeChecks(): void
 }
 
@@ -246,9 +326,7 @@ export function docsHarness(packageDir: URL): DocsHarness {
       return current
     },
     itTypeChecks() {
-      it('the snippets type-check', () => {
-        expect(runner.typeErrors()).toEqual([])
-      }, 60_000)
+      itTypeChecks(runner)
     },
   }
 }

@@ -71,3 +71,45 @@ describe('the module graph of each package', () => {
     expect(circles(graph)).toEqual([['a', 'b', 'c']])
   })
 })
+
+/** The imports in `graph` of a file outside `allowed` folders into `folder`, as `from -> to`. */
+function importsInto(
+  graph: Map<string, string[]>,
+  src: string,
+  folder: string,
+  allowed: readonly string[],
+): string[] {
+  const top = (file: string): string => relative(src, file).split('/')[0]!
+  return [...graph]
+    .filter(([from]) => !allowed.includes(top(from)))
+    .flatMap(([from, targets]) =>
+      targets
+        .filter((to) => top(to) === folder)
+        .map((to) => `${relative(src, from)} -> ${relative(src, to)}`),
+    )
+}
+
+// Core's layers: the limiter below, the adapter toolkit (http/) on it, the shared suites
+// (testing/) on both. A module of a lower layer importing a higher one would tie the limiter to
+// HTTP or to the test suites.
+describe("core's layers", () => {
+  const src = join(root, 'packages', 'core', 'src')
+  const graph = importGraph(sources('core'))
+
+  it.each([
+    ['http', ['http', 'testing']],
+    ['testing', ['testing']],
+  ])('%s/ is imported only from %j', (folder, allowed) => {
+    expect(importsInto(graph, src, folder, allowed)).toEqual([])
+  })
+
+  it('finds an import into a higher layer when there is one (the check itself works)', () => {
+    const fake = new Map([
+      [join(src, 'limiter.ts'), [join(src, 'http', 'headers.ts')]],
+      [join(src, 'http', 'headers.ts'), [join(src, 'decision.ts')]],
+    ])
+    expect(importsInto(fake, src, 'http', ['http', 'testing'])).toEqual([
+      'limiter.ts -> http/headers.ts',
+    ])
+  })
+})

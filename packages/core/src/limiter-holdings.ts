@@ -60,7 +60,7 @@ export class Holdings implements QueuePlaces {
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly logger: Logger,
-    private readonly latency?: LatencySink,
+    private readonly latency?: LatencySink | undefined,
   ) {}
 
   /** Take a place in the rule's queue for this key; undefined when the queue is full. */

@@ -81,7 +81,7 @@ const EMPTY_COMPILED: CompiledRules = { rules: [], match: () => [] }
  */
 export class RuleRegistry<Req> {
   compiled: CompiledRules = EMPTY_COMPILED
-  readonly countsByRule = new Map<string, DecisionCounts>()
+  readonly countsByRule: Map<string, DecisionCounts> = new Map()
   private readonly runtimes = new WeakMap<CompiledRule, RuleRuntime>()
   private readonly matchCache = new WeakMap<readonly CompiledRule[], RuleRuntime[]>()
   private readonly routeSets: CompiledRules[] = []
@@ -98,8 +98,8 @@ export class RuleRegistry<Req> {
     private readonly keys: KeyBuilders<Req>,
     private readonly ipv6Subnet: number,
     private readonly denyRefusal: DenyRefusal,
-    private readonly limits?: LimitSettings<Req>,
-    private readonly gates?: AdaptiveGates,
+    private readonly limits?: LimitSettings<Req> | undefined,
+    private readonly gates?: AdaptiveGates | undefined,
   ) {}
 
   get rules(): readonly Rule[] {

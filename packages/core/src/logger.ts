@@ -13,7 +13,7 @@ const noop = (): void => {}
 export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop }
 
 /** Scope a logger to Floodgate, with pino's `child` when the logger has it. */
-export function scopeLogger(logger: Logger | undefined, component = 'floodgate'): Logger {
+export function scopeLogger(logger: Logger | undefined, component: string = 'floodgate'): Logger {
   if (!logger) return silentLogger
   return logger.child ? logger.child({ component }) : logger
 }

@@ -44,7 +44,7 @@ export class SpaceSaving {
   }
 
   /** Count one occurrence of `key` (or `weight` occurrences). */
-  add(key: string, weight = 1): void {
+  add(key: string, weight: number = 1): void {
     this.added += weight
     const slot = this.index.get(key)
     if (slot !== undefined) {
@@ -70,7 +70,7 @@ export class SpaceSaving {
   }
 
   /** The monitored keys, largest estimate first, at most `limit` of them. */
-  top(limit = this.capacity): HeavyHitter[] {
+  top(limit: number = this.capacity): HeavyHitter[] {
     return this.heap
       .map((s) => ({ key: s.key, count: s.count, error: s.error }))
       .sort((a, b) => b.count - a.count || a.error - b.error || (a.key < b.key ? -1 : 1))

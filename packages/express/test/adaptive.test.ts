@@ -1,6 +1,6 @@
-import type { AddressInfo } from 'node:net'
+import { createServer } from 'node:http'
 import { rateLimit } from '@floodgate/express'
-import { describeAdaptiveShedding } from '@floodgate/core/testing'
+import { describeAdaptiveShedding, listenOnLoopback } from '@floodgate/core/testing'
 import express, { type Request } from 'express'
 import type { Limiter } from '@floodgate/core'
 
@@ -11,14 +11,5 @@ describeAdaptiveShedding('express', async (limiter, work) => {
     await work()
     res.send('ok')
   })
-  const server = app.listen(0, '127.0.0.1')
-  await new Promise<void>((resolve) => server.once('listening', resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  }
+  return listenOnLoopback(createServer(app))
 })

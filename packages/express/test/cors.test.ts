@@ -1,7 +1,7 @@
-import type { AddressInfo } from 'node:net'
+import { createServer } from 'node:http'
 import { rateLimit, type ExpressRateLimitOptions } from '@floodgate/express'
 import express, { type NextFunction, type Request, type Response } from 'express'
-import { describeCorsExposure } from '@floodgate/core/testing'
+import { describeCorsExposure, listenOnLoopback } from '@floodgate/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 
 // A CORS middleware shaped like `cors`: it answers preflights itself and exposes its own names.
@@ -25,16 +25,9 @@ async function serve(options: ExpressRateLimitOptions, withCors: boolean): Promi
   if (withCors) app.use(cors)
   app.use(rateLimit([{ id: 'per-ip', limit: 1, window: '1m' }], options))
   app.put('/items', (_req, res) => void res.send('ok'))
-  const server = app.listen(0, '127.0.0.1')
-  await new Promise<void>((resolve) => server.once('listening', resolve))
-  closers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  )
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/items`
+  const { url, close } = await listenOnLoopback(createServer(app))
+  closers.push(close)
+  return `${url}/items`
 }
 
 describeCorsExposure('express', serve)

@@ -1,6 +1,7 @@
-import type { AddressInfo } from 'node:net'
+import { createServer } from 'node:http'
 import {
   echoRateLimit,
+  listenOnLoopback,
   type HarnessSetup,
   type RunningApp,
   type ScenarioRoute,
@@ -34,11 +35,10 @@ export async function startExpress(setup: HarnessSetup): Promise<RunningApp> {
   app.use((_err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     res.status(500).json({ error: 'boom' })
   })
-  const server = app.listen(0, '127.0.0.1')
-  await new Promise<void>((resolve) => server.once('listening', resolve))
-  const { port } = server.address() as AddressInfo
+  const server = createServer(app)
+  const { url, close } = await listenOnLoopback(server)
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     async send(req) {
       const agent = request(server)
       const r = await (req.method === 'GET' ? agent.get(req.path) : agent.post(req.path)).set(
@@ -46,10 +46,6 @@ export async function startExpress(setup: HarnessSetup): Promise<RunningApp> {
       )
       return { status: r.status, headers: r.headers, text: r.text }
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close,
   }
 }

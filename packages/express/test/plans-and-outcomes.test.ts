@@ -1,6 +1,6 @@
-import type { AddressInfo } from 'node:net'
+import { createServer } from 'node:http'
 import { rateLimit } from '@floodgate/express'
-import { describePlansAndOutcomes } from '@floodgate/core/testing'
+import { describePlansAndOutcomes, listenOnLoopback } from '@floodgate/core/testing'
 import express, { type Request } from 'express'
 import type { Limiter } from '@floodgate/core'
 
@@ -11,14 +11,5 @@ describePlansAndOutcomes('express', async (limiter, options) => {
   app.post('/login', (req, res) => void res.status(Number(req.get('x-status') ?? 200)).end())
   // Never answers: the client goes away first.
   app.get('/hang', () => {})
-  const server = app.listen(0, '127.0.0.1')
-  await new Promise<void>((resolve) => server.once('listening', resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  }
+  return listenOnLoopback(createServer(app))
 })

@@ -1,6 +1,10 @@
-import type { AddressInfo } from 'node:net'
+import { createServer } from 'node:http'
 import type { Limiter } from '@floodgate/core'
-import { describeSpellingProperty, type SpellingVariant } from '@floodgate/core/testing'
+import {
+  describeSpellingProperty,
+  type SpellingVariant,
+  listenOnLoopback,
+} from '@floodgate/core/testing'
 import { rateLimit } from '@floodgate/express'
 import express, { type Request } from 'express'
 
@@ -17,16 +21,7 @@ function variant(name: string, caseSensitive: boolean, strict: boolean): Spellin
           res.json({ route: r.path, params: req.params })
         })
       }
-      const server = app.listen(0, '127.0.0.1')
-      await new Promise<void>((resolve) => server.once('listening', resolve))
-      return {
-        port: (server.address() as AddressInfo).port,
-        close: () =>
-          new Promise<void>((resolve) => {
-            server.closeAllConnections()
-            server.close(() => resolve())
-          }),
-      }
+      return listenOnLoopback(createServer(app))
     },
   }
 }

@@ -302,4 +302,7 @@ async function floodgate(
  * await app.register(rateLimit, { rules: [{ id: 'per-ip', limit: 100, window: '1m' }] })
  * app.post('/export', { config: { rateLimit: { cost: 10 } } }, exportHandler)
  */
-export const rateLimit = fp(floodgate, { fastify: '5.x', name: '@floodgate/fastify' })
+export const rateLimit: (
+  fastify: FastifyInstance,
+  options: FastifyRateLimitOptions,
+) => Promise<void> = fp(floodgate, { fastify: '5.x', name: '@floodgate/fastify' })

@@ -1,6 +1,6 @@
-import type { AddressInfo } from 'node:net'
+import { createServer } from 'node:http'
 import { rateLimit } from '@floodgate/koa'
-import { describeAdaptiveShedding } from '@floodgate/core/testing'
+import { describeAdaptiveShedding, listenOnLoopback } from '@floodgate/core/testing'
 import type { Limiter } from '@floodgate/core'
 import Koa, { type Context } from 'koa'
 
@@ -12,14 +12,5 @@ describeAdaptiveShedding('koa', async (limiter, work) => {
     await work()
     ctx.body = 'ok'
   })
-  const server = app.listen(0, '127.0.0.1')
-  await new Promise<void>((resolve) => server.once('listening', resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  }
+  return listenOnLoopback(createServer((req, res) => void app.callback()(req, res)))
 })

@@ -1,7 +1,7 @@
-import type { AddressInfo } from 'node:net'
+import { createServer } from 'node:http'
 import { rateLimit, type KoaRateLimitOptions } from '@floodgate/koa'
 import Koa, { type Context, type Next } from 'koa'
-import { describeCorsExposure } from '@floodgate/core/testing'
+import { describeCorsExposure, listenOnLoopback } from '@floodgate/core/testing'
 import { afterEach, describe, expect, it } from 'vitest'
 
 // A CORS middleware shaped like `@koa/cors`: it answers preflights itself and exposes its own names.
@@ -27,16 +27,11 @@ async function serve(options: KoaRateLimitOptions, withCors: boolean): Promise<s
   app.use((ctx) => {
     if (ctx.method === 'PUT' && ctx.path === '/items') ctx.body = 'ok'
   })
-  const server = app.listen(0, '127.0.0.1')
-  await new Promise<void>((resolve) => server.once('listening', resolve))
-  closers.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+  const { url, close } = await listenOnLoopback(
+    createServer((req, res) => void app.callback()(req, res)),
   )
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/items`
+  closers.push(close)
+  return `${url}/items`
 }
 
 describeCorsExposure('koa', serve)

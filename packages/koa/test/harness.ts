@@ -1,8 +1,8 @@
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import type { Limiter } from '@floodgate/core'
 import {
   echoRateLimit,
+  listenOnLoopback,
   type HarnessSetup,
   type RunningApp,
   type ScenarioRoute,
@@ -48,11 +48,10 @@ export async function startKoa(setup: HarnessSetup): Promise<RunningApp> {
   app.use(early.routes())
   app.use(rateLimit(limiter, setup.options))
   app.use(late.routes())
-  const server = createServer((req, res) => void app.callback()(req, res)).listen(0, '127.0.0.1')
-  await new Promise<void>((resolve) => server.once('listening', resolve))
-  const { port } = server.address() as AddressInfo
+  const server = createServer((req, res) => void app.callback()(req, res))
+  const { url, close } = await listenOnLoopback(server)
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     async send(req) {
       const agent = request(server)
       const r = await (req.method === 'GET' ? agent.get(req.path) : agent.post(req.path)).set(
@@ -60,10 +59,6 @@ export async function startKoa(setup: HarnessSetup): Promise<RunningApp> {
       )
       return { status: r.status, headers: r.headers, text: r.text }
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
+    close,
   }
 }

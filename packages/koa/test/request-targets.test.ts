@@ -1,7 +1,11 @@
-import type { AddressInfo } from 'node:net'
+import { createServer } from 'node:http'
 import Router from '@koa/router'
 import type { Limiter } from '@floodgate/core'
-import { describeSpellingProperty, type SpellingVariant } from '@floodgate/core/testing'
+import {
+  describeSpellingProperty,
+  type SpellingVariant,
+  listenOnLoopback,
+} from '@floodgate/core/testing'
 import { rateLimit } from '@floodgate/koa'
 import Koa, { type Context } from 'koa'
 
@@ -18,16 +22,7 @@ function variant(name: string, sensitive: boolean, strict: boolean): SpellingVar
         })
       }
       app.use(router.routes())
-      const server = app.listen(0, '127.0.0.1')
-      await new Promise<void>((resolve) => server.once('listening', resolve))
-      return {
-        port: (server.address() as AddressInfo).port,
-        close: () =>
-          new Promise<void>((resolve) => {
-            server.closeAllConnections()
-            server.close(() => resolve())
-          }),
-      }
+      return listenOnLoopback(createServer((req, res) => void app.callback()(req, res)))
     },
   }
 }

@@ -46,7 +46,9 @@ export const ENTRY_FIELDS = [
   { name: 'max_wait', type: 'd' },
   { name: 'shadow', type: 'd' },
   { name: 'size', type: 'd' },
-] as const satisfies readonly WireField[]
+] as const
+const entryFieldsAreWireFields: readonly WireField[] = ENTRY_FIELDS
+void entryFieldsAreWireFields
 
 type FieldName = (typeof ENTRY_FIELDS)[number]['name']
 
@@ -62,7 +64,7 @@ export const ENTRY_OFFSET: Readonly<Record<FieldName, number>> = (() => {
 })()
 
 /** Bytes of an entry in the packed batch. */
-export const ENTRY_BYTES = ENTRY_FIELDS.reduce((n, f) => n + TYPE_BYTES[f.type], 0)
+export const ENTRY_BYTES: number = ENTRY_FIELDS.reduce((n, f) => n + TYPE_BYTES[f.type], 0)
 
 /**
  * What a request asks, by its index on the wire: `c` consume (all-or-nothing), `r` refund,
@@ -78,10 +80,10 @@ export type WireMode = (typeof WIRE_MODES)[number]
 export const REQUEST_HEADER_FORMAT = '<hB'
 
 /** Bytes of a request's header in the packed batch. */
-export const REQUEST_HEADER_BYTES = TYPE_BYTES.h + TYPE_BYTES.B
+export const REQUEST_HEADER_BYTES: number = TYPE_BYTES.h + TYPE_BYTES.B
 
 /** `struct` format of one entry, for the script's `struct.unpack`. */
-export const ENTRY_FORMAT = `<${ENTRY_FIELDS.map((f) => f.type).join('')}`
+export const ENTRY_FORMAT: string = `<${ENTRY_FIELDS.map((f) => f.type).join('')}`
 
 /** Integers returned per entry: allowed, waitMs, limit, remaining, resetMs, retryAfterMs. */
 export const RESULT_FIELDS = 6

@@ -27,7 +27,8 @@ export const REDACTED_PATHS: readonly string[] = [
  * `secret`, `password`, `sig`… Matching a part of the name over-redacts a little (`monkey`),
  * which is harmless; missing one leaks a credential.
  */
-export const SECRET_PARAM = /token|key|secret|passw|pwd|auth|sig|session|jwt|credential|cookie/i
+export const SECRET_PARAM: RegExp =
+  /token|key|secret|passw|pwd|auth|sig|session|jwt|credential|cookie/i
 
 // `?name=value` or `&name=value` (also `;`), in a URL that may sit inside a JSON string: the value
 // runs to the next separator or the string's closing quote, and a JSON escape (`\"`) is part of it.

@@ -2,7 +2,7 @@
  * What a service may be called: it appears in URLs and in hosts' configuration, so letters,
  * digits, '.', '_' and '-', starting with a letter or a digit, at most 100 characters.
  */
-export const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/
+export const SERVICE_NAME: RegExp = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/
 
 /**
  * Throw when a configured service name (option or token scope) could never be addressed.

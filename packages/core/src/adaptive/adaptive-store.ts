@@ -47,7 +47,9 @@ export const STORE_MEMBERS = [
   'recordedLimits',
   'retain',
   'close',
-] as const satisfies readonly (keyof Store)[]
+] as const
+const onlyMembers: readonly (keyof Store)[] = STORE_MEMBERS
+void onlyMembers
 type Unlisted = Exclude<keyof Store, (typeof STORE_MEMBERS)[number]>
 const everyMemberListed: [Unlisted] extends [never] ? true : Unlisted = true
 void everyMemberListed

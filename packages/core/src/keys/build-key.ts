@@ -131,7 +131,7 @@ export function compileKey<Req>(
   rule: Rule,
   builders: KeyBuilders<Req>,
   ipv6Subnet: number,
-  path = `rule "${rule.id}"`,
+  path: string = `rule "${rule.id}"`,
 ): KeyFn {
   const parts = rule.key.map((p) => partFn(p, builders, ipv6Subnet, `${path}.key`))
   const fallback: KeyFn =

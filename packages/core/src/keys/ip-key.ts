@@ -108,7 +108,7 @@ function parseIpv6(input: string): number[] | undefined {
  * @param ipv6Subnet - prefix length IPv6 addresses are masked to (1-128)
  * @returns the key, or undefined when there is no address
  */
-export function ipKey(ip: string | undefined, ipv6Subnet = 64): string | undefined {
+export function ipKey(ip: string | undefined, ipv6Subnet: number = 64): string | undefined {
   if (!ip) return undefined
   // Fast path: the common dotted IPv4 form needs no work.
   if (isCanonicalIpv4(ip)) return ip

@@ -68,7 +68,12 @@ export function checkIntInRange(
 }
 
 /** An optional integer from 1 to `max`; `def` when left out. */
-export function checkPositiveInt(name: string, v: unknown, def: number, max = 2 ** 31 - 1): number {
+export function checkPositiveInt(
+  name: string,
+  v: unknown,
+  def: number,
+  max: number = 2 ** 31 - 1,
+): number {
   return checkIntInRange(name, v, def, 1, max)
 }
 

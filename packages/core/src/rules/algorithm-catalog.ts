@@ -12,13 +12,15 @@ export const ALGORITHM_NAMES = [
   'sliding-window-counter',
   'leaky-bucket',
   'concurrency',
-] as const satisfies readonly AlgorithmName[]
+] as const
+const namesAreAlgorithms: readonly AlgorithmName[] = ALGORITHM_NAMES
+void namesAreAlgorithms
 
 /** Every algorithm a rule may name: core's, and `'adaptive'`, which the limiter decides itself. */
-export const RULE_ALGORITHM_NAMES = [
+export const RULE_ALGORITHM_NAMES: readonly [...typeof ALGORITHM_NAMES, 'adaptive'] = [
   ...ALGORITHM_NAMES,
   'adaptive',
-] as const satisfies readonly RuleAlgorithm[]
+] as const
 
 /** Algorithms whose capacity is `burst` rather than `limit`. */
 export const BUCKET_ALGORITHMS: ReadonlySet<RuleAlgorithm> = new Set<RuleAlgorithm>([

@@ -12,7 +12,19 @@ import { checkFields, isObject, oneOf, type Field } from './schema-object.js'
 export const MAX_ADAPTIVE_LIMIT = 1_000_000
 
 /** The defaults of the settings a rule leaves out. */
-export const ADAPTIVE_DEFAULTS = Object.freeze({
+export const ADAPTIVE_DEFAULTS: Readonly<{
+  percentile: 99
+  tolerance: 1.5
+  windowMs: 10000
+  minLimit: 1
+  maxLimit: 1000
+  initialLimit: 20
+  smoothing: 0.5
+  maxDecrease: 0.5
+  maxIncrease: 1
+  minSamples: 20
+  reserve: 0.2
+}> = Object.freeze({
   percentile: 99,
   tolerance: 1.5,
   windowMs: 10_000,
@@ -36,7 +48,7 @@ export const EA = {
   maxDecrease: 'a number above 0 and below 1',
   maxIncrease: 'a number above 0 and at most 10',
   reserve: 'a number from 0 to 0.9',
-  limit: `a whole number from 1 to ${MAX_ADAPTIVE_LIMIT}`,
+  limit: `a whole number from 1 to ${MAX_ADAPTIVE_LIMIT}` as string,
   gate: "a gate name of 1-64 letters, digits, '.', '_' or '-'",
   priority: "'normal' or 'background'",
 } as const
@@ -57,8 +69,26 @@ const limitField: Field<number> = (value, c) => {
   return n <= MAX_ADAPTIVE_LIMIT ? n : c.expected(EA.limit, value)
 }
 
+/** The check of each adaptive setting, by name (a type, not an interface: checkFields takes a record). */
+type AdaptiveFields = {
+  readonly percentile: Field<number>
+  readonly target: Field<number>
+  readonly tolerance: Field<number>
+  readonly window: Field<number>
+  readonly minLimit: Field<number>
+  readonly maxLimit: Field<number>
+  readonly initialLimit: Field<number>
+  readonly smoothing: Field<number>
+  readonly maxDecrease: Field<number>
+  readonly maxIncrease: Field<number>
+  readonly minSamples: Field<number>
+  readonly reserve: Field<number>
+  readonly gate: Field<string>
+  readonly priority: Field<'normal' | 'background'>
+}
+
 /** The settings as written; `adaptive.*` in error messages. */
-export const adaptiveFields = {
+export const adaptiveFields: AdaptiveFields = {
   percentile: numberIn(0, 100, EA.percentile, true, true),
   target: duration,
   tolerance: numberIn(1.05, 100, EA.tolerance),
@@ -71,10 +101,8 @@ export const adaptiveFields = {
   maxIncrease: numberIn(0, 10, EA.maxIncrease, true),
   minSamples: positiveInt,
   reserve: numberIn(0, 0.9, EA.reserve),
-  gate: ((value, c) =>
-    typeof value === 'string' && ID.test(value)
-      ? value
-      : c.expected(EA.gate, value)) as Field<string>,
+  gate: (value, c) =>
+    typeof value === 'string' && ID.test(value) ? value : c.expected(EA.gate, value),
   priority: oneOf(['normal', 'background'], EA.priority),
 } as const
 

@@ -8,12 +8,12 @@ import { checkFields, isObject, oneOf, stringOrList, type Field } from './schema
 // The checks a rule's fields go through, each with the message its errors carry.
 
 /** The longest duration a rule may use: `setTimeout` overflows above 2^31-1 ms and would fire at once. */
-export const MAX_DURATION_MS = 2 ** 31 - 1
+export const MAX_DURATION_MS: number = 2 ** 31 - 1
 
 const MAX_KEY_PARTS = 8
 /** The most refusals a ban may count: each is a timestamp kept per client while it counts. */
 export const MAX_BAN_AFTER = 1000
-export const ID = /^[A-Za-z0-9._-]{1,64}$/
+export const ID: RegExp = /^[A-Za-z0-9._-]{1,64}$/
 const METHOD = /^[A-Za-z]{1,20}$/
 // RFC 9110 token characters: the only characters a header name may hold.
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/
@@ -45,14 +45,15 @@ export const E = {
   duration:
     "a duration like '500ms', '10s', '1m', '1h', '1d' or a positive whole number of milliseconds",
   rate: "a rate like '10/s' or '100/1m'",
-  algorithm: `one of ${RULE_ALGORITHM_NAMES.map((a) => `'${a}'`).join(', ')}`,
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- isolatedDeclarations needs the type written
+  algorithm: `one of ${RULE_ALGORITHM_NAMES.map((a) => `'${a}'`).join(', ')}` as string,
   cost: 'a positive number',
   onLimit: "'reject', 'drop', or an object with action 'reject', 'queue' (with maxWait) or 'drop'",
   action: "'reject', 'queue' or 'drop'",
   status: '429 or 503',
   boolean: 'true or false',
   ban: "an object like { after: 5, within: '1m', for: '15m' }",
-  banAfter: `a whole number of refusals from 1 to ${MAX_BAN_AFTER}`,
+  banAfter: `a whole number of refusals from 1 to ${MAX_BAN_AFTER}` as string,
   count: "'all', 'failed' or 'successful'",
   tiers: 'an object with by (a key part), values (tier name to limit) and optionally default',
   tierBy: "'user', 'header:<name>' or 'custom:<name>' (the key part naming the tier)",

@@ -10,10 +10,10 @@ import { checkFields, isObject, oneOf, type Field } from './schema-object.js'
 export const LIST_E = {
   deny: 'an object with ips (addresses and CIDR ranges) and/or keys (key part to values), and optionally status',
   allow: 'an object with ips (addresses and CIDR ranges) and/or keys (key part to values)',
-  ips: `a list of at most ${MAX_LIST_ENTRIES} IP addresses and CIDR ranges`,
+  ips: `a list of at most ${MAX_LIST_ENTRIES} IP addresses and CIDR ranges` as string,
   keys: "an object mapping key parts ('user', 'header:<name>', 'custom:<name>') to lists of values",
   listKeyPart: "'user', 'header:<name>' or 'custom:<name>' (addresses go in ips)",
-  values: `a list of at most ${MAX_LIST_ENTRIES} non-empty strings`,
+  values: `a list of at most ${MAX_LIST_ENTRIES} non-empty strings` as string,
   denyStatus: '403, 404, 429 or 503',
 } as const
 

@@ -130,7 +130,30 @@ export interface RuleInput {
 export const DEFAULT_KEY: readonly KeyPart[] = Object.freeze(['ip'])
 export const EVERYTHING: RuleMatch = Object.freeze({})
 
-export const ruleFields = {
+/** The check of each field of a rule, by field name (a type, not an interface: checkFields takes a record). */
+type RuleFields = {
+  id: Field<string>
+  description: Field<string>
+  deny: typeof deny
+  allow: typeof allow
+  match: typeof match
+  key: typeof key
+  fallbackKey: Field<FallbackKey>
+  limit: Field<number>
+  window: Field<number>
+  rate: typeof rate
+  algorithm: Field<RuleAlgorithm>
+  burst: Field<number>
+  cost: typeof cost
+  onLimit: typeof onLimit
+  shadow: typeof boolean
+  ban: typeof ban
+  count: typeof count
+  tiers: typeof tiers
+  adaptive: typeof adaptive
+}
+
+export const ruleFields: RuleFields = {
   id: (value: unknown, c: Checker): string | Bad =>
     typeof value === 'string' && ID.test(value) ? value : c.expected(E.id, value),
   description: (value: unknown, c: Checker): string | Bad => {

@@ -238,7 +238,7 @@ export function parseRules(input: unknown): Rule[] {
  * @returns The normalised rule.
  * @throws RulesValidationError naming each problem, e.g. `rule.limit: expected a positive integer, got 0`.
  */
-export function parseRule(input: unknown, path = 'rule'): Rule {
+export function parseRule(input: unknown, path: string = 'rule'): Rule {
   const c = new Checker()
   const rule = checkRule(input, c)
   if (rule === BAD) throw new RulesValidationError(toMessages(c.all, path))

@@ -22,7 +22,7 @@ export interface MemoryStoreOptions {
 }
 
 /** The largest `maxKeys`: a V8 Map throws a RangeError at 2^24 entries. */
-export const MAX_KEYS_CEILING = 2 ** 24 - 1
+export const MAX_KEYS_CEILING: number = 2 ** 24 - 1
 // How soon a new key refused because the store is full is told to come back.
 const STORE_FULL_RETRY_MS = 1000
 // How many entries a new key may inspect, at most, to find room under pressure.

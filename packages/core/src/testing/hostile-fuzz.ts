@@ -133,7 +133,7 @@ function within(p: Promise<ScenarioResponse>): Promise<ScenarioResponse | 'hung'
  * @param harness - builds and starts an app, as for {@link describeAdapterScenarios}
  * @param runs - fast-check runs (each starts one app and sends a few requests)
  */
-export function describeHostileFuzz(harness: AdapterHarness, runs = 12): void {
+export function describeHostileFuzz(harness: AdapterHarness, runs: number = 12): void {
   describe(`${harness.name}: hostile stores, key builders and requests`, () => {
     const unhandled = collectUnhandledRejections()
 

@@ -43,3 +43,14 @@ export type { ClientStatePropertyOptions } from './client-state-property.js'
 export { describeClientStateProperty } from './client-state-property.js'
 export type { AdaptiveServe } from './adaptive-shedding.js'
 export { describeAdaptiveShedding } from './adaptive-shedding.js'
+export type { LoopbackServer } from './loopback.js'
+export { listenOnLoopback } from './loopback.js'
+export type {
+  MisconfigurationWarningsOptions,
+  ProxyTrust,
+  WarningsServe,
+  WarningsServeOptions,
+} from './misconfiguration-warnings.js'
+export { describeMisconfigurationWarnings } from './misconfiguration-warnings.js'
+export type { HeadersSentOptions, HeadersSentServe } from './headers-sent.js'
+export { describeHeadersAlreadySent } from './headers-sent.js'

@@ -143,7 +143,7 @@ export function sendRaw(port: number, method: string, target: string): Promise<R
 export function describeSpellingProperty(
   adapter: string,
   variants: readonly SpellingVariant[],
-  numRuns = 40,
+  numRuns: number = 40,
 ): void {
   describe(`${adapter}: one rule set for every spelling of a request target`, () => {
     for (const variant of variants) {

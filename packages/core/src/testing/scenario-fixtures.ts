@@ -1,5 +1,5 @@
 import type { DecisionReason } from '../decision.js'
-import type { ScenarioRequest, ScenarioRoute } from './scenario-types.js'
+import type { ScenarioExpect, ScenarioRequest, ScenarioRoute } from './scenario-types.js'
 
 // What the rows of the adapter scenario table are written with: requests, bodies and headers.
 
@@ -56,7 +56,7 @@ export function refused(
 }
 
 /** A request a deny list refuses: 403, no RateLimit headers. */
-export const DENIED = {
+export const DENIED: ScenarioExpect = {
   status: 403,
   headers: { ...NO_LIMIT_HEADERS, 'content-type': PROBLEM_TYPE },
   body: refused(403, 'deny-list'),

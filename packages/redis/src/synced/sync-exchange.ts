@@ -59,7 +59,7 @@ export interface SyncExchangeOptions {
  */
 export class SyncExchange {
   /** Distinguishes this process's batches in Redis; a restarted host is a new one. */
-  readonly hostId = randomBytes(12).toString('base64url')
+  readonly hostId: string = randomBytes(12).toString('base64url')
   private pending = 0
   private script: SyncFn | undefined
 
