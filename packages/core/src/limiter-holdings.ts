@@ -214,14 +214,15 @@ export class Holdings implements QueuePlaces {
     lease.released = true
     this.leaveQueue(lease)
     this.dropSlots(lease)
-    if (lease.startedMs >= 0 && this.latency) {
+    // A request never served has no latency to say anything about the service.
+    if (lease.startedMs >= 0 && this.latency && outcome !== 'abandoned') {
       const nowMs = this.clock()
       this.latency(lease.slots, nowMs - lease.startedMs, nowMs)
     }
     const uncounted =
       outcome === 'succeeded'
         ? lease.refundIfSucceeded
-        : outcome === 'failed'
+        : outcome === 'failed' || outcome === 'abandoned'
           ? lease.refundIfFailed
           : undefined
     // One store call for the slots and the uncounted units: one round trip with Redis.

@@ -23,8 +23,11 @@ export type DenyStatus = Extract<DecisionStatus, 403 | 404 | 429 | 503>
 /**
  * How an admitted request ended, for rules that count only failed or only successful requests
  * (`count`). A response that did not finish (the client went away) is `'failed'`.
+ * `'abandoned'` is a request never served: its client left before the decision came back or
+ * while it waited in a queue. It counts as `'failed'`, and no latency is measured for it, so
+ * clients giving up under load cannot pull an adaptive rule's percentile down.
  */
-export type RequestOutcome = 'succeeded' | 'failed'
+export type RequestOutcome = 'succeeded' | 'failed' | 'abandoned'
 
 /** Options of `createLimiter`. */
 export interface LimiterOptions<Req = unknown> {

@@ -98,6 +98,22 @@ describe('adaptive rule through the limiter', () => {
     expect(s.windows).toBe(3)
   })
 
+  it('measures no latency for a request released as abandoned (never served), and frees its slot', () => {
+    const { limiter, clock, check } = setup({ initialLimit: 10, percentile: 50 })
+    // Clients giving up at once: were they measured, p50 would fall to 0 and the limit climb.
+    const gone = Array.from({ length: 5 }, () => check())
+    for (const d of gone) limiter.release(d, 'abandoned')
+    expect(limiter.adaptive('shed')!.inFlight).toBe(0)
+    const served = check()
+    clock.now += 300
+    limiter.release(served)
+    clock.now += 700
+    check()
+    const s = limiter.adaptive('shed')!
+    expect(s.samples).toBe(1)
+    expect(s.percentileMs).toBeGreaterThan(296)
+    expect(s.limit).toBeLessThan(10)
+  })
   it('shadow: reports the refusal it would make and lets the request pass', () => {
     const { limiter, check } = setup({}, { shadow: true })
     const ds = [check(), check(), check(), check()]

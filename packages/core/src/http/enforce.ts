@@ -228,7 +228,7 @@ function apply<Req, C, R>(
       // The client left while an asynchronous store was deciding: its 'close' has fired
       // already, so a listener would never run and the slot would stay taken until its lease
       // expires. Give everything back now; nobody is there to answer.
-      limiter.release(decision, 'failed')
+      limiter.release(decision, 'abandoned')
       return io.abandon(ctx)
     }
     // 'close' follows 'finish' and also fires when the client aborts or the handler's error
@@ -262,7 +262,7 @@ async function queue<Req, C, R>(
   }
   // A client that left while queued gets nothing written; its reservation was refunded.
   if (!admitted || res.destroyed) {
-    limiter.release(decision, 'failed')
+    limiter.release(decision, 'abandoned')
     return io.abandon(ctx)
   }
   return io.proceed(ctx)

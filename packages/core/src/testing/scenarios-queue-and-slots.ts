@@ -1,3 +1,4 @@
+import { expect } from 'vitest'
 import type { AdapterScenario } from './scenario-types.js'
 import { DEFAULT_ROUTES, GET, OK, PROBLEM_TYPE, problem } from './scenario-fixtures.js'
 
@@ -122,7 +123,14 @@ export const queueAndSlotScenarios: readonly AdapterScenario[] = [
         id: 'shed',
         algorithm: 'adaptive',
         // One slot, whatever the latency: a slot kept by the client that left refuses the rest.
-        adaptive: { target: '1s', window: '1m', initialLimit: 1, minLimit: 1, maxLimit: 1 },
+        adaptive: {
+          target: '1s',
+          window: '1s',
+          minSamples: 1,
+          initialLimit: 1,
+          minLimit: 1,
+          maxLimit: 1,
+        },
       },
       { id: 'per-ip', limit: 100, window: '1m' },
     ],
@@ -136,6 +144,14 @@ export const queueAndSlotScenarios: readonly AdapterScenario[] = [
       { send: GET('/'), expect: { status: 200, body: OK } },
       { send: GET('/'), expect: { status: 200, body: OK } },
       { handlerCalls: 3 },
+      // The request never served is released as abandoned: the window measured the three
+      // responses, not the client that left (its near-zero latency would pull p99 down).
+      { advanceMs: 1_000 },
+      {
+        act: async (limiter) => {
+          await expect.poll(() => limiter.adaptive('shed')?.samples).toBe(3)
+        },
+      },
     ],
   },
   {
