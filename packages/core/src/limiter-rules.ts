@@ -107,7 +107,12 @@ export class RuleRegistry<Req> {
   }
 
   /** Compile key builders for every rule first, so a failure leaves the old set untouched. */
-  private prepare(rules: readonly Rule[], label: string): CompiledRules {
+  /** @param inForce - the rules of the other sets, which stay in force beside this one */
+  private prepare(
+    rules: readonly Rule[],
+    label: string,
+    inForce: readonly CompiledRule[],
+  ): CompiledRules {
     const compiled = compileRuleSet(rules)
     const clashes: string[] = []
     const fresh: RuleRuntime[] = compiled.rules.map((c, i) => {
@@ -152,7 +157,7 @@ export class RuleRegistry<Req> {
       }
     })
     if (clashes.length > 0) throw new RulesValidationError(clashes)
-    this.gates?.prepare(compiled.rules, label)
+    this.gates?.prepare(compiled.rules, label, inForce)
     for (const rt of fresh) this.runtimes.set(rt.compiled, rt)
     return compiled
   }
@@ -168,7 +173,11 @@ export class RuleRegistry<Req> {
 
   /** Swap in a rule set. A store that refuses it (retain throws) leaves the old set in force. */
   install(rules: readonly Rule[]): void {
-    const next = this.prepare(rules, 'rules')
+    const next = this.prepare(
+      rules,
+      'rules',
+      this.routeSets.flatMap((set) => set.rules),
+    )
     refuseBansWithout(this.store, next)
     for (const set of this.routeSets) refuseClashes(next, set, 'a route rule set (routeRules)')
     if (this.store.retain) this.store.retain(this.stateIds([next, ...this.routeSets]))
@@ -183,7 +192,7 @@ export class RuleRegistry<Req> {
 
   /** Compile a route's extra rules at startup. */
   addRouteSet(rules: readonly Rule[]): CompiledRules {
-    const set = this.prepare(rules, 'routeRules')
+    const set = this.prepare(rules, 'routeRules', this.allCompiled())
     refuseBansWithout(this.store, set)
     refuseClashes(set, this.compiled, 'the global rules')
     // The store may refuse a rule (SyncedStore shares only some algorithms): at startup, not

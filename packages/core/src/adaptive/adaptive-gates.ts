@@ -47,7 +47,11 @@ export class AdaptiveGates {
    * @throws RulesValidationError when the set has an adaptive rule and the sketch package is
    *   not installed, before anything changes
    */
-  prepare(rules: readonly CompiledRule[], label: string): void {
+  prepare(
+    rules: readonly CompiledRule[],
+    label: string,
+    inForce: readonly CompiledRule[] = [],
+  ): void {
     const adaptive = rules.filter(isAdaptive)
     if (adaptive.length === 0) return
     this.prepared = true
@@ -58,18 +62,24 @@ export class AdaptiveGates {
         `${label}[${i}].algorithm: 'adaptive' measures latency with the '${SKETCH_PACKAGE}' package, an optional peer dependency that is not installed: npm install ${SKETCH_PACKAGE}`,
       ])
     }
-    // Rules naming one gate share it; within a set they must agree on what the gate is.
-    const named = new Map<string, { readonly id: string; readonly at: number }>()
+    // Rules naming one gate share it, whichever set they are in (the global rules, a route's):
+    // they must agree on what the gate is.
+    const named = new Map<string, { readonly id: string; readonly where: string }>()
+    for (const c of inForce) {
+      const name = isAdaptive(c) ? c.rule.adaptive!.gate : undefined
+      if (name === undefined || named.has(name)) continue
+      named.set(name, { id: identity(c), where: `rule ${JSON.stringify(c.rule.id)} in force` })
+    }
     const issues: string[] = []
     for (const c of adaptive) {
       const name = c.rule.adaptive!.gate
       if (name === undefined) continue
       const at = rules.indexOf(c)
       const first = named.get(name)
-      if (first === undefined) named.set(name, { id: identity(c), at })
+      if (first === undefined) named.set(name, { id: identity(c), where: `${label}[${at}]` })
       else if (first.id !== identity(c)) {
         issues.push(
-          `${label}[${at}].adaptive.gate: rules sharing gate ${JSON.stringify(name)} need the same key and settings (but priority) as ${label}[${first.at}]`,
+          `${label}[${at}].adaptive.gate: rules sharing gate ${JSON.stringify(name)} need the same key and settings (but priority) as ${first.where}`,
         )
       }
     }

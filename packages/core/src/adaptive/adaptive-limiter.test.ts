@@ -318,4 +318,21 @@ describe('priorities: rules sharing a gate, background shed first', () => {
       'rules[1].adaptive.gate: rules sharing gate "api" need the same key and settings (but priority) as rules[0]',
     )
   })
+
+  it('holds a gate to one setting across the global rules and the route rules, either way round', () => {
+    const other = { ...rules[1]!, adaptive: { ...shared, target: '200ms' } }
+    const limiter = createLimiter({ rules: [rules[0]!] })
+    expect(() => limiter.compileRules([other])).toThrow(
+      'routeRules[0].adaptive.gate: rules sharing gate "api" need the same key and settings (but priority) as rule "checkout" in force',
+    )
+    // Agreeing route rules are taken, and then a global set that disagrees with them is refused
+    // with the rules in force kept.
+    limiter.compileRules([rules[1]!])
+    expect(() =>
+      limiter.updateRules([{ ...rules[0]!, adaptive: { ...shared, window: '2s' } }]),
+    ).toThrow(
+      'rules[0].adaptive.gate: rules sharing gate "api" need the same key and settings (but priority) as rule "reports" in force',
+    )
+    expect(limiter.adaptive('checkout')?.windowMs).toBe(1000)
+  })
 })
