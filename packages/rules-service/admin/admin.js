@@ -152,6 +152,7 @@ async function createService(event) {
 // each tier's, by name, then the key part that picks the tier and the tier of other requests:
 // `free 100/1m, pro 1000/1m by header:x-plan; others: free`.
 function describeLimit(rule) {
+  if (rule.algorithm === 'adaptive') return describeAdaptive(rule.adaptive)
   const own = describeOneLimit(rule)
   const tiers = rule.tiers
   if (!isObject(tiers) || !isObject(tiers.values)) return own
@@ -165,6 +166,17 @@ function describeLimit(rule) {
   const others =
     typeof tiers.default === 'string' ? `others: ${tiers.default}` : own ? `others: ${own}` : ''
   return [`${each.join(', ')} by ${tiers.by}`, others].filter(Boolean).join('; ')
+}
+
+/** An adaptive rule's limit moves: what it holds the latency to, and its bounds in flight. */
+function describeAdaptive(settings) {
+  const a = isObject(settings) ? settings : {}
+  const ms = (v) => (typeof v === 'number' ? `${v}ms` : String(v))
+  const p = `p${a.percentile ?? 99}`
+  const goal = a.target === undefined ? `${p} near its baseline` : `${p} ≤ ${ms(a.target)}`
+  const gate = typeof a.gate === 'string' ? `, gate ${a.gate}` : ''
+  const priority = a.priority === 'background' ? ', background' : ''
+  return `adaptive: ${goal}, ${a.minLimit ?? 1}-${a.maxLimit ?? 1000} in flight${gate}${priority}`
 }
 
 function describeOneLimit(rule) {

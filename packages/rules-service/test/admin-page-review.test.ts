@@ -2,6 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ruleSchema } from '@floodgate/core/rules'
 import { startRulesService, type RunningRulesService } from '@floodgate/rules-service'
 import { IS_CI, TOKENS } from './helpers.js'
 
@@ -282,6 +283,40 @@ describe.skipIf(!hasChromium)('admin page: tokens, conflicts, audit, layout', ()
     await poll(async () => (await api('GET', '/v1/services/checkout/rules/per-plan')).rule).toEqual(
       { ...tiered, description: 'plans: free and pro' },
     )
+    await page.close()
+  })
+
+  it('offers every algorithm a rule may name, and edits an adaptive rule keeping its settings', async () => {
+    const adaptive = {
+      id: 'shed',
+      algorithm: 'adaptive',
+      key: 'header:x-api-key',
+      adaptive: { target: '250ms', percentile: 99, minLimit: 5, maxLimit: 500, gate: 'api' },
+    }
+    await api('PUT', '/v1/services/checkout/rules/shed', adaptive)
+    const page = await open(TOKENS.admin, 'checkout')
+    const row = page.locator('#rules tbody tr[data-rule-id="shed"]')
+    await poll(() => row.count()).toBe(1)
+    expect(await row.locator('td[data-label="Limit"]').textContent()).toBe(
+      'adaptive: p99 ≤ 250ms, 5-500 in flight, gate api',
+    )
+    // The form's list is the rule format's: an algorithm missing from it would be changed to
+    // the default by any edit through the form.
+    const offered = await page
+      .locator('#f-algorithm option')
+      .evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value))
+    const schema = ruleSchema.toJSONSchema() as {
+      properties: { algorithm: { enum: readonly string[] } }
+    }
+    expect(offered).toEqual(['', ...schema.properties.algorithm.enum])
+    await row.getByRole('button', { name: 'Edit rule shed' }).click()
+    expect(await page.inputValue('#f-algorithm')).toBe('adaptive')
+    await page.fill('#f-description', 'shed load when p99 passes 250 ms')
+    await page.click('#save')
+    await poll(async () => (await api('GET', '/v1/services/checkout/rules/shed')).rule).toEqual({
+      ...adaptive,
+      description: 'shed load when p99 passes 250 ms',
+    })
     await page.close()
   })
 
