@@ -79,7 +79,17 @@ function setup(options: DemoOptions): Setup {
     ...options.plan,
     durationMs: options.durationMs ?? options.plan?.durationMs ?? DEFAULT_PLAN.durationMs,
   }
-  const base: HostConfig = {
+  return { plan, base: baseHostConfig(options), hosts: options.hosts ?? 1 }
+}
+
+/**
+ * What every run of a scenario serves with (the runs differ in the limiter): the framework,
+ * the store, a Redis key prefix of this run's own, and the demo's rules.
+ */
+export function baseHostConfig(
+  options: Pick<DemoOptions, 'framework' | 'store' | 'redisUrl' | 'rulesUrl'>,
+): HostConfig {
+  return {
     framework: options.framework ?? 'express',
     limiter: 'none',
     store: options.store ?? 'memory',
@@ -88,7 +98,6 @@ function setup(options: DemoOptions): Setup {
     rules: DEMO_RULES,
     rulesUrl: options.rulesUrl,
   }
-  return { plan, base, hosts: options.hosts ?? 1 }
 }
 
 /**

@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { DbPool } from './db-pool.js'
 import { startFleet } from './fleet.js'
 import type { RunningFleet } from './fleet.js'
 import type { Framework, HostConfig } from './host.js'
-import { ADAPTIVE_RULE_ID, ADAPTIVE_RULES, ADAPTIVE_TARGET_MS, DEMO_RULES } from './rules.js'
-import { POOL } from './run-demo.js'
+import { ADAPTIVE_RULE_ID, ADAPTIVE_RULES, ADAPTIVE_TARGET_MS } from './rules.js'
+import { baseHostConfig, POOL } from './run-demo.js'
 import { summarise } from './stats.js'
 import type { RunSummary } from './stats.js'
 import { summarisePhases } from './slowdown-stats.js'
@@ -206,15 +205,7 @@ export async function runSlowdown(options: SlowdownOptions = {}): Promise<Slowdo
     factor: options.slowdownFactor ?? 4,
   }
   const sampleMs = options.sampleMs ?? 250
-  const base: HostConfig = {
-    framework: options.framework ?? 'express',
-    limiter: 'none',
-    store: options.store ?? 'memory',
-    redisUrl: options.redisUrl,
-    redisPrefix: `fg-demo-${randomUUID().slice(0, 8)}`,
-    rules: DEMO_RULES,
-    rulesUrl: options.rulesUrl,
-  }
+  const base = baseHostConfig(options)
   const configs: Record<SlowdownRunKind, HostConfig> = {
     none: base,
     static: { ...base, limiter: 'floodgate' },
