@@ -1,4 +1,4 @@
-import { percentile } from './stats.js'
+import { latency, percentile } from './stats.js'
 import type { TimelinePoint } from './run-slowdown.js'
 import type { Sample } from './traffic.js'
 
@@ -88,21 +88,11 @@ function phase(
     fromMs,
     toMs,
     well: {
-      requests: well.length,
-      successRate: rate(well),
+      ...latency(well),
       minClientSuccessRate: Math.min(
         1,
         ...clients.map((c) => rate(well.filter((s) => s.client === c))),
       ),
-      p50Ms: percentile(
-        well.map((s) => s.latencyMs),
-        50,
-      ),
-      p99Ms: percentile(
-        well.map((s) => s.latencyMs),
-        99,
-      ),
-      retries: well.reduce((n, s) => n + Math.max(0, s.attempts - 1), 0),
     },
     noisy: {
       sent: noisy.length,

@@ -60,7 +60,8 @@ export interface RunSummary {
   readonly decisionWindowMs: number
 }
 
-function latency(samples: readonly Sample[]): LatencySummary {
+/** Success rate (2xx), p50, p99 and retries of a group of samples. */
+export function latency(samples: readonly Sample[]): LatencySummary {
   const ok = samples.filter((s) => s.status >= 200 && s.status < 300).length
   return {
     requests: samples.length,
