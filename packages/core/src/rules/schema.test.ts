@@ -600,6 +600,22 @@ describe('match: false (a rule used through limiter.limit() only)', () => {
     expect(issuesOf([{ ...base, match: '' }])).toHaveLength(1)
   })
 
+  it('refuses deny and allow lists on it: they act on matched requests only', () => {
+    expect(
+      issuesOf([
+        { ...base, match: false, deny: { ips: ['10.0.0.1'] }, allow: { ips: ['10.0.0.2'] } },
+        { id: 'a', match: false, algorithm: 'adaptive', adaptive: { maxLimit: 9 }, allow: {} },
+      ]),
+    ).toEqual([
+      `rules[0].deny: expected no deny list on a rule with match: false (a rule's lists apply to the HTTP requests it matches, and it matches none), got {"ips":["10.0.0.1"]}`,
+      `rules[0].allow: expected no allow list on a rule with match: false (a rule's lists apply to the HTTP requests it matches, and it matches none), got {"ips":["10.0.0.2"]}`,
+      expect.stringMatching(/^rules\[1\]\.allow: /),
+      expect.stringMatching(
+        /^rules\[1\]\.allow: expected no allow list on a rule with match: false/,
+      ),
+    ])
+  })
+
   it('is in the published JSON Schema, which still refuses true', () => {
     const schema = ruleSchema.toJSONSchema() as {
       properties: { match: { description: string; anyOf: unknown[] } }
