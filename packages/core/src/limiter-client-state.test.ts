@@ -136,7 +136,7 @@ describe('limiter.get / reset / penalty / reward', () => {
 describe('limiter.limit', () => {
   it('decides an event against one rule by id, with a cost', () => {
     const { limiter, sync } = clocked([
-      { id: 'ws-messages', match: '/never', limit: 10, window: '1s' },
+      { id: 'ws-messages', match: false, limit: 10, window: '1s' },
     ])
     expect(sync(limiter.limit('u1', { rule: 'ws-messages', cost: 4 }))).toMatchObject({
       allowed: true,
@@ -155,7 +155,7 @@ describe('limiter.limit', () => {
       [
         {
           id: 'ws-plan',
-          match: '/never',
+          match: false,
           key: 'user',
           window: '1m',
           tiers: {
@@ -185,5 +185,54 @@ describe('limiter.limit', () => {
     expect(() => limiter.limit({}, { rule: 'jobs' })).toThrow(/does not key rule "jobs"/)
     expect(() => limiter.limit('q', { rule: 'jobs', cost: Number.NaN })).toThrow(/limit: cost/)
     expect(() => limiter.limit('q', undefined as never)).toThrow(/limit: options/)
+  })
+})
+
+describe('a rule with match: false beside an HTTP rule', () => {
+  const rules: RuleInput[] = [
+    { id: 'http', limit: 5, window: '1s' },
+    { id: 'events', match: false, limit: 2, window: '1s' },
+  ]
+
+  it('counts no request, whatever its path, and limit() counts events under it alone', async () => {
+    const { limiter, check, sync } = clocked(rules)
+    for (const path of ['/never', '/', '/api/items', '/events']) {
+      const d = check({ path, route: path })
+      expect(d.outcomes.map((o) => o.rule.id)).toEqual(['http'])
+    }
+    expect((await limiter.get('203.0.113.7', { rule: 'events' }))[0]!.remaining).toBe(2)
+    expect(sync(limiter.limit('203.0.113.7', { rule: 'events' }))).toMatchObject({
+      allowed: true,
+      remaining: 1,
+    })
+    expect(sync(limiter.limit('203.0.113.7', { rule: 'events' })).allowed).toBe(true)
+    expect(sync(limiter.limit('203.0.113.7', { rule: 'events' })).allowed).toBe(false)
+    // The events did not touch the HTTP rule: one request left of five.
+    expect(check().remaining).toBe(0)
+    expect((await limiter.get('203.0.113.7', { rule: 'http' }))[0]!.remaining).toBe(0)
+  })
+
+  it('get, penalty, reward and reset work on it as on any rule', async () => {
+    const { limiter, sync } = clocked(rules)
+    await limiter.penalty('u1', 2, { rule: 'events' })
+    expect((await limiter.get('u1', { rule: 'events' }))[0]!.remaining).toBe(0)
+    expect(sync(limiter.limit('u1', { rule: 'events' })).allowed).toBe(false)
+    await limiter.reward('u1', 1, { rule: 'events' })
+    expect(sync(limiter.limit('u1', { rule: 'events' })).allowed).toBe(true)
+    await limiter.reset('u1', { rule: 'events' })
+    expect((await limiter.get('u1', { rule: 'events' }))[0]!.remaining).toBe(2)
+    // Without a rule, the client-state calls reach every rule, this one included.
+    expect((await limiter.get('u1')).map((s) => s.rule.id)).toEqual(['http', 'events'])
+  })
+
+  it('is matched by no request as a route rule either, and limit() finds it by id', () => {
+    const { limiter, check, sync } = clocked([{ id: 'http', limit: 5, window: '1s' }])
+    const routeRules = limiter.compileRules([
+      { id: 'route-events', match: false, limit: 1, window: '1s' },
+    ])
+    const d = check({ path: '/ws', route: '/ws', routeRules })
+    expect(d.outcomes.map((o) => o.rule.id)).toEqual(['http'])
+    expect(sync(limiter.limit('u1', { rule: 'route-events' })).allowed).toBe(true)
+    expect(sync(limiter.limit('u1', { rule: 'route-events' })).allowed).toBe(false)
   })
 })

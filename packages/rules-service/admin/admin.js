@@ -189,6 +189,7 @@ function describeOneLimit(rule) {
 
 function describeMatch(match) {
   if (match === undefined) return 'every request'
+  if (match === false) return 'no HTTP request (limiter.limit() only)'
   return typeof match === 'string' ? match : JSON.stringify(match)
 }
 
@@ -367,8 +368,12 @@ function fillForm(rule) {
   }
   set('id', rule.id)
   set('description', rule.description)
+  // match: false (a rule used through limiter.limit() only) is the checkbox beside the field.
+  field('matchNone').checked = rule.match === false
   if (rule.match === undefined || typeof rule.match === 'string') set('match', rule.match)
+  else if (rule.match === false) set('match', undefined)
   else field('match').value = ''
+  field('match').disabled = rule.match === false
   if (rule.key === undefined || typeof rule.key === 'string' || Array.isArray(rule.key)) {
     set('key', Array.isArray(rule.key) ? rule.key.join(', ') : rule.key)
   }
@@ -428,7 +433,8 @@ function readForm() {
   }
   put('id', text('id'))
   put('description', text('description'))
-  if (text('match') !== '' || typeof rule.match !== 'object') put('match', text('match'))
+  if (field('matchNone').checked) rule.match = false
+  else if (text('match') !== '' || typeof rule.match !== 'object') put('match', text('match'))
   const parts = text('key')
     .split(',')
     .map((p) => p.trim())
@@ -878,6 +884,7 @@ function main() {
     if (e.target === field('json')) syncFromJson()
     else {
       $('#queue-fields').hidden = field('onLimit').value !== 'queue'
+      field('match').disabled = field('matchNone').checked
       syncJson()
     }
   })

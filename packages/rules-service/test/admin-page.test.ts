@@ -186,4 +186,70 @@ describe.skipIf(!hasChromium)('admin page in chromium', () => {
     expect(await stored()).toMatchObject({ deny: { ips: ['203.0.113.0/24', '198.51.100.7'] } })
     expect(pageErrors.filter((e) => !/status of 40[013]/.test(e))).toEqual([])
   })
+
+  it('shows a match: false rule as matching no HTTP request, and keeps match: false through the form', async () => {
+    const url = `${service.url}/v1/services/checkout/rules`
+    const auth = { authorization: `Bearer ${TOKENS.admin}`, 'content-type': 'application/json' }
+    const events = { id: 'ws', match: false, key: 'user', limit: 3, window: '10s' }
+    const created = await fetch(url, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify(events),
+    })
+    expect(created.status).toBe(201)
+    const stored = async (id: string) =>
+      ((await (await fetch(`${url}/${id}`)).json()) as { rule: unknown }).rule
+
+    await page.selectOption('#service', 'search')
+    await page.selectOption('#service', 'checkout')
+    const row = page.locator('#rules tbody tr[data-rule-id="ws"]')
+    await poll(() => row.count()).toBe(1)
+    expect(await row.locator('td[data-label="Match"]').textContent()).toBe(
+      'no HTTP request (limiter.limit() only)',
+    )
+
+    // Editing another field keeps match: false (the box is ticked, the text field disabled).
+    await row.getByRole('button', { name: 'Edit rule ws' }).click()
+    expect(await page.isChecked('#f-matchNone')).toBe(true)
+    expect(await page.isDisabled('#f-match')).toBe(true)
+    await page.fill('#f-limit', '4')
+    expect(JSON.parse(await page.inputValue('#f-json'))).toEqual({ ...events, limit: 4 })
+    await page.click('#save')
+    await poll(() => row.textContent()).toContain('4/10s')
+    expect(await stored('ws')).toEqual({ ...events, limit: 4 })
+    await shot('5-match-false')
+
+    // A new rule: ticking the box writes match: false; unticking it gives the text field back.
+    await page.click('#new-rule')
+    expect(await page.isChecked('#f-matchNone')).toBe(false)
+    expect(await page.isDisabled('#f-match')).toBe(false)
+    await page.fill('#f-id', 'jobs')
+    await page.fill('#f-match', '/jobs/**')
+    await page.fill('#f-limit', '10')
+    await page.fill('#f-window', '1m')
+    await page.check('#f-matchNone')
+    expect(await page.isDisabled('#f-match')).toBe(true)
+    expect(JSON.parse(await page.inputValue('#f-json'))).toMatchObject({ match: false })
+    await page.uncheck('#f-matchNone')
+    expect(JSON.parse(await page.inputValue('#f-json'))).toMatchObject({ match: '/jobs/**' })
+    await page.check('#f-matchNone')
+    await page.click('#save')
+    const jobs = page.locator('#rules tbody tr[data-rule-id="jobs"]')
+    await poll(() => jobs.count()).toBe(1)
+    expect(await stored('jobs')).toEqual({ id: 'jobs', match: false, limit: 10, window: '1m' })
+
+    // The other way: an HTTP rule loses match: false when the box is unticked.
+    await jobs.getByRole('button', { name: 'Edit rule jobs' }).click()
+    await page.uncheck('#f-matchNone')
+    await page.fill('#f-match', 'POST /jobs')
+    await page.click('#save')
+    await poll(() => jobs.textContent()).toContain('POST /jobs')
+    expect(await stored('jobs')).toEqual({
+      id: 'jobs',
+      match: 'POST /jobs',
+      limit: 10,
+      window: '1m',
+    })
+    expect(pageErrors.filter((e) => !/status of 40[013]/.test(e))).toEqual([])
+  })
 })

@@ -175,6 +175,46 @@ for (const backend of backends) {
       expect(list.body).toEqual(set.body)
     })
 
+    it('stores match: false (a rule for limiter.limit() only) and serves it back as false', async () => {
+      const service = await newService()
+      const url = `/v1/services/${service}/rules`
+      const events = { id: 'ws', match: false, key: 'user', limit: 3, window: '10s' }
+      const created = await call('POST', url, { token: TOKENS.admin, body: events })
+      expect(created.status, JSON.stringify(created.body)).toBe(201)
+      expect(created.body!.rule).toEqual(events)
+      // A merge patch of another field keeps it; the set read back (from jsonb) still says false.
+      const patched = await call('PATCH', `${url}/ws`, {
+        token: TOKENS.admin,
+        body: { limit: 4 },
+        headers: { 'content-type': 'application/merge-patch+json' },
+      })
+      expect(patched.status, JSON.stringify(patched.body)).toBe(200)
+      expect(patched.body!.rule).toEqual({ ...events, limit: 4 })
+      const set = await call('GET', `/v1/services/${service}/ruleset`, { token: TOKENS.reader })
+      expect(set.body!.rules).toEqual([{ ...events, limit: 4 }])
+      expect(set.body!.rules[0].match).toBe(false)
+      // An HTTP rule can become one, and back.
+      await call('POST', url, { token: TOKENS.admin, body: rule('api') })
+      const toEvents = await call('PATCH', `${url}/api`, {
+        token: TOKENS.admin,
+        body: { match: false },
+        headers: { 'content-type': 'application/merge-patch+json' },
+      })
+      expect(toEvents.body!.rule).toEqual({ ...rule('api'), match: false })
+      const back = await call('PUT', `${url}/api`, { token: TOKENS.admin, body: rule('api') })
+      expect(back.body!.rule).toEqual(rule('api'))
+      // true is not a spelling of it, and the error says what match may be.
+      const bad = await call('POST', url, { token: TOKENS.admin, body: rule('t', { match: true }) })
+      expect(bad.status).toBe(400)
+      expect(bad.body!.errors).toEqual([
+        expect.stringMatching(/^rules\[\d\]\.match: expected .*or false \(no HTTP request/),
+      ])
+      const spec = await call('GET', '/openapi.json')
+      expect(spec.body!.components.schemas.Rule.properties.match.anyOf).toContainEqual(
+        expect.objectContaining({ const: false }),
+      )
+    })
+
     it('refuses an invalid rule with the field path and stores nothing', async () => {
       const service = await newService()
       const bad = await call('POST', `/v1/services/${service}/rules`, {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import type { HeaderBag, RequestFacts } from '../request-facts.js'
 import { compileKey } from '../keys/build-key.js'
 import { compileRules } from './compile-rules.js'
+import type { RuleMatch } from './rule.js'
 import { parseRules } from './schema.js'
 
 // Names that are properties of every plain object, plus ordinary ones.
@@ -47,7 +48,7 @@ describe('user-supplied names that are also Object.prototype members', () => {
         const [rule] = parseRules([
           { id: 'r', limit: 1, window: '1s', match: { headers: jsonObject(conditions) } },
         ])
-        const kept = Object.entries(rule!.match.headers ?? {}).sort()
+        const kept = Object.entries((rule!.match as RuleMatch).headers ?? {}).sort()
         const lower = conditions.map(([n, v]) => [n.toLowerCase(), v] as const)
         expect(kept).toEqual([...lower].sort())
         const own = (n: string) => (Object.hasOwn(headers, n) ? headers[n] : undefined)

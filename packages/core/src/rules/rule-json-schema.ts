@@ -38,6 +38,7 @@ const match: JsonSchema = {
   description: E.match,
   anyOf: [
     { type: 'string' },
+    { const: false, description: 'No HTTP request: a rule used through limiter.limit()' },
     {
       type: 'object',
       properties: {

@@ -29,6 +29,7 @@ function refPatternMatches(pattern: string, path: string): boolean {
 
 function refMatches(rule: Rule, f: RequestFacts): boolean {
   const m = rule.match
+  if (m === false) return false
   if (m.methods) {
     const methods = m.methods.includes('GET') ? [...m.methods, 'HEAD'] : m.methods
     if (!methods.includes(f.method)) return false
@@ -89,6 +90,14 @@ const ruleInput: fc.Arbitrary<Omit<RuleInput, 'id'>> = fc
   )
   .map((match) => ({ match, limit: 5, window: '1s' }))
 
+// A rule used through limiter.limit() only.
+const eventRule: fc.Arbitrary<Omit<RuleInput, 'id'>> = fc.record({
+  match: fc.constant(false as const),
+  limit: fc.integer({ min: 1, max: 9 }),
+  window: fc.constant('1s'),
+})
+const anyRule = fc.oneof({ weight: 4, arbitrary: ruleInput }, { weight: 1, arbitrary: eventRule })
+
 // A concrete path: segments, with sometimes a doubled slash, a trailing slash or a query.
 const path = fc
   .tuple(
@@ -142,7 +151,7 @@ describe('RuleMatcher equals a naive reference matcher', () => {
   it('on random rules and requests', () => {
     fc.assert(
       fc.property(
-        fc.array(ruleInput, { maxLength: 8 }),
+        fc.array(anyRule, { maxLength: 8 }),
         fc.array(request, { minLength: 1, maxLength: 20 }),
         (inputs, requests) => {
           const rules = parseRules(inputs.map((r, i) => ({ ...r, id: `r${i}` })))
@@ -156,6 +165,44 @@ describe('RuleMatcher equals a naive reference matcher', () => {
         },
       ),
       { numRuns: 300 },
+    )
+  })
+})
+
+describe('a rule with match: false', () => {
+  it('is never matched, and adding such rules anywhere never changes which others match', () => {
+    fc.assert(
+      fc.property(
+        fc.array(ruleInput, { maxLength: 6 }),
+        fc.array(fc.tuple(fc.nat(), eventRule), { minLength: 1, maxLength: 3 }),
+        fc.array(request, { minLength: 1, maxLength: 15 }),
+        (inputs, inserted, requests) => {
+          const http = inputs.map((r, i) => ({ ...r, id: `r${i}` }))
+          const mixed: RuleInput[] = [...http]
+          inserted.forEach(([at, r], i) =>
+            mixed.splice(at % (mixed.length + 1), 0, { ...r, id: `e${i}` }),
+          )
+          const without = compileRules(parseRules(http), { pathCacheSize: 2, routeCacheSize: 2 })
+          const withEvents = compileRules(parseRules(mixed), {
+            pathCacheSize: 2,
+            routeCacheSize: 2,
+          })
+          for (const f of [...requests, ...requests]) {
+            const got = withEvents.match(f).map((c) => c.rule.id)
+            expect(got.some((id) => id.startsWith('e'))).toBe(false)
+            expect(got).toEqual(without.match(f).map((c) => c.rule.id))
+          }
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+
+  it('alone in a set, no request matches it', () => {
+    fc.assert(
+      fc.property(eventRule, request, (r, f) => {
+        expect(compileRules(parseRules([{ ...r, id: 'e' }])).match(f)).toEqual([])
+      }),
     )
   })
 })

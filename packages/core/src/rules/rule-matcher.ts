@@ -1,5 +1,6 @@
 import type { HeaderBag, MatchFacts } from './match-facts.js'
 import type { CompiledRule } from './compiled-rules.js'
+import type { RuleMatch } from './rule.js'
 import {
   ONE,
   REST,
@@ -286,8 +287,11 @@ class MethodTable {
   }
 }
 
-function toEntry(compiled: CompiledRule, index: number): Entry {
-  const { paths, headers, hosts } = compiled.rule.match
+function toEntry(compiled: CompiledRule, index: number): Entry | undefined {
+  const match = compiled.rule.match
+  // `match: false`: the rule is used through limiter.limit() only and never indexed here.
+  if (match === false) return undefined
+  const { paths, headers, hosts } = match
   const patterns = paths?.map(compilePattern)
   let conditions: Conditions | undefined = undefined
   const headerList = headers ? Object.entries(headers) : []
@@ -338,9 +342,10 @@ export class RuleMatcher {
   constructor(rules: readonly CompiledRule[], options: RuleMatcherOptions = {}) {
     const pathCacheSize = Math.max(1, options.pathCacheSize ?? 10_000)
     const routeCacheSize = Math.max(1, options.routeCacheSize ?? 10_000)
-    const entries = rules.map(toEntry)
+    // Indexes stay those of declaration order, so answers keep that order.
+    const entries = rules.map(toEntry).filter((e) => e !== undefined)
     const methodsOf = (e: Entry): ReadonlySet<string> | undefined => {
-      const m = e.compiled.rule.match.methods
+      const m = (e.compiled.rule.match as RuleMatch).methods
       if (!m) return undefined
       const set = new Set(m.map((x) => x.toUpperCase()))
       // Frameworks answer HEAD with the GET handler, so a GET limit must cover HEAD too.

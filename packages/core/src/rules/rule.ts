@@ -175,7 +175,11 @@ export interface Rule {
   readonly deny?: RuleDenyList | undefined
   /** Clients this rule does not count (other rules still do). Absent: none. */
   readonly allow?: RuleAccessList | undefined
-  readonly match: RuleMatch
+  /**
+   * Which requests the rule counts; `false`: no HTTP request, the rule is used through
+   * `limiter.limit()` (WebSocket messages, jobs, GraphQL fields) and the client-state calls.
+   */
+  readonly match: RuleMatch | false
   /** Key parts; several parts form a composite key. */
   readonly key: readonly KeyPart[]
   readonly fallbackKey: FallbackKey

@@ -29,7 +29,7 @@ export const E = {
   id: "an id of 1-64 letters, digits, '.', '_' or '-'",
   description: 'a string',
   match:
-    "a string like 'POST /export' or '/api/**', or an object with methods, paths, headers, hosts",
+    "a string like 'POST /export' or '/api/**', an object with methods, paths, headers, hosts, or false (no HTTP request: a rule used through limiter.limit())",
   method: 'an HTTP method like GET',
   methods: 'an HTTP method or a list of them',
   path: "a path pattern like '/users/:id' or '/api/**'",
@@ -159,8 +159,9 @@ const matchFields = {
   hosts: stringOrList(E.host, E.hosts),
 }
 
-/** `'POST /export'`, `'/api/**'`, or an object of conditions. */
-export const match: Field<RuleMatch> = (value, c) => {
+/** `'POST /export'`, `'/api/**'`, an object of conditions, or `false` (no HTTP request). */
+export const match: Field<RuleMatch | false> = (value, c) => {
+  if (value === false) return false
   if (typeof value === 'string') return matchString(value, c)
   if (!isObject(value)) return c.expected(E.match, value)
   // Each field is normalised when its type is right, whatever its siblings hold, so every

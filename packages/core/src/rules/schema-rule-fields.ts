@@ -41,8 +41,12 @@ export interface RuleInput {
   /** Clients this rule does not count: `ips` and `keys`, as in `deny`. */
   allow?:
     { ips?: string[] | undefined; keys?: { [part: string]: string[] } | undefined } | undefined
-  /** `'POST /export'`, `'/api/**'`, or an object of conditions; absent matches every request. */
+  /**
+   * `'POST /export'`, `'/api/**'`, or an object of conditions; absent matches every request;
+   * `false` matches no HTTP request (a rule used through `limiter.limit()`).
+   */
   match?:
+    | false
     | string
     | {
         methods?: string | string[] | undefined

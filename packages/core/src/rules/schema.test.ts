@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { RulesValidationError } from '../errors.js'
-import type { Rule } from './rule.js'
+import type { Rule, RuleMatch } from './rule.js'
 import { parseRule, parseRules, ruleSchema, rulesSchema } from './schema.js'
 import { parseRulesDocument } from './schema-document.js'
 
@@ -132,7 +132,7 @@ describe('parseRules: defaults and normalisation', () => {
     const [rule] = parseRules([{ ...base, match: 'GET /a', key: ['ip', 'user'] }])
     expect(Object.isFrozen(rule)).toBe(true)
     expect(Object.isFrozen(rule!.match)).toBe(true)
-    expect(Object.isFrozen(rule!.match.paths)).toBe(true)
+    expect(Object.isFrozen((rule!.match as RuleMatch).paths)).toBe(true)
     expect(Object.isFrozen(rule!.key)).toBe(true)
   })
 
@@ -420,7 +420,7 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
       'match string with three parts',
       [{ ...base, match: 'GET /a /b' }],
       [
-        `rules[0].match: expected a string like 'POST /export' or '/api/**', or an object with methods, paths, headers, hosts, got "GET /a /b"`,
+        `rules[0].match: expected a string like 'POST /export' or '/api/**', an object with methods, paths, headers, hosts, or false (no HTTP request: a rule used through limiter.limit()), got "GET /a /b"`,
       ],
     ],
     [
@@ -576,6 +576,55 @@ describe('every problem at once', () => {
       'rules[0].limit: expected a positive integer, got nothing',
       "rules[0].window: expected a duration like '500ms', '10s', '1m', '1h', '1d' or a positive whole number of milliseconds, got nothing",
     ])
+  })
+})
+
+describe('match: false (a rule used through limiter.limit() only)', () => {
+  it('is kept as false, also on an adaptive rule', () => {
+    const [rule, adaptive] = parseRules([
+      { ...base, match: false },
+      { id: 'a', match: false, algorithm: 'adaptive', adaptive: { maxLimit: 10 } },
+    ])
+    expect(rule!.match).toBe(false)
+    expect(adaptive!.match).toBe(false)
+    expect(ruleSchema.parse({ ...base, match: false }).match).toBe(false)
+  })
+
+  it('true, an empty path list and an empty string stay refused', () => {
+    const expected =
+      "expected a string like 'POST /export' or '/api/**', an object with methods, paths, headers, hosts, or false (no HTTP request: a rule used through limiter.limit())"
+    expect(issuesOf([{ ...base, match: true }])).toEqual([`rules[0].match: ${expected}, got true`])
+    expect(issuesOf([{ ...base, match: null }])).toEqual([`rules[0].match: ${expected}, got null`])
+    expect(issuesOf([{ ...base, match: { paths: [] } }])).toHaveLength(1)
+    expect(issuesOf([{ ...base, match: { paths: [] } }])[0]).toMatch(/^rules\[0\]\.match\.paths/)
+    expect(issuesOf([{ ...base, match: '' }])).toHaveLength(1)
+  })
+
+  it('refuses deny and allow lists on it: they act on matched requests only', () => {
+    expect(
+      issuesOf([
+        { ...base, match: false, deny: { ips: ['10.0.0.1'] }, allow: { ips: ['10.0.0.2'] } },
+        { id: 'a', match: false, algorithm: 'adaptive', adaptive: { maxLimit: 9 }, allow: {} },
+      ]),
+    ).toEqual([
+      `rules[0].deny: expected no deny list on a rule with match: false (a rule's lists apply to the HTTP requests it matches, and it matches none), got {"ips":["10.0.0.1"]}`,
+      `rules[0].allow: expected no allow list on a rule with match: false (a rule's lists apply to the HTTP requests it matches, and it matches none), got {"ips":["10.0.0.2"]}`,
+      expect.stringMatching(/^rules\[1\]\.allow: /),
+      expect.stringMatching(
+        /^rules\[1\]\.allow: expected no allow list on a rule with match: false/,
+      ),
+    ])
+  })
+
+  it('is in the published JSON Schema, which still refuses true', () => {
+    const schema = ruleSchema.toJSONSchema() as {
+      properties: { match: { description: string; anyOf: unknown[] } }
+    }
+    expect(schema.properties.match.anyOf).toContainEqual(expect.objectContaining({ const: false }))
+    expect(schema.properties.match.anyOf).not.toContainEqual(
+      expect.objectContaining({ const: true }),
+    )
+    expect(schema.properties.match.description).toMatch(/or false \(no HTTP request/)
   })
 })
 

@@ -26,6 +26,19 @@ function checkRule(input: unknown, c: Checker): Rule | Bad {
   const { fields: v, failed } = checkFields(input, ruleFields, c, ['id'])
   const present = (name: keyof typeof ruleFields): boolean =>
     v[name] !== undefined || failed.has(name)
+  // A rule's lists act on the requests it matches; with `match: false` it matches none, and
+  // limiter.limit() reads no list: such a list would be kept and never used.
+  if (v.match === false) {
+    for (const name of ['deny', 'allow'] as const) {
+      if (present(name)) {
+        c.expected(
+          `no ${name} list on a rule with match: false (a rule's lists apply to the HTTP requests it matches, and it matches none)`,
+          input[name],
+          [name],
+        )
+      }
+    }
+  }
   // Known when the fields it comes from passed (or are absent and have a default).
   const algorithm: RuleAlgorithm | undefined = failed.has('algorithm')
     ? undefined

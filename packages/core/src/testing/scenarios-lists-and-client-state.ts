@@ -297,4 +297,41 @@ export const listAndClientStateScenarios: readonly AdapterScenario[] = [
       { handlerCalls: 5 },
     ],
   },
+  {
+    name: 'match: false: no request counted under the rule, whatever its path; limiter.limit() counts events under it',
+    rules: [
+      { id: 'per-ip', limit: 5, window: '1m', algorithm: 'fixed-window' },
+      { id: 'events', match: false, limit: 1, window: '1m', algorithm: 'fixed-window' },
+    ],
+    routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/never' }],
+    steps: [
+      {
+        send: GET('/'),
+        expect: {
+          status: 200,
+          headers: { 'ratelimit-policy': '"per-ip";q=5;w=60', ratelimit: '"per-ip";r=4;t=60' },
+        },
+      },
+      { send: GET('/never'), expect: { status: 200, headers: { ratelimit: '"per-ip";r=3;t=60' } } },
+      {
+        send: GET('/users/1'),
+        expect: { status: 200, headers: { ratelimit: '"per-ip";r=2;t=60' } },
+      },
+      {
+        act: async (limiter) => {
+          const [events] = await limiter.get({ ip: '127.0.0.1' }, { rule: 'events' })
+          expect(events).toMatchObject({ remaining: 1 })
+          expect(await limiter.limit('127.0.0.1', { rule: 'events' })).toMatchObject({
+            allowed: true,
+          })
+          expect(await limiter.limit('127.0.0.1', { rule: 'events' })).toMatchObject({
+            allowed: false,
+          })
+        },
+      },
+      // The events rule is spent; requests are still counted by per-ip alone.
+      { send: GET('/never'), expect: { status: 200, headers: { ratelimit: '"per-ip";r=1;t=60' } } },
+      { handlerCalls: 4 },
+    ],
+  },
 ]
