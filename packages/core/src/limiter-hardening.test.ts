@@ -379,3 +379,34 @@ describe('rule ids across global and route rules', () => {
     )
   })
 })
+
+describe('a decision belongs to the limiter that made it', () => {
+  const facts = { method: 'GET', path: '/', ip: '203.0.113.7', headers: {} }
+  const rules: RuleInput[] = [
+    { id: 'in-flight', algorithm: 'concurrency', limit: 1 },
+    { id: 'logins', limit: 5, window: '1m', count: 'failed' },
+  ]
+
+  it('released through another limiter, it frees nothing there and refunds nothing into its store; its own limiter still frees it', () => {
+    const storeA = new MemoryStore()
+    const storeB = new MemoryStore()
+    const a = createLimiter({ rules, store: storeA, clock: () => 1_000_000 })
+    const b = createLimiter({ rules, store: storeB, clock: () => 1_000_000 })
+    const fromA = a.check(facts) as Decision
+    const fromB = b.check(facts) as Decision
+    expect(fromA.allowed && fromB.allowed).toBe(true)
+    const refundA = vi.spyOn(storeA, 'refund')
+    const refundB = vi.spyOn(storeB, 'refund')
+
+    b.release(fromA, 'succeeded')
+    expect(refundB).not.toHaveBeenCalled()
+    expect(refundA).not.toHaveBeenCalled()
+    // b's own request still holds its slot; a's too.
+    expect((b.check(facts) as Decision).allowed).toBe(false)
+    expect((a.check(facts) as Decision).allowed).toBe(false)
+
+    a.release(fromA, 'succeeded')
+    expect(refundA).toHaveBeenCalledTimes(1)
+    expect((a.check(facts) as Decision).allowed).toBe(true)
+  })
+})

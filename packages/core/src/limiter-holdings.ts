@@ -24,18 +24,13 @@ interface Lease {
 }
 
 /**
- * Where a decision keeps its lease: a property of the decision object itself. A WeakMap from
- * decision to lease did the same, but inserting a fresh key into a WeakMap on every request
- * that holds a slot cost more than the rest of the decision (docs/benchmarks.md).
+ * Where a decision keeps its lease: a property of the decision object itself, under a symbol of
+ * the limiter that decided (a decision released through another limiter finds no lease there,
+ * so it cannot free that limiter's slots or refund into its store). A WeakMap from decision to
+ * lease did the same, but inserting a fresh key into a WeakMap on every request that holds a
+ * slot cost more than the rest of the decision (docs/benchmarks.md).
  */
-const LEASE: unique symbol = Symbol('floodgate.lease')
-interface Leased {
-  [LEASE]?: Lease
-}
-
-function leaseOf(decision: Decision): Lease | undefined {
-  return (decision as Leased)[LEASE]
-}
+type Leased = Record<symbol, Lease | undefined>
 
 // Shared empty lists for the fields a lease of one concurrency slot never fills (never pushed to).
 const NO_ENTRIES: RefundEntry[] = []
@@ -49,6 +44,7 @@ export type LatencySink = (slots: readonly RefundEntry[], latencyMs: number, now
  * for a queued request) and their return, exactly once.
  */
 export class Holdings implements QueuePlaces {
+  private readonly lease = Symbol('floodgate.lease')
   private readonly queued = new Map<string, number>()
   /**
    * Concurrency slots held by requests this limiter admitted, per rule id; a rule whose last
@@ -62,6 +58,10 @@ export class Holdings implements QueuePlaces {
     private readonly logger: Logger,
     private readonly latency?: LatencySink | undefined,
   ) {}
+
+  private leaseOf(decision: Decision): Lease | undefined {
+    return (decision as unknown as Leased)[this.lease]
+  }
 
   /** Take a place in the rule's queue for this key; undefined when the queue is full. */
   takePlace(rule: CompiledRule, key: string, maxQueue: number): string | undefined {
@@ -91,7 +91,7 @@ export class Holdings implements QueuePlaces {
       if (e.place === undefined && !rt.countsOutcome && decision.action !== 'queue') {
         // One rule holding one slot (concurrency, adaptive): a lease with a single list.
         if (rt.holdsSlot && decision.allowed && decision.outcomes[0]!.allowed) {
-          ;(decision as Leased)[LEASE] = this.slotLease(e, decision)
+          ;(decision as unknown as Leased)[this.lease] = this.slotLease(e, decision)
         }
         return
       }
@@ -185,7 +185,7 @@ export class Holdings implements QueuePlaces {
         if (o.waitMs > 0 && e.place !== undefined) lease.queueKeys.push(e.place)
       }
     }
-    if (lease) (decision as Leased)[LEASE] = lease
+    if (lease) (decision as unknown as Leased)[this.lease] = lease
     return lease
   }
 
@@ -209,7 +209,7 @@ export class Holdings implements QueuePlaces {
   }
 
   release(decision: Decision, outcome?: RequestOutcome): void {
-    const lease = leaseOf(decision)
+    const lease = this.leaseOf(decision)
     if (!lease || lease.released) return
     lease.released = true
     this.leaveQueue(lease)
@@ -231,7 +231,7 @@ export class Holdings implements QueuePlaces {
   }
 
   waitInQueue(decision: Decision, signal?: AbortSignal): Promise<boolean> {
-    const lease = leaseOf(decision)
+    const lease = this.leaseOf(decision)
     if (decision.action !== 'queue' || !lease) return Promise.resolve(decision.allowed)
     return new Promise<boolean>((resolve) => {
       const abandon = (): void => {
