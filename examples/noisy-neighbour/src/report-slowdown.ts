@@ -2,12 +2,10 @@ import { ADAPTIVE_RULE_ID, WORK_MS } from './rules.js'
 import type { SlowdownResult, SlowdownRun, SlowdownRunKind } from './run-slowdown.js'
 import { refusedBy } from './slowdown-stats.js'
 import { formatSlowdownTable } from './slowdown-table.js'
-import { percentile } from './stats.js'
-import { esc, lineChart, niceAxis } from './svg-chart.js'
+import { percentile, succeeded } from './stats.js'
+import { esc, lineChart, niceAxis, NOISY_COLOUR, WELL_COLOURS } from './svg-chart.js'
 import type { Series } from './svg-chart.js'
 
-const WELL_COLOURS = ['#2563eb', '#16a34a', '#9333ea', '#0891b2', '#ca8a04', '#db2777']
-const NOISY = '#dc2626'
 const RUN_COLOURS: Record<SlowdownRunKind, string> = {
   none: '#94a3b8',
   static: '#f59e0b',
@@ -15,8 +13,6 @@ const RUN_COLOURS: Record<SlowdownRunKind, string> = {
 }
 const BUCKET_MS = 500
 const WIDE = 1140
-
-const ok = (status: number): boolean => status >= 200 && status < 300
 
 function buckets(durationMs: number): number[] {
   return Array.from({ length: Math.ceil(durationMs / BUCKET_MS) }, (_, i) => i * BUCKET_MS)
@@ -133,7 +129,7 @@ function clientsChart(
       durationMs,
       (from, to) =>
         (run.summary.samples.filter(
-          (s) => s.client === client && s.t >= from && s.t < to && ok(s.status),
+          (s) => s.client === client && s.t >= from && s.t < to && succeeded(s.status),
         ).length *
           1000) /
         (to - from),
@@ -144,11 +140,11 @@ function clientsChart(
     width: 1.4,
     points: rate(c),
   }))
-  series.push({ name: 'noisy admitted', colour: NOISY, width: 2.8, points: rate('noisy') })
+  series.push({ name: 'noisy admitted', colour: NOISY_COLOUR, width: 2.8, points: rate('noisy') })
   if (run.kind !== 'none') {
     series.push({
       name: 'noisy refused',
-      colour: NOISY,
+      colour: NOISY_COLOUR,
       width: 1.6,
       dash: '5 4',
       points: perBucket(

@@ -2,11 +2,8 @@ import { renderSlowdownSection } from './report-slowdown.js'
 import type { DemoResult } from './run-demo.js'
 import type { SlowdownResult } from './run-slowdown.js'
 import type { RunSummary } from './stats.js'
-import { esc } from './svg-chart.js'
+import { esc, NOISY_COLOUR, WELL_COLOURS } from './svg-chart.js'
 import { formatTable } from './table.js'
-
-const WELL_COLOURS = ['#2563eb', '#16a34a', '#9333ea', '#0891b2', '#ca8a04', '#db2777']
-const NOISY_COLOUR = '#dc2626'
 
 function colourOf(client: string, wellNames: readonly string[]): string {
   const i = wellNames.indexOf(client)

@@ -1,4 +1,4 @@
-import { latency, percentile } from './stats.js'
+import { latency, percentile, succeeded } from './stats.js'
 import type { TimelinePoint } from './run-slowdown.js'
 import type { Sample } from './traffic.js'
 
@@ -34,7 +34,7 @@ export interface PhaseSummary {
   readonly adaptive: { readonly limit: number; readonly percentileMs: number } | undefined
 }
 
-const ok = (s: Sample): boolean => s.status >= 200 && s.status < 300
+const ok = (s: Sample): boolean => succeeded(s.status)
 
 function median(values: readonly number[]): number | undefined {
   return values.length === 0 ? undefined : percentile(values, 50)

@@ -60,9 +60,14 @@ export interface RunSummary {
   readonly decisionWindowMs: number
 }
 
+/** Whether a response status is a success (2xx). */
+export function succeeded(status: number): boolean {
+  return status >= 200 && status < 300
+}
+
 /** Success rate (2xx), p50, p99 and retries of a group of samples. */
 export function latency(samples: readonly Sample[]): LatencySummary {
-  const ok = samples.filter((s) => s.status >= 200 && s.status < 300).length
+  const ok = samples.filter((s) => succeeded(s.status)).length
   return {
     requests: samples.length,
     successRate: samples.length === 0 ? 1 : ok / samples.length,
@@ -120,7 +125,7 @@ export function summarise(record: RunRecord): RunSummary {
   }
   const noisyName = noisy[0]?.client ?? 'noisy'
   const spikeUnits = noisy
-    .filter((s) => s.t >= spike.fromMs && s.t < spike.toMs && s.status >= 200 && s.status < 300)
+    .filter((s) => s.t >= spike.fromMs && s.t < spike.toMs && succeeded(s.status))
     .reduce((n, s) => n + (s.endpoint === 'export' ? EXPORT_COST : 1), 0)
   return {
     label,
@@ -129,7 +134,7 @@ export function summarise(record: RunRecord): RunSummary {
     noisy: {
       sent: noisy.length,
       skipped: noisySkipped,
-      admitted: noisy.filter((s) => s.status >= 200 && s.status < 300).length,
+      admitted: noisy.filter((s) => succeeded(s.status)).length,
       queued: decisions[noisyName]?.queue ?? 0,
       rejected: noisy.filter((s) => s.status === 429).length,
       failed: noisy.filter((s) => s.status !== 429 && (s.status < 200 || s.status >= 300)).length,

@@ -1,6 +1,17 @@
 /** Small inline-SVG line charts for the HTML report: no script, no network. */
 
 /** Escapes text for HTML and SVG. */
+/** The well-behaved clients' colours, in order, and the noisy client's: one palette per report. */
+export const WELL_COLOURS: readonly string[] = [
+  '#2563eb',
+  '#16a34a',
+  '#9333ea',
+  '#0891b2',
+  '#ca8a04',
+  '#db2777',
+]
+export const NOISY_COLOUR = '#dc2626'
+
 export function esc(text: string): string {
   return text.replace(
     /[&<>"]/g,
