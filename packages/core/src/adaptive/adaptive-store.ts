@@ -1,5 +1,6 @@
 import { newResult, type AlgorithmResult } from '../algorithms/algorithm.js'
 import { FloodgateError } from '../errors.js'
+import { isThenable } from '../limiter-deadline.js'
 import { validResults } from '../limiter-decide.js'
 import { describeAnswer } from '../limiter-entry.js'
 import type { ConsumeEntry, RefundEntry, StateEntry, Store } from '../stores/store.js'
@@ -7,10 +8,6 @@ import type { AdaptiveGate } from './adaptive-gate.js'
 import { isAdaptive, type AdaptiveGates } from './adaptive-gates.js'
 
 type Answer = readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
-
-function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
-  return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
-}
 
 /** Whether an adaptive entry's rule is background traffic, shed first. */
 function background(e: StateEntry): boolean {
@@ -137,7 +134,9 @@ export class AdaptiveStore implements Store {
       results[i] = r
       if (!r.allowed && !e.shadow) refused = true
     }
-    if (others.length === 0) return this.settle(entries, results, refused, nowMs)
+    // Every entry adaptive: an admitted request takes its slots in the second look.
+    if (others.length === 0)
+      return refused ? results : this.takeSlots(entries, results, [], [], nowMs)
     // Refused anyway: the other rules only report their state, charging nothing.
     const asked = refused ? others.map((e) => ({ ...e, cost: 0, maxWaitMs: 0 })) : others
     const answer = this.inner.consume(asked, nowMs)
@@ -166,21 +165,8 @@ export class AdaptiveStore implements Store {
   }
 
   /**
-   * Every entry adaptive: take the slots of an admitted request, in a second look (two rules
-   * sharing a gate both fit at the first look, each without the other's slots).
-   */
-  private settle(
-    entries: readonly ConsumeEntry[],
-    results: AlgorithmResult[],
-    refused: boolean,
-    nowMs: number,
-  ): readonly AlgorithmResult[] {
-    if (refused) return results
-    return this.takeSlots(entries, results, [], [], nowMs)
-  }
-
-  /**
-   * The store admitted the others: decide the adaptive entries again, taking their slots. A
+   * The store admitted the others: decide the adaptive entries again, taking their slots (two
+   * rules sharing a gate may both fit at the first look, each without the other's slots). A
    * gate that filled up since the first look refuses, and the store's charges are given back.
    */
   private takeSlots(
@@ -224,9 +210,8 @@ export class AdaptiveStore implements Store {
       this.gates.gateOf(e.rule)?.release(e.key, e.cost, e.rule.rule.id)
       return
     }
-    if (!this.gates.any && !entries.some((e) => isAdaptive(e.rule))) {
-      return this.inner.refund(entries, nowMs)
-    }
+    // No adaptive rule was ever prepared, so none of these entries is one.
+    if (!this.gates.any) return this.inner.refund(entries, nowMs)
     let rest: RefundEntry[] | undefined
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!
