@@ -67,11 +67,6 @@ export class AdaptiveGate {
     this.sketch = newSketch()
   }
 
-  /** Whether adaptive rules share this gate (it was named by `adaptive.gate`). */
-  get shared(): boolean {
-    return this.settings.gate !== undefined
-  }
-
   /** Requests (cost units) in flight. */
   get inFlight(): number {
     return this.slots.inFlight

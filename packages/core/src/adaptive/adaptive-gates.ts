@@ -156,8 +156,8 @@ export class AdaptiveGates {
   /** Add the slots each adaptive rule in force holds now to `into` (by rule id). */
   addInFlight(into: Map<string, number>): Map<string, number> {
     for (const [id, gate] of this.byId) {
-      // A shared gate's slots are told apart by rule.
-      const n = gate.shared ? gate.slots.ofRule(id) : gate.inFlight
+      // A shared gate's slots are told apart by rule; a gate of one rule's are all its rule's.
+      const n = gate.slots.ofRule(id)
       if (n > 0) into.set(id, (into.get(id) ?? 0) + n)
     }
     return into
