@@ -78,7 +78,7 @@ async function failover(
   if (how === 'SIGKILL') void victimNode.kill()
   else victimNode.signal('SIGSTOP')
   let victimStreak = 0
-  while (victimStreak < 20 && performance.now() - t0 < 15_000) {
+  while (victimStreak < 20 && performance.now() - t0 < RECOVERY_BOUND_MS) {
     const round = async (k: string, into: Tally): Promise<boolean> => {
       const start = performance.now()
       try {
@@ -107,6 +107,14 @@ async function failover(
   return run
 }
 
+/**
+ * How long a failover may take before the test calls it failed. With a 1 s node timeout a
+ * replica is usually promoted within a few seconds, but an election that fails (votes split, or
+ * nodes starved of CPU by the rest of the suite) is retried only after twice the timeout, so
+ * the bound leaves room for several rounds; what the test holds is that it recovers at all.
+ */
+const RECOVERY_BOUND_MS = 40_000
+
 describe.skipIf(!binaries)('a Cluster primary fails over under load', () => {
   const cleanup: (() => Promise<void>)[] = []
   const track = (c: RedisClusterFixture, s: RedisStore): void => {
@@ -123,11 +131,11 @@ describe.skipIf(!binaries)('a Cluster primary fails over under load', () => {
     const run = await failover(['--cluster-require-full-coverage', 'no'], 'SIGKILL', track)
     // The dead primary's own slots failed open until its replica took over, then recovered.
     expect(run.victim.failedOpen).toBeGreaterThan(0)
-    expect(run.recoveredMs).toBeLessThan(15_000)
+    expect(run.recoveredMs).toBeLessThan(RECOVERY_BOUND_MS)
     // Not one check on another primary's slots failed open, over hundreds of them.
     expect(run.healthy.failedOpen).toBe(0)
     expect(run.healthy.judged).toBeGreaterThan(400)
-  }, 60_000)
+  }, 90_000)
 
   it('with the default full coverage, the healthy slots fail open at once while the cluster is down, never waiting out the deadline', async () => {
     // A long deadline, so a check that waited for it would stand out.
@@ -137,8 +145,8 @@ describe.skipIf(!binaries)('a Cluster primary fails over under load', () => {
     expect(run.healthy.failedOpen).toBeGreaterThan(0)
     // Refused at once, not retried by ioredis until the store's deadline.
     expect(run.healthy.slowestFailMs).toBeLessThan(500)
-    expect(run.recoveredMs).toBeLessThan(15_000)
-  }, 60_000)
+    expect(run.recoveredMs).toBeLessThan(RECOVERY_BOUND_MS)
+  }, 90_000)
 
   // A measurement, not a test: the figures of docs/failure-modes.md, registered only when asked
   // for with `FG_MEASURE_FAILOVER=1 pnpm exec vitest run --project @floodgate/redis
