@@ -80,9 +80,19 @@ export function judge(
   results: readonly AlgorithmResult[],
   banned?: readonly boolean[],
 ): Decision {
-  const n = entries.length
   // A banned rule's outcome carries the ban: the general path marks it.
-  if (n === 1 && banned?.[0] !== true) return judgeOne(entries[0]!, results[0]!)
+  if (entries.length === 1 && banned?.[0] !== true) return judgeOne(entries[0]!, results[0]!)
+  return judgeMany(entries, results, banned)
+}
+
+// Apart from judge() so that the one-rule path, the common one, stays small enough to inline
+// and does not pay for the many-rule path's closure context on every call.
+function judgeMany(
+  entries: readonly Entry[],
+  results: readonly AlgorithmResult[],
+  banned: readonly boolean[] | undefined,
+): Decision {
+  const n = entries.length
   const outcomes: RuleOutcome[] = new Array<RuleOutcome>(n)
   let gate = true
   let drop = false
