@@ -190,12 +190,9 @@ async function floodgate(
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.reply.raw,
     request: (c) => c.request.raw,
-    // An earlier hook may have sent the head on the raw response (Fastify's `reply.sent` stays
-    // false then): decide anyway, write no header, and never call reply.send, which would warn
-    // and leave the response unfinished.
-    setHeader: (c, name, value) => {
-      if (!c.reply.raw.headersSent) void c.reply.header(name, value)
-    },
+    // Not called once the head is on the raw response (an earlier hook may have sent it;
+    // Fastify's `reply.sent` stays false then): enforce checks reply.raw.headersSent.
+    setHeader: (c, name, value) => void c.reply.header(name, value),
     // reply.header lower-cases every name; ours arrive lower-cased already.
     lowerCaseNames: true,
     attach: (c, info) => {

@@ -75,7 +75,7 @@ export function rateLimit(
   const mount = prepareMount(rules, options, ['onRejected', 'exposeHeaders'])
   const { limiter, settings, warn } = mount
   const expose = exposeOn ? exposedHeaderNames(settings.format, settings.shadowHeader) : undefined
-  const shouldCheck = firstCheck(mount)
+  const shouldCheck = firstCheck(mount, (ctx: Context) => ctx.originalUrl)
   const { skip, cost } = settings
   const onRejected = options.onRejected ?? options.onLimited
   let proxyChecked = false
@@ -88,11 +88,6 @@ export function rateLimit(
   const io: HttpIo<Ctx, void | Promise<void>> = {
     response: (c) => c.ctx.res,
     request: (c) => c.ctx.req,
-    // An earlier middleware may have sent the headers already: decide anyway, but write no
-    // header (Node would throw ERR_HTTP_HEADERS_SENT).
-    setHeader: (c, name, value) => {
-      if (!c.ctx.res.headersSent) c.ctx.res.setHeader(name, value)
-    },
     attach: (c, info) => {
       c.ctx.state.rateLimit = info
     },
@@ -124,7 +119,7 @@ export function rateLimit(
         )
       }
     }
-    if (skip?.(ctx) || !shouldCheck(ctx, ctx.originalUrl)) return next()
+    if (skip?.(ctx) || !shouldCheck(ctx, ctx)) return next()
     if (expose !== undefined && !ctx.headerSent) {
       ctx.set(EXPOSE_HEADERS, appendExposeHeaders(ctx.response.get(EXPOSE_HEADERS), expose))
     }

@@ -31,7 +31,8 @@ export interface HttpIo<C, R> {
   /**
    * Set a response header the framework's way, when it buffers headers itself (Fastify's
    * `reply.header`: writing them on the raw response first would push Node's `writeHead` onto
-   * its slower merging path). Default: `response(ctx).setHeader`.
+   * its slower merging path). Default: `response(ctx).setHeader`. Never called once the
+   * response's headers are sent ({@link enforce} checks that once per response).
    */
   readonly setHeader?: ((ctx: C, name: string, value: string) => void) | undefined
   /**
@@ -216,7 +217,11 @@ function apply<Req, C, R>(
     res.socket?.destroy()
     return io.abandon(ctx)
   }
-  setHeaders(ctx, io as HttpIo<C, unknown>, res, decision, settings)
+  // An earlier middleware may have sent the headers already: decide anyway, but write no
+  // header (Node would throw ERR_HTTP_HEADERS_SENT). One check per response, not per header:
+  // on Express's request objects every property read is a cache miss (thousands of
+  // instructions), since Express swaps their prototypes per request.
+  if (!res.headersSent) setHeaders(ctx, io as HttpIo<C, unknown>, res, decision, settings)
   io.attach?.(ctx, rateLimitInfo(decision))
   if (action === 'reject') {
     const { body, json } = serializedProblem(decision)

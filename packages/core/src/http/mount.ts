@@ -97,16 +97,21 @@ function outcomeJudge<Req>(
  * already did (docs/security.md#double-counting-by-mounting), logging `FG_WRN_DOUBLE_MOUNT` once.
  *
  * @param mount - the mount
- * @returns a function of the per-request holder (see `doubleCountGuard`) and the path for the log
+ * @param pathOf - the request's path, for the log line; read only when a second mount is found
+ * @returns a function of the per-request holder (see `doubleCountGuard`) and the request
  */
-export function firstCheck<Req>(mount: Mount<Req>): (holder: object, path: string) => boolean {
+export function firstCheck<Req, R>(
+  mount: Mount<Req>,
+  pathOf: (request: R) => string,
+): (holder: object, request: R) => boolean {
   const seen = doubleCountGuard(mount.limiter)
-  return (holder, path) => {
+  return (holder, request) => {
     if (!seen(holder)) return true
     mount.warn(
       'FG_WRN_DOUBLE_MOUNT',
       'one limiter is mounted twice on this request path; it charged once, at the first mount (mount heavy routes before the app-wide limiter, or give the app-wide mount a cost function)',
-      { path },
+      // Read only here: on Express every property read of a request is a cache miss.
+      { path: pathOf(request) },
     )
     return false
   }
