@@ -10,6 +10,9 @@ export class ExpressFacts implements RequestFacts<Request> {
   constructor(
     readonly request: Request,
     readonly cost: number | undefined,
+    /** `trust proxy` is false (the default): the client is the socket's peer. */
+    private readonly socketPeer: boolean,
+    readonly headers: HeaderBag,
   ) {}
 
   get method(): string {
@@ -33,16 +36,9 @@ export class ExpressFacts implements RequestFacts<Request> {
 
   /** Express's own resolution: `trust proxy` decides whether X-Forwarded-For counts. */
   get ip(): string | undefined {
-    const req = this.request
     // With `trust proxy` off (the default) Express's req.ip is the socket address; reading it
     // directly skips parsing X-Forwarded-For on every request only to ignore it.
-    if ((req.app.settings as Record<string, unknown>)['trust proxy'] === false)
-      return req.socket.remoteAddress
-    return req.ip
-  }
-
-  get headers(): HeaderBag {
-    return this.request.headers
+    return this.socketPeer ? this.request.socket.remoteAddress : this.request.ip
   }
 
   get host(): string | undefined {

@@ -19,6 +19,7 @@ import {
 import { type Limiter } from '@floodgate/core'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { ExpressFacts } from './facts.js'
+import { attachInfo } from './request-info.js'
 
 /**
  * Options of the Express middleware: the options shared by every Floodgate adapter, plus an
@@ -57,11 +58,11 @@ interface Ctx {
   readonly req: Request
   readonly res: Response
   readonly next: NextFunction
+  readonly locals: object
 }
 
 // Express keeps the setting as given: false (the default), true, a hop count, or addresses.
-function trustOf(req: Request): ProxyTrust {
-  const setting: unknown = (req.app.settings as Record<string, unknown>)['trust proxy']
+function trustOf(setting: unknown): ProxyTrust {
   return setting === true ? 'all' : setting === false || setting === undefined ? 'none' : 'some'
 }
 
@@ -89,7 +90,7 @@ export function rateLimit(
   const mount = prepareMount(rules, options, ['onRejected', 'exposeHeaders'])
   const { limiter, settings, warn } = mount
   const expose = exposeOn ? exposedHeaderNames(settings.format, settings.shadowHeader) : undefined
-  const shouldCheck = firstCheck(mount)
+  const shouldCheck = firstCheck(mount, (req: Request) => req.originalUrl)
   const { skip, cost } = settings
   const onRejected = options.onRejected ?? options.onLimited
   const checkProxy = proxyWarnings(
@@ -101,14 +102,7 @@ export function rateLimit(
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.res,
     request: (c) => c.req,
-    // An earlier middleware may have sent the headers already: decide anyway, but write no
-    // header (Node would throw ERR_HTTP_HEADERS_SENT).
-    setHeader: (c, name, value) => {
-      if (!c.res.headersSent) c.res.setHeader(name, value)
-    },
-    attach: (c, info) => {
-      c.req.rateLimit = info
-    },
+    attach: (c, info) => attachInfo(c.req, c.locals, info),
     proceed: (c) => c.next(),
     reject: (c, rejection) => {
       // Too late for a 429: end what the earlier middleware started, without the handler.
@@ -119,14 +113,19 @@ export function rateLimit(
     abandon: () => {},
   }
 
+  // Every property read of an Express request or response is a hidden-class miss (Express swaps
+  // their prototypes per request), so each is read once here and handed on.
   const middleware = function rateLimit(req: Request, res: Response, next: NextFunction): void {
-    if (skip?.(req) || !shouldCheck(res.locals, req.originalUrl)) return next()
+    const locals: object = res.locals
+    if (skip?.(req) || !shouldCheck(locals, req)) return next()
     if (expose !== undefined && !res.headersSent) {
       res.setHeader(EXPOSE_HEADERS, appendExposeHeaders(res.getHeader(EXPOSE_HEADERS), expose))
     }
-    checkProxy(trustOf(req), req.headers)
-    const facts = new ExpressFacts(req, routeCost(cost, req, warn))
-    const result = enforce(limiter, facts, { req, res, next }, io, settings)
+    const trust: unknown = (req.app.settings as Record<string, unknown>)['trust proxy']
+    const headers = req.headers
+    checkProxy(trustOf(trust), headers)
+    const facts = new ExpressFacts(req, routeCost(cost, req, warn), trust === false, headers)
+    const result = enforce(limiter, facts, { req, res, next, locals }, io, settings)
     // Express 4 ignores a returned promise; hand any failure to the error handler ourselves.
     if (result instanceof Promise) result.catch(next)
   }
