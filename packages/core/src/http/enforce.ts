@@ -103,15 +103,20 @@ const NAMES: Names = [
 ]
 const LOWER_NAMES: Names = NAMES.map((n) => n.toLowerCase()) as unknown as Names
 
+type SetHeader = ServerResponse['setHeader']
+
+// `native` is res.setHeader read once per response (undefined when the adapter sets headers its
+// own way): on Express every read of a method from a response is a hidden-class miss.
 function put<C>(
   ctx: C,
   io: HttpIo<C, unknown>,
   res: ServerResponse,
+  native: SetHeader | undefined,
   name: string,
   value: string,
 ): void {
-  if (io.setHeader) io.setHeader(ctx, name, value)
-  else res.setHeader(name, value)
+  if (native !== undefined) native.call(res, name, value)
+  else io.setHeader!(ctx, name, value)
 }
 
 function setHeaders<C>(
@@ -122,40 +127,41 @@ function setHeaders<C>(
   settings: Pick<EnforceSettings, 'format' | 'shadowHeader'>,
 ): void {
   const names = io.lowerCaseNames === true ? LOWER_NAMES : NAMES
+  const native = io.setHeader === undefined ? res.setHeader : undefined
   const format = settings.format
   // No quota claims when the decision failed open (the store is down; nothing was judged).
   if (format !== undefined && !decision.failedOpen) {
     if (format === 'draft-7') {
       const fields = draft7Fields(decision)
       if (fields) {
-        put(ctx, io, res, names[0], fields.policy)
-        put(ctx, io, res, names[1], fields.limit)
+        put(ctx, io, res, native, names[0], fields.policy)
+        put(ctx, io, res, native, names[1], fields.limit)
       }
     } else {
       const policy = policyField(decision)
       if (policy !== '') {
         if (format !== 'legacy') {
-          put(ctx, io, res, names[0], policy)
-          put(ctx, io, res, names[1], limitField(decision))
+          put(ctx, io, res, native, names[0], policy)
+          put(ctx, io, res, native, names[1], limitField(decision))
         }
         if (format !== 'ietf') {
-          put(ctx, io, res, names[4], String(headerCount(decision.limit)))
-          put(ctx, io, res, names[5], String(headerCount(decision.remaining)))
-          put(ctx, io, res, names[6], String(epochResetSeconds(decision.resetMs, Date.now())))
+          put(ctx, io, res, native, names[4], String(headerCount(decision.limit)))
+          put(ctx, io, res, native, names[5], String(headerCount(decision.remaining)))
+          put(ctx, io, res, native, names[6], String(epochResetSeconds(decision.resetMs, Date.now())))
         }
       }
     }
   }
   // A deny list or an unknown client is not lifted by waiting: no Retry-After for those.
   if (decision.action === 'reject' && decision.reason === undefined) {
-    put(ctx, io, res, names[2], String(retryAfterSeconds(decision.retryAfterMs)))
+    put(ctx, io, res, native, names[2], String(retryAfterSeconds(decision.retryAfterMs)))
   }
   if (settings.shadowHeader) {
     let ids = ''
     for (const o of decision.outcomes) {
       if (o.shadow && !o.allowed) ids = ids === '' ? o.rule.id : `${ids}, ${o.rule.id}`
     }
-    if (ids !== '') put(ctx, io, res, names[3], ids)
+    if (ids !== '') put(ctx, io, res, native, names[3], ids)
   }
 }
 
