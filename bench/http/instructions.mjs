@@ -25,7 +25,10 @@
 // and max), BENCH_JOBS (2 servers under valgrind at once; it changes the wall time, not the
 // counts), BENCH_VARIANTS (all; e.g. `floodgate,peer:reject`; bare always runs; the SyncedStore and
 // RedisStore rows, Fastify only, need the Redis at REDIS_URL), BENCH_TIMEOUT (60 s per request),
-// BENCH_NODE_FLAGS (replaces the node flags above, for experiments).
+// BENCH_NODE_FLAGS (replaces the node flags above, for experiments), BENCH_PROFILE (a number N:
+// also list, per variant, the N functions whose own instructions per response differ most from
+// the two-constant-headers floor's, JIT code named through node --perf-basic-prof; the counts
+// move by a few hundred per function between processes, so read the large differences).
 import { execFileSync, fork, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -33,6 +36,7 @@ import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { variantName, variantsFor } from './variants.mjs'
+import { selfCosts } from '../callgrind-functions.mjs'
 import { ensureBuilt } from '../ensure-built.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -53,6 +57,8 @@ const NODE_FLAGS = (
 )
   .split(' ')
   .filter(Boolean)
+const PROFILE = Number(process.env.BENCH_PROFILE ?? 0)
+if (PROFILE > 0) NODE_FLAGS.push('--perf-basic-prof')
 const ONLY = process.env.BENCH_VARIANTS?.split(',')
 const picked = ([v, m], i) => i === 0 || !ONLY || ONLY.includes(v) || ONLY.includes(`${v}:${m}`)
 const variantsOf = (framework) => variantsFor(framework).filter(picked)
@@ -100,6 +106,7 @@ function start(name, framework, variant, mode) {
       // V8 writes and rewrites machine code in anonymous memory.
       '--smc-check=all-non-file',
       '--separate-threads=yes',
+      ...(PROFILE > 0 ? ['--dump-instr=yes'] : []),
       `--callgrind-out-file=${out}`,
       `--log-file=${out}.log`,
       process.execPath,
@@ -167,7 +174,10 @@ async function measure(framework, variant, mode, repeat) {
   const main = counts.find(([thread]) => thread === '01')?.[1]
   if (!(main > 0)) throw new Error(`${name}: no instruction count for the main thread`)
   const others = counts.reduce((sum, [thread, n]) => (thread === '01' ? sum : sum + (n || 0)), 0)
-  return { perResponse: main / REQUESTS, othersPerResponse: others / REQUESTS }
+  const functions = PROFILE > 0 ? selfCosts(`${server.out}-01`) : undefined
+  // node --perf-basic-prof writes its map here; valgrind runs node in the forked process itself.
+  if (PROFILE > 0) rmSync(`/tmp/perf-${server.child.pid}.map`, { force: true })
+  return { perResponse: main / REQUESTS, othersPerResponse: others / REQUESTS, functions }
 }
 
 const k = (x) => (x / 1000).toFixed(1)
@@ -229,6 +239,35 @@ for (const framework of FRAMEWORKS) {
     console.log(
       `| ${name} | ${path} | ${k(r.median)}${range} | ${(r.median / bare.median).toFixed(3)}x |`,
     )
+  }
+}
+if (PROFILE > 0) {
+  // Per function, this variant's own instructions per response less the floor's (first process
+  // of each): where a limiter's cost goes, beyond what sending two headers costs anyway.
+  const first = (framework, variant, mode) =>
+    jobs.find((j) => j.framework === framework && j.variant === variant && j.mode === mode)
+  for (const framework of FRAMEWORKS) {
+    const floor = first(framework, 'headers', 'pass')
+    if (!floor) {
+      console.log(`\n(${framework}: no profile without the two-constant-headers variant)`)
+      continue
+    }
+    for (const [variant, mode] of variantsOf(framework)) {
+      if (variant === 'headers' || variant === 'bare') continue
+      const job = first(framework, variant, mode)
+      const names = new Set([...job.functions.keys(), ...floor.functions.keys()])
+      const rows = [...names]
+        .map((n) => [((job.functions.get(n) ?? 0) - (floor.functions.get(n) ?? 0)) / REQUESTS, n])
+        .sort((a, b) => Math.abs(b[0]) - Math.abs(a[0]))
+        .slice(0, PROFILE)
+      console.log(
+        `\n#### ${framework}: ${variantName(framework, variant)} ${mode === 'pass' ? 'allow' : 'reject'} less the floor\n`,
+      )
+      console.log('| instructions per response | function |')
+      console.log('| ---: | --- |')
+      for (const [d, n] of rows)
+        console.log(`| ${d.toFixed(0)} | \`${n.replaceAll(root, '').slice(0, 120)}\` |`)
+    }
   }
 }
 console.log(`\n(${Math.round((Date.now() - started) / 1000)} s in all)`)
