@@ -69,15 +69,20 @@ class TailedScriptCommand extends Command {
     const args = this.args as string[]
     const tail = this.tail
     const loaded = this.script.loadedOn(socket)
+    const first = loaded ? args[0]! : this.script.lua
     let head = loaded
       ? `*${args.length + 2}\r\n$7\r\nevalsha\r\n`
       : `*${args.length + 2}\r\n$4\r\neval\r\n`
+    // Bytes beyond one per character: every part but the arguments is ASCII.
+    let wide = 0
     for (let i = 0; i < args.length; i++) {
-      const a = i === 0 && !loaded ? this.script.lua : args[i]!
-      head += `$${Buffer.byteLength(a)}\r\n${a}\r\n`
+      const a = i === 0 ? first : args[i]!
+      const n = Buffer.byteLength(a)
+      wide += n - a.length
+      head += `$${n}\r\n${a}\r\n`
     }
     head += `$${tail.bytes}\r\n`
-    const at = Buffer.byteLength(head)
+    const at = head.length + wide
     const end = at + tail.bytes
     const frame = Buffer.allocUnsafe(end + 2)
     frame.write(head)

@@ -124,28 +124,31 @@ export function encodeRequests(
   requests: readonly WireRequest[],
   algorithms: readonly string[],
 ): number {
+  // DataView writes compile to plain stores; Buffer's write methods copy byte by byte.
+  const view = new DataView(target.buffer, target.byteOffset, target.byteLength)
   let o = offset
   const single = algorithms.length === 1
   for (let r = 0; r < requests.length; r++) {
     const { mode, entries } = requests[r]!
     const n = entries.length
-    target.writeInt16LE(n, o)
-    target[o + TYPE_BYTES.h] = WIRE_MODES.indexOf(mode)
+    view.setInt16(o, n, true)
+    view.setUint8(o + TYPE_BYTES.h, WIRE_MODES.indexOf(mode))
     o += REQUEST_HEADER_BYTES
     for (let i = 0; i < n; i++, o += ENTRY_BYTES) {
       const e = entries[i]!
       const rule = e.rule
       const name = rule.algorithm.name
-      target[o + ENTRY_OFFSET.ai] = single ? 1 : algorithms.indexOf(name) + 1
-      target.writeDoubleLE(rule.params.limit, o + ENTRY_OFFSET.limit)
-      target.writeDoubleLE(rule.params.windowMs || 0, o + ENTRY_OFFSET.window_ms)
-      target.writeDoubleLE(rule.params.burst, o + ENTRY_OFFSET.burst)
-      target.writeDoubleLE(e.cost, o + ENTRY_OFFSET.cost)
-      target.writeDoubleLE(e.maxWaitMs, o + ENTRY_OFFSET.max_wait)
-      target.writeDoubleLE(e.shadow ? 1 : 0, o + ENTRY_OFFSET.shadow)
-      target.writeDoubleLE(
-        name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
+      view.setUint8(o + ENTRY_OFFSET.ai, single ? 1 : algorithms.indexOf(name) + 1)
+      view.setFloat64(o + ENTRY_OFFSET.limit, rule.params.limit, true)
+      view.setFloat64(o + ENTRY_OFFSET.window_ms, rule.params.windowMs || 0, true)
+      view.setFloat64(o + ENTRY_OFFSET.burst, rule.params.burst, true)
+      view.setFloat64(o + ENTRY_OFFSET.cost, e.cost, true)
+      view.setFloat64(o + ENTRY_OFFSET.max_wait, e.maxWaitMs, true)
+      view.setFloat64(o + ENTRY_OFFSET.shadow, e.shadow ? 1 : 0, true)
+      view.setFloat64(
         o + ENTRY_OFFSET.size,
+        name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
+        true,
       )
     }
   }
