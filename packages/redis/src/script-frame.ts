@@ -49,17 +49,30 @@ class LoadedScript {
  * EVALSHA after (as ioredis does for a script defined with `defineCommand`).
  */
 class TailedScriptCommand extends Command {
-  /** The connection the command was written to, to forget the script on after a NOSCRIPT. */
-  socket: object | undefined
+  /** The connection the command was last written to. */
+  private socket: object | undefined
 
   constructor(
     private readonly script: LoadedScript,
     args: string[],
     private readonly tail: FrameTail,
+    client: RedisClient,
     keyPrefix: string | undefined,
   ) {
     // The reply is integers only: no encoding to convert it with.
     super('evalsha', args, { replyEncoding: null, keyPrefix })
+    // NOSCRIPT: the script did not run. Forget that the connection had it and send the same
+    // command once more (as EVAL, which loads it). Here rather than in a `catch` on the
+    // promise: one closure, not a promise and a microtask turn more on every call. (A Cluster
+    // wraps this reject once with its redirections, and sends the command again as it is.)
+    const reject = this.reject
+    let resent = false
+    this.reject = (err: Error) => {
+      if (resent || !err.message.includes('NOSCRIPT')) return reject(err)
+      resent = true
+      script.forget(this.socket)
+      void client.sendCommand(this)
+    }
   }
 
   override toWritable(socket: object): Buffer {
@@ -120,14 +133,8 @@ export function tailedScript(client: RedisClient, lua: string): TailedScript {
     let a = 2
     for (let i = 0; i < keys.length; i++) args[a++] = keys[i]!
     for (let i = 0; i < argv.length; i++) args[a++] = argv[i]!
-    const command = new TailedScriptCommand(script, args, tail, keyPrefix)
-    const sent = client.sendCommand(command) as Promise<number[]>
-    return sent.catch((err: unknown) => {
-      if (!(err instanceof Error) || !err.message.includes('NOSCRIPT')) throw err
-      script.forget(command.socket)
-      return client.sendCommand(new TailedScriptCommand(script, args, tail, keyPrefix)) as Promise<
-        number[]
-      >
-    })
+    return client.sendCommand(
+      new TailedScriptCommand(script, args, tail, client, keyPrefix),
+    ) as Promise<number[]>
   }
 }
