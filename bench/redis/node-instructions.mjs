@@ -239,6 +239,9 @@ function annotate(file, pid, decisions, top = 40) {
   // Names are compressed: `fn=(id) name` the first time, `fn=(id)` after; same for `ob=`.
   const names = { fn: new Map(), ob: new Map() }
   const self = new Map()
+  // Self plus the inclusive cost of every call made: recursion counts twice, so read these
+  // as "where the time goes under", not as a partition.
+  const inclusive = new Map()
   let ob = ''
   let fn = ''
   let inCall = false
@@ -256,24 +259,33 @@ function annotate(file, pid, decisions, top = 40) {
     else if (/^(0x[0-9a-f]+|[+-]\d+|\*)\s/.test(line)) {
       // "instr line cost"; the line after `calls=` holds a call's inclusive cost, not self.
       const cost = Number(line.trim().split(/\s+/)[2])
+      const key = `${ob}\0${fn}`
+      inclusive.set(key, (inclusive.get(key) ?? 0) + cost)
       if (inCall) inCall = false
-      else {
-        const key = `${ob}\0${fn}`
-        self.set(key, (self.get(key) ?? 0) + cost)
-      }
+      else self.set(key, (self.get(key) ?? 0) + cost)
     }
   }
-  const named = new Map()
-  for (const [key, c] of self) {
-    const [o, f] = key.split('\0')
-    const hex = f.match(/^0x([0-9a-f]+)$/)
-    let n = `${f} (${o.split('/').pop()})`
-    if (hex && o === '???') n = jitName(parseInt(hex[1], 16)) ?? 'JIT code (not in the perf map)'
-    named.set(n, (named.get(n) ?? 0) + c)
+  const byName = (costs) => {
+    const named = new Map()
+    for (const [key, c] of costs) {
+      const [o, f] = key.split('\0')
+      const hex = f.match(/^0x([0-9a-f]+)$/)
+      let n = `${f} (${o.split('/').pop()})`
+      if (hex && o === '???') n = jitName(parseInt(hex[1], 16)) ?? 'JIT code (not in the perf map)'
+      named.set(n, (named.get(n) ?? 0) + c)
+    }
+    return named
   }
+  const named = byName(self)
   const total = [...named.values()].reduce((a, b) => a + b, 0)
   console.log(`${(total / decisions).toFixed(0)} instructions / decision (self costs summed)`)
   for (const [n, c] of [...named].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+    console.log(`${(c / decisions).toFixed(0).padStart(8)}  ${n}`)
+  }
+  console.log()
+  console.log('inclusive, JavaScript functions only:')
+  const js = [...byName(inclusive)].filter(([n]) => n.startsWith('JS:'))
+  for (const [n, c] of js.sort((a, b) => b[1] - a[1]).slice(0, top)) {
     console.log(`${(c / decisions).toFixed(0).padStart(8)}  ${n}`)
   }
 }
