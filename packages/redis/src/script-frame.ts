@@ -11,15 +11,44 @@ export interface FrameTail {
   writeTo(target: Buffer, offset: number): void
 }
 
+/** A text argument as RESP writes it, and its UTF-8 bytes beyond one per character. */
+interface EncodedArgs {
+  readonly text: string
+  readonly wide: number
+}
+
+/** `$<bytes>\r\n<arg>\r\n` for each argument. */
+function encodeArgs(args: readonly string[], from = 0): EncodedArgs {
+  let text = ''
+  let wide = 0
+  for (let i = from; i < args.length; i++) {
+    const a = args[i]!
+    const n = Buffer.byteLength(a)
+    wide += n - a.length
+    text += `$${n}\r\n${a}\r\n`
+  }
+  return { text, wide }
+}
+
 /** A script, and the connections that have run it (so know its SHA). */
 class LoadedScript {
   readonly sha: string
+  /** `EVAL <script>` as RESP writes it. */
+  readonly evalHead: EncodedArgs
   private readonly loaded = new WeakSet<object>()
   /** The connection last seen loaded: one Redis client has one, checked without a lookup. */
   private last: object | undefined
+  /** The start of an EVALSHA frame (`*<count>`, EVALSHA, the SHA), by argument count. */
+  private readonly evalshaHeads: string[] = []
 
   constructor(readonly lua: string) {
     this.sha = createHash('sha1').update(lua).digest('hex')
+    this.evalHead = encodeArgs(['eval', lua])
+  }
+
+  /** The start of an EVALSHA frame of `count` elements. */
+  evalshaHead(count: number): string {
+    return (this.evalshaHeads[count] ??= `*${count}\r\n${encodeArgs(['evalsha', this.sha]).text}`)
   }
 
   /** Whether `socket` has run the script; if not, it is taken to from now on (EVAL loads it). */
@@ -47,6 +76,10 @@ class LoadedScript {
  * binary tail straight after it, in one buffer. What Redis receives is byte for byte what
  * ioredis would have sent: EVAL with the script on a connection that has not run it yet,
  * EVALSHA after (as ioredis does for a script defined with `defineCommand`).
+ *
+ * ioredis sees only the SHA, the key count and the keys as arguments (what it needs to route
+ * the call on a Cluster and to apply a key prefix): the other arguments arrive already
+ * written, and are the same on most calls.
  */
 class TailedScriptCommand extends Command {
   /** The connection the command was last written to. */
@@ -55,6 +88,7 @@ class TailedScriptCommand extends Command {
   constructor(
     private readonly script: LoadedScript,
     args: string[],
+    private readonly argv: EncodedArgs & { readonly count: number },
     private readonly tail: FrameTail,
     client: RedisClient,
     keyPrefix: string | undefined,
@@ -77,23 +111,23 @@ class TailedScriptCommand extends Command {
 
   override toWritable(socket: object): Buffer {
     this.socket = socket
-    // String arguments only (the constructor applied any key prefix to the keys); the first
-    // is the SHA, replaced by the script itself on a connection that has not run it.
+    // SHA, key count, keys: strings (the constructor applied any key prefix to the keys).
     const args = this.args as string[]
-    const tail = this.tail
-    const loaded = this.script.loadedOn(socket)
-    const first = loaded ? args[0]! : this.script.lua
-    let head = loaded
-      ? `*${args.length + 2}\r\n$7\r\nevalsha\r\n`
-      : `*${args.length + 2}\r\n$4\r\neval\r\n`
-    // Bytes beyond one per character: every part but the arguments is ASCII.
-    let wide = 0
-    for (let i = 0; i < args.length; i++) {
-      const a = i === 0 ? first : args[i]!
-      const n = Buffer.byteLength(a)
-      wide += n - a.length
-      head += `$${n}\r\n${a}\r\n`
+    const { script, argv, tail } = this
+    // Elements: the command's name, its arguments, the written ones, the tail.
+    const count = args.length + argv.count + 2
+    let head: string
+    // UTF-8 bytes beyond one per character: every part but the arguments is ASCII.
+    let wide = argv.wide
+    if (script.loadedOn(socket)) head = script.evalshaHead(count)
+    else {
+      head = `*${count}\r\n${script.evalHead.text}`
+      wide += script.evalHead.wide
     }
+    const keys = encodeArgs(args, 1)
+    head += keys.text
+    wide += keys.wide
+    head += argv.text
     head += `$${tail.bytes}\r\n`
     const at = head.length + wide
     const end = at + tail.bytes
@@ -106,7 +140,11 @@ class TailedScriptCommand extends Command {
   }
 }
 
-/** A script run with string arguments then one binary tail; resolves to its integer reply. */
+/**
+ * A script run with keys, string arguments then one binary tail; resolves to its integer
+ * reply. Pass the same `argv` array again when the arguments are the same: it is written
+ * once.
+ */
 export type TailedScript = (
   keys: readonly string[],
   argv: readonly string[],
@@ -126,15 +164,19 @@ export type TailedScript = (
 export function tailedScript(client: RedisClient, lua: string): TailedScript {
   const script = new LoadedScript(lua)
   const keyPrefix = (client.options as { keyPrefix?: string }).keyPrefix || undefined
+  let lastArgv: readonly string[] | undefined
+  let written: EncodedArgs & { readonly count: number } = { text: '', wide: 0, count: 0 }
   return (keys, argv, tail) => {
-    const args = new Array<string>(2 + keys.length + argv.length)
+    if (argv !== lastArgv) {
+      lastArgv = argv
+      written = { ...encodeArgs(argv), count: argv.length }
+    }
+    const args = new Array<string>(2 + keys.length)
     args[0] = script.sha
     args[1] = String(keys.length)
-    let a = 2
-    for (let i = 0; i < keys.length; i++) args[a++] = keys[i]!
-    for (let i = 0; i < argv.length; i++) args[a++] = argv[i]!
+    for (let i = 0; i < keys.length; i++) args[2 + i] = keys[i]!
     return client.sendCommand(
-      new TailedScriptCommand(script, args, tail, client, keyPrefix),
+      new TailedScriptCommand(script, args, written, tail, client, keyPrefix),
     ) as Promise<number[]>
   }
 }
