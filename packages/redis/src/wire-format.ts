@@ -124,9 +124,8 @@ export function encodeRequests(
   requests: readonly WireRequest[],
   algorithms: readonly string[],
 ): number {
-  // DataView writes compile to plain stores; Buffer's write methods copy byte by byte.
-  const view = new DataView(target.buffer, target.byteOffset, target.byteLength)
-  let o = offset
+  const view = viewOf(target)
+  let o = target.byteOffset + offset
   const single = algorithms.length === 1
   for (let r = 0; r < requests.length; r++) {
     const { mode, entries } = requests[r]!
@@ -152,7 +151,18 @@ export function encodeRequests(
       )
     }
   }
-  return o
+  return o - target.byteOffset
+}
+
+/**
+ * DataView writes compile to plain stores (Buffer's write methods copy byte by byte). Small
+ * Buffers are slices of one shared pool, so one view over the pool serves every call until
+ * Node starts a new pool.
+ */
+let pooledView: DataView | undefined
+function viewOf(target: Buffer): DataView {
+  if (pooledView?.buffer !== target.buffer) pooledView = new DataView(target.buffer)
+  return pooledView
 }
 
 /**
