@@ -307,7 +307,7 @@ if (process.argv[2] === '--child') {
   console.log(`### Node instructions per decision, one decision in flight`)
   console.log()
   console.log(
-    `Node ${process.version} (--single-threaded --single-threaded-gc, 1 MB semi-space) under callgrind, main thread, ${n} decisions one at a time after ${process.env.BENCH_WARMUP ?? 20_000} to warm up.`,
+    `Node ${process.version} (--single-threaded --single-threaded-gc, 1 MB semi-space) under callgrind, main thread, ${n} decisions one at a time after ${process.env.BENCH_WARMUP ?? 20_000} to warm up, a full GC and 5000 more.`,
   )
   console.log()
   console.log('| contender | k instructions / decision |')
