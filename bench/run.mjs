@@ -1,6 +1,6 @@
 // `pnpm bench`: every benchmark, one after the other, each in its own process so one cannot
 // warm or pollute the heap of the next. BENCH_ONLY picks some: core, adaptive, http, http-instructions,
-// redis, redis-instructions, synced-admission, rules-service, footprint.
+// redis, redis-instructions, redis-node-instructions, synced-admission, rules-service, footprint.
 import { spawnSync } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
@@ -25,6 +25,12 @@ const parts = [
     'redis-instructions',
     'redis/instructions.mjs',
     'Redis: instructions per script call, one call in flight (callgrind)',
+    'valgrind',
+  ],
+  [
+    'redis-node-instructions',
+    'redis/node-instructions.mjs',
+    'Redis: Node instructions per decision, one decision in flight (callgrind), beside the peers',
     'valgrind',
   ],
   [

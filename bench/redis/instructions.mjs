@@ -76,8 +76,9 @@ while (client.status !== 'ready') {
   await client.connect().catch(() => new Promise((r) => setTimeout(r, 300)))
 }
 
-// RedisStore's script for one token-bucket rule, as a store defines it on its client, and the
-// packed argument of one consume of cost 1 (captured from the store's own call).
+// RedisStore's script for one token-bucket rule and the arguments of one consume of cost 1,
+// read from the frame the store's own call writes (EVAL with the script on a connection that
+// has not run it: the frame carries both).
 let decide
 {
   const spy = new Redis({
@@ -87,14 +88,24 @@ let decide
     autoResendUnfulfilledCommands: false,
   })
   await new Promise((r) => spy.once('ready', r))
-  const define = spy.defineCommand.bind(spy)
-  spy.defineCommand = (name, def) => {
-    decide = { lua: def.lua }
-    return define(name, def)
-  }
   const send = spy.sendCommand.bind(spy)
   spy.sendCommand = (cmd) => {
-    if (decide && !decide.args && /^eval/.test(cmd.name)) decide.args = cmd.args.slice(1)
+    if (!decide && /^eval/.test(cmd.name)) {
+      const frame = cmd.toWritable({})
+      const args = []
+      let pos = frame.indexOf('\r\n') + 2
+      while (pos < frame.length) {
+        const eol = frame.indexOf('\r\n', pos)
+        const len = Number(frame.subarray(pos + 1, eol).toString())
+        args.push(frame.subarray(eol + 2, eol + 2 + len))
+        pos = eol + 4 + len
+      }
+      // eval, script, numkeys, keys…, argv…: strings but the last (the packed batch).
+      decide = {
+        lua: args[1].toString(),
+        args: args.slice(2).map((a, i, all) => (i === all.length - 1 ? a : a.toString())),
+      }
+    }
     return send(cmd)
   }
   const store = createRedisStore({ client: spy, prefix: 'fgbench-cg', timeoutMs: 60_000 })

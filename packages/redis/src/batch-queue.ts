@@ -1,11 +1,14 @@
+import { Buffer } from 'node:buffer'
 import { FloodgateError } from '@floodgate/core'
 import { type AlgorithmName, type AlgorithmResult } from '@floodgate/core/algorithms'
 import { hashTag, redisKey } from './redis-key.js'
 import { scriptAlgorithms } from './scripts/decide-script.js'
+import type { FrameTail } from './script-frame.js'
 import {
   RESULT_FIELDS,
   decodeResults,
-  encodeRequest,
+  encodeRequests,
+  requestBytes,
   type WireEntry,
   type WireMode,
 } from './wire-format.js'
@@ -25,8 +28,33 @@ export interface ScriptCall {
   readonly now: string
   /** Every entry's Redis key, in the order of the packed entries. */
   readonly keys: readonly string[]
-  /** Every request's packed header and entries, concatenated. */
-  readonly packed: Buffer
+  /** Every request's packed header and entries, concatenated, written where the call says. */
+  readonly packed: PackedBatch
+}
+
+/** A batch's requests, packed only when the call's frame is built, straight into it. */
+export class PackedBatch implements FrameTail {
+  /**
+   * @param requests - The batch's requests, in order.
+   * @param bytes - Their packed size.
+   * @param algorithms - The script's algorithms, sorted (the packed entries' indexes).
+   */
+  constructor(
+    readonly requests: readonly { mode: WireMode; entries: readonly WireEntry[] }[],
+    readonly bytes: number,
+    readonly algorithms: readonly AlgorithmName[],
+  ) {}
+
+  writeTo(target: Buffer, offset: number): void {
+    encodeRequests(target, offset, this.requests, this.algorithms)
+  }
+
+  /** The packed bytes on their own (tests, debugging). */
+  toBuffer(): Buffer {
+    const out = Buffer.allocUnsafe(this.bytes)
+    this.writeTo(out, 0)
+    return out
+  }
 }
 
 /** What a {@link BatchQueue} needs from its store. */
@@ -69,7 +97,8 @@ interface Batch {
   algorithms: readonly AlgorithmName[]
   requests: BatchedRequest[]
   keys: string[]
-  packed: Buffer[]
+  /** The requests' packed size. */
+  bytes: number
   sent: boolean
   /** Redis answered or the call failed. */
   settled: boolean
@@ -134,12 +163,7 @@ export class BatchQueue {
     const batch = (alone ? undefined : this.open.get(batchKey)) ?? this.openBatch(batchKey, id, now)
     this.pending++
     for (const e of entries) batch.keys.push(redisKey(this.options.prefix, e.key, e.rule.stateId))
-    const algs = batch.algorithms
-    batch.packed.push(
-      encodeRequest(mode, entries, (name) =>
-        algs.length === 1 ? 1 : algs.indexOf(name as AlgorithmName) + 1,
-      ),
-    )
+    batch.bytes += requestBytes(entries.length)
     const result = new Promise<AlgorithmResult[]>((resolve, reject) => {
       batch.requests.push({ mode, entries, resolve, reject })
     })
@@ -157,7 +181,7 @@ export class BatchQueue {
       algorithms: id.split(',') as AlgorithmName[],
       requests: [],
       keys: [],
-      packed: [],
+      bytes: 0,
       sent: false,
       settled: false,
       timedOut: false,
@@ -194,6 +218,26 @@ export class BatchQueue {
       }
       head++
     }
+    this.setWatchedHead(head)
+    if (this.watchedHead < w.length) this.arm(w[this.watchedHead]!.deadline)
+  }
+
+  /**
+   * Drop the settled batches at the head of the watch list now, not when the timer next
+   * fires: kept until then (up to `timeoutMs`), thousands of answered batches, with their
+   * requests and entries, would survive young-generation collections and be copied and
+   * promoted instead of dying young. Batches mostly settle in the order they were sent.
+   */
+  private forgetSettled(): void {
+    const w = this.watched
+    let head = this.watchedHead
+    while (head < w.length && (w[head]!.settled || w[head]!.timedOut)) head++
+    this.setWatchedHead(head)
+  }
+
+  /** The watch list now starts at `head`: empty it, or cut what is behind when that is most. */
+  private setWatchedHead(head: number): void {
+    const w = this.watched
     if (head === w.length) {
       w.length = 0
       head = 0
@@ -202,7 +246,6 @@ export class BatchQueue {
       head = 0
     }
     this.watchedHead = head
-    if (head < w.length) this.arm(w[head]!.deadline)
   }
 
   /** Send every batch still open: the end of the turn in which their requests started. */
@@ -212,15 +255,18 @@ export class BatchQueue {
   }
 
   private send(batch: Batch): void {
-    // A handler that hogged the event loop can make a batch miss its deadline before it leaves.
-    if (performance.now() >= batch.deadline) {
-      this.timeOut(batch)
-      return
+    if (batch.key !== '') {
+      // A handler that hogged the event loop can make a batch miss its deadline before it
+      // leaves (a lone request's batch leaves as it opens).
+      if (performance.now() >= batch.deadline) {
+        this.timeOut(batch)
+        return
+      }
+      this.open.delete(batch.key)
     }
-    if (batch.key !== '') this.open.delete(batch.key)
     batch.sent = true
     this.inFlight++
-    const packed = batch.packed.length === 1 ? batch.packed[0]! : Buffer.concat(batch.packed)
+    const packed = new PackedBatch(batch.requests, batch.bytes, batch.algorithms)
     let call: Promise<number[]>
     try {
       call = this.options.call({ id: batch.id, now: batch.now, keys: batch.keys, packed })
@@ -232,6 +278,7 @@ export class BatchQueue {
       (reply) => {
         batch.settled = true
         this.inFlight--
+        this.forgetSettled()
         let f = 0
         for (const req of batch.requests) {
           this.pending--
@@ -244,6 +291,7 @@ export class BatchQueue {
       (err: unknown) => {
         batch.settled = true
         this.inFlight--
+        this.forgetSettled()
         this.pending -= batch.requests.length
         this.options.onFailure()
         if (batch.timedOut) return

@@ -19,15 +19,13 @@ import { BatchQueue, type ScriptCall } from './batch-queue.js'
 import { RedisConnection, warnUnsafeClient, type RedisClient } from './connection.js'
 import { RecordedLimits } from './recorded-limits.js'
 import { checkPrefix, hashTag } from './redis-key.js'
-import { scriptCommand } from './script-command.js'
+import { tailedScript, type TailedScript } from './script-frame.js'
 import { throttledWarn } from './throttled-warn.js'
 import type { RedisStoreOptions, TimeSource } from './redis-store-options.js'
 import { decideScript } from './scripts/decide-script.js'
 import type { WireEntry, WireMode } from './wire-format.js'
 
 export type { RedisStoreOptions, TimeSource } from './redis-store-options.js'
-
-type DecideFn = (numKeys: number, ...args: (string | number | Buffer)[]) => Promise<number[]>
 
 /** How many units past the deadline a test-driven clock may run while keys must survive. */
 const CALLER_CLOCK_TTL_SLACK_MS = 60_000
@@ -67,7 +65,9 @@ export class RedisStore implements Store {
   /** Redis trouble, at most one line per 10 s. */
   private readonly warn: ReturnType<typeof throttledWarn>
   /** Script callers by algorithm set ('token-bucket', 'fixed-window,token-bucket', …). */
-  private readonly scripts = new Map<string, DecideFn>()
+  private readonly scripts = new Map<string, TailedScript>()
+  /** The ARGV before the packed batch when Redis is the clock (see `wire-format.ts`). */
+  private readonly redisClockArgv: readonly string[]
   private readonly isCluster: boolean
   private readonly queue: BatchQueue
   private readonly recorded: RecordedLimits
@@ -93,6 +93,7 @@ export class RedisStore implements Store {
     this.fallback = options.fallback
     this.clock = clock
     this.leaseMs = leaseMs
+    this.redisClockArgv = ['', '0', String(leaseMs)]
     this.warn = throttledWarn(scopeLogger(options.logger, 'floodgate-redis'))
     this.connection = new RedisConnection(options, timeoutMs)
     if (options.client) warnUnsafeClient(options.client, options.logger, 'floodgate-redis')
@@ -305,22 +306,18 @@ export class RedisStore implements Store {
 
   /** Run one batch's script: its keys, then the ARGV `wire-format.ts` lays out. */
   private call(call: ScriptCall): Promise<number[]> {
-    const slack = this.clock === 'redis' ? 0 : CALLER_CLOCK_TTL_SLACK_MS
-    return this.script(call.id)(
-      call.keys.length,
-      ...call.keys,
-      call.now,
-      slack,
-      this.leaseMs,
-      call.packed,
-    )
+    const argv =
+      call.now === ''
+        ? this.redisClockArgv
+        : [call.now, String(CALLER_CLOCK_TTL_SLACK_MS), String(this.leaseMs)]
+    return this.script(call.id)(call.keys, argv, call.packed)
   }
 
   /** The script of an algorithm set (see {@link ScriptCall.id}), defined on first use. */
-  private script(id: string): DecideFn {
+  private script(id: string): TailedScript {
     let fn = this.scripts.get(id)
     if (fn) return fn
-    fn = scriptCommand<DecideFn>(this.client, decideScript(id.split(',') as AlgorithmName[]))
+    fn = tailedScript(this.client, decideScript(id.split(',') as AlgorithmName[]))
     this.scripts.set(id, fn)
     return fn
   }

@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer'
 import type { AlgorithmResult, ConsumeEntry, RefundEntry } from '@floodgate/core/algorithms'
 
 /**
@@ -91,40 +92,95 @@ export const RESULT_FIELDS = 6
 /** An entry as the wire carries it: a consume entry, or a refund with the same fields. */
 export type WireEntry = ConsumeEntry | (RefundEntry & { maxWaitMs: number; shadow: boolean })
 
+/** One request as the wire carries it: what it asks, and its entries. */
+export interface WireRequest {
+  readonly mode: WireMode
+  readonly entries: readonly WireEntry[]
+}
+
 /**
- * Pack one request.
+ * Bytes a request of `entries` entries takes in the packed batch.
+ *
+ * @param entries - The request's entry count.
+ * @returns Its header and entries' bytes.
+ */
+export function requestBytes(entries: number): number {
+  return REQUEST_HEADER_BYTES + entries * ENTRY_BYTES
+}
+
+/**
+ * Pack requests one after the other into `target` from `offset`: a store writes a batch
+ * straight into the buffer that carries the command to Redis, with no copy of its own.
+ *
+ * @param target - Where to write; must hold the requests' {@link requestBytes} from `offset`.
+ * @param offset - Byte offset of the first request.
+ * @param requests - The requests, each of at most 32 767 entries.
+ * @param algorithms - The script's algorithms, sorted: an entry's index is its 1-based place here.
+ * @returns The offset just past the last request.
+ */
+export function encodeRequests(
+  target: Buffer,
+  offset: number,
+  requests: readonly WireRequest[],
+  algorithms: readonly string[],
+): number {
+  const view = viewOf(target)
+  let o = target.byteOffset + offset
+  const single = algorithms.length === 1
+  for (let r = 0; r < requests.length; r++) {
+    const { mode, entries } = requests[r]!
+    const n = entries.length
+    view.setInt16(o, n, true)
+    view.setUint8(o + TYPE_BYTES.h, WIRE_MODES.indexOf(mode))
+    o += REQUEST_HEADER_BYTES
+    for (let i = 0; i < n; i++, o += ENTRY_BYTES) {
+      const e = entries[i]!
+      const rule = e.rule
+      const name = rule.algorithm.name
+      view.setUint8(o + ENTRY_OFFSET.ai, single ? 1 : algorithms.indexOf(name) + 1)
+      view.setFloat64(o + ENTRY_OFFSET.limit, rule.params.limit, true)
+      view.setFloat64(o + ENTRY_OFFSET.window_ms, rule.params.windowMs || 0, true)
+      view.setFloat64(o + ENTRY_OFFSET.burst, rule.params.burst, true)
+      view.setFloat64(o + ENTRY_OFFSET.cost, e.cost, true)
+      view.setFloat64(o + ENTRY_OFFSET.max_wait, e.maxWaitMs, true)
+      view.setFloat64(o + ENTRY_OFFSET.shadow, e.shadow ? 1 : 0, true)
+      view.setFloat64(
+        o + ENTRY_OFFSET.size,
+        name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
+        true,
+      )
+    }
+  }
+  return o - target.byteOffset
+}
+
+/**
+ * DataView writes compile to plain stores (Buffer's write methods copy byte by byte). Small
+ * Buffers are slices of one shared pool, so one view over the pool serves every call until
+ * Node starts a new pool.
+ */
+let pooledView: DataView | undefined
+function viewOf(target: Buffer): DataView {
+  if (pooledView?.buffer !== target.buffer) pooledView = new DataView(target.buffer)
+  return pooledView
+}
+
+/**
+ * Pack one request on its own (tests, debugging; a store packs its batch with
+ * {@link encodeRequests}).
  *
  * @param mode - What the request asks (see {@link WIRE_MODES}).
  * @param entries - The request's entries, at most 32 767.
- * @param algorithmIndex - The 1-based index of an algorithm in the script's sorted list.
+ * @param algorithms - The script's algorithms, sorted (see {@link encodeRequests}).
  * @returns The request's header and entries.
  */
 export function encodeRequest(
   mode: WireMode,
   entries: readonly WireEntry[],
-  algorithmIndex: (name: string) => number,
+  algorithms: readonly string[],
 ): Buffer {
-  const n = entries.length
-  const packed = Buffer.allocUnsafe(REQUEST_HEADER_BYTES + n * ENTRY_BYTES)
-  packed.writeInt16LE(n, 0)
-  packed.writeUInt8(WIRE_MODES.indexOf(mode), TYPE_BYTES.h)
-  for (let i = 0; i < n; i++) {
-    const e = entries[i]!
-    const rule = e.rule
-    const name = rule.algorithm.name
-    const o = REQUEST_HEADER_BYTES + i * ENTRY_BYTES
-    packed.writeUInt8(algorithmIndex(name), o + ENTRY_OFFSET.ai)
-    packed.writeDoubleLE(rule.params.limit, o + ENTRY_OFFSET.limit)
-    packed.writeDoubleLE(rule.params.windowMs || 0, o + ENTRY_OFFSET.window_ms)
-    packed.writeDoubleLE(rule.params.burst, o + ENTRY_OFFSET.burst)
-    packed.writeDoubleLE(e.cost, o + ENTRY_OFFSET.cost)
-    packed.writeDoubleLE(e.maxWaitMs, o + ENTRY_OFFSET.max_wait)
-    packed.writeDoubleLE(e.shadow ? 1 : 0, o + ENTRY_OFFSET.shadow)
-    packed.writeDoubleLE(
-      name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
-      o + ENTRY_OFFSET.size,
-    )
-  }
+  const packed = Buffer.allocUnsafe(requestBytes(entries.length))
+  encodeRequests(packed, 0, [{ mode, entries }], algorithms)
   return packed
 }
 

@@ -73,7 +73,7 @@ describe('BatchQueue', () => {
     vi.advanceTimersToNextTimer() // the end of the turn
     expect(h.calls).toHaveLength(2)
     expect(h.calls[1]!.keys).toHaveLength(2)
-    expect(decodeBatch(h.calls[1]!.packed)).toHaveLength(2)
+    expect(decodeBatch(h.calls[1]!.packed.toBuffer())).toHaveLength(2)
     h.answer(1)
     expect((await a)[0]!.remaining).toBe(0)
     expect((await b)[0]!.remaining).toBe(1)

@@ -218,12 +218,32 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
     const rule = testRule('gcra', 2, 1000)
     const e: ConsumeEntry[] = [{ rule, key: 'shared', cost: 1, maxWaitMs: 0, shadow: false }]
     expect((await shared.consume(e, 0)).map((r) => r.allowed)).toEqual([true])
-    // A second store on the same client reuses the defined command.
+    // A second store on the same client shares its connection and its state.
     const again = new RedisStore({ client: own, prefix })
     expect((await again.consume(e, 0)).map((r) => r.allowed)).toEqual([true])
     expect((await again.consume(e, 0)).map((r) => r.allowed)).toEqual([false])
     await shared.close()
     expect(await own.ping()).toBe('PONG')
+    own.disconnect()
+  })
+
+  it("applies a client's keyPrefix to the keys, as ioredis does to any command's", async () => {
+    const own = new Redis(REDIS_URL, {
+      keyPrefix: `${prefix}:kp:`,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+    })
+    await new Promise((r) => own.once('ready', r))
+    const s = new RedisStore({ client: own, prefix })
+    const rule = testRule('token-bucket', 5, 1000)
+    const e: ConsumeEntry[] = [{ rule, key: 'kp', cost: 2, maxWaitMs: 0, shadow: false }]
+    await s.consume(e, 0)
+    await admin.script('FLUSH') // the resend after NOSCRIPT is prefixed once, not twice
+    expect((await s.consume(e, 0))[0]!.remaining).toBe(1)
+    expect(await admin.exists(`${prefix}:kp:${redisKey(prefix, 'kp', rule.stateId)}`)).toBe(1)
+    expect(await admin.exists(redisKey(prefix, 'kp', rule.stateId))).toBe(0)
+    await s.close()
     own.disconnect()
   })
 

@@ -1,0 +1,324 @@
+// Redis benchmark, deterministic flavour, Node side: instructions Node runs per decision with
+// one decision in flight, counted by valgrind's callgrind.
+//
+//   node bench/redis/node-instructions.mjs    (after `pnpm build`; needs valgrind, a Redis)
+//
+// Each contender runs in its own `node --single-threaded --single-threaded-gc` under
+// `valgrind --tool=callgrind --instr-atstart=no`: BENCH_WARMUP decisions one at a time (each
+// awaited) to let the JIT settle, then instrumentation is switched on for BENCH_DECISIONS more
+// and the main thread's total is divided by them. What is counted is everything Node does for
+// a decision: the store's own code, ioredis's command building and reply parsing, promises,
+// timers, the socket write and read (the kernel's side of a syscall is not counted). Redis is
+// REDIS_URL (default redis://127.0.0.1:6379), keys under a prefix of their own, deleted after.
+// Env: BENCH_CONTENDERS (all, comma-separated names below), BENCH_WARMUP (20000),
+// BENCH_DECISIONS (5000), KEEP=1 keeps the callgrind files and prints where (run with
+// BENCH_PROFILE=1 to also dump per-instruction data and a perf map, then
+// `node bench/redis/node-instructions.mjs --annotate <dir> <contender>` names the functions).
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import {
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  readdirSync,
+  rmSync,
+  writeSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+import { ensureBuilt } from '../ensure-built.mjs'
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
+// The store's deadline. Its timer is armed once per deadline at one request in flight: about
+// once per 5000 decisions at 1 s natively, but every few dozen under valgrind's slowdown, so
+// the count uses a deadline that never comes up in the window (as at native speed).
+const DEADLINE_MS = 60_000
+const KEYS = Array.from({ length: 10_000 }, (_, i) => `10.${(i >> 8) & 255}.${i & 255}.7`)
+
+/** Each contender: one decision, as bench/redis/run.mjs makes it. */
+const CONTENDERS = {
+  'floodgate-consume': async (prefix) => {
+    const { Redis } = await import('ioredis')
+    const { createLimiter } = await import('@floodgate/core')
+    const { createRedisStore } = await import('@floodgate/redis')
+    const client = new Redis(REDIS_URL, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+    })
+    await new Promise((r) => client.once('ready', r))
+    const store = createRedisStore({ client, prefix, callTimeoutMs: DEADLINE_MS })
+    const limiter = createLimiter({ store, rules: [] })
+    const [rule] = limiter.compileRules([
+      { id: 'per-ip', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' },
+    ]).rules
+    return {
+      client,
+      op: (k) => store.consume([{ rule, key: k, cost: 1, maxWaitMs: 0, shadow: false }], 0),
+    }
+  },
+  'floodgate-check': async (prefix) => {
+    const { Redis } = await import('ioredis')
+    const { createLimiter } = await import('@floodgate/core')
+    const { createRedisStore } = await import('@floodgate/redis')
+    const client = new Redis(REDIS_URL, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+    })
+    await new Promise((r) => client.once('ready', r))
+    const store = createRedisStore({ client, prefix, callTimeoutMs: DEADLINE_MS })
+    const limiter = createLimiter({
+      store,
+      decisionTimeoutMs: DEADLINE_MS,
+      rules: [{ id: 'per-ip', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' }],
+    })
+    return { client, op: (k) => limiter.check({ method: 'GET', path: '/', ip: k, headers: {} }) }
+  },
+  'rate-limit-redis': async (prefix) => {
+    const { Redis } = await import('ioredis')
+    const { RedisStore } = await import('rate-limit-redis')
+    const client = new Redis(REDIS_URL)
+    await new Promise((r) => client.once('ready', r))
+    const store = new RedisStore({ sendCommand: (...args) => client.call(...args), prefix })
+    store.init({ windowMs: 3_600_000 })
+    return { client, op: (k) => store.increment(k) }
+  },
+  'rate-limiter-flexible': async (prefix) => {
+    const { Redis } = await import('ioredis')
+    const { RateLimiterRedis } = await import('rate-limiter-flexible')
+    const client = new Redis(REDIS_URL, { enableOfflineQueue: false })
+    await new Promise((r) => client.once('ready', r))
+    const rl = new RateLimiterRedis({
+      storeClient: client,
+      keyPrefix: prefix,
+      points: 1_000_000_000,
+      duration: 3600,
+    })
+    return { client, op: (k) => rl.consume(k) }
+  },
+  'fastify-rate-limit': async (prefix) => {
+    const { Redis } = await import('ioredis')
+    const { default: Store } = await import('@fastify/rate-limit/store/RedisStore.js')
+    const client = new Redis(REDIS_URL)
+    await new Promise((r) => client.once('ready', r))
+    const store = new Store(false, false, client, prefix)
+    const op = (k) =>
+      new Promise((resolve, reject) =>
+        store.incr(k, (err, res) => (err ? reject(err) : resolve(res)), 3_600_000, 1_000_000_000),
+      )
+    return { client, op }
+  },
+}
+
+/** Child: warm up, say so, wait for the go, run the counted decisions, say so, wait. */
+async function child(name) {
+  const prefix = `fgnodeinstr${process.pid}:${name}:`
+  const { client, op } = await CONTENDERS[name](prefix)
+  // Signals by blocking syscalls, not streams: a stream write would run (and deoptimize) the
+  // same Writable code the Redis socket uses, inside the counted window. The two calls are
+  // warmed up on /dev/null and /dev/zero, so their first real use compiles nothing either.
+  const word = Buffer.from('warm\n')
+  const reply = Buffer.alloc(16)
+  const say = (fd, text) => writeSync(fd, word, 0, word.write(text))
+  const wait = (fd) => readSync(fd, reply, 0, reply.length, null)
+  const devNull = openSync('/dev/null', 'w')
+  const devZero = openSync('/dev/zero', 'r')
+  const run = async (n, from, warm) => {
+    for (let i = 0; i < n; i++) {
+      await op(KEYS[(from + i) % KEYS.length])
+      if (warm && i % 8 === 0) {
+        say(devNull, 'warm\n')
+        wait(devZero)
+      }
+    }
+  }
+  const warmup = Number(process.env.BENCH_WARMUP ?? 20_000)
+  const n = Number(process.env.BENCH_DECISIONS ?? 5000)
+  await run(warmup, 0, true)
+  // Start the window a fixed distance after an empty young generation: how many scavenges
+  // fall in it then depends on what the decisions allocate, not on where the warm-up left
+  // off (one more or less moved the figure by 1-2k). A full collection also drops some
+  // compiled code: the decisions after it compile it again, before the window.
+  globalThis.gc()
+  await run(5000, warmup, true)
+  say(1, 'warm\n')
+  wait(0)
+  await run(n, warmup, false)
+  say(1, 'done\n')
+  wait(0)
+  // Not counted: clean the keys up.
+  let cursor = '0'
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000)
+    cursor = next
+    if (keys.length) await client.del(...keys)
+  } while (cursor !== '0')
+  client.disconnect()
+  process.exit(0)
+}
+
+/** Parent: one contender under callgrind; returns its main thread's instructions. */
+async function measure(name, dir) {
+  const profile = process.env.BENCH_PROFILE === '1'
+  const out = join(dir, name)
+  const proc = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      '--separate-threads=yes',
+      ...(profile ? ['--dump-instr=yes'] : []),
+      `--callgrind-out-file=${out}.%p`,
+      `--log-file=${out}.log`,
+      process.execPath,
+      '--single-threaded',
+      '--single-threaded-gc',
+      '--expose-gc',
+      // A fixed young generation (Node's own starts at this size and grows under load), so
+      // the number of scavenges in the window follows what the decisions allocate.
+      '--min-semi-space-size=1',
+      '--max-semi-space-size=1',
+      ...(profile ? ['--perf-basic-prof'] : []),
+      fileURLToPath(import.meta.url),
+      '--child',
+      name,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  )
+  const lines = createInterface({ input: proc.stdout })[Symbol.asyncIterator]()
+  const expect = async (word) => {
+    const { value } = await lines.next()
+    if (value !== word) throw new Error(`${name}: expected "${word}", got ${value}`)
+  }
+  const ctl = (...args) =>
+    execFileSync('callgrind_control', [...args, String(proc.pid)], { stdio: 'ignore' })
+  await expect('warm')
+  ctl('--zero')
+  ctl('--instr=on')
+  proc.stdin.write('go\n')
+  await expect('done')
+  ctl('--instr=off')
+  ctl('--dump=counted')
+  proc.stdin.write('stop\n')
+  await new Promise((r) => proc.once('exit', r))
+  // With --separate-threads, the main thread's dump ends in -01.
+  const file = readdirSync(dir).find(
+    (f) => f.startsWith(`${name}.${proc.pid}.`) && f.endsWith('-01'),
+  )
+  if (!file) throw new Error(`${name}: no dump of the main thread in ${dir}`)
+  const text = readFileSync(join(dir, file), 'utf8')
+  if (!/^desc: Trigger: .*counted/m.test(text)) throw new Error(`${name}: ${file} is not the dump`)
+  return { total: Number(text.match(/^totals: (\d+)/m)[1]), file: join(dir, file), pid: proc.pid }
+}
+
+/**
+ * Self instructions by function, JIT code named through V8's perf map (`--perf-basic-prof`),
+ * from a callgrind file written with --dump-instr=yes.
+ */
+function annotate(file, pid, decisions, top = 40) {
+  const map = []
+  for (const line of readFileSync(`/tmp/perf-${pid}.map`, 'utf8').split('\n')) {
+    const m = line.match(/^([0-9a-f]+) ([0-9a-f]+) (.*)$/)
+    if (m) map.push([parseInt(m[1], 16), parseInt(m[2], 16), m[3]])
+  }
+  map.sort((a, b) => a[0] - b[0])
+  const jitName = (addr) => {
+    let lo = 0
+    let hi = map.length - 1
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1
+      if (map[mid][0] <= addr) lo = mid + 1
+      else hi = mid - 1
+    }
+    const e = map[hi]
+    return e && addr < e[0] + e[1] ? e[2] : undefined
+  }
+  // Names are compressed: `fn=(id) name` the first time, `fn=(id)` after; same for `ob=`.
+  const names = { fn: new Map(), ob: new Map() }
+  const self = new Map()
+  // Self plus the inclusive cost of every call made: recursion counts twice, so read these
+  // as "where the time goes under", not as a partition.
+  const inclusive = new Map()
+  let ob = ''
+  let fn = ''
+  let inCall = false
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const m = line.match(/^(c?)(fn|ob)=\((\d+)\)(?: (.*))?$/)
+    if (m) {
+      if (m[4] !== undefined) names[m[2]].set(m[3], m[4])
+      const name = names[m[2]].get(m[3]) ?? m[3]
+      if (m[1] === '' && m[2] === 'ob') ob = name
+      if (m[1] === '' && m[2] === 'fn') {
+        fn = name
+        inCall = false
+      }
+    } else if (line.startsWith('calls=')) inCall = true
+    else if (/^(0x[0-9a-f]+|[+-]\d+|\*)\s/.test(line)) {
+      // "instr line cost"; the line after `calls=` holds a call's inclusive cost, not self.
+      const cost = Number(line.trim().split(/\s+/)[2])
+      const key = `${ob}\0${fn}`
+      inclusive.set(key, (inclusive.get(key) ?? 0) + cost)
+      if (inCall) inCall = false
+      else self.set(key, (self.get(key) ?? 0) + cost)
+    }
+  }
+  const byName = (costs) => {
+    const named = new Map()
+    for (const [key, c] of costs) {
+      const [o, f] = key.split('\0')
+      const hex = f.match(/^0x([0-9a-f]+)$/)
+      let n = `${f} (${o.split('/').pop()})`
+      if (hex && o === '???') n = jitName(parseInt(hex[1], 16)) ?? 'JIT code (not in the perf map)'
+      named.set(n, (named.get(n) ?? 0) + c)
+    }
+    return named
+  }
+  const named = byName(self)
+  const total = [...named.values()].reduce((a, b) => a + b, 0)
+  console.log(`${(total / decisions).toFixed(0)} instructions / decision (self costs summed)`)
+  for (const [n, c] of [...named].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+    console.log(`${(c / decisions).toFixed(0).padStart(8)}  ${n}`)
+  }
+  console.log()
+  console.log('inclusive, JavaScript functions only:')
+  const js = [...byName(inclusive)].filter(([n]) => n.startsWith('JS:'))
+  for (const [n, c] of js.sort((a, b) => b[1] - a[1]).slice(0, top)) {
+    console.log(`${(c / decisions).toFixed(0).padStart(8)}  ${n}`)
+  }
+}
+
+if (process.argv[2] === '--child') {
+  await child(process.argv[3])
+} else if (process.argv[2] === '--annotate') {
+  // --annotate <file> <pid> <decisions> [top]
+  annotate(process.argv[3], process.argv[4], Number(process.argv[5]), Number(process.argv[6] ?? 40))
+} else {
+  if (spawnSync('valgrind', ['--version']).status !== 0) {
+    console.error('bench/redis/node-instructions.mjs needs valgrind on PATH')
+    process.exit(1)
+  }
+  ensureBuilt(['core', 'redis'])
+  const names = (process.env.BENCH_CONTENDERS ?? Object.keys(CONTENDERS).join(',')).split(',')
+  const n = Number(process.env.BENCH_DECISIONS ?? 5000)
+  const dir = mkdtempSync(join(tmpdir(), 'floodgate-node-callgrind-'))
+  console.log(`### Node instructions per decision, one decision in flight`)
+  console.log()
+  console.log(
+    `Node ${process.version} (--single-threaded --single-threaded-gc, 1 MB semi-space) under callgrind, main thread, ${n} decisions one at a time after ${process.env.BENCH_WARMUP ?? 20_000} to warm up, a full GC and 5000 more.`,
+  )
+  console.log()
+  console.log('| contender | k instructions / decision |')
+  console.log('| --- | ---: |')
+  for (const name of names) {
+    const r = await measure(name, dir)
+    console.log(`| ${name} | ${(r.total / n / 1000).toFixed(1)} |`)
+    if (process.env.BENCH_PROFILE === '1') {
+      console.error(`annotate: node ${process.argv[1]} --annotate ${r.file} ${r.pid} ${n}`)
+    }
+  }
+  if (process.env.KEEP) console.error(dir)
+  else rmSync(dir, { recursive: true, force: true })
+}

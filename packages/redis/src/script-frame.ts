@@ -1,0 +1,182 @@
+import { Buffer } from 'node:buffer'
+import { createHash } from 'node:crypto'
+import { Command } from 'ioredis'
+import type { RedisClient } from './connection.js'
+
+/** Binary bytes written straight into a command's frame as its last argument. */
+export interface FrameTail {
+  /** How many bytes {@link FrameTail.writeTo} writes. */
+  readonly bytes: number
+  /** Write them at `offset` of `target`. */
+  writeTo(target: Buffer, offset: number): void
+}
+
+/** A text argument as RESP writes it, and its UTF-8 bytes beyond one per character. */
+interface EncodedArgs {
+  readonly text: string
+  readonly wide: number
+}
+
+/** `$<bytes>\r\n<arg>\r\n` for each argument. */
+function encodeArgs(args: readonly string[], from = 0): EncodedArgs {
+  let text = ''
+  let wide = 0
+  for (let i = from; i < args.length; i++) {
+    const a = args[i]!
+    const n = Buffer.byteLength(a)
+    wide += n - a.length
+    text += `$${n}\r\n${a}\r\n`
+  }
+  return { text, wide }
+}
+
+/** A script, and the connections that have run it (so know its SHA). */
+class LoadedScript {
+  readonly sha: string
+  /** `EVAL <script>` as RESP writes it. */
+  readonly evalHead: EncodedArgs
+  private readonly loaded = new WeakSet<object>()
+  /** The connection last seen loaded: one Redis client has one, checked without a lookup. */
+  private last: object | undefined
+  /** The start of an EVALSHA frame (`*<count>`, EVALSHA, the SHA), by argument count. */
+  private readonly evalshaHeads: string[] = []
+
+  constructor(readonly lua: string) {
+    this.sha = createHash('sha1').update(lua).digest('hex')
+    this.evalHead = encodeArgs(['eval', lua])
+  }
+
+  /** The start of an EVALSHA frame of `count` elements. */
+  evalshaHead(count: number): string {
+    return (this.evalshaHeads[count] ??= `*${count}\r\n${encodeArgs(['evalsha', this.sha]).text}`)
+  }
+
+  /** Whether `socket` has run the script; if not, it is taken to from now on (EVAL loads it). */
+  loadedOn(socket: object): boolean {
+    if (socket === this.last) return true
+    this.last = socket
+    if (this.loaded.has(socket)) return true
+    this.loaded.add(socket)
+    return false
+  }
+
+  /** Redis answered NOSCRIPT on `socket` (restarted empty, SCRIPT FLUSH, failover). */
+  forget(socket: object | undefined): void {
+    if (socket === undefined) return
+    this.loaded.delete(socket)
+    if (socket === this.last) this.last = undefined
+  }
+}
+
+/**
+ * A script call whose last argument is binary. ioredis sends a command with a Buffer
+ * argument in its buffer mode: every argument turned into a Buffer of its own, measured
+ * twice and concatenated, at more Node instructions than the rest of a decision's own work.
+ * This command writes its frame in one piece instead: the text part once, as UTF-8, and the
+ * binary tail straight after it, in one buffer. What Redis receives is byte for byte what
+ * ioredis would have sent: EVAL with the script on a connection that has not run it yet,
+ * EVALSHA after (as ioredis does for a script defined with `defineCommand`).
+ *
+ * ioredis sees only the SHA, the key count and the keys as arguments (what it needs to route
+ * the call on a Cluster and to apply a key prefix): the other arguments arrive already
+ * written, and are the same on most calls.
+ */
+class TailedScriptCommand extends Command {
+  /** The connection the command was last written to. */
+  private socket: object | undefined
+
+  constructor(
+    private readonly script: LoadedScript,
+    args: string[],
+    private readonly argv: EncodedArgs & { readonly count: number },
+    private readonly tail: FrameTail,
+    client: RedisClient,
+    keyPrefix: string | undefined,
+  ) {
+    // The reply is integers only: no encoding to convert it with.
+    super('evalsha', args, { replyEncoding: null, keyPrefix })
+    // NOSCRIPT: the script did not run. Forget that the connection had it and send the same
+    // command once more (as EVAL, which loads it). Here rather than in a `catch` on the
+    // promise: one closure, not a promise and a microtask turn more on every call. (A Cluster
+    // wraps this reject once with its redirections, and sends the command again as it is.)
+    const reject = this.reject
+    let resent = false
+    this.reject = (err: Error) => {
+      if (resent || !err.message.includes('NOSCRIPT')) return reject(err)
+      resent = true
+      script.forget(this.socket)
+      void client.sendCommand(this)
+    }
+  }
+
+  override toWritable(socket: object): Buffer {
+    this.socket = socket
+    // SHA, key count, keys: strings (the constructor applied any key prefix to the keys).
+    const args = this.args as string[]
+    const { script, argv, tail } = this
+    // Elements: the command's name, its arguments, the written ones, the tail.
+    const count = args.length + argv.count + 2
+    let head: string
+    // UTF-8 bytes beyond one per character: every part but the arguments is ASCII.
+    let wide = argv.wide
+    if (script.loadedOn(socket)) head = script.evalshaHead(count)
+    else {
+      head = `*${count}\r\n${script.evalHead.text}`
+      wide += script.evalHead.wide
+    }
+    const keys = encodeArgs(args, 1)
+    head += keys.text
+    wide += keys.wide
+    head += argv.text
+    head += `$${tail.bytes}\r\n`
+    const at = head.length + wide
+    const end = at + tail.bytes
+    const frame = Buffer.allocUnsafe(end + 2)
+    frame.write(head)
+    tail.writeTo(frame, at)
+    frame[end] = 13
+    frame[end + 1] = 10
+    return frame
+  }
+}
+
+/**
+ * A script run with keys, string arguments then one binary tail; resolves to its integer
+ * reply. Pass the same `argv` array again when the arguments are the same: it is written
+ * once.
+ */
+export type TailedScript = (
+  keys: readonly string[],
+  argv: readonly string[],
+  tail: FrameTail,
+) => Promise<number[]>
+
+/**
+ * A Lua script called with keys, string arguments and a binary last argument
+ * ({@link TailedScriptCommand}): EVAL the first time on a connection, EVALSHA after. A
+ * NOSCRIPT answer (a Redis that restarted empty, a SCRIPT FLUSH, a promoted replica) sends
+ * the call once more, as EVAL: the script did not run, so nothing is counted twice.
+ *
+ * @param client - The ioredis client or Cluster.
+ * @param lua - The script.
+ * @returns The caller.
+ */
+export function tailedScript(client: RedisClient, lua: string): TailedScript {
+  const script = new LoadedScript(lua)
+  const keyPrefix = (client.options as { keyPrefix?: string }).keyPrefix || undefined
+  let lastArgv: readonly string[] | undefined
+  let written: EncodedArgs & { readonly count: number } = { text: '', wide: 0, count: 0 }
+  return (keys, argv, tail) => {
+    if (argv !== lastArgv) {
+      lastArgv = argv
+      written = { ...encodeArgs(argv), count: argv.length }
+    }
+    const args = new Array<string>(2 + keys.length)
+    args[0] = script.sha
+    args[1] = String(keys.length)
+    for (let i = 0; i < keys.length; i++) args[2 + i] = keys[i]!
+    return client.sendCommand(
+      new TailedScriptCommand(script, args, written, tail, client, keyPrefix),
+    ) as Promise<number[]>
+  }
+}
