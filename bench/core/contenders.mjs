@@ -1,5 +1,5 @@
 // The store operation of Floodgate and of each peer, as each is used per request.
-import { createLimiter, MemoryStore, testRuleForBench, turnClock } from './floodgate.mjs'
+import { createLimiter, MemoryStore, systemClock, testRuleForBench } from './floodgate.mjs'
 import { RateLimiterMemory } from 'rate-limiter-flexible'
 import { MemoryStore as ErlMemoryStore } from 'express-rate-limit'
 import { createRequire } from 'node:module'
@@ -134,11 +134,11 @@ function checkWith(name, clock) {
 }
 
 /**
- * check() with its default clock (systemClock: a Date.now() per call, as every peer row pays)
- * and with turnClock (one Date.now() per event-loop turn; this loop is one turn per round, as
- * a batch job deciding many requests in one loop).
+ * check() with its default clock (turnClock: one Date.now() per event-loop turn; this loop is
+ * one turn per round, as a busy server deciding many requests per turn) and with systemClock
+ * (a Date.now() per call, as every peer row pays).
  */
 export const checkContenders = [
-  checkWith('floodgate check() (match + key + store; a Date.now() per call, the default)', undefined),
-  checkWith('floodgate check() with turnClock (clock read once per turn)', turnClock),
+  checkWith('floodgate check() (match + key + store; clock read once per turn)', undefined),
+  checkWith('floodgate check() with systemClock (a Date.now() per call)', systemClock),
 ]

@@ -2,7 +2,7 @@
 import { compileRules } from '@floodgate/core/rules'
 import { parseRules } from '@floodgate/core'
 export { createLimiter, MemoryStore } from '@floodgate/core'
-export { turnClock } from '@floodgate/core/algorithms'
+export { systemClock } from '@floodgate/core/algorithms'
 
 /** One compiled rule, as the limiter would hand it to the store. */
 export function testRuleForBench(algorithm, limit, windowMs) {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { turnClock } from './clock.js'
+import { systemClock, turnClock } from './clock.js'
 import { createLimiter } from './limiter.js'
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
@@ -20,14 +20,14 @@ describe('turnClock', () => {
     expect(now).toHaveBeenCalledTimes(2)
   })
 
-  it('is opt-in; the limiter default, systemClock, reads Date.now() on every check', async () => {
+  it('is the limiter default; systemClock reads Date.now() on every check', async () => {
     await nextTurn()
     let t = 50_000
     vi.spyOn(Date, 'now').mockImplementation(() => t)
     const rules = [{ id: 'r', limit: 1, window: '1s' }]
     const facts = { method: 'GET', path: '/', ip: '10.0.0.1', headers: {} }
-    const perTurn = createLimiter({ rules, clock: turnClock })
-    const perCall = createLimiter({ rules })
+    const perTurn = createLimiter({ rules })
+    const perCall = createLimiter({ rules, clock: systemClock })
     expect(perTurn.check(facts)).toMatchObject({ allowed: true })
     expect(perCall.check(facts)).toMatchObject({ allowed: true })
     t = 51_000 // a full refill, but the turn has not ended: time stands still for turnClock

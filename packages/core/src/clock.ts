@@ -2,7 +2,7 @@
 export type Clock = () => number
 
 /**
- * `Date.now()` on every call: the limiter's default clock. The algorithms are safe against its jumps: a step backwards
+ * `Date.now()` on every call. The algorithms are safe against its jumps: a step backwards
  * refills nothing (elapsed time counts as zero) and a step forwards only refills early. The
  * Redis store uses Redis's own clock instead.
  */
@@ -14,12 +14,10 @@ const forgetTurnNow = (): void => {
 }
 
 /**
- * `Date.now()` read once per event-loop turn and reused by every call in the same turn, then
- * forgotten by a `setImmediate`: for code that decides many requests in one synchronous loop
- * (a batch job calling `limit()`), where a `Date.now()` per call costs about as much as the
- * whole store operation. Not the default: an HTTP server usually decides one request per turn,
- * and there the `setImmediate` costs more than the `Date.now()` it saves. An idle process
- * pays nothing: no timer runs unless the clock was read.
+ * The limiter's default clock: `Date.now()` read once per event-loop turn and reused by every
+ * call in the same turn, then forgotten by a `setImmediate`. A busy server decides many
+ * requests per turn, and a `Date.now()` per call costs about as much as the whole
+ * store operation. An idle server pays nothing: no timer runs unless the clock was read.
  *
  * Within one turn, time stands still: the checks a long synchronous loop makes all see the
  * turn's first reading, so nothing refills during the loop. That errs on the strict side

@@ -55,7 +55,7 @@ export interface LimiterOptions<Req = unknown> {
   readonly ipv6Subnet?: number | undefined
   /**
    * Milliseconds clock.
-   * @default systemClock (Date.now() on every check)
+   * @default turnClock (Date.now() once per event-loop turn)
    */
   readonly clock?: Clock | undefined
   /**

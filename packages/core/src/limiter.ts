@@ -1,7 +1,7 @@
 import { AdaptiveGates } from './adaptive/adaptive-gates.js'
 import type { AdaptiveState } from './adaptive/adaptive-state.js'
 import { AdaptiveStore } from './adaptive/adaptive-store.js'
-import { systemClock, type Clock } from './clock.js'
+import { turnClock, type Clock } from './clock.js'
 import type { Decision } from './decision.js'
 import { addCounts, zeroCounts, type CountersSnapshot } from './limiter-counters.js'
 import { DeadlineWatchdog } from './limiter-deadline.js'
@@ -103,7 +103,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     checkMethods('store', store, ['consume', 'refund'])
     // Adaptive rules are decided on this host; the store given decides the others.
     this.store = new AdaptiveStore(store, this.gates)
-    const clock = checkFunction('clock', o.clock) ?? systemClock
+    const clock = checkFunction('clock', o.clock) ?? turnClock
     this.clock = clock
     const deadline = renamedOption(o, 'timeoutMs', 'decisionTimeoutMs', 'createLimiter', o.logger)
     const timeoutMs = checkPositiveInt(deadline.name, deadline.value, 50)
