@@ -19,7 +19,6 @@ import {
 import { type Limiter } from '@floodgate/core'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { ExpressFacts } from './facts.js'
-import { attachInfo } from './request-info.js'
 
 /**
  * Options of the Express middleware: the options shared by every Floodgate adapter, plus an
@@ -58,7 +57,6 @@ interface Ctx {
   readonly req: Request
   readonly res: Response
   readonly next: NextFunction
-  readonly locals: object
 }
 
 // Express keeps the setting as given: false (the default), true, a hop count, or addresses.
@@ -102,7 +100,9 @@ export function rateLimit(
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.res,
     request: (c) => c.req,
-    attach: (c, info) => attachInfo(c.req, c.locals, info),
+    attach: (c, info) => {
+      c.req.rateLimit = info
+    },
     proceed: (c) => c.next(),
     reject: (c, rejection) => {
       // Too late for a 429: end what the earlier middleware started, without the handler.
@@ -125,7 +125,7 @@ export function rateLimit(
     const headers = req.headers
     checkProxy(trustOf(trust), headers)
     const facts = new ExpressFacts(req, routeCost(cost, req, warn), trust === false, headers)
-    const result = enforce(limiter, facts, { req, res, next, locals }, io, settings)
+    const result = enforce(limiter, facts, { req, res, next }, io, settings)
     // Express 4 ignores a returned promise; hand any failure to the error handler ourselves.
     if (result instanceof Promise) result.catch(next)
   }
