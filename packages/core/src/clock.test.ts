@@ -1,14 +1,21 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { systemClock, turnClock } from './clock.js'
+import { systemClock, TURN_CLOCK_DIRECT_CALLS, turnClock } from './clock.js'
 import { createLimiter } from './limiter.js'
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+/** Start a turn in which turnClock shares its reading (the turn before read it many times). */
+async function sharingTurn(): Promise<void> {
+  await nextTurn()
+  for (let i = 0; i <= TURN_CLOCK_DIRECT_CALLS + 1; i++) turnClock()
+  await nextTurn()
+}
 
 describe('turnClock', () => {
   afterEach(() => vi.restoreAllMocks())
 
   it('reads Date.now() once per event-loop turn and a fresh value in the next turn', async () => {
-    await nextTurn() // start from a turn in which nothing read the clock
+    await sharingTurn()
     let t = 1_000
     const now = vi.spyOn(Date, 'now').mockImplementation(() => t)
     expect(turnClock()).toBe(1_000)
@@ -20,8 +27,35 @@ describe('turnClock', () => {
     expect(now).toHaveBeenCalledTimes(2)
   })
 
-  it('is the limiter default; systemClock reads Date.now() on every check', async () => {
+  it('reads Date.now() directly after a turn that read it once, then shares a reading again', async () => {
+    await sharingTurn()
+    let t = 1_000
+    const now = vi.spyOn(Date, 'now').mockImplementation(() => t)
+    turnClock() // the only read of its turn: sharing it bought nothing
     await nextTurn()
+    // Fresh readings now, even within one turn.
+    t = 2_000
+    expect(turnClock()).toBe(2_000)
+    t = 3_000
+    expect(turnClock()).toBe(3_000)
+    for (let i = 2; i < TURN_CLOCK_DIRECT_CALLS; i++) turnClock()
+    expect(now).toHaveBeenCalledTimes(1 + TURN_CLOCK_DIRECT_CALLS)
+    // The next call shares its reading with the rest of the turn again.
+    t = 4_000
+    expect(turnClock()).toBe(4_000)
+    t = 5_000
+    expect(turnClock()).toBe(4_000)
+    expect(now).toHaveBeenCalledTimes(2 + TURN_CLOCK_DIRECT_CALLS)
+    // That turn read it twice: the next turn shares its reading too.
+    await nextTurn()
+    t = 6_000
+    expect(turnClock()).toBe(6_000)
+    t = 7_000
+    expect(turnClock()).toBe(6_000)
+  })
+
+  it('is the limiter default; systemClock reads Date.now() on every check', async () => {
+    await sharingTurn()
     let t = 50_000
     vi.spyOn(Date, 'now').mockImplementation(() => t)
     const rules = [{ id: 'r', limit: 1, window: '1s' }]
