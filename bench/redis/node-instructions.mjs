@@ -37,19 +37,24 @@ const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 const DEADLINE_MS = 60_000
 const KEYS = Array.from({ length: 10_000 }, (_, i) => `10.${(i >> 8) & 255}.${i & 255}.7`)
 
+/** A limiter-safe client, once connected, and a RedisStore on it under `prefix`. */
+async function floodgateStore(prefix) {
+  const { Redis } = await import('ioredis')
+  const { createRedisStore } = await import('@floodgate/redis')
+  const client = new Redis(REDIS_URL, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+  })
+  await new Promise((r) => client.once('ready', r))
+  return { client, store: createRedisStore({ client, prefix, callTimeoutMs: DEADLINE_MS }) }
+}
+
 /** Each contender: one decision, as bench/redis/run.mjs makes it. */
 const CONTENDERS = {
   'floodgate-consume': async (prefix) => {
-    const { Redis } = await import('ioredis')
     const { createLimiter } = await import('@floodgate/core')
-    const { createRedisStore } = await import('@floodgate/redis')
-    const client = new Redis(REDIS_URL, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-    })
-    await new Promise((r) => client.once('ready', r))
-    const store = createRedisStore({ client, prefix, callTimeoutMs: DEADLINE_MS })
+    const { client, store } = await floodgateStore(prefix)
     const limiter = createLimiter({ store, rules: [] })
     const [rule] = limiter.compileRules([
       { id: 'per-ip', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' },
@@ -60,16 +65,8 @@ const CONTENDERS = {
     }
   },
   'floodgate-check': async (prefix) => {
-    const { Redis } = await import('ioredis')
     const { createLimiter } = await import('@floodgate/core')
-    const { createRedisStore } = await import('@floodgate/redis')
-    const client = new Redis(REDIS_URL, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-    })
-    await new Promise((r) => client.once('ready', r))
-    const store = createRedisStore({ client, prefix, callTimeoutMs: DEADLINE_MS })
+    const { client, store } = await floodgateStore(prefix)
     const limiter = createLimiter({
       store,
       decisionTimeoutMs: DEADLINE_MS,
