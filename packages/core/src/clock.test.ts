@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { systemClock, TURN_CLOCK_DIRECT_CALLS, turnClock } from './clock.js'
+import { systemClock, TURN_CLOCK_DIRECT_CALLS, TURN_CLOCK_SHARE_READS, turnClock } from './clock.js'
 import { createLimiter } from './limiter.js'
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
@@ -7,7 +7,8 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
 /** Start a turn in which turnClock shares its reading (the turn before read it many times). */
 async function sharingTurn(): Promise<void> {
   await nextTurn()
-  for (let i = 0; i <= TURN_CLOCK_DIRECT_CALLS + 1; i++) turnClock()
+  // Past any direct reads left, then enough shared reads for the next turn to share too.
+  for (let i = 0; i < TURN_CLOCK_DIRECT_CALLS + TURN_CLOCK_SHARE_READS; i++) turnClock()
   await nextTurn()
 }
 
@@ -27,11 +28,11 @@ describe('turnClock', () => {
     expect(now).toHaveBeenCalledTimes(2)
   })
 
-  it('reads Date.now() directly after a turn that read it once, then shares a reading again', async () => {
+  it('reads Date.now() directly after a turn that read it a few times, then shares one again', async () => {
     await sharingTurn()
     let t = 1_000
     const now = vi.spyOn(Date, 'now').mockImplementation(() => t)
-    turnClock() // the only read of its turn: sharing it bought nothing
+    for (let i = 1; i < TURN_CLOCK_SHARE_READS; i++) turnClock() // too few to pay for sharing
     await nextTurn()
     // Fresh readings now, even within one turn.
     t = 2_000
@@ -46,7 +47,8 @@ describe('turnClock', () => {
     t = 5_000
     expect(turnClock()).toBe(4_000)
     expect(now).toHaveBeenCalledTimes(2 + TURN_CLOCK_DIRECT_CALLS)
-    // That turn read it twice: the next turn shares its reading too.
+    // Enough reads in that turn: the next turn shares its reading too.
+    for (let i = 2; i < TURN_CLOCK_SHARE_READS; i++) turnClock()
     await nextTurn()
     t = 6_000
     expect(turnClock()).toBe(6_000)
