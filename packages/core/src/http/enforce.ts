@@ -127,6 +127,8 @@ function setHeaders<C>(
   settings: Pick<EnforceSettings, 'format' | 'shadowHeader'>,
 ): void {
   const names = io.lowerCaseNames === true ? LOWER_NAMES : NAMES
+  // Called as native.call(res, …) in put(): read once, bound to nothing on purpose.
+  // eslint-disable-next-line @typescript-eslint/unbound-method
   const native = io.setHeader === undefined ? res.setHeader : undefined
   const format = settings.format
   // No quota claims when the decision failed open (the store is down; nothing was judged).
@@ -147,7 +149,14 @@ function setHeaders<C>(
         if (format !== 'ietf') {
           put(ctx, io, res, native, names[4], String(headerCount(decision.limit)))
           put(ctx, io, res, native, names[5], String(headerCount(decision.remaining)))
-          put(ctx, io, res, native, names[6], String(epochResetSeconds(decision.resetMs, Date.now())))
+          put(
+            ctx,
+            io,
+            res,
+            native,
+            names[6],
+            String(epochResetSeconds(decision.resetMs, Date.now())),
+          )
         }
       }
     }
