@@ -36,8 +36,7 @@ const forgetTurnNow = (): void => {
  * store operation. When a turn reads the clock fewer than 16 times (a server that is not
  * busy: a request or a few per turn), the `setImmediate` costs more than the `Date.now()`
  * calls it saves, so the next 256 calls read `Date.now()` directly before a turn shares its
- * reading again. An idle
- * server pays nothing: no timer runs unless the clock was read.
+ * reading again. An idle server pays nothing: no timer runs unless the clock was read.
  *
  * Within one turn that shares its reading, time stands still: the checks a long synchronous
  * loop makes all see the turn's first reading, so nothing refills during the loop. That errs

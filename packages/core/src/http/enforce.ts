@@ -234,7 +234,7 @@ function apply<Req, C, R>(
   }
   // An earlier middleware may have sent the headers already: decide anyway, but write no
   // header (Node would throw ERR_HTTP_HEADERS_SENT). One check per response, not per header:
-  // on Express's request objects every property read is a cache miss (thousands of
+  // on Express's requests and responses every property read is a cache miss (thousands of
   // instructions), since Express swaps their prototypes per request.
   if (!res.headersSent) setHeaders(ctx, io as HttpIo<C, unknown>, res, decision, settings)
   io.attach?.(ctx, rateLimitInfo(decision))
