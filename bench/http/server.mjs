@@ -11,6 +11,7 @@
 // Reports its port, then answers 'cpu' messages with process.cpuUsage(), over IPC.
 import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:http'
+import { deleteKeys } from '../redis-keys.mjs'
 
 const [framework, variant, mode] = process.argv.slice(2)
 const limit = mode === 'reject' ? 1 : 1_000_000_000
@@ -47,12 +48,7 @@ async function storeLimiter() {
     await store.close()
     const { Redis } = await import('ioredis')
     const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })
-    let cursor = '0'
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000)
-      cursor = next
-      if (keys.length > 0) await redis.del(...keys)
-    } while (cursor !== '0')
+    await deleteKeys(redis, `${PREFIX}:*`)
     redis.disconnect()
   }
   return createLimiter({ rules: tokenBucket, store })

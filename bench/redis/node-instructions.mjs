@@ -29,6 +29,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { ensureBuilt } from '../ensure-built.mjs'
+import { deleteKeys } from '../redis-keys.mjs'
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 // The store's deadline. Its timer is armed once per deadline at one request in flight: about
@@ -147,12 +148,7 @@ async function child(name) {
   say(1, 'done\n')
   wait(0)
   // Not counted: clean the keys up.
-  let cursor = '0'
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000)
-    cursor = next
-    if (keys.length) await client.del(...keys)
-  } while (cursor !== '0')
+  await deleteKeys(client, `${prefix}*`)
   client.disconnect()
   process.exit(0)
 }

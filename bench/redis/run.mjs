@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { Redis } from 'ioredis'
 import { ensureBuilt } from '../ensure-built.mjs'
+import { deleteKeys } from '../redis-keys.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -236,13 +237,8 @@ async function decisions() {
   admin.disconnect()
 }
 
-async function cleanup(admin) {
-  let cursor = '0'
-  do {
-    const [next, keys] = await admin.scan(cursor, 'MATCH', `${PREFIX}*`, 'COUNT', 5000)
-    cursor = next
-    if (keys.length) await admin.del(...keys)
-  } while (cursor !== '0')
+function cleanup(admin) {
+  return deleteKeys(admin, `${PREFIX}*`)
 }
 
 /** A proxy in front of Redis that can stop moving bytes (a stalled link). */

@@ -1,4 +1,4 @@
-import { Buffer } from 'node:buffer'
+import type { Buffer } from 'node:buffer'
 import { FloodgateError } from '@floodgate/core'
 import { type AlgorithmName, type AlgorithmResult } from '@floodgate/core/algorithms'
 import { hashTag, redisKey } from './redis-key.js'
@@ -47,13 +47,6 @@ export class PackedBatch implements FrameTail {
 
   writeTo(target: Buffer, offset: number): void {
     encodeRequests(target, offset, this.requests, this.algorithms)
-  }
-
-  /** The packed bytes on their own (tests, debugging). */
-  toBuffer(): Buffer {
-    const out = Buffer.allocUnsafe(this.bytes)
-    this.writeTo(out, 0)
-    return out
   }
 }
 

@@ -166,21 +166,21 @@ function viewOf(target: Buffer): DataView {
 }
 
 /**
- * Pack one request on its own (tests, debugging; a store packs its batch with
- * {@link encodeRequests}).
+ * Pack requests into a buffer of their own (tests, debugging; a store packs its batch straight
+ * into the command's frame with {@link encodeRequests}).
  *
- * @param mode - What the request asks (see {@link WIRE_MODES}).
- * @param entries - The request's entries, at most 32 767.
+ * @param requests - The requests, each of at most 32 767 entries.
  * @param algorithms - The script's algorithms, sorted (see {@link encodeRequests}).
- * @returns The request's header and entries.
+ * @returns Every request's header and entries, in order.
  */
-export function encodeRequest(
-  mode: WireMode,
-  entries: readonly WireEntry[],
+export function encodeBatch(
+  requests: readonly WireRequest[],
   algorithms: readonly string[],
 ): Buffer {
-  const packed = Buffer.allocUnsafe(requestBytes(entries.length))
-  encodeRequests(packed, 0, [{ mode, entries }], algorithms)
+  let bytes = 0
+  for (const r of requests) bytes += requestBytes(r.entries.length)
+  const packed = Buffer.allocUnsafe(bytes)
+  encodeRequests(packed, 0, requests, algorithms)
   return packed
 }
 
@@ -191,7 +191,7 @@ export interface DecodedRequest {
 }
 
 /**
- * Read a packed batch back, as the script does: the inverse of {@link encodeRequest}, for
+ * Read a packed batch back, as the script does: the inverse of {@link encodeBatch}, for
  * tests and debugging.
  *
  * @param batch - Packed requests, concatenated.

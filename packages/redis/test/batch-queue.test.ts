@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { AlgorithmResult, ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { BATCH_REQUESTS, BatchQueue, type ScriptCall } from '../src/batch-queue.js'
-import { RESULT_FIELDS, decodeBatch } from '../src/wire-format.js'
+import { RESULT_FIELDS, decodeBatch, encodeBatch } from '../src/wire-format.js'
 
 const rule = testRule('token-bucket', 10, 1000)
 const entry = (key: string): ConsumeEntry[] => [{ rule, key, cost: 1, maxWaitMs: 0, shadow: false }]
@@ -73,7 +73,9 @@ describe('BatchQueue', () => {
     vi.advanceTimersToNextTimer() // the end of the turn
     expect(h.calls).toHaveLength(2)
     expect(h.calls[1]!.keys).toHaveLength(2)
-    expect(decodeBatch(h.calls[1]!.packed.toBuffer())).toHaveLength(2)
+    expect(
+      decodeBatch(encodeBatch(h.calls[1]!.packed.requests, h.calls[1]!.packed.algorithms)),
+    ).toHaveLength(2)
     h.answer(1)
     expect((await a)[0]!.remaining).toBe(0)
     expect((await b)[0]!.remaining).toBe(1)

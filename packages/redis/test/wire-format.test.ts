@@ -14,7 +14,7 @@ import {
   REQUEST_HEADER_FORMAT,
   WIRE_MODES,
   decodeBatch,
-  encodeRequest,
+  encodeBatch,
 } from '../src/wire-format.js'
 import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 
@@ -92,9 +92,7 @@ describe('the packed wire format', () => {
   it('round-trips every request of a batch, field by field (property)', () => {
     fc.assert(
       fc.property(fc.array(arbRequest, { minLength: 1, maxLength: 8 }), (requests) => {
-        const packed = Buffer.concat(
-          requests.map((r) => encodeRequest(r.mode, r.entries, ALGORITHMS)),
-        )
+        const packed = encodeBatch(requests, ALGORITHMS)
         const decoded = decodeBatch(packed)
         expect(decoded).toEqual(
           requests.map((r) => ({ mode: r.mode, entries: r.entries.map(expected) })),
@@ -104,7 +102,7 @@ describe('the packed wire format', () => {
   })
 
   it('names a truncated batch', () => {
-    const packed = encodeRequest('c', fc.sample(arbEntry, 2), ALGORITHMS)
+    const packed = encodeBatch([{ mode: 'c', entries: fc.sample(arbEntry, 2) }], ALGORITHMS)
     expect(() => decodeBatch(packed.subarray(0, packed.length - 1))).toThrow(/truncated at byte 3/)
   })
 })
@@ -138,9 +136,7 @@ return out`
   it('Lua reads back every field the encoder wrote (property)', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(arbRequest, { minLength: 1, maxLength: 4 }), async (requests) => {
-        const packed = Buffer.concat(
-          requests.map((r) => encodeRequest(r.mode, r.entries, ALGORITHMS)),
-        )
+        const packed = encodeBatch(requests, ALGORITHMS)
         const got = ((await redis.eval(readBack, 0, packed)) as string[]).map(Number)
         const want = requests.flatMap((r) => [
           r.entries.length,
