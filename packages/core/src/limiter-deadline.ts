@@ -13,49 +13,102 @@ function timeoutError(ms: number, why: string): FloodgateError {
   return new FloodgateError('FG_ERR_STORE_TIMEOUT', `store did not answer within ${why} (${ms} ms)`)
 }
 
-interface Waiter {
-  readonly sinceMs: number
-  fail(): void
+/** A call linked into the watchdog's queue, oldest first. */
+interface Watched {
+  /** The watchdog's sweep count when the call started. */
+  round: number
+  prev: Watched | undefined
+  next: Watched | undefined
+  expire(): void
 }
 
 /**
  * The backstop for stores that promise to settle every call within the deadline themselves
- * (`settlesWithinMs`): one sweep timer for all their calls instead of a timer per call, so a
- * store that breaks its promise delays a request by at most twice `decisionTimeoutMs` plus a
- * sweep, and never hangs it.
+ * (`settlesWithinMs`): one sweep timer for all their calls instead of a timer per call. A call
+ * still waiting at the third sweep after it started (at least twice `decisionTimeoutMs`, at most
+ * three times) fails, so a store that breaks its promise delays a request but never hangs it.
+ * Calls are counted in sweeps, not timed, and kept in a linked queue: starting and ending one
+ * reads no clock and hashes nothing, and an answered call is unlinked at once (garbage while
+ * still young).
  */
 export class DeadlineWatchdog {
-  private readonly waiting = new Set<Waiter>()
+  private head: Watched | undefined
+  private tail: Watched | undefined
+  private round = 0
   private timer: ReturnType<typeof setInterval> | undefined
 
-  constructor(private readonly timeoutMs: number) {}
+  constructor(readonly timeoutMs: number) {}
 
-  add(waiter: Waiter): void {
-    this.waiting.add(waiter)
+  add(call: Watched): void {
+    call.round = this.round
+    call.prev = this.tail
+    if (this.tail === undefined) this.head = call
+    else this.tail.next = call
+    this.tail = call
     if (this.timer === undefined) {
       this.timer = setInterval(() => this.sweep(), this.timeoutMs)
       this.timer.unref()
     }
   }
 
-  /** False when the watchdog already failed this waiter. */
-  remove(waiter: Waiter): boolean {
-    return this.waiting.delete(waiter)
+  /** False when the watchdog already failed this call. */
+  remove(call: Watched): boolean {
+    if (call.round < 0) return false
+    this.unlink(call)
+    return true
+  }
+
+  private unlink(call: Watched): void {
+    const { prev, next } = call
+    if (prev === undefined) this.head = next
+    else prev.next = next
+    if (next === undefined) this.tail = prev
+    else next.prev = prev
+    call.prev = call.next = undefined
+    call.round = -1
   }
 
   private sweep(): void {
-    const overdue = Date.now() - 2 * this.timeoutMs
-    for (const w of this.waiting) {
-      if (w.sinceMs > overdue) continue
-      this.waiting.delete(w)
-      w.fail()
+    const due = ++this.round - 3
+    // Rounds only grow along the queue: the first call not yet due ends the sweep.
+    while (this.head !== undefined && this.head.round <= due) {
+      const call = this.head
+      this.unlink(call)
+      call.expire()
     }
-    if (this.waiting.size === 0) this.stop()
+    if (this.head === undefined) this.stop()
   }
 
   stop(): void {
     clearInterval(this.timer)
     this.timer = undefined
+  }
+}
+
+/** One call waiting on a store that keeps its own deadline, watched by the watchdog. */
+class WatchedCall<T> implements Watched {
+  round = 0
+  prev: Watched | undefined = undefined
+  next: Watched | undefined = undefined
+
+  constructor(
+    private readonly watchdog: DeadlineWatchdog,
+    private readonly resolve: (value: T | PromiseLike<T>) => void,
+    private readonly on: DeadlineHandlers<T>,
+  ) {}
+
+  answered(results: readonly AlgorithmResult[]): void {
+    if (this.watchdog.remove(this)) this.resolve(this.on.answered(results))
+    else this.on.late(results)
+  }
+
+  failed(err: unknown): void {
+    if (this.watchdog.remove(this)) this.resolve(this.on.failed(err))
+  }
+
+  expire(): void {
+    const ms = 2 * this.watchdog.timeoutMs
+    this.resolve(this.on.failed(timeoutError(ms, 'twice the settlesWithinMs it promised')))
   }
 }
 
@@ -72,20 +125,11 @@ export function withinDeadline<T>(
 ): Promise<T> {
   if (watchdog !== undefined) {
     return new Promise<T>((resolve) => {
-      const waiter: Waiter = {
-        sinceMs: Date.now(),
-        fail: () =>
-          resolve(on.failed(timeoutError(2 * timeoutMs, 'twice the settlesWithinMs it promised'))),
-      }
-      watchdog.add(waiter)
+      const call = new WatchedCall(watchdog, resolve, on)
+      watchdog.add(call)
       pending.then(
-        (results) => {
-          if (watchdog.remove(waiter)) resolve(on.answered(results))
-          else on.late(results)
-        },
-        (err: unknown) => {
-          if (watchdog.remove(waiter)) resolve(on.failed(err))
-        },
+        (results) => call.answered(results),
+        (err: unknown) => call.failed(err),
       )
     })
   }

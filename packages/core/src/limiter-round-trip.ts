@@ -7,6 +7,7 @@ import {
   isTimeout,
   withinDeadline,
   withTimeout,
+  type DeadlineHandlers,
   type DeadlineWatchdog,
 } from './limiter-deadline.js'
 import {
@@ -48,7 +49,7 @@ export class RoundTrip<Req> {
   /** The caller's scratch entries are in use until the decision is reported. */
   busy = false
 
-  constructor(private readonly parts: RoundTripParts<Req>) {}
+  constructor(readonly parts: RoundTripParts<Req>) {}
 
   /** Ask the store about the entries (and their rules' ban checks), then decide. */
   decideEntries(
@@ -73,28 +74,11 @@ export class RoundTrip<Req> {
       // A store that broke its `synchronous` promise must not see its entries reused.
       const own = reuse ? entries.map((e) => ({ ...e })) : entries
       // Promise.resolve turns a foreign thenable into a promise that cannot throw at us.
-      // Timed in the handlers themselves: a promise more per call would cost more than the timing.
       return withinDeadline<Decision>(
         Promise.resolve(results),
         this.parts.timeoutMs,
         this.parts.watchdog,
-        {
-          answered: (r) => {
-            if (startedMs >= 0) reporter.storeCallEnded(startedMs, true)
-            return this.decide(own, r, facts, bans?.owners, nowMs)
-          },
-          failed: (err) => {
-            if (startedMs >= 0 && !isTimeout(err)) reporter.storeCallEnded(startedMs, false)
-            return this.failOpen(err, own, facts)
-          },
-          late: (r) => {
-            if (startedMs >= 0) reporter.storeCallEnded(startedMs, true)
-            // A banned client was charged nothing: there is nothing to give back.
-            if (bans && !validResults(r, bans.all.length)) return
-            if (bans && r.slice(own.length).some((b) => !b.allowed)) return
-            this.undoLateAnswer(own, bans ? r.slice(0, own.length) : r)
-          },
-        },
+        new AwaitedDecision(this, own, facts, bans?.owners, bans?.all.length, nowMs, startedMs),
       )
     }
     if (startedMs >= 0) reporter.storeCallEnded(startedMs, true)
@@ -111,7 +95,7 @@ export class RoundTrip<Req> {
    * The store answered after the deadline and the request already passed unjudged: give back
    * the concurrency slots it recorded, or they would stay taken until their lease expires.
    */
-  private undoLateAnswer(entries: Entry[], results: readonly AlgorithmResult[]): void {
+  undoLateAnswer(entries: Entry[], results: readonly AlgorithmResult[]): void {
     if (!validResults(results, entries.length)) return
     const slots = entries
       .filter((e, i) => e.rule.algorithm.name === 'concurrency' && results[i]?.allowed === true)
@@ -121,7 +105,7 @@ export class RoundTrip<Req> {
     }
   }
 
-  private decide(
+  decide(
     entries: Entry[],
     answer: readonly AlgorithmResult[],
     facts: RequestFacts<Req> | undefined,
@@ -199,5 +183,50 @@ export class RoundTrip<Req> {
     }
     this.parts.failOpenLog.warn({ err, code, ...fields }, FAIL_OPEN_MESSAGES[code])
     return this.parts.reporter.report(FAILED_OPEN, facts)
+  }
+}
+
+/**
+ * A decision waiting on an asynchronous store: what the answer, a failure or a late answer
+ * needs, in one object per call (timed in its handlers: a promise more per call would cost more
+ * than the timing).
+ */
+class AwaitedDecision<Req> implements DeadlineHandlers<Decision> {
+  constructor(
+    private readonly trip: RoundTrip<Req>,
+    private readonly entries: Entry[],
+    private readonly facts: RequestFacts<Req> | undefined,
+    private readonly banOwners: readonly number[] | undefined,
+    /** Entries plus ban checks asked, when there are ban checks. */
+    private readonly askedWithBans: number | undefined,
+    private readonly nowMs: number,
+    /** When the store call started (`performance.now()`), or -1 when not timed. */
+    private readonly startedMs: number,
+  ) {}
+
+  answered(r: readonly AlgorithmResult[]): Decision | Promise<Decision> {
+    if (this.startedMs >= 0) this.trip.parts.reporter.storeCallEnded(this.startedMs, true)
+    return this.trip.decide(this.entries, r, this.facts, this.banOwners, this.nowMs)
+  }
+
+  failed(err: unknown): Decision {
+    if (this.startedMs >= 0 && !isTimeout(err)) {
+      this.trip.parts.reporter.storeCallEnded(this.startedMs, false)
+    }
+    return this.trip.failOpen(err, this.entries, this.facts)
+  }
+
+  late(r: readonly AlgorithmResult[]): void {
+    if (this.startedMs >= 0) this.trip.parts.reporter.storeCallEnded(this.startedMs, true)
+    const own = this.entries
+    const asked = this.askedWithBans
+    if (asked !== undefined) {
+      // A banned client was charged nothing: there is nothing to give back.
+      if (!validResults(r, asked)) return
+      if (r.slice(own.length).some((b) => !b.allowed)) return
+      this.trip.undoLateAnswer(own, r.slice(0, own.length))
+    } else {
+      this.trip.undoLateAnswer(own, r)
+    }
   }
 }
