@@ -98,6 +98,8 @@ interface Batch {
   timedOut: boolean
   /** `performance.now()` past which the batch is not sent, and its requests fail. */
   deadline: number
+  /** The next younger batch in the watch queue. */
+  nextWatched: Batch | undefined
 }
 
 /**
@@ -112,12 +114,13 @@ export class BatchQueue {
   private readonly open = new Map<string, Batch>()
   private flushScheduled = false
   /**
-   * Batches not settled yet, oldest first: every deadline is its opening time plus the same
-   * `timeoutMs`, so this is also deadline order, and one timer at the oldest deadline serves
-   * them all (a timer per call cost more than the rest of the queue's work).
+   * Batches not settled yet, oldest first, linked through `nextWatched`: every deadline is its
+   * opening time plus the same `timeoutMs`, so this is also deadline order, and one timer at
+   * the oldest deadline serves them all (a timer per call cost more than the rest of the
+   * queue's work). A linked queue, not an array: emptying an array costs a runtime call.
    */
-  private readonly watched: Batch[] = []
-  private watchedHead = 0
+  private oldest: Batch | undefined
+  private youngest: Batch | undefined
   private timer: ReturnType<typeof setTimeout> | undefined
 
   constructor(private readonly options: BatchQueueOptions) {}
@@ -179,8 +182,11 @@ export class BatchQueue {
       settled: false,
       timedOut: false,
       deadline: performance.now() + this.options.timeoutMs,
+      nextWatched: undefined,
     }
-    this.watched.push(batch)
+    if (this.youngest === undefined) this.oldest = batch
+    else this.youngest.nextWatched = batch
+    this.youngest = batch
     if (this.timer === undefined) this.arm(batch.deadline)
     if (batchKey === '') return batch
     this.open.set(batchKey, batch)
@@ -201,44 +207,34 @@ export class BatchQueue {
   private readonly expire = (): void => {
     this.timer = undefined
     const t = performance.now()
-    const w = this.watched
-    let head = this.watchedHead
-    while (head < w.length) {
-      const b = w[head]!
+    let b = this.oldest
+    while (b !== undefined) {
       if (!b.settled && !b.timedOut) {
         if (b.deadline > t) break
         this.timeOut(b)
       }
-      head++
+      b = b.nextWatched
     }
-    this.setWatchedHead(head)
-    if (this.watchedHead < w.length) this.arm(w[this.watchedHead]!.deadline)
+    this.watchFrom(b)
+    if (b !== undefined) this.arm(b.deadline)
   }
 
   /**
-   * Drop the settled batches at the head of the watch list now, not when the timer next
+   * Drop the settled batches at the head of the watch queue now, not when the timer next
    * fires: kept until then (up to `timeoutMs`), thousands of answered batches, with their
    * requests and entries, would survive young-generation collections and be copied and
    * promoted instead of dying young. Batches mostly settle in the order they were sent.
    */
   private forgetSettled(): void {
-    const w = this.watched
-    let head = this.watchedHead
-    while (head < w.length && (w[head]!.settled || w[head]!.timedOut)) head++
-    this.setWatchedHead(head)
+    let b = this.oldest
+    while (b !== undefined && (b.settled || b.timedOut)) b = b.nextWatched
+    this.watchFrom(b)
   }
 
-  /** The watch list now starts at `head`: empty it, or cut what is behind when that is most. */
-  private setWatchedHead(head: number): void {
-    const w = this.watched
-    if (head === w.length) {
-      w.length = 0
-      head = 0
-    } else if (head > 64 && head * 2 > w.length) {
-      w.splice(0, head)
-      head = 0
-    }
-    this.watchedHead = head
+  /** The watch queue now starts at `b` (empty when undefined). */
+  private watchFrom(b: Batch | undefined): void {
+    this.oldest = b
+    if (b === undefined) this.youngest = undefined
   }
 
   /** Send every batch still open: the end of the turn in which their requests started. */
