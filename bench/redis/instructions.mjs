@@ -108,7 +108,7 @@ let decide
     }
     return send(cmd)
   }
-  const store = createRedisStore({ client: spy, prefix: 'fgbench-cg', timeoutMs: 60_000 })
+  const store = createRedisStore({ client: spy, prefix: 'fgbench-cg', callTimeoutMs: 60_000 })
   const limiter = createLimiter({ store, rules: [] })
   const [rule] = limiter.compileRules([
     { id: 'tb', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' },

@@ -7,7 +7,7 @@
 //    commands each decision sends (counted on the client) and the Redis commands it executes
 //    (INFO commandstats, including the ones a Lua script calls).
 // 2. Added latency when Redis is down (killed: connection refused; stalled: a proxy that
-//    accepts and never answers), timeoutMs 50.
+//    accepts and never answers), decisionTimeoutMs 50.
 // 3. HTTP: Fastify bare vs Fastify + Floodgate on RedisStore vs Fastify + @fastify/rate-limit
 //    on Redis (servers in child processes, autocannon here).
 // Env: BENCH_ROUNDS (3), BENCH_ROUND_MS (1500), BENCH_SECONDS (3), BENCH_CONNECTIONS (64),
@@ -121,10 +121,10 @@ async function contenders() {
     // A client the application passes in as it is: `new Redis(url)`, ioredis's defaults.
     const client = countedClient()
     await new Promise((r) => client.once('ready', r))
-    const store = createRedisStore({ client, prefix: `${PREFIX}:fgp`, timeoutMs: 1000 })
+    const store = createRedisStore({ client, prefix: `${PREFIX}:fgp`, callTimeoutMs: 1000 })
     const limiter = createLimiter({
       store,
-      timeoutMs: 1000,
+      decisionTimeoutMs: 1000,
       rules: [{ id: 'per-ip', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' }],
     })
     list.push({
@@ -295,7 +295,7 @@ async function down() {
       failedOpen: failedOpen / ms.length,
     }
   }
-  out('### Added latency with Redis down (timeoutMs 50)')
+  out('### Added latency with Redis down (decisionTimeoutMs 50)')
   out()
   out('| fault | checks | p50 ms | p99 ms | max ms | failed open |')
   out('| --- | ---: | ---: | ---: | ---: | ---: |')
