@@ -28,7 +28,9 @@ function handlers(now: () => number, lates: number[], index: number): DeadlineHa
 
 describe('DeadlineWatchdog', () => {
   beforeEach(() => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] })
+    vi.useFakeTimers({
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
+    })
   })
   afterEach(() => {
     vi.useRealTimers()
@@ -71,7 +73,10 @@ describe('DeadlineWatchdog', () => {
           expect(o, `call ${i}`).toBeDefined()
           const age = o!.atMs - started[i]!
           if (afterMs !== undefined && afterMs < 2 * T) {
-            expect(o).toEqual({ kind: rejects ? 'rejected' : 'answered', atMs: started[i]! + afterMs })
+            expect(o).toEqual({
+              kind: rejects ? 'rejected' : 'answered',
+              atMs: started[i]! + afterMs,
+            })
           } else if (o!.kind === 'expired') {
             expect(age).toBeGreaterThanOrEqual(2 * T)
             expect(age).toBeLessThanOrEqual(3 * T)
@@ -94,12 +99,22 @@ describe('DeadlineWatchdog', () => {
   it('stops its sweep timer when nothing is watched and starts it again for the next call', async () => {
     const watchdog = new DeadlineWatchdog(T)
     const lates: number[] = []
-    const first = withinDeadline(Promise.resolve(ANSWER), T, watchdog, handlers(() => 0, lates, 0))
+    const first = withinDeadline(
+      Promise.resolve(ANSWER),
+      T,
+      watchdog,
+      handlers(() => 0, lates, 0),
+    )
     expect(vi.getTimerCount()).toBe(1)
     await expect(first).resolves.toMatchObject({ kind: 'answered' })
     await vi.advanceTimersByTimeAsync(T)
     expect(vi.getTimerCount()).toBe(0)
-    const never = withinDeadline(new Promise(() => {}), T, watchdog, handlers(() => 0, lates, 1))
+    const never = withinDeadline(
+      new Promise(() => {}),
+      T,
+      watchdog,
+      handlers(() => 0, lates, 1),
+    )
     expect(vi.getTimerCount()).toBe(1)
     await vi.advanceTimersByTimeAsync(3 * T)
     await expect(never).resolves.toMatchObject({ kind: 'expired' })
