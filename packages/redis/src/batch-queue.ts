@@ -5,7 +5,6 @@ import { hashTag, redisKey } from './redis-key.js'
 import { scriptAlgorithms } from './scripts/decide-script.js'
 import type { FrameTail } from './script-frame.js'
 import {
-  RESULT_FIELDS,
   decodeResults,
   encodeRequests,
   requestBytes,
@@ -60,8 +59,8 @@ export interface BatchQueueOptions {
   readonly maxPending: number
   /** On a Cluster one call touches one slot: batches are also split by hash tag. */
   readonly isCluster: boolean
-  /** Run one batch's script; may throw synchronously. */
-  readonly call: (call: ScriptCall) => Promise<number[]>
+  /** Run one batch's script (its reply as the client parsed it); may throw synchronously. */
+  readonly call: (call: ScriptCall) => Promise<unknown>
   /** A call failed (the store may refresh the Cluster topology). */
   readonly onFailure: () => void
   /** Redis answered a request after its deadline had failed it. */
@@ -256,7 +255,7 @@ export class BatchQueue {
     batch.sent = true
     this.inFlight++
     const packed = new PackedBatch(batch.requests, batch.bytes, batch.algorithms)
-    let call: Promise<number[]>
+    let call: Promise<unknown>
     try {
       call = this.options.call({ id: batch.id, now: batch.now, keys: batch.keys, packed })
     } catch (err) {
@@ -268,11 +267,13 @@ export class BatchQueue {
         batch.settled = true
         this.inFlight--
         this.forgetSettled()
-        let f = 0
+        // One key per entry: the batch asked for as many results as it sent keys.
+        const total = batch.keys.length
+        let from = 0
         for (const req of batch.requests) {
           this.pending--
-          const results = decodeResults(reply, f, req.entries.length)
-          f += req.entries.length * RESULT_FIELDS
+          const results = decodeResults(reply, from, req.entries.length, total)
+          from += req.entries.length
           if (batch.timedOut) this.options.onLateAnswer(req.mode, req.entries, results, batch.now)
           else req.resolve(results)
         }

@@ -305,7 +305,7 @@ export class RedisStore implements Store {
   }
 
   /** Run one batch's script: its keys, then the ARGV `wire-format.ts` lays out. */
-  private call(call: ScriptCall): Promise<number[]> {
+  private call(call: ScriptCall): Promise<unknown> {
     const argv =
       call.now === ''
         ? this.redisClockArgv

@@ -93,7 +93,7 @@ class TailedScriptCommand extends Command {
     client: RedisClient,
     keyPrefix: string | undefined,
   ) {
-    // The reply is integers only: no encoding to convert it with.
+    // The reply is binary (packed doubles): kept as a Buffer, not decoded as text.
     super('evalsha', args, { replyEncoding: null, keyPrefix })
     // NOSCRIPT: the script did not run. Forget that the connection had it and send the same
     // command once more (as EVAL, which loads it). Here rather than in a `catch` on the
@@ -141,15 +141,16 @@ class TailedScriptCommand extends Command {
 }
 
 /**
- * A script run with keys, string arguments then one binary tail; resolves to its integer
- * reply. Pass the same `argv` array again when the arguments are the same: it is written
+ * A script run with keys, string arguments then one binary tail; resolves to its reply as
+ * ioredis parsed it, bulk strings as Buffers (a well-behaved script's reply; a server can answer
+ * anything). Pass the same `argv` array again when the arguments are the same: it is written
  * once.
  */
 export type TailedScript = (
   keys: readonly string[],
   argv: readonly string[],
   tail: FrameTail,
-) => Promise<number[]>
+) => Promise<unknown>
 
 /**
  * A Lua script called with keys, string arguments and a binary last argument
@@ -177,6 +178,6 @@ export function tailedScript(client: RedisClient, lua: string): TailedScript {
     for (let i = 0; i < keys.length; i++) args[2 + i] = keys[i]!
     return client.sendCommand(
       new TailedScriptCommand(script, args, written, tail, client, keyPrefix),
-    ) as Promise<number[]>
+    ) as Promise<unknown>
   }
 }

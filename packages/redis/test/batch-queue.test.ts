@@ -2,14 +2,14 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { AlgorithmResult, ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { BATCH_REQUESTS, BatchQueue, type ScriptCall } from '../src/batch-queue.js'
-import { RESULT_FIELDS, decodeBatch, encodeBatch } from '../src/wire-format.js'
+import { decodeBatch, encodeBatch, encodeReply } from '../src/wire-format.js'
 
 const rule = testRule('token-bucket', 10, 1000)
 const entry = (key: string): ConsumeEntry[] => [{ rule, key, cost: 1, maxWaitMs: 0, shadow: false }]
 
 /** A reply for a call: entry i of the batch gets remaining = i. */
-const replyFor = (call: ScriptCall): number[] =>
-  call.keys.flatMap((_, i) => [1, 0, 10, i, 0, 0].slice(0, RESULT_FIELDS))
+const replyFor = (call: ScriptCall): Buffer =>
+  encodeReply(call.keys.map((_, i) => [1, 0, 10, i, 0, 0]))
 
 interface Harness {
   queue: BatchQueue
@@ -22,7 +22,7 @@ interface Harness {
 
 function harness(options: { maxPending?: number; isCluster?: boolean } = {}): Harness {
   const calls: ScriptCall[] = []
-  const settle: ((reply: number[]) => void)[] = []
+  const settle: ((reply: Buffer) => void)[] = []
   const h: Harness = {
     calls,
     late: [],
@@ -35,7 +35,7 @@ function harness(options: { maxPending?: number; isCluster?: boolean } = {}): Ha
       isCluster: options.isCluster ?? false,
       call: (call) => {
         calls.push(call)
-        return new Promise<number[]>((resolve) => settle.push(resolve))
+        return new Promise<Buffer>((resolve) => settle.push(resolve))
       },
       onFailure: () => h.failures++,
       onLateAnswer: (_mode, _entries, results) => h.late.push({ results }),

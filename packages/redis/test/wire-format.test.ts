@@ -12,9 +12,14 @@ import {
   ENTRY_OFFSET,
   REQUEST_HEADER_BYTES,
   REQUEST_HEADER_FORMAT,
+  RESULT_BYTES,
+  RESULT_FIELDS,
+  RESULT_FORMAT,
   WIRE_MODES,
   decodeBatch,
+  decodeResults,
   encodeBatch,
+  encodeReply,
 } from '../src/wire-format.js'
 import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 
@@ -101,6 +106,54 @@ describe('the packed wire format', () => {
     )
   })
 
+  it('reads every result of a reply back exactly, from any request of the batch (property)', () => {
+    const field = fc.double({ noNaN: true })
+    const result = fc.tuple(fc.constantFrom(0, 1), field, field, field, field, field)
+    fc.assert(
+      fc.property(fc.array(result, { minLength: 1, maxLength: 20 }), fc.nat(), (results, at) => {
+        const reply = encodeReply(results)
+        const from = at % results.length
+        const n = results.length - from
+        const decoded = decodeResults(reply, from, n, results.length)
+        expect(decoded).toEqual(
+          results.slice(from).map(([allowed, waitMs, limit, remaining, resetMs, retryAfterMs]) => ({
+            allowed: allowed === 1,
+            waitMs,
+            limit,
+            remaining,
+            resetMs,
+            retryAfterMs,
+          })),
+        )
+      }),
+    )
+  })
+
+  it('gives no results for a reply of another shape or length, so the limiter fails open', () => {
+    const ok = encodeReply([[1, 0, 10, 9, 100, 0]])
+    const wrong: unknown[] = [
+      ok.subarray(0, RESULT_BYTES - 1),
+      Buffer.concat([ok, Buffer.alloc(1)]),
+      [1, 0, 10, 9, 100, 0],
+      ok.toString('latin1'),
+      1,
+      null,
+      undefined,
+      {},
+    ]
+    for (const reply of wrong) expect(decodeResults(reply, 0, 1, 1)).toEqual([])
+    fc.assert(
+      fc.property(fc.anything(), (reply) => {
+        expect(decodeResults(reply, 0, 1, 1)).toEqual([])
+      }),
+    )
+  })
+
+  it('the decide script packs its results with the format defined here', () => {
+    expect(RESULT_FORMAT).toBe(`<${'d'.repeat(RESULT_FIELDS)}`)
+    expect(decideScript()).toContain(`struct.pack('${RESULT_FORMAT}', out[1]`)
+  })
+
   it('names a truncated batch', () => {
     const packed = encodeBatch([{ mode: 'c', entries: fc.sample(arbEntry, 2) }], ALGORITHMS)
     expect(() => decodeBatch(packed.subarray(0, packed.length - 1))).toThrow(/truncated at byte 3/)
@@ -132,6 +185,26 @@ while pos <= #blob do
   end
 end
 return out`
+
+  it('Node reads back every result Lua packs, exactly (property)', async () => {
+    const pack = `return struct.pack('${RESULT_FORMAT}', tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]))`
+    const field = fc.double({ noNaN: true, noDefaultInfinity: true })
+    await fc.assert(
+      fc.asyncProperty(
+        fc.tuple(fc.constantFrom(0, 1), field, field, field, field, field),
+        async (r) => {
+          // %.17g: the argument carries the double exactly.
+          const args = r.map((x) => (Object.is(x, -0) ? '-0' : x.toPrecision(17)))
+          const reply = await redis.evalBuffer(pack, 0, ...args)
+          const [allowed, waitMs, limit, remaining, resetMs, retryAfterMs] = r
+          expect(decodeResults(reply, 0, 1, 1)).toEqual([
+            { allowed: allowed === 1, waitMs, limit, remaining, resetMs, retryAfterMs },
+          ])
+        },
+      ),
+      { numRuns: 50 },
+    )
+  })
 
   it('Lua reads back every field the encoder wrote (property)', async () => {
     await fc.assert(

@@ -11,7 +11,7 @@ import {
   ENTRY_FIELDS,
   ENTRY_FORMAT,
   REQUEST_HEADER_FORMAT,
-  RESULT_FIELDS,
+  RESULT_FORMAT,
 } from '../wire-format.js'
 
 /**
@@ -178,8 +178,8 @@ while pos <= nblob do
           alg('c', s, limit, window_ms, burst, cost, now, 0, false, out)
         end
       end
-      R[r + 1], R[r + 2], R[r + 3], R[r + 4], R[r + 5], R[r + 6] = out[1], out[2], out[3], out[4], out[5], out[6]
-      r = r + ${RESULT_FIELDS}
+      r = r + 1
+      R[r] = struct.pack('${RESULT_FORMAT}', out[1], out[2], out[3], out[4], out[5], out[6])
     end
   elseif n == 1 then
     -- The common case, one rule, without the bookkeeping of several: the algorithm's own
@@ -199,11 +199,11 @@ while pos <= nblob do
     if write then
       ${storeState('alg', 'key', 'limit, window_ms, burst', 'out')}
     end
-    -- The batch's only request (one call in flight): its answer is the reply. Filling the
-    -- empty R instead would grow it four times, each time a rehash.
-    if r == 0 and pos > nblob then return out end
-    R[r + 1], R[r + 2], R[r + 3], R[r + 4], R[r + 5], R[r + 6] = out[1], out[2], out[3], out[4], out[5], out[6]
-    r = r + ${RESULT_FIELDS}
+    -- The batch's only request (one call in flight): its answer is the reply, without R.
+    local packed_out = struct.pack('${RESULT_FORMAT}', out[1], out[2], out[3], out[4], out[5], out[6])
+    if r == 0 and pos > nblob then return packed_out end
+    r = r + 1
+    R[r] = packed_out
   else
     -- One table per entry (its params double as the algorithm's p), one per distinct key's state.
     local E = {}
@@ -261,12 +261,12 @@ while pos <= nblob do
         ${storeState('e.alg', 'e.key', 'e.limit, e.window_ms, e.burst', 'e.out')}
       end
       local o = e.out
-      for f = 1, ${RESULT_FIELDS} do R[r + f] = o[f] end
-      r = r + ${RESULT_FIELDS}
+      r = r + 1
+      R[r] = struct.pack('${RESULT_FORMAT}', o[1], o[2], o[3], o[4], o[5], o[6])
     end
   end
 end
-return R
+return table.concat(R)
 `
 
 /**

@@ -1,0 +1,87 @@
+import net from 'node:net'
+
+/**
+ * A server that speaks RESP and answers scripts whatever the test says: a hostile or broken
+ * Redis, for what RedisStore must survive. The handshake commands ioredis sends (INFO for its
+ * ready check, anything else) get harmless answers; EVAL and EVALSHA get `answer()`, raw RESP.
+ */
+export class ScriptedRespServer {
+  private readonly server: net.Server
+  private readonly sockets = new Set<net.Socket>()
+  /** Script calls answered so far. */
+  scriptCalls = 0
+
+  private constructor(private readonly answer: () => Buffer) {
+    this.server = net.createServer((socket) => this.accept(socket))
+  }
+
+  static async start(answer: () => Buffer): Promise<ScriptedRespServer> {
+    const s = new ScriptedRespServer(answer)
+    await new Promise<void>((resolve) => s.server.listen(0, '127.0.0.1', resolve))
+    return s
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${(this.server.address() as net.AddressInfo).port}`
+  }
+
+  private accept(socket: net.Socket): void {
+    this.sockets.add(socket)
+    socket.on('close', () => this.sockets.delete(socket))
+    socket.on('error', () => socket.destroy())
+    let pending = Buffer.alloc(0)
+    socket.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk])
+      for (;;) {
+        const parsed = readCommand(pending)
+        if (parsed === undefined) return
+        pending = pending.subarray(parsed.used)
+        socket.write(this.reply(parsed.args))
+      }
+    })
+  }
+
+  private reply(args: string[]): Buffer {
+    const name = (args[0] ?? '').toLowerCase()
+    if (name === 'eval' || name === 'evalsha') {
+      this.scriptCalls++
+      return this.answer()
+    }
+    if (name === 'info') return bulk('# Server\r\nredis_version:7.0.15\r\nloading:0\r\n')
+    return Buffer.from('+OK\r\n')
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy()
+    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+  }
+}
+
+/** A RESP bulk string. */
+export function bulk(body: string | Buffer): Buffer {
+  const b = typeof body === 'string' ? Buffer.from(body) : body
+  return Buffer.concat([Buffer.from(`$${b.length}\r\n`), b, Buffer.from('\r\n')])
+}
+
+/** One command (an array of bulk strings) from the front of `buf`, or undefined if incomplete. */
+function readCommand(buf: Buffer): { args: string[]; used: number } | undefined {
+  const line = (from: number): { text: string; next: number } | undefined => {
+    const eol = buf.indexOf('\r\n', from)
+    return eol < 0 ? undefined : { text: buf.toString('latin1', from, eol), next: eol + 2 }
+  }
+  const head = line(0)
+  if (head === undefined) return undefined
+  if (!head.text.startsWith('*')) throw new Error(`not a RESP array: ${head.text}`)
+  const count = Number(head.text.slice(1))
+  const args: string[] = []
+  let pos = head.next
+  for (let i = 0; i < count; i++) {
+    const len = line(pos)
+    if (len === undefined) return undefined
+    const n = Number(len.text.slice(1))
+    if (buf.length < len.next + n + 2) return undefined
+    args.push(buf.toString('latin1', len.next, len.next + n))
+    pos = len.next + n + 2
+  }
+  return { args, used: pos }
+}
