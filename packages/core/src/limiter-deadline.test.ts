@@ -4,7 +4,9 @@ import type { AlgorithmResult } from './algorithms/algorithm.js'
 import { DeadlineWatchdog, withinDeadline, type DeadlineHandlers } from './limiter-deadline.js'
 
 const T = 10
-const ANSWER: readonly AlgorithmResult[] = [{ allowed: true, remaining: 1, resetMs: 0 }]
+const ANSWER: readonly AlgorithmResult[] = [
+  { allowed: true, waitMs: 0, limit: 2, remaining: 1, resetMs: 0, retryAfterMs: 0 },
+]
 
 type Outcome = { kind: 'answered' | 'rejected' | 'expired'; atMs: number }
 

@@ -195,7 +195,7 @@ return out`
         async (r) => {
           // %.17g: the argument carries the double exactly.
           const args = r.map((x) => (Object.is(x, -0) ? '-0' : x.toPrecision(17)))
-          const reply = await redis.evalBuffer(pack, 0, ...args)
+          const reply = await redis.callBuffer('EVAL', pack, 0, ...args)
           const [allowed, waitMs, limit, remaining, resetMs, retryAfterMs] = r
           expect(decodeResults(reply, 0, 1, 1)).toEqual([
             { allowed: allowed === 1, waitMs, limit, remaining, resetMs, retryAfterMs },
