@@ -121,8 +121,21 @@ export class BatchQueue {
   private oldest: Batch | undefined
   private youngest: Batch | undefined
   private timer: ReturnType<typeof setTimeout> | undefined
+  /** Each script id's algorithms: a `split` per batch cost about 1.1k instructions. */
+  private readonly algorithmsById = new Map<string, readonly AlgorithmName[]>()
 
   constructor(private readonly options: BatchQueueOptions) {}
+
+  /** The algorithms of a script id, in the order of the packed entries' indexes. */
+  private algorithmsOf(id: string): readonly AlgorithmName[] {
+    let algorithms = this.algorithmsById.get(id)
+    if (algorithms === undefined) {
+      // The id lists the script's algorithms already sorted (see scriptId).
+      algorithms = id.split(',') as AlgorithmName[]
+      this.algorithmsById.set(id, algorithms)
+    }
+    return algorithms
+  }
 
   /**
    * Queue one request's entries for the next script call of their batch. A request that
@@ -172,8 +185,7 @@ export class BatchQueue {
       key: batchKey,
       id,
       now,
-      // The id lists the script's algorithms already sorted (see scriptId).
-      algorithms: id.split(',') as AlgorithmName[],
+      algorithms: this.algorithmsOf(id),
       requests: [],
       keys: [],
       bytes: 0,
