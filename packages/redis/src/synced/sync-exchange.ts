@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { FloodgateError } from '@floodgate/core'
 import type { RedisConnection } from '../connection.js'
 import { scriptCommand } from '../script-command.js'
 import { SYNC_SCRIPT } from '../sync-script.js'
@@ -108,7 +109,11 @@ export class SyncExchange {
         .finally(() => this.pending--)
         .then(
           (reply) => {
-            if (!late) onLevels(g, parseLevels(reply, g.length))
+            const levels = parseLevels(reply, g.length)
+            // Not the script's answer (a broken or hostile server): learn nothing from it and
+            // keep the batches unacked, so they are sent again (Redis skips what it applied).
+            if (levels === undefined) failure ??= unexpectedReply(reply, g.length)
+            else if (!late) onLevels(g, levels)
           },
           (err: unknown) => {
             failure ??= err
@@ -137,11 +142,27 @@ export class SyncExchange {
   }
 }
 
-/** The script answers three strings per key: the fleet total, the units in use, the hosts. */
-function parseLevels(reply: readonly string[], keys: number): FleetLevel[] {
+/**
+ * The script answers three strings per key: the fleet total, the units in use, the hosts.
+ * Anything else (another length, a level that is not a finite number, a host count below
+ * one) gives undefined.
+ */
+function parseLevels(reply: unknown, keys: number): FleetLevel[] | undefined {
+  if (!Array.isArray(reply) || reply.length !== 3 * keys) return undefined
   const levels: FleetLevel[] = []
   for (let i = 0; i < keys; i++) {
-    levels.push({ used: Number(reply[3 * i + 1]), hosts: Number(reply[3 * i + 2]) })
+    const used = Number(reply[3 * i + 1])
+    const hosts = Number(reply[3 * i + 2])
+    if (!Number.isFinite(used) || !Number.isInteger(hosts) || hosts < 1) return undefined
+    levels.push({ used, hosts })
   }
   return levels
+}
+
+function unexpectedReply(reply: unknown, keys: number): FloodgateError {
+  const shape = Array.isArray(reply) ? `${reply.length} values` : typeof reply
+  return new FloodgateError(
+    'FG_ERR_STORE_ANSWER_INVALID',
+    `synced store: Redis answered the sync with ${shape} for ${keys} keys; expected 3 numbers per key`,
+  )
 }

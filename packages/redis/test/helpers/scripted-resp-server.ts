@@ -3,7 +3,8 @@ import net from 'node:net'
 /**
  * A server that speaks RESP and answers scripts whatever the test says: a hostile or broken
  * Redis, for what RedisStore must survive. The handshake commands ioredis sends (INFO for its
- * ready check, anything else) get harmless answers; EVAL and EVALSHA get `answer()`, raw RESP.
+ * ready check, anything else) get harmless answers; EVAL and EVALSHA get `answer(args)`, raw
+ * RESP (`args`: the command's arguments after its name, as latin1 strings).
  */
 export class ScriptedRespServer {
   private readonly server: net.Server
@@ -11,11 +12,11 @@ export class ScriptedRespServer {
   /** Script calls answered so far. */
   scriptCalls = 0
 
-  private constructor(private readonly answer: () => Buffer) {
+  private constructor(private readonly answer: (args: string[]) => Buffer) {
     this.server = net.createServer((socket) => this.accept(socket))
   }
 
-  static async start(answer: () => Buffer): Promise<ScriptedRespServer> {
+  static async start(answer: (args: string[]) => Buffer): Promise<ScriptedRespServer> {
     const s = new ScriptedRespServer(answer)
     await new Promise<void>((resolve) => s.server.listen(0, '127.0.0.1', resolve))
     return s
@@ -45,7 +46,7 @@ export class ScriptedRespServer {
     const name = (args[0] ?? '').toLowerCase()
     if (name === 'eval' || name === 'evalsha') {
       this.scriptCalls++
-      return this.answer()
+      return this.answer(args.slice(1))
     }
     if (name === 'info') return bulk('# Server\r\nredis_version:7.0.15\r\nloading:0\r\n')
     return Buffer.from('+OK\r\n')
