@@ -333,7 +333,8 @@ export class RedisStore implements Store {
     results: readonly AlgorithmResult[],
     now: string,
   ): void {
-    if (mode !== 'c') return
+    // A garbled answer (no results for these entries) says nothing of what was recorded.
+    if (mode !== 'c' || results.length !== entries.length) return
     const recorded = entries.every((e, i) => e.shadow || results[i]!.allowed)
     if (!recorded) return
     const slots = entries.filter(

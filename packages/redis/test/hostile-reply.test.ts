@@ -4,7 +4,7 @@ import { createLimiter, type Limiter } from '@floodgate/core'
 import type { RequestFacts } from '@floodgate/core/http'
 import { createRedisStore } from '@floodgate/redis'
 import { RESULT_BYTES, encodeReply } from '../src/wire-format.js'
-import { ScriptedRespServer, bulk } from './helpers/scripted-resp-server.js'
+import { ScriptedRespServer, bulk, type Answer } from './helpers/scripted-resp-server.js'
 
 const facts = (ip: string): RequestFacts => ({ method: 'GET', path: '/api', ip, headers: {} })
 
@@ -39,7 +39,7 @@ const arbReply: fc.Arbitrary<{ resp: Buffer; wellFormed: boolean }> = fc.oneof(
 describe('RedisStore against a server that answers its script with anything', () => {
   let server: ScriptedRespServer
   let limiter: Limiter
-  let next: Buffer = bulk(encodeReply([[1, 0, 10, 9, 6000, 0]]))
+  let next: Answer = bulk(encodeReply([[1, 0, 10, 9, 6000, 0]]))
   const logged: unknown[] = []
 
   beforeAll(async () => {
@@ -83,6 +83,33 @@ describe('RedisStore against a server that answers its script with anything', ()
       failedOpen: true,
     })
     expect(JSON.stringify(logged)).toContain('FG_ERR_STORE_ANSWER_INVALID')
+  })
+
+  it('survives any late reply: a garbled answer after the deadline leaves nothing unhandled (property)', async () => {
+    const store = createRedisStore({ url: server.url, prefix: 'fghostile', callTimeoutMs: 20 })
+    const quick = createLimiter({
+      store,
+      decisionTimeoutMs: 20,
+      rules: [{ id: 'r', limit: 10, window: '1m' }],
+      logger: { warn: () => {}, error: () => {}, info: () => {}, debug: () => {} },
+    })
+    await Promise.all([store.ready, quick.ready])
+    try {
+      await fc.assert(
+        fc.asyncProperty(arbReply, async ({ resp }) => {
+          next = { afterMs: 40, resp }
+          const d = await quick.check(facts('10.0.0.4'))
+          expect(d).toMatchObject({ allowed: true, failedOpen: true })
+          // Let the late answer arrive and be handled (an unhandled rejection fails the run).
+          await new Promise((r) => setTimeout(r, 60))
+        }),
+        { numRuns: 25 },
+      )
+      next = bulk(encodeReply([[1, 0, 10, 9, 6000, 0]]))
+      expect(await quick.check(facts('10.0.0.4'))).toMatchObject({ failedOpen: false })
+    } finally {
+      await quick.close()
+    }
   })
 
   it('answers every check, and fails open on anything but a reply of the expected length (property)', async () => {

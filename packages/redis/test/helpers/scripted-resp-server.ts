@@ -12,11 +12,11 @@ export class ScriptedRespServer {
   /** Script calls answered so far. */
   scriptCalls = 0
 
-  private constructor(private readonly answer: (args: string[]) => Buffer) {
+  private constructor(private readonly answer: (args: string[]) => Answer) {
     this.server = net.createServer((socket) => this.accept(socket))
   }
 
-  static async start(answer: (args: string[]) => Buffer): Promise<ScriptedRespServer> {
+  static async start(answer: (args: string[]) => Answer): Promise<ScriptedRespServer> {
     const s = new ScriptedRespServer(answer)
     await new Promise<void>((resolve) => s.server.listen(0, '127.0.0.1', resolve))
     return s
@@ -31,18 +31,27 @@ export class ScriptedRespServer {
     socket.on('close', () => this.sockets.delete(socket))
     socket.on('error', () => socket.destroy())
     let pending = Buffer.alloc(0)
+    // Answers leave in the order of their commands, a late one holding back those after it.
+    let written = Promise.resolve()
     socket.on('data', (chunk: Buffer) => {
       pending = Buffer.concat([pending, chunk])
       for (;;) {
         const parsed = readCommand(pending)
         if (parsed === undefined) return
         pending = pending.subarray(parsed.used)
-        socket.write(this.reply(parsed.args))
+        const a = this.reply(parsed.args)
+        const resp = Buffer.isBuffer(a) ? a : a.resp
+        const afterMs = Buffer.isBuffer(a) ? 0 : a.afterMs
+        written = written
+          .then(() => (afterMs > 0 ? new Promise((r) => setTimeout(r, afterMs)) : undefined))
+          .then(() => {
+            if (!socket.destroyed) socket.write(resp)
+          })
       }
     })
   }
 
-  private reply(args: string[]): Buffer {
+  private reply(args: string[]): Answer {
     const name = (args[0] ?? '').toLowerCase()
     if (name === 'eval' || name === 'evalsha') {
       this.scriptCalls++
@@ -57,6 +66,9 @@ export class ScriptedRespServer {
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
   }
 }
+
+/** Raw RESP to answer with, at once or `afterMs` later (a late answer; the ones after wait). */
+export type Answer = Buffer | { readonly afterMs: number; readonly resp: Buffer }
 
 /** A RESP bulk string. */
 export function bulk(body: string | Buffer): Buffer {
