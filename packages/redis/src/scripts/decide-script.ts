@@ -147,7 +147,8 @@ else
   now = tonumber(ARGV[${ARGV.now}])
 end
 local slack = tonumber(ARGV[${ARGV.ttlSlack}])
-local R = {}
+-- The batch's answers, made only when there are several: a lone request returns its own.
+local R
 local r = 0
 local k = 0
 local blob = ARGV[${ARGV.batch}]
@@ -179,6 +180,7 @@ while pos <= nblob do
         end
       end
       r = r + 1
+      if r == 1 then R = {} end
       R[r] = struct.pack('${RESULT_FORMAT}', out[1], out[2], out[3], out[4], out[5], out[6])
     end
   elseif n == 1 then
@@ -203,6 +205,7 @@ while pos <= nblob do
     local packed_out = struct.pack('${RESULT_FORMAT}', out[1], out[2], out[3], out[4], out[5], out[6])
     if r == 0 and pos > nblob then return packed_out end
     r = r + 1
+    if r == 1 then R = {} end
     R[r] = packed_out
   else
     -- One table per entry (its params double as the algorithm's p), one per distinct key's state.
@@ -262,6 +265,7 @@ while pos <= nblob do
       end
       local o = e.out
       r = r + 1
+      if r == 1 then R = {} end
       R[r] = struct.pack('${RESULT_FORMAT}', o[1], o[2], o[3], o[4], o[5], o[6])
     end
   end
