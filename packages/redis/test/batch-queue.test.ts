@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { AlgorithmResult, ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
@@ -155,5 +156,82 @@ describe('BatchQueue', () => {
     const c = failing.enqueue('c', '', entry('c'))
     await expect(c).rejects.toThrow('CLUSTERDOWN')
     expect(h.failures).toBe(1)
+  })
+  it('settles every request once, whatever order calls are answered in: with its results before its deadline, else a timeout at the deadline and its answer handed over as late (property)', async () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('enqueue' as const), n: fc.integer({ min: 1, max: 20 }) }),
+      fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 40 }) }),
+      fc.record({ kind: fc.constant('answer' as const), pick: fc.nat() }),
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 40 }), async (ops) => {
+        const h = harness()
+        const start = performance.now()
+        const now = (): number => performance.now() - start
+        interface Req {
+          t0: number
+          outcome?: { kind: 'results' | 'timeout'; at: number }
+        }
+        const reqs: Req[] = []
+        const answeredAt = new Map<number, number>()
+        let seq = 0
+        const answer = (i: number): void => {
+          answeredAt.set(i, now())
+          h.answer(i)
+        }
+        for (const o of ops) {
+          if (o.kind === 'enqueue') {
+            for (let j = 0; j < o.n; j++) {
+              const r: Req = { t0: now() }
+              reqs.push(r)
+              h.queue.enqueue('c', '', entry(`k${seq++}`)).then(
+                () => {
+                  expect(r.outcome).toBeUndefined()
+                  r.outcome = { kind: 'results', at: now() }
+                },
+                (err: { code?: string }) => {
+                  expect(r.outcome).toBeUndefined()
+                  expect(err.code).toBe('FG_ERR_STORE_TIMEOUT')
+                  r.outcome = { kind: 'timeout', at: now() }
+                },
+              )
+            }
+            // The end of the turn: open batches leave.
+            await vi.advanceTimersByTimeAsync(0)
+          } else if (o.kind === 'advance') {
+            await vi.advanceTimersByTimeAsync(o.ms)
+          } else {
+            const open = h.calls.map((_, i) => i).filter((i) => !answeredAt.has(i))
+            if (open.length > 0) answer(open[o.pick % open.length]!)
+            await vi.advanceTimersByTimeAsync(0)
+          }
+        }
+        // Answer the rest late, then let every deadline pass.
+        for (let i = 0; i < h.calls.length; i++) if (!answeredAt.has(i)) answer(i)
+        await vi.advanceTimersByTimeAsync(100)
+
+        // Requests went into calls in the order they were queued.
+        const callOf: number[] = []
+        h.calls.forEach((c, i) => {
+          const packed = Buffer.alloc(c.packed.bytes)
+          c.packed.writeTo(packed, 0)
+          for (let j = 0; j < decodeBatch(packed).length; j++) callOf.push(i)
+        })
+        expect(callOf).toHaveLength(reqs.length)
+        let late = 0
+        reqs.forEach((r, i) => {
+          const answered = answeredAt.get(callOf[i]!)!
+          expect(r.outcome, `request ${i}`).toBeDefined()
+          if (answered < r.t0 + 50) expect(r.outcome).toEqual({ kind: 'results', at: answered })
+          else {
+            expect(r.outcome).toEqual({ kind: 'timeout', at: r.t0 + 50 })
+            late++
+          }
+        })
+        expect(h.late).toHaveLength(late)
+        expect(vi.getTimerCount()).toBe(0)
+      }),
+      { numRuns: 150 },
+    )
   })
 })
