@@ -10,6 +10,7 @@
 // later entry wins, which is the code that ran last. A figure that moves between processes by a
 // few hundred instructions per request is within that noise and the JIT's own.
 import { existsSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 
 /** [start, end, name] of each code object in the perf map of `pid`, sorted by start. */
 function perfMap(pid) {
@@ -39,12 +40,12 @@ function nameAt(map, addr) {
 }
 
 /**
- * Self cost of every function in a callgrind output file.
- *
- * @param file - a callgrind output file written with --dump-instr=yes
- * @returns a Map of function name to instructions (the file's first event)
+ * Walk the cost lines of a callgrind output file written with --dump-instr=yes: `visit(fn,
+ * callee, cost)` for each, `fn` the function the line belongs to (JIT code named through the
+ * perf map), `callee` the function called when the line is a call's inclusive cost, else
+ * undefined (the function's own cost).
  */
-export function selfCosts(file) {
+function walk(file, visit) {
   const text = readFileSync(file, 'utf8')
   const pid = /^pid: (\d+)$/m.exec(text)?.[1]
   const map = pid ? perfMap(pid) : []
@@ -52,10 +53,10 @@ export function selfCosts(file) {
   if (positions[0] !== 'instr') throw new Error(`${file}: written without --dump-instr=yes`)
   const costColumn = positions.length
   const names = new Map()
-  const costs = new Map()
   let fn = ''
+  let callee = ''
   let last = 0
-  let skipNext = false
+  let inCall = false
   const named = (line, prefix) => {
     const m = /^\((\d+)\)(?: (.*))?$/.exec(line.slice(prefix.length))
     if (m[2] !== undefined) names.set(m[1], m[2])
@@ -63,8 +64,8 @@ export function selfCosts(file) {
   }
   for (const line of text.split('\n')) {
     if (line.startsWith('fn=')) fn = named(line, 'fn=')
-    else if (line.startsWith('cfn=')) named(line, 'cfn=')
-    else if (line.startsWith('calls=')) skipNext = true
+    else if (line.startsWith('cfn=')) callee = named(line, 'cfn=')
+    else if (line.startsWith('calls=')) inCall = true
     else if (/^[0-9+*-]/.test(line)) {
       const parts = line.split(' ')
       const a = parts[0]
@@ -78,15 +79,61 @@ export function selfCosts(file) {
               ? last
               : Number(a)
       last = addr
-      // The line after calls= is the call's inclusive cost, not the caller's own.
-      if (skipNext) {
-        skipNext = false
-        continue
-      }
       const cost = Number(parts[costColumn] ?? 0)
       const name = fn.startsWith('0x') ? nameAt(map, addr) : fn
-      costs.set(name, (costs.get(name) ?? 0) + cost)
+      // The line after calls= is the call's inclusive cost, not the caller's own.
+      visit(name, inCall ? callee : undefined, cost)
+      inCall = false
     }
   }
+}
+
+/**
+ * Self cost of every function in a callgrind output file.
+ *
+ * @param file - a callgrind output file written with --dump-instr=yes
+ * @returns a Map of function name to instructions (the file's first event)
+ */
+export function selfCosts(file) {
+  const costs = new Map()
+  walk(file, (fn, callee, cost) => {
+    if (callee === undefined) costs.set(fn, (costs.get(fn) ?? 0) + cost)
+  })
   return costs
+}
+
+/**
+ * Inclusive cost of every caller -> callee edge: who pays for an expensive builtin or runtime
+ * function (how ioredis's `args.flat()` and a `split` per batch were found).
+ *
+ * @param file - a callgrind output file written with --dump-instr=yes
+ * @returns a Map of `caller -> callee` to instructions
+ */
+export function callCosts(file) {
+  const costs = new Map()
+  walk(file, (fn, callee, cost) => {
+    if (callee === undefined) return
+    const edge = `${fn} -> ${callee}`
+    costs.set(edge, (costs.get(edge) ?? 0) + cost)
+  })
+  return costs
+}
+
+// node bench/callgrind-functions.mjs <file> <divisor> [callee-regex] [caller-regex] [top]:
+// the heaviest call edges per operation (a kept file of bench/redis/node-instructions.mjs or
+// bench/http/instructions.mjs, with the number of decisions or responses counted).
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const [file, divisor, calleeRe = '.', callerRe = '.', top = '30'] = process.argv.slice(2)
+  const callee = new RegExp(calleeRe)
+  const caller = new RegExp(callerRe)
+  const rows = [...callCosts(file)]
+    .filter(([edge]) => {
+      const [from, to] = edge.split(' -> ')
+      return callee.test(to) && caller.test(from)
+    })
+    .sort((x, y) => y[1] - x[1])
+    .slice(0, Number(top))
+  for (const [edge, cost] of rows) {
+    console.log(`${String(Math.round(cost / Number(divisor))).padStart(8)}  ${edge}`)
+  }
 }
