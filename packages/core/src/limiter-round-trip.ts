@@ -78,7 +78,7 @@ export class RoundTrip<Req> {
         Promise.resolve(results),
         this.parts.timeoutMs,
         this.parts.watchdog,
-        new AwaitedDecision(this, own, facts, bans?.owners, bans?.all.length, nowMs, startedMs),
+        new AwaitedDecision(this, own, facts, bans?.owners, nowMs, startedMs),
       )
     }
     if (startedMs >= 0) reporter.storeCallEnded(startedMs, true)
@@ -197,8 +197,6 @@ class AwaitedDecision<Req> implements DeadlineHandlers<Decision> {
     private readonly entries: Entry[],
     private readonly facts: RequestFacts<Req> | undefined,
     private readonly banOwners: readonly number[] | undefined,
-    /** Entries plus ban checks asked, when there are ban checks. */
-    private readonly askedWithBans: number | undefined,
     private readonly nowMs: number,
     /** When the store call started (`performance.now()`), or -1 when not timed. */
     private readonly startedMs: number,
@@ -219,10 +217,9 @@ class AwaitedDecision<Req> implements DeadlineHandlers<Decision> {
   late(r: readonly AlgorithmResult[]): void {
     if (this.startedMs >= 0) this.trip.parts.reporter.storeCallEnded(this.startedMs, true)
     const own = this.entries
-    const asked = this.askedWithBans
-    if (asked !== undefined) {
+    if (this.banOwners !== undefined) {
       // A banned client was charged nothing: there is nothing to give back.
-      if (!validResults(r, asked)) return
+      if (!validResults(r, own.length + this.banOwners.length)) return
       if (r.slice(own.length).some((b) => !b.allowed)) return
       this.trip.undoLateAnswer(own, r.slice(0, own.length))
     } else {
