@@ -310,14 +310,14 @@ export class RedisStore implements Store {
       call.now === ''
         ? this.redisClockArgv
         : [call.now, String(CALLER_CLOCK_TTL_SLACK_MS), String(this.leaseMs)]
-    return this.script(call.id)(call.keys, argv, call.packed)
+    return this.script(call.id, call.packed.algorithms)(call.keys, argv, call.packed)
   }
 
   /** The script of an algorithm set (see {@link ScriptCall.id}), defined on first use. */
-  private script(id: string): TailedScript {
+  private script(id: string, algorithms: readonly AlgorithmName[]): TailedScript {
     let fn = this.scripts.get(id)
     if (fn) return fn
-    fn = tailedScript(this.client, decideScript(id.split(',') as AlgorithmName[]))
+    fn = tailedScript(this.client, decideScript(algorithms))
     this.scripts.set(id, fn)
     return fn
   }
