@@ -103,6 +103,19 @@ export function selfCosts(file) {
 }
 
 /**
+ * Self plus the inclusive cost of every call made, per function: recursion counts twice, so
+ * read these as "where the time goes under", not as a partition.
+ *
+ * @param file - a callgrind output file written with --dump-instr=yes
+ * @returns a Map of function name to instructions
+ */
+export function inclusiveCosts(file) {
+  const costs = new Map()
+  walk(file, (fn, _callee, cost) => costs.set(fn, (costs.get(fn) ?? 0) + cost))
+  return costs
+}
+
+/**
  * Inclusive cost of every caller -> callee edge: who pays for an expensive builtin or runtime
  * function (how ioredis's `args.flat()` and a `split` per batch were found).
  *

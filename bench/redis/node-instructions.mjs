@@ -13,7 +13,7 @@
 // Env: BENCH_CONTENDERS (all, comma-separated names below), BENCH_WARMUP (20000),
 // BENCH_DECISIONS (5000), KEEP=1 keeps the callgrind files and prints where (run with
 // BENCH_PROFILE=1 to also dump per-instruction data and a perf map, then
-// `node bench/redis/node-instructions.mjs --annotate <dir> <contender>` names the functions).
+// `node bench/redis/node-instructions.mjs --annotate <file> <decisions>` names the functions).
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import {
   mkdtempSync,
@@ -28,6 +28,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { inclusiveCosts, selfCosts } from '../callgrind-functions.mjs'
 import { ensureBuilt } from '../ensure-built.mjs'
 import { deleteKeys } from '../redis-keys.mjs'
 
@@ -204,90 +205,34 @@ async function measure(name, dir) {
   if (!file) throw new Error(`${name}: no dump of the main thread in ${dir}`)
   const text = readFileSync(join(dir, file), 'utf8')
   if (!/^desc: Trigger: .*counted/m.test(text)) throw new Error(`${name}: ${file} is not the dump`)
-  return { total: Number(text.match(/^totals: (\d+)/m)[1]), file: join(dir, file), pid: proc.pid }
+  return { total: Number(text.match(/^totals: (\d+)/m)[1]), file: join(dir, file) }
 }
 
 /**
  * Self instructions by function, JIT code named through V8's perf map (`--perf-basic-prof`),
  * from a callgrind file written with --dump-instr=yes.
  */
-function annotate(file, pid, decisions, top = 40) {
-  const map = []
-  for (const line of readFileSync(`/tmp/perf-${pid}.map`, 'utf8').split('\n')) {
-    const m = line.match(/^([0-9a-f]+) ([0-9a-f]+) (.*)$/)
-    if (m) map.push([parseInt(m[1], 16), parseInt(m[2], 16), m[3]])
-  }
-  map.sort((a, b) => a[0] - b[0])
-  const jitName = (addr) => {
-    let lo = 0
-    let hi = map.length - 1
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1
-      if (map[mid][0] <= addr) lo = mid + 1
-      else hi = mid - 1
-    }
-    const e = map[hi]
-    return e && addr < e[0] + e[1] ? e[2] : undefined
-  }
-  // Names are compressed: `fn=(id) name` the first time, `fn=(id)` after; same for `ob=`.
-  const names = { fn: new Map(), ob: new Map() }
-  const self = new Map()
-  // Self plus the inclusive cost of every call made: recursion counts twice, so read these
-  // as "where the time goes under", not as a partition.
-  const inclusive = new Map()
-  let ob = ''
-  let fn = ''
-  let inCall = false
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    const m = line.match(/^(c?)(fn|ob)=\((\d+)\)(?: (.*))?$/)
-    if (m) {
-      if (m[4] !== undefined) names[m[2]].set(m[3], m[4])
-      const name = names[m[2]].get(m[3]) ?? m[3]
-      if (m[1] === '' && m[2] === 'ob') ob = name
-      if (m[1] === '' && m[2] === 'fn') {
-        fn = name
-        inCall = false
-      }
-    } else if (line.startsWith('calls=')) inCall = true
-    else if (/^(0x[0-9a-f]+|[+-]\d+|\*)\s/.test(line)) {
-      // "instr line cost"; the line after `calls=` holds a call's inclusive cost, not self.
-      const cost = Number(line.trim().split(/\s+/)[2])
-      const key = `${ob}\0${fn}`
-      inclusive.set(key, (inclusive.get(key) ?? 0) + cost)
-      if (inCall) inCall = false
-      else self.set(key, (self.get(key) ?? 0) + cost)
+/** Print the heaviest functions per decision: own cost, then inclusive for JavaScript. */
+function annotate(file, decisions, top = 40) {
+  const print = (costs) => {
+    for (const [n, c] of costs.sort((x, y) => y[1] - x[1]).slice(0, top)) {
+      console.log(`${(c / decisions).toFixed(0).padStart(8)}  ${n}`)
     }
   }
-  const byName = (costs) => {
-    const named = new Map()
-    for (const [key, c] of costs) {
-      const [o, f] = key.split('\0')
-      const hex = f.match(/^0x([0-9a-f]+)$/)
-      let n = `${f} (${o.split('/').pop()})`
-      if (hex && o === '???') n = jitName(parseInt(hex[1], 16)) ?? 'JIT code (not in the perf map)'
-      named.set(n, (named.get(n) ?? 0) + c)
-    }
-    return named
-  }
-  const named = byName(self)
-  const total = [...named.values()].reduce((a, b) => a + b, 0)
+  const self = [...selfCosts(file)]
+  const total = self.reduce((sum, [, c]) => sum + c, 0)
   console.log(`${(total / decisions).toFixed(0)} instructions / decision (self costs summed)`)
-  for (const [n, c] of [...named].sort((a, b) => b[1] - a[1]).slice(0, top)) {
-    console.log(`${(c / decisions).toFixed(0).padStart(8)}  ${n}`)
-  }
+  print(self)
   console.log()
   console.log('inclusive, JavaScript functions only:')
-  const js = [...byName(inclusive)].filter(([n]) => n.startsWith('JS:'))
-  for (const [n, c] of js.sort((a, b) => b[1] - a[1]).slice(0, top)) {
-    console.log(`${(c / decisions).toFixed(0).padStart(8)}  ${n}`)
-  }
+  print([...inclusiveCosts(file)].filter(([n]) => n.startsWith('JS:')))
 }
 
 if (process.argv[2] === '--child') {
   await child(process.argv[3])
 } else if (process.argv[2] === '--annotate') {
-  // --annotate <file> <pid> <decisions> [top]
-  annotate(process.argv[3], process.argv[4], Number(process.argv[5]), Number(process.argv[6] ?? 40))
+  // --annotate <file> <decisions> [top]
+  annotate(process.argv[3], Number(process.argv[4]), Number(process.argv[5] ?? 40))
 } else {
   if (spawnSync('valgrind', ['--version']).status !== 0) {
     console.error('bench/redis/node-instructions.mjs needs valgrind on PATH')
@@ -309,7 +254,7 @@ if (process.argv[2] === '--child') {
     const r = await measure(name, dir)
     console.log(`| ${name} | ${(r.total / n / 1000).toFixed(1)} |`)
     if (process.env.BENCH_PROFILE === '1') {
-      console.error(`annotate: node ${process.argv[1]} --annotate ${r.file} ${r.pid} ${n}`)
+      console.error(`annotate: node ${process.argv[1]} --annotate ${r.file} ${n}`)
     }
   }
   if (process.env.KEEP) console.error(dir)
