@@ -1,15 +1,18 @@
-// Redis benchmark, deterministic flavour: Redis-side instructions per script call with one call
-// in flight, counted by valgrind's callgrind on a private redis-server.
+// Redis benchmark, deterministic flavour: Redis-side instructions per script call, counted by
+// valgrind's callgrind on a private redis-server.
 //
 //   node bench/redis/instructions.mjs    (after `pnpm build`; needs valgrind and redis-server)
 //
 // A lone request's latency is mostly fixed costs; this weighs the Redis part of it. The server
 // runs under callgrind with instrumentation off; each script is loaded, called 500 times to
 // warm up, then instrumentation is switched on for BENCH_CALLS calls sent one at a time, on 500
-// keys that already exist, and the total is divided by the calls. The figure is the whole
-// command in Redis: reading it, running the script, replying. Besides RedisStore's own script
-// (captured from a real store), it weighs the floors: an empty script, the three commands the
-// script needs (TIME, GET, SET PX) and nothing else, and rate-limit-redis's commands.
+// keys (16 per call for a batch) that already exist, and the total is divided by the calls and
+// by the decisions per call. The figure is the whole command in Redis: reading it, running the
+// script, replying. Besides RedisStore's own script (captured from a real store, for a lone
+// request and for a batch of 16, what 64 requests in flight send), it weighs the floors: an
+// empty script, the commands the script needs (TIME, GET, SET PX, with the TTL given as a
+// string: Lua formats a number through glibc's float printer) and nothing else, per key for a
+// batch, and rate-limit-redis's commands.
 // Env: BENCH_CALLS (3000), BENCH_REDIS_PORT (a free port).
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -79,7 +82,11 @@ while (client.status !== 'ready') {
 // RedisStore's script for one token-bucket rule and the arguments of one consume of cost 1,
 // read from the frame the store's own call writes (EVAL with the script on a connection that
 // has not run it: the frame carries both).
-let decide
+// The first frame is a lone request (EVAL with the script). Then BATCH + 1 requests start in
+// one turn, as 64 in flight do: the first goes at once, the other BATCH wait and go as one
+// batch (an EVALSHA; the script is the same, its algorithms are).
+const BATCH = 16
+const frames = []
 {
   const spy = new Redis({
     port: PORT,
@@ -90,7 +97,7 @@ let decide
   await new Promise((r) => spy.once('ready', r))
   const send = spy.sendCommand.bind(spy)
   spy.sendCommand = (cmd) => {
-    if (!decide && /^eval/.test(cmd.name)) {
+    if (/^eval/.test(cmd.name)) {
       const frame = cmd.toWritable({})
       const args = []
       let pos = frame.indexOf('\r\n') + 2
@@ -100,11 +107,11 @@ let decide
         args.push(frame.subarray(eol + 2, eol + 2 + len))
         pos = eol + 4 + len
       }
-      // eval, script, numkeys, keys…, argv…: strings but the last (the packed batch).
-      decide = {
+      // eval(sha), script or sha, numkeys, keys…, argv…: strings but the last (the packed batch).
+      frames.push({
         lua: args[1].toString(),
         args: args.slice(2).map((a, i, all) => (i === all.length - 1 ? a : a.toString())),
-      }
+      })
     }
     return send(cmd)
   }
@@ -113,28 +120,42 @@ let decide
   const [rule] = limiter.compileRules([
     { id: 'tb', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' },
   ]).rules
-  await store.consume([{ rule, key: 'k', cost: 1, maxWaitMs: 0, shadow: false }], 0)
+  const entry = (key) => [{ rule, key, cost: 1, maxWaitMs: 0, shadow: false }]
+  await store.consume(entry('k'), 0)
+  await Promise.all(Array.from({ length: BATCH + 1 }, (_, j) => store.consume(entry(`k${j}`), 0)))
   await limiter.close()
   spy.disconnect()
 }
-const numKeys = Number(decide.args[0])
-const decideArgs = decide.args.slice(1 + numKeys)
+const [decide] = frames
+const batch = frames.find((f) => Number(f.args[0]) === BATCH)
+if (!batch) throw new Error(`expected a batch of ${BATCH}`)
+const argvOf = (frame) => frame.args.slice(1 + Number(frame.args[0]))
+const decideArgs = argvOf(decide)
+const batchArgs = argvOf(batch)
 
 const sha = (s) => createHash('sha1').update(s).digest('hex')
 let contenderIndex = 0
-const script = (name, lua, args = []) => {
+const script = (name, lua, args = [], keys = 1) => {
   const prefix = `fgbench-cg:${contenderIndex++}:`
   return {
     name,
+    decisions: keys,
     setup: () => client.script('LOAD', lua),
-    call: (i) => client.evalsha(sha(lua), 1, `${prefix}${i % 500}`, ...args),
+    call: (i) =>
+      client.evalsha(
+        sha(lua),
+        keys,
+        ...Array.from({ length: keys }, (_, j) => `${prefix}${(i * keys + j) % 500}`),
+        ...args,
+      ),
   }
 }
+const setEach = `for j = 1, #KEYS do redis.call('SET', KEYS[j], '0123456789abcdef', 'PX', '3600000') end`
 const contenders = [
   script('`return 1` (any EVALSHA)', 'return 1'),
   script(
     '`TIME`, `GET`, `SET … PX` and nothing else',
-    "redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], '0123456789abcdef', 'PX', 3600000) return 1",
+    "redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], '0123456789abcdef', 'PX', '3600000') return 1",
   ),
   script(
     "rate-limit-redis's script (`INCR`, `PTTL`)",
@@ -148,6 +169,19 @@ return { totalHits, timeToExpire }`,
     ['0', '3600000'],
   ),
   script("RedisStore's script, one token-bucket rule", decide.lua, decideArgs),
+  script(
+    `\`TIME\`, then \`GET\` and \`SET … PX\` per key, ${BATCH} keys`,
+    `redis.call('TIME') for j = 1, #KEYS do redis.call('GET', KEYS[j]) end ${setEach} return 1`,
+    [],
+    BATCH,
+  ),
+  script(
+    `\`TIME\`, one \`MGET\`, then \`SET … PX\` per key, ${BATCH} keys`,
+    `redis.call('TIME') redis.call('MGET', unpack(KEYS)) ${setEach} return 1`,
+    [],
+    BATCH,
+  ),
+  script(`RedisStore's script, a batch of ${BATCH} requests`, decide.lua, batchArgs, BATCH),
 ]
 
 const counts = []
@@ -159,7 +193,7 @@ for (const c of contenders) {
   for (let i = 0; i < CALLS; i++) await c.call(i)
   ctl('--instr=off')
   ctl(`--dump=c${counts.length}`)
-  counts.push(c.name)
+  counts.push(c)
 }
 // Dumps are written asynchronously; wait for all of them.
 const dumps = () => readdirSync(dir).filter((f) => /^redis\.\d+$/.test(f))
@@ -180,13 +214,12 @@ console.log(
   `redis-server ${version} under callgrind, ${CALLS} calls one at a time after ${WARMUP} to warm up, 500 keys.`,
 )
 console.log()
-console.log('| script | k instructions / call |')
-console.log('| --- | ---: |')
-counts.forEach((name, i) => {
+console.log('| script | decisions / call | k instructions / call | k instructions / decision |')
+console.log('| --- | ---: | ---: | ---: |')
+counts.forEach(({ name, decisions }, i) => {
   const total = byTrigger.get(`c${i}`)
-  console.log(
-    `| ${name} | ${total === undefined ? 'no dump' : (total / CALLS / 1000).toFixed(1)} |`,
-  )
+  const per = (n) => (total === undefined ? 'no dump' : (total / CALLS / n / 1000).toFixed(1))
+  console.log(`| ${name} | ${decisions} | ${per(1)} | ${per(decisions)} |`)
 })
 client.disconnect()
 process.exit(0)

@@ -161,6 +161,23 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
     }
   })
 
+  it('sets a TTL of any length Redis takes: a debt that lasts centuries keeps its key', async () => {
+    // Redis writes a Lua number of 1e17 or more as "1e+17" and refuses such a PX; the script
+    // passes whole numbers as integers.
+    const rule = testRule('token-bucket', 1, 2 ** 31 - 1)
+    const key = 'long-debt'
+    const redisTime = createRedisStore({ url: REDIS_URL, prefix })
+    await redisTime.ready
+    try {
+      await redisTime.penalize([{ rule, key, cost: 100_000_000 }], 0)
+      const ttl = await admin.pttl(redisKey(prefix, key, rule.stateId))
+      expect(ttl).toBeGreaterThan(100_000_000 * (2 ** 31 - 1) - 60_000)
+      expect(ttl).toBeLessThanOrEqual(100_000_000 * (2 ** 31 - 1))
+    } finally {
+      await redisTime.close()
+    }
+  })
+
   it('concurrency slots live in leases that expire (a crashed host frees its slots)', async () => {
     const rule = testRule('concurrency', 2, 1000)
     const leased = createRedisStore({

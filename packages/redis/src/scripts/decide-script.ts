@@ -37,6 +37,8 @@ export const SCRIPT_ALGORITHMS: readonly AlgorithmName[] = Object.keys(
 const prelude = `
 local EPSILON = 1e-9
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
+-- 2^63: a whole number below it is an int64, which string.format('%d') writes exactly.
+local INT64_END = 9223372036854775808
 `
 
 /** What only the concurrency algorithm reads: parsing the lease costs every other call. */
@@ -115,7 +117,11 @@ const storeState = (alg: string, key: string, params: string, out: string): stri
       for j = 1, size do parts[j] = struct.pack('<d', s[j]) end
       packed = table.concat(parts)
     end
-    redis.call('SET', ${key}, packed, 'PX', ttl + slack)
+    -- Redis writes a number argument with '%.17g' (glibc's float printer: a third of the cost
+    -- of the SET, and "1e+17" from 10^17 on, which PX refuses); a whole number is an integer.
+    local px = ttl + slack
+    if px < INT64_END then px = string.format('%d', px) end
+    redis.call('SET', ${key}, packed, 'PX', px)
   end`
 
 /**
