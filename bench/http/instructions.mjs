@@ -28,7 +28,8 @@
 // BENCH_NODE_FLAGS (replaces the node flags above, for experiments), BENCH_PROFILE (a number N:
 // also list, per variant, the N functions whose own instructions per response differ most from
 // the two-constant-headers floor's, JIT code named through node --perf-basic-prof; the counts
-// move by a few hundred per function between processes, so read the large differences).
+// move by a few hundred per function between processes, so read the large differences), KEEP
+// (1: keep the callgrind files and perf maps, for `node bench/callgrind-functions.mjs`).
 import { execFileSync, fork, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -86,10 +87,12 @@ const dirty = git('status', '--porcelain', '--', 'packages')
   : ''
 
 const dir = mkdtempSync(join(tmpdir(), 'floodgate-callgrind-'))
+const KEEP = Boolean(process.env.KEEP)
+if (KEEP) console.error(`callgrind files kept in ${dir}`)
 const children = new Set()
 process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL')
-  rmSync(dir, { recursive: true, force: true })
+  if (!KEEP) rmSync(dir, { recursive: true, force: true })
 })
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130))
 
@@ -158,7 +161,11 @@ async function measure(framework, variant, mode, repeat) {
     await load(name, port, Math.ceil(WARMUP / WARMUP_RUNS), mode === 'reject' ? 'any' : '200')
   }
   callgrind(server.child.pid, '--instr=on')
+  const counting = Date.now()
   await load(name, port, REQUESTS, mode === 'reject' ? '429' : '200')
+  // Under valgrind a server answers a few hundred requests a second: work done per interval
+  // (a SyncedStore's rounds) weighs on each response far more than at full speed.
+  const perSecond = REQUESTS / ((Date.now() - counting) / 1000)
   callgrind(server.child.pid, '--instr=off')
   server.child.send('exit')
   const code = await server.exited
@@ -176,8 +183,13 @@ async function measure(framework, variant, mode, repeat) {
   const others = counts.reduce((sum, [thread, n]) => (thread === '01' ? sum : sum + (n || 0)), 0)
   const functions = PROFILE > 0 ? selfCosts(`${server.out}-01`) : undefined
   // node --perf-basic-prof writes its map here; valgrind runs node in the forked process itself.
-  if (PROFILE > 0) rmSync(`/tmp/perf-${server.child.pid}.map`, { force: true })
-  return { perResponse: main / REQUESTS, othersPerResponse: others / REQUESTS, functions }
+  if (PROFILE > 0 && !KEEP) rmSync(`/tmp/perf-${server.child.pid}.map`, { force: true })
+  return {
+    perResponse: main / REQUESTS,
+    othersPerResponse: others / REQUESTS,
+    perSecond,
+    functions,
+  }
 }
 
 const k = (x) => (x / 1000).toFixed(1)
@@ -196,7 +208,7 @@ async function worker() {
     const t = Date.now()
     Object.assign(job, await measure(job.framework, job.variant, job.mode, job.repeat))
     console.error(
-      `${job.framework} ${job.variant} ${job.mode} #${job.repeat + 1}: ${k(job.perResponse)}k instructions per response on the main thread (other threads ${k(job.othersPerResponse)}k; ${Math.round((Date.now() - t) / 1000)} s)`,
+      `${job.framework} ${job.variant} ${job.mode} #${job.repeat + 1}: ${k(job.perResponse)}k instructions per response on the main thread (other threads ${k(job.othersPerResponse)}k; ${Math.round(job.perSecond)} responses/s counted; ${Math.round((Date.now() - t) / 1000)} s)`,
     )
   }
 }

@@ -8,6 +8,8 @@
 //                MemoryStore, a SyncedStore or a RedisStore; the last two use the Redis at
 //                REDIS_URL, under a key prefix of their own)
 //   mode:      pass (a limit nothing reaches) | reject (one client far over its limit)
+// Env: BENCH_SYNC_MS, the SyncedStore's syncMs (100, its default; a long one leaves its rounds
+// out of a count, to weigh its per-request part alone).
 // Reports its port, then answers 'cpu' messages with process.cpuUsage(), over IPC.
 import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:http'
@@ -36,7 +38,10 @@ async function storeLimiter() {
   if (variant === 'floodgate-tb') return createLimiter({ rules: tokenBucket })
   const { createRedisStore, createSyncedStore } = await import('@floodgate/redis')
   const options = { url: REDIS_URL, prefix: PREFIX }
-  const store = variant === 'synced' ? createSyncedStore(options) : createRedisStore(options)
+  const store =
+    variant === 'synced'
+      ? createSyncedStore({ ...options, syncMs: Number(process.env.BENCH_SYNC_MS ?? 100) })
+      : createRedisStore(options)
   // A store without Redis decides locally or fails open: the row would not measure it.
   await Promise.race([store.ready, new Promise((resolve) => setTimeout(resolve, 5000))])
   if (store.client.status !== 'ready') {
