@@ -93,22 +93,75 @@ class WatchedCall<T> implements Watched {
 
   constructor(
     private readonly watchdog: DeadlineWatchdog,
-    private readonly resolve: (value: T | PromiseLike<T>) => void,
+    private readonly resolve: Resolve<T>,
+    private readonly reject: Reject,
     private readonly on: DeadlineHandlers<T>,
   ) {}
 
   answered(results: readonly AlgorithmResult[]): void {
-    if (this.watchdog.remove(this)) this.resolve(this.on.answered(results))
-    else this.on.late(results)
+    if (this.watchdog.remove(this)) settleAnswered(this.resolve, this.reject, this.on, results)
+    else lateQuietly(this.on, results)
   }
 
   failed(err: unknown): void {
-    if (this.watchdog.remove(this)) this.resolve(this.on.failed(err))
+    if (this.watchdog.remove(this)) settleFailed(this.resolve, this.reject, this.on, err)
   }
 
   expire(): void {
     const ms = 2 * this.watchdog.timeoutMs
-    this.resolve(this.on.failed(timeoutError(ms, 'twice the settlesWithinMs it promised')))
+    settleFailed(
+      this.resolve,
+      this.reject,
+      this.on,
+      timeoutError(ms, 'twice the settlesWithinMs it promised'),
+    )
+  }
+}
+
+/** The ends of the promise a caller waits on (two fields, not an object more per call). */
+type Resolve<T> = (value: T | PromiseLike<T>) => void
+type Reject = (err: unknown) => void
+
+/**
+ * The decision from a store's answer. The handlers read the answer, and an answer may throw
+ * when read (a getter, a Proxy): that is the store failing, decided as such. Only when failing
+ * throws too does the caller's promise reject; it never stays pending.
+ */
+function settleAnswered<T>(
+  resolve: Resolve<T>,
+  reject: Reject,
+  on: DeadlineHandlers<T>,
+  results: readonly AlgorithmResult[],
+): void {
+  let decided: T | PromiseLike<T>
+  try {
+    decided = on.answered(results)
+  } catch (err) {
+    settleFailed(resolve, reject, on, err)
+    return
+  }
+  resolve(decided)
+}
+
+function settleFailed<T>(
+  resolve: Resolve<T>,
+  reject: Reject,
+  on: DeadlineHandlers<T>,
+  err: unknown,
+): void {
+  try {
+    resolve(on.failed(err))
+  } catch (failure) {
+    reject(failure)
+  }
+}
+
+/** A late answer that cannot be read has nothing to give back: the request already passed. */
+function lateQuietly<T>(on: DeadlineHandlers<T>, results: readonly AlgorithmResult[]): void {
+  try {
+    on.late(results)
+  } catch {
+    // Nothing to undo that can be known.
   }
 }
 
@@ -124,8 +177,8 @@ export function withinDeadline<T>(
   on: DeadlineHandlers<T>,
 ): Promise<T> {
   if (watchdog !== undefined) {
-    return new Promise<T>((resolve) => {
-      const call = new WatchedCall(watchdog, resolve, on)
+    return new Promise<T>((resolve, reject) => {
+      const call = new WatchedCall(watchdog, resolve, reject, on)
       watchdog.add(call)
       pending.then(
         (results) => call.answered(results),
@@ -133,27 +186,27 @@ export function withinDeadline<T>(
       )
     })
   }
-  return new Promise<T>((resolve) => {
+  return new Promise<T>((resolve, reject) => {
     let settled = false
     const timer = setTimeout(() => {
       settled = true
-      resolve(on.failed(timeoutError(timeoutMs, 'decisionTimeoutMs')))
+      settleFailed(resolve, reject, on, timeoutError(timeoutMs, 'decisionTimeoutMs'))
     }, timeoutMs)
     pending.then(
       (results) => {
         if (settled) {
-          on.late(results)
+          lateQuietly(on, results)
           return
         }
         settled = true
         clearTimeout(timer)
-        resolve(on.answered(results))
+        settleAnswered(resolve, reject, on, results)
       },
       (err: unknown) => {
         if (settled) return
         settled = true
         clearTimeout(timer)
-        resolve(on.failed(err))
+        settleFailed(resolve, reject, on, err)
       },
     )
   })

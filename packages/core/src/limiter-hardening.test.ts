@@ -115,8 +115,52 @@ describe('headers never carry Infinity, NaN or negative numbers', () => {
 
 // ---- hostile stores, key builders and facts ---------------------------------------------
 
+/** A value that throws whatever is asked of it: every property, `in`, keys, prototype. */
+function booby(target: object): object {
+  const trap = (): never => {
+    throw new Error('read boom')
+  }
+  return new Proxy(target, {
+    get: trap,
+    has: trap,
+    ownKeys: trap,
+    getOwnPropertyDescriptor: trap,
+    getPrototypeOf: trap,
+  })
+}
+
+/**
+ * Answers that look like results but throw when read, made afresh for `n` entries: an answer
+ * of the wrong length is refused before any result in it is read.
+ */
+const UNREADABLE_ANSWERS: readonly ((n: number) => unknown)[] = [
+  () => booby({}),
+  // Array.isArray sees through a Proxy: it passes that test, then its length throws.
+  (n) => booby(new Array<number>(n).fill(0)),
+  (n) => Array.from({ length: n }, () => booby({})),
+  (n) =>
+    Array.from({ length: n }, () => ({
+      get allowed(): boolean {
+        throw new Error('getter boom')
+      },
+    })),
+  (n) =>
+    Array.from({ length: n }, () => ({
+      allowed: true,
+      limit: 5,
+      remaining: 4,
+      resetMs: 0,
+      retryAfterMs: 0,
+      get waitMs(): number {
+        throw new Error('getter boom')
+      },
+    })),
+]
+const unreadable: fc.Arbitrary<(n: number) => unknown> = fc.constantFrom(...UNREADABLE_ANSWERS)
+
 const garbage: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom(undefined, null, 0, '', 'x', true, {}, [], [null], [undefined], [{}], NaN),
+  unreadable.map((make) => ({ [UNREADABLE]: make })),
   fc.array(
     fc.record(
       {
@@ -137,7 +181,7 @@ type StoreBehaviour =
   | { kind: 'throw' }
   | { kind: 'reject' }
   | { kind: 'hang' }
-  | { kind: 'answer'; value: unknown; async: boolean }
+  | { kind: 'answer'; value: unknown; async: boolean; settles: boolean }
   | { kind: 'thenable-throws' }
   | { kind: 'memory'; async: boolean }
 
@@ -146,13 +190,30 @@ const storeBehaviour: fc.Arbitrary<StoreBehaviour> = fc.oneof(
   fc.constant({ kind: 'reject' as const }),
   fc.constant({ kind: 'hang' as const }),
   fc.constant({ kind: 'thenable-throws' as const }),
-  fc.record({ kind: fc.constant('answer' as const), value: garbage, async: fc.boolean() }),
+  fc.record({
+    kind: fc.constant('answer' as const),
+    value: garbage,
+    async: fc.boolean(),
+    settles: fc.boolean(),
+  }),
   fc.record({ kind: fc.constant('memory' as const), async: fc.boolean() }),
 )
+
+/** Marks an unreadable answer: made afresh at each use (fast-check must not print a Proxy). */
+const UNREADABLE = Symbol('unreadable')
+
+function answerOf(value: unknown, n: number): unknown {
+  if (typeof value === 'object' && value !== null && UNREADABLE in value) {
+    return (value as { [UNREADABLE]: (n: number) => unknown })[UNREADABLE](n)
+  }
+  return value
+}
 
 function hostileStore(b: StoreBehaviour): Store {
   const memory = new MemoryStore()
   return {
+    // A store that promises to settle in time is watched by one sweep timer, not a timer each.
+    ...(b.kind === 'answer' && b.settles ? { settlesWithinMs: 5 } : {}),
     consume(entries: readonly ConsumeEntry[], nowMs: number) {
       switch (b.kind) {
         case 'throw':
@@ -167,8 +228,10 @@ function hostileStore(b: StoreBehaviour): Store {
               throw new Error('then boom')
             },
           } as unknown as Promise<readonly AlgorithmResult[]>
-        case 'answer':
-          return (b.async ? Promise.resolve(b.value) : b.value) as readonly AlgorithmResult[]
+        case 'answer': {
+          const value = answerOf(b.value, entries.length)
+          return (b.async ? Promise.resolve(value) : value) as readonly AlgorithmResult[]
+        }
         case 'memory': {
           const r = memory.consume(entries, nowMs).map((x) => ({ ...x }))
           return b.async ? Promise.resolve(r) : r
@@ -176,6 +239,8 @@ function hostileStore(b: StoreBehaviour): Store {
       }
     },
     refund: (entries, nowMs) => memory.refund(entries, nowMs),
+    reset: (entries) => memory.reset(entries),
+    penalize: (entries, nowMs) => memory.penalize(entries, nowMs),
   }
 }
 
@@ -227,25 +292,45 @@ const rules: RuleInput[] = [
   },
 ]
 
+/** The rules above, and one that bans: its refusals go to the store again, to be counted. */
+const rulesWithBan: RuleInput[] = [
+  ...rules,
+  { id: 'banning', limit: 1, window: '1m', ban: { after: 1, within: '1m', for: '1m' } },
+]
+
+/** A limit function for `by-user`: a number, or an answer that throws when read; now or later. */
+const limitFunction: fc.Arbitrary<() => unknown> = fc
+  .tuple(
+    fc.oneof(
+      fc.constant((_n: number): unknown => 3),
+      unreadable,
+    ),
+    fc.boolean(),
+  )
+  .map(([make, later]) => (later ? () => Promise.resolve(make(1)) : () => make(1)))
+
 describe('check() never throws, never hangs, never leaves a rejection unhandled', () => {
   const unhandled = collectUnhandledRejections()
 
-  it('for any hostile store, key builder and facts', async () => {
+  it('for any hostile store, key builder, limit function and facts', async () => {
     await fc.assert(
       fc.asyncProperty(
         storeBehaviour,
         keyBuilder,
+        limitFunction,
         fc.array(hostileFacts, { minLength: 1, maxLength: 4 }),
-        async (behaviour, user, requests) => {
+        async (behaviour, user, limit, requests) => {
           const options: LimiterOptions = {
-            rules,
+            rules: rulesWithBan,
             store: hostileStore(behaviour),
             keys: { user: user as never },
+            limits: { 'by-user': limit as never },
             timeoutMs: 5,
             logger: logger(),
           }
           const limiter = createLimiter(options)
-          for (const f of requests) {
+          // A plain request first: hostile facts alone mostly fail open before the store is asked.
+          for (const f of [facts(), ...requests]) {
             let d: Decision | Promise<Decision>
             expect(() => (d = limiter.check(f as RequestFacts))).not.toThrow()
             const decision = await Promise.race([
@@ -260,10 +345,55 @@ describe('check() never throws, never hangs, never leaves a rejection unhandled'
           }
         },
       ),
-      { numRuns: 150 },
+      { numRuns: 400 },
     )
     // Let late rejections surface before asserting none went unhandled.
     await new Promise((r) => setTimeout(r, 20))
+    expect(unhandled).toEqual([])
+  })
+
+  it('a store answer that throws when read fails open and is logged: answered now, later, or watched', async () => {
+    for (const make of UNREADABLE_ANSWERS) {
+      for (const [async, settles] of [
+        [false, false],
+        [true, false],
+        [true, true],
+      ] as const) {
+        const log = logger()
+        const limiter = createLimiter({
+          rules: [{ id: 'r', limit: 5, window: '1m' }],
+          store: hostileStore({ kind: 'answer', value: { [UNREADABLE]: make }, async, settles }),
+          logger: log,
+        })
+        const d = await Promise.race([
+          limiter.check(facts()),
+          new Promise<'hung'>((r) => setTimeout(() => r('hung'), 500)),
+        ])
+        expect(d).toMatchObject({ allowed: true, failedOpen: true })
+        expect(log.warn).toHaveBeenCalledTimes(1)
+        expect(limiter.counters().total.failedOpen).toBe(1)
+      }
+    }
+    await new Promise((r) => setTimeout(r, 10))
+    expect(unhandled).toEqual([])
+  })
+
+  it('a limit function whose answer throws when read leaves the rule its own limit, logged', async () => {
+    for (const make of UNREADABLE_ANSWERS) {
+      for (const later of [false, true]) {
+        const log = logger()
+        const limiter = createLimiter({
+          rules: [{ id: 'per-user', limit: 5, window: '1m' }],
+          limits: { 'per-user': () => (later ? Promise.resolve(make(1)) : make(1)) as never },
+          logger: log,
+        })
+        const d = await limiter.check(facts())
+        expect(d).toMatchObject({ allowed: true, failedOpen: false, limit: 5, remaining: 4 })
+        // Read now: 'cannot be read'; later: Promise.resolve reads \`then\` first, a rejection.
+        expect(log.warn.mock.calls[0]![0]).toMatchObject({ code: 'FG_WRN_LIMIT_INVALID' })
+      }
+    }
+    await new Promise((r) => setTimeout(r, 10))
     expect(unhandled).toEqual([])
   })
 
@@ -273,7 +403,7 @@ describe('check() never throws, never hangs, never leaves a rejection unhandled'
         const log = logger()
         const limiter = createLimiter({
           rules: [{ id: 'r', limit: 5, window: '1m' }],
-          store: hostileStore({ kind: 'answer', value, async }),
+          store: hostileStore({ kind: 'answer', value, async, settles: false }),
           logger: log,
         })
         const d = await limiter.check(facts())

@@ -203,6 +203,16 @@ export function functionPick<Req>(
     }
     return v
   }
+  // An answer whose fields throw when read (a getter, a Proxy) is the function's problem too.
+  const unreadable = 'the limit function answered something that cannot be read'
+  const useReadable = (answer: unknown): CompiledRule => {
+    try {
+      return use(answer)
+    } catch (err) {
+      problem(unreadable, { rule: id, err })
+      return base
+    }
+  }
   return (facts) => {
     let answer: unknown
     try {
@@ -211,7 +221,14 @@ export function functionPick<Req>(
       problem('the limit function threw', { rule: id, err })
       return base
     }
-    if (!isThenable(answer)) return use(answer)
+    let pending: boolean
+    try {
+      pending = isThenable(answer)
+    } catch (err) {
+      problem(unreadable, { rule: id, err })
+      return base
+    }
+    if (!pending) return useReadable(answer)
     return new Promise<CompiledRule>((resolve) => {
       const timer = setTimeout(() => {
         problem(`the limit function did not answer within decisionTimeoutMs (${timeoutMs} ms)`, {
@@ -222,7 +239,7 @@ export function functionPick<Req>(
       Promise.resolve(answer).then(
         (a) => {
           clearTimeout(timer)
-          resolve(use(a))
+          resolve(useReadable(a))
         },
         (err: unknown) => {
           clearTimeout(timer)

@@ -157,13 +157,13 @@ export class RoundTrip<Req> {
     }
     if (earned === undefined) return reporter.report(decision, facts)
     if (!isThenable(earned)) return reporter.report(bannedDecision(decision, own, earned), facts)
-    return withTimeout(earned, this.parts.timeoutMs).then(
-      (e) => reporter.report(bannedDecision(decision, own, e), facts),
-      (err: unknown) => {
+    // An answer that cannot be read (a hostile store's) fails the bans, not the request.
+    return withTimeout(earned, this.parts.timeoutMs)
+      .then((e) => reporter.report(bannedDecision(decision, own, e), facts))
+      .catch((err: unknown) => {
         banFailed(logger, err)
         return reporter.report(decision, facts)
-      },
-    )
+      })
   }
 
   /** Let the request pass unjudged: free the queue places taken, count it, log (throttled). */
