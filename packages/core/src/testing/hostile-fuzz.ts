@@ -22,6 +22,8 @@ const ANSWERS = [
   'nan',
   'not-array',
   'thenable-garbage',
+  'throwing-getter',
+  'throwing-proxy',
 ] as const
 type Answer = (typeof ANSWERS)[number]
 
@@ -66,6 +68,25 @@ function answer(
       return { 0: { allowed: true }, length: 1 }
     case 'thenable-garbage':
       return { then: (ok: (v: unknown) => void) => ok(42) }
+    // One result per entry, each throwing when read: the length check passes, reading fails.
+    case 'throwing-getter':
+      return entries.map(() => ({
+        get allowed(): boolean {
+          throw new Error('result getter exploded')
+        },
+      }))
+    case 'throwing-proxy':
+      return entries.map(
+        () =>
+          new Proxy(
+            {},
+            {
+              get() {
+                throw new Error('result proxy exploded')
+              },
+            },
+          ),
+      )
   }
 }
 
