@@ -24,6 +24,22 @@ function logger() {
   return log satisfies Logger
 }
 
+/** A logger that throws on every line: logging on a failure path must not fail the request. */
+const throwingLogger: Logger = {
+  debug: () => {
+    throw new Error('debug boom')
+  },
+  info: () => {
+    throw new Error('info boom')
+  },
+  warn: () => {
+    throw new Error('warn boom')
+  },
+  error: () => {
+    throw new Error('error boom')
+  },
+}
+
 function sync(d: Decision | Promise<Decision>): Decision {
   if (d instanceof Promise) throw new Error('expected a synchronous decision')
   return d
@@ -312,21 +328,22 @@ const limitFunction: fc.Arbitrary<() => unknown> = fc
 describe('check() never throws, never hangs, never leaves a rejection unhandled', () => {
   const unhandled = collectUnhandledRejections()
 
-  it('for any hostile store, key builder, limit function and facts', async () => {
+  it('for any hostile store, key builder, limit function, logger and facts', async () => {
     await fc.assert(
       fc.asyncProperty(
         storeBehaviour,
         keyBuilder,
         limitFunction,
+        fc.boolean(),
         fc.array(hostileFacts, { minLength: 1, maxLength: 4 }),
-        async (behaviour, user, limit, requests) => {
+        async (behaviour, user, limit, loggerThrows, requests) => {
           const options: LimiterOptions = {
             rules: rulesWithBan,
             store: hostileStore(behaviour),
             keys: { user: user as never },
             limits: { 'by-user': limit as never },
             timeoutMs: 5,
-            logger: logger(),
+            logger: loggerThrows ? throwingLogger : logger(),
           }
           const limiter = createLimiter(options)
           // A plain request first: hostile facts alone mostly fail open before the store is asked.

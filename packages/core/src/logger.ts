@@ -12,10 +12,43 @@ const noop = (): void => {}
 /** A logger that discards everything (the default when none is given). */
 export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop }
 
-/** Scope a logger to Floodgate, with pino's `child` when the logger has it. */
+/**
+ * Scope a logger to Floodgate, with pino's `child` when the logger has it. The scoped logger
+ * never throws: Floodgate logs on its failure paths (a store down, a sync failed), and a
+ * logger that threw there would turn a fail-open into an error for the request, or stop a
+ * background loop. A line the logger cannot take is lost.
+ */
 export function scopeLogger(logger: Logger | undefined, component: string = 'floodgate'): Logger {
   if (!logger) return silentLogger
-  return logger.child ? logger.child({ component }) : logger
+  let scoped = logger
+  if (logger.child) {
+    try {
+      scoped = logger.child({ component })
+    } catch {
+      // Unscoped, then.
+    }
+  }
+  return {
+    debug: (obj, msg) => write(scoped, 'debug', obj, msg),
+    info: (obj, msg) => write(scoped, 'info', obj, msg),
+    warn: (obj, msg) => write(scoped, 'warn', obj, msg),
+    error: (obj, msg) => write(scoped, 'error', obj, msg),
+  }
+}
+
+function write(
+  logger: Logger,
+  level: 'debug' | 'info' | 'warn' | 'error',
+  obj: object,
+  msg: string | undefined,
+): void {
+  try {
+    // Called on the logger (pino needs its `this`), with a message only when there is one.
+    if (msg === undefined) logger[level](obj)
+    else logger[level](obj, msg)
+  } catch {
+    // The line is lost; the caller goes on.
+  }
 }
 
 /** One line for stderr: `floodgate: <message>: <error message> (<code>)`. */

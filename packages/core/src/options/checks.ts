@@ -1,5 +1,5 @@
 import { OptionsError } from '../errors.js'
-import { stderrWarnings, type Logger } from '../logger.js'
+import { scopeLogger, stderrWarnings, type Logger } from '../logger.js'
 
 // Named checks for options, run once at startup. Every message has the same shape:
 // `<name>: expected <what>, got <value>`, so a bad option is found by its name.
@@ -188,8 +188,9 @@ export function renamedOption(
   const said = `${owner}.${oldName}`
   if (!renamesWarned.has(said)) {
     renamesWarned.add(said)
-    // The logger's own check may come later: one that cannot warn is not used here.
-    const log = typeof logger?.warn === 'function' ? logger : stderrWarnings
+    // The logger's own check may come later: one that cannot warn is not used here, and one
+    // that throws loses the line (scopeLogger) rather than the caller's options.
+    const log = typeof logger?.warn === 'function' ? scopeLogger(logger) : stderrWarnings
     log.warn(
       { code: 'FG_WRN_OPTION_RENAMED', option: oldName, newName },
       `${owner}: the option ${oldName} is now called ${newName}; the old name works until the next version`,

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import type { KeyBuilder } from '../keys/build-key.js'
 import { createLimiter } from '../limiter.js'
+import type { Logger } from '../logger.js'
 import { MemoryStore } from '../stores/memory-store.js'
 import type { ConsumeEntry, Store } from '../stores/store.js'
 import type { AdapterHarness, ScenarioRequest, ScenarioResponse } from './scenario-types.js'
@@ -90,6 +91,22 @@ function answer(
   }
 }
 
+/** A logger that throws on every line: the failure paths log, and must still answer. */
+const throwingLogger: Logger = {
+  debug: () => {
+    throw new Error('logger exploded')
+  },
+  info: () => {
+    throw new Error('logger exploded')
+  },
+  warn: () => {
+    throw new Error('logger exploded')
+  },
+  error: () => {
+    throw new Error('logger exploded')
+  },
+}
+
 function hostileStore(script: readonly Answer[], asyncAnswers: boolean): Store {
   const inner = new MemoryStore()
   let i = 0
@@ -146,8 +163,8 @@ function within(p: Promise<ScenarioResponse>): Promise<ScenarioResponse | 'hung'
 
 /**
  * Fuzz one adapter with hostile stores (synchronous and asynchronous: throwing, rejecting,
- * never settling, answering garbage of every shape), hostile key builders and odd requests,
- * through its real framework. Every request must be answered, never with a 5xx (the scenario
+ * never settling, answering garbage of every shape), hostile key builders, a logger that throws
+ * and odd requests, through its real framework. Every request must be answered, never with a 5xx (the scenario
  * app's handlers never fail, so a 5xx can only come from the limiter), and no promise may be
  * left rejected unhandled.
  *
@@ -164,8 +181,9 @@ export function describeHostileFuzz(harness: AdapterHarness, runs: number = 12):
           fc.array(fc.constantFrom(...ANSWERS), { minLength: 1, maxLength: 4 }),
           fc.boolean(),
           fc.constantFrom(...KEYS),
+          fc.boolean(),
           fc.array(request, { minLength: 1, maxLength: 4 }),
-          async (script, asyncAnswers, keyKind, requests) => {
+          async (script, asyncAnswers, keyKind, loggerThrows, requests) => {
             const limiter = createLimiter<never>({
               rules: [
                 { id: 'per-key', key: 'custom:x', limit: 3, window: '1m' },
@@ -180,6 +198,7 @@ export function describeHostileFuzz(harness: AdapterHarness, runs: number = 12):
               keys: { x: hostileKey(keyKind) },
               store: hostileStore(script, asyncAnswers),
               timeoutMs: 20,
+              ...(loggerThrows ? { logger: throwingLogger } : {}),
             })
             const app = await harness.start({
               limiter,
