@@ -9,6 +9,7 @@ import type { RequestFacts } from './request-facts.js'
 import type { RuleInput } from './rules/schema.js'
 import { MemoryStore } from './stores/memory-store.js'
 import type { ConsumeEntry, Store } from './stores/store.js'
+import { throwingLogger } from './testing/hostile-fuzz.js'
 import { collectUnhandledRejections } from './testing/unhandled-rejections.js'
 
 const facts = (over: Partial<RequestFacts> = {}): RequestFacts => ({
@@ -22,22 +23,6 @@ const facts = (over: Partial<RequestFacts> = {}): RequestFacts => ({
 function logger() {
   const log = { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() }
   return log satisfies Logger
-}
-
-/** A logger that throws on every line: logging on a failure path must not fail the request. */
-const throwingLogger: Logger = {
-  debug: () => {
-    throw new Error('debug boom')
-  },
-  info: () => {
-    throw new Error('info boom')
-  },
-  warn: () => {
-    throw new Error('warn boom')
-  },
-  error: () => {
-    throw new Error('error boom')
-  },
 }
 
 function sync(d: Decision | Promise<Decision>): Decision {

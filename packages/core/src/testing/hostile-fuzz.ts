@@ -92,7 +92,7 @@ function answer(
 }
 
 /** A logger that throws on every line: the failure paths log, and must still answer. */
-const throwingLogger: Logger = {
+export const throwingLogger: Logger = {
   debug: () => {
     throw new Error('logger exploded')
   },
