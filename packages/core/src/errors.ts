@@ -43,6 +43,7 @@ export const errorCodes = {
   FG_WRN_REDIS_CLIENT_UNSAFE:
     'the ioredis client passed to a Redis store queues or resends commands when Redis goes away',
   FG_WRN_REPORT_REFUSED: "the rules service refused this host's report; the host polls without it",
+  FG_WRN_SKIP_INVALID: "the adapter's skip threw; the request was checked",
 } as const
 
 /** A Floodgate error or warning code. */

@@ -60,6 +60,7 @@ export type AdapterLimiterOptions<Req> = Omit<LimiterOptions<Req>, 'rules' | 'lo
 export interface AdapterOptions<Req> extends AdapterLimiterOptions<Req> {
   /**
    * Requests for which the limiter is not consulted at all (health checks, internal callers).
+   * A `skip` that throws checks the request and logs `FG_WRN_SKIP_INVALID` once.
    * @default undefined (no request is skipped)
    */
   readonly skip?: ((req: Req) => boolean) | undefined

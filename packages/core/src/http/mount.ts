@@ -51,7 +51,11 @@ export function prepareMount<Req>(
   const validated = validateAdapterOptions(options, ownKeys, (message, code) =>
     warn(code ?? 'FG_WRN_OPTION_UNKNOWN', message),
   )
-  const settings = { ...validated, outcomeOf: outcomeJudge(validated.requestWasSuccessful, warn) }
+  const settings = {
+    ...validated,
+    skip: skipGuard(validated.skip, warn),
+    outcomeOf: outcomeJudge(validated.requestWasSuccessful, warn),
+  }
   // No logger anywhere: the limiter picks its own defaults (silent, its rules source on stderr).
   const { limiter, owned } = resolveLimiter(
     rules,
@@ -59,6 +63,25 @@ export function prepareMount<Req>(
     given === undefined ? undefined : logger,
   )
   return { limiter, owned, settings, warn }
+}
+
+/**
+ * The app's `skip`, guarded: a throw checks the request (a skip that fails must not open a way
+ * around the limits, nor answer 500) and warns once.
+ */
+function skipGuard<Req>(
+  skip: ((req: Req) => boolean) | undefined,
+  warn: WarnOnce,
+): ((req: Req) => boolean) | undefined {
+  if (!skip) return undefined
+  return (req) => {
+    try {
+      return skip(req)
+    } catch (err) {
+      warn('FG_WRN_SKIP_INVALID', 'skip threw; the request was checked', { err })
+      return false
+    }
+  }
 }
 
 /**

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import { createLimiter } from '../limiter.js'
 import type { Limiter } from '../limiter-types.js'
+import type { Logger } from '../logger.js'
 import type { RuleInput } from '../rules/schema.js'
 import { MemoryStore } from '../stores/memory-store.js'
 import type { ConsumeEntry, RefundEntry, Store } from '../stores/store.js'
@@ -10,6 +11,8 @@ import type { ConsumeEntry, RefundEntry, Store } from '../stores/store.js'
 /** Adapter options the plan and outcome cases set. */
 export interface OutcomeServeOptions {
   readonly requestWasSuccessful?: ((req: unknown, res: ServerResponse) => boolean) | undefined
+  readonly skip?: ((req: unknown) => boolean) | undefined
+  readonly logger?: Logger | undefined
 }
 
 /**
@@ -47,9 +50,9 @@ class RecordingStore implements Store {
 /**
  * The per-plan limit and count-by-outcome cases every adapter must pass through its real
  * framework over real HTTP: tiers chosen by a header, failed logins counted and successful
- * ones given back, a custom `requestWasSuccessful`, and a client that disconnects before the
- * response (a failure: refunded by a rule that counts successes, exactly once, and kept by one
- * that counts failures).
+ * ones given back, a custom `requestWasSuccessful`, a `skip` that throws, and a client that
+ * disconnects before the response (a failure: refunded by a rule that counts successes, exactly
+ * once, and kept by one that counts failures).
  *
  * @param name - the adapter, for the test titles
  * @param serve - starts the adapter's server for one case
@@ -123,6 +126,20 @@ export function describePlansAndOutcomes(name: string, serve: OutcomeServe): voi
       for (let i = 0; i < 3; i++) expect((await login(url, 404)).status).toBe(404)
       expect((await login(url, 401)).status).toBe(401)
       expect((await login(url, 200)).status).toBe(429)
+    })
+
+    it('a skip that throws checks the request, answers no 5xx, and warns once', async () => {
+      const warnings: unknown[] = []
+      const { url } = await start([{ id: 'items', match: '/items', limit: 1, window: '1m' }], {
+        skip: () => {
+          throw new Error('skip exploded')
+        },
+        logger: { debug() {}, info() {}, warn: (o) => void warnings.push(o), error() {} },
+      })
+      expect((await fetch(`${url}/items`)).status).toBe(200)
+      // Checked, not skipped: the second request is over the limit.
+      expect((await fetch(`${url}/items`)).status).toBe(429)
+      expect(warnings).toEqual([expect.objectContaining({ code: 'FG_WRN_SKIP_INVALID' })])
     })
 
     it('a client that disconnects before the response failed: refunded once where only successes count, kept where failures do', async () => {
