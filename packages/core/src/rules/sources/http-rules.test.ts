@@ -236,6 +236,35 @@ describe('httpRules', () => {
     expect(errors[0]!.message).toMatch(/no complete answer within 50 ms/)
   })
 
+  it('keeps its deadline when a fetch or its body ignores the signal, and polls on', async () => {
+    // The app's own fetch: one that never answers, and one whose body never ends.
+    const silent = () => new Promise<Response>(() => {})
+    const endless = () =>
+      Promise.resolve(
+        new Response(new ReadableStream({ pull: () => new Promise<void>(() => {}) }), {
+          status: 200,
+        }),
+      )
+    for (const fetchImpl of [silent, endless]) {
+      const source = httpRules('http://127.0.0.1:9/rules', {
+        intervalMs: 60_000,
+        timeoutMs: 50,
+        fetch: fetchImpl,
+        logger: spyLogger(),
+      })
+      sources.push(source)
+      const errors: Error[] = []
+      await source.start(
+        () => {},
+        (err) => errors.push(err),
+      )
+      expect(errors[0]!.message).toMatch(/no complete answer within 50 ms/)
+      // The next poll runs too: nothing is left waiting on the first.
+      await source.poll()
+      expect(errors).toHaveLength(1)
+    }
+  })
+
   it('resolves start even when the first load fails', async () => {
     const fake = await listen({ mode: 'error' })
     servers.push(fake)

@@ -31,7 +31,10 @@ export interface HttpRulesOptions {
   readonly jitter?: number | undefined
   /** Extra request headers, e.g. `{ authorization: 'Bearer …' }`. */
   readonly headers?: Readonly<Record<string, string>> | undefined
-  /** A poll with no complete answer by then fails (and the rules in force stay). @default 5000 */
+  /**
+   * A poll with no complete answer by then fails (and the rules in force stay), even when the
+   * `fetch` given here ignores its abort signal. @default 5000
+   */
   readonly timeoutMs?: number | undefined
   /** Largest body accepted. @default 5242880 (5 MiB) */
   readonly maxBytes?: number | undefined
@@ -76,6 +79,32 @@ export function jitteredDelay(
   random: number = Math.random(),
 ): number {
   return Math.max(1, Math.round(intervalMs * (1 + jitter * (2 * random - 1))))
+}
+
+/**
+ * `pending`, or a rejection with the signal's reason once it aborts: the poll's deadline holds
+ * even when a `fetch` (the app's own, through the `fetch` option) or its body ignores the
+ * signal. Without it one answer that never comes would stop the polling for good.
+ */
+function untilAborted<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => {
+      const reason: unknown = signal.reason
+      reject(reason instanceof Error ? reason : new Error(String(reason)))
+    }
+    if (signal.aborted) return onAbort()
+    signal.addEventListener('abort', onAbort, { once: true })
+    pending.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(err instanceof Error ? err : new Error(String(err)))
+      },
+    )
+  })
 }
 
 /** Reads a body as UTF-8 text, giving up (undefined) past `maxBytes` without buffering the rest. */
@@ -194,23 +223,27 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       const headers = new Headers(extraHeaders)
       headers.set('accept', 'application/json')
       if (etag !== undefined) headers.set('if-none-match', etag)
-      let res = await sendReport(headers, abort.signal)
-      res ??= await fetchFn(target, { headers, signal: abort.signal })
+      const signal = abort.signal
+      let res = await untilAborted(sendReport(headers, signal), signal)
+      res ??= await untilAborted(fetchFn(target, { headers, signal }), signal)
+      const discard = async (r: Response): Promise<void> => {
+        if (r.body) await untilAborted(r.body.cancel(), signal)
+      }
       if (res.status === 304) {
-        await res.body?.cancel()
+        await discard(res)
         failures.ok()
         return
       }
       if (!res.ok) {
-        await res.body?.cancel()
+        await discard(res)
         throw sourceError(`HTTP ${res.status}`)
       }
       const length = Number(res.headers.get('content-length') ?? 0)
       if (length > maxBytes) {
-        await res.body?.cancel()
+        await discard(res)
         throw sourceError(`body of ${length} bytes exceeds maxBytes (${maxBytes})`)
       }
-      const body = await readBounded(res, maxBytes)
+      const body = await untilAborted(readBounded(res, maxBytes), signal)
       if (body === undefined) throw sourceError(`body exceeds maxBytes (${maxBytes})`)
       if (!running) return
       const newEtag = res.headers.get('etag') ?? undefined
