@@ -11,6 +11,7 @@ import { MemoryStore } from './stores/memory-store.js'
 import type { ConsumeEntry, Store } from './stores/store.js'
 import { throwingLogger } from './testing/hostile-fuzz.js'
 import { collectUnhandledRejections } from './testing/unhandled-rejections.js'
+import { UNREADABLE_ANSWERS, UNREADABLE_KINDS } from './testing/unreadable-answers.js'
 
 const facts = (over: Partial<RequestFacts> = {}): RequestFacts => ({
   method: 'GET',
@@ -116,48 +117,9 @@ describe('headers never carry Infinity, NaN or negative numbers', () => {
 
 // ---- hostile stores, key builders and facts ---------------------------------------------
 
-/** A value that throws whatever is asked of it: every property, `in`, keys, prototype. */
-function booby(target: object): object {
-  const trap = (): never => {
-    throw new Error('read boom')
-  }
-  return new Proxy(target, {
-    get: trap,
-    has: trap,
-    ownKeys: trap,
-    getOwnPropertyDescriptor: trap,
-    getPrototypeOf: trap,
-  })
-}
-
-/**
- * Answers that look like results but throw when read, made afresh for `n` entries: an answer
- * of the wrong length is refused before any result in it is read.
- */
-const UNREADABLE_ANSWERS: readonly ((n: number) => unknown)[] = [
-  () => booby({}),
-  // Array.isArray sees through a Proxy: it passes that test, then its length throws.
-  (n) => booby(new Array<number>(n).fill(0)),
-  (n) => Array.from({ length: n }, () => booby({})),
-  (n) =>
-    Array.from({ length: n }, () => ({
-      get allowed(): boolean {
-        throw new Error('getter boom')
-      },
-    })),
-  (n) =>
-    Array.from({ length: n }, () => ({
-      allowed: true,
-      limit: 5,
-      remaining: 4,
-      resetMs: 0,
-      retryAfterMs: 0,
-      get waitMs(): number {
-        throw new Error('getter boom')
-      },
-    })),
-]
-const unreadable: fc.Arbitrary<(n: number) => unknown> = fc.constantFrom(...UNREADABLE_ANSWERS)
+const unreadable: fc.Arbitrary<(n: number) => unknown> = fc
+  .constantFrom(...UNREADABLE_KINDS)
+  .map((kind) => UNREADABLE_ANSWERS[kind])
 
 const garbage: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom(undefined, null, 0, '', 'x', true, {}, [], [null], [undefined], [{}], NaN),
@@ -355,7 +317,7 @@ describe('check() never throws, never hangs, never leaves a rejection unhandled'
   })
 
   it('a store answer that throws when read fails open and is logged: answered now, later, or watched', async () => {
-    for (const make of UNREADABLE_ANSWERS) {
+    for (const make of Object.values(UNREADABLE_ANSWERS)) {
       for (const [async, settles] of [
         [false, false],
         [true, false],
@@ -381,7 +343,7 @@ describe('check() never throws, never hangs, never leaves a rejection unhandled'
   })
 
   it('a limit function whose answer throws when read leaves the rule its own limit, logged', async () => {
-    for (const make of UNREADABLE_ANSWERS) {
+    for (const make of Object.values(UNREADABLE_ANSWERS)) {
       for (const later of [false, true]) {
         const log = logger()
         const limiter = createLimiter({

@@ -8,6 +8,7 @@ import { MemoryStore } from '../stores/memory-store.js'
 import type { ConsumeEntry, Store } from '../stores/store.js'
 import type { AdapterHarness, ScenarioRequest, ScenarioResponse } from './scenario-types.js'
 import { collectUnhandledRejections } from './unhandled-rejections.js'
+import { UNREADABLE_ANSWERS, UNREADABLE_KINDS } from './unreadable-answers.js'
 
 /** What a hostile store answers: the shapes a buggy or broken store has been seen to return. */
 const ANSWERS = [
@@ -23,8 +24,7 @@ const ANSWERS = [
   'nan',
   'not-array',
   'thenable-garbage',
-  'throwing-getter',
-  'throwing-proxy',
+  ...UNREADABLE_KINDS,
 ] as const
 type Answer = (typeof ANSWERS)[number]
 
@@ -69,25 +69,9 @@ function answer(
       return { 0: { allowed: true }, length: 1 }
     case 'thenable-garbage':
       return { then: (ok: (v: unknown) => void) => ok(42) }
-    // One result per entry, each throwing when read: the length check passes, reading fails.
-    case 'throwing-getter':
-      return entries.map(() => ({
-        get allowed(): boolean {
-          throw new Error('result getter exploded')
-        },
-      }))
-    case 'throwing-proxy':
-      return entries.map(
-        () =>
-          new Proxy(
-            {},
-            {
-              get() {
-                throw new Error('result proxy exploded')
-              },
-            },
-          ),
-      )
+    default:
+      // One result per entry, each throwing when read: the length check passes, reading fails.
+      return UNREADABLE_ANSWERS[kind](entries.length)
   }
 }
 
