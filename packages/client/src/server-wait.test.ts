@@ -1,7 +1,20 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { parseRateLimit, parseRetryAfter, serverWaitMs } from './server-wait.js'
 
 const NOW = Date.parse('2026-11-22T00:00:00Z')
+
+/** Runs `fn` with the process's local time zone set to `zone` (Node rereads TZ when it is set). */
+function inTimeZone(zone: string, fn: () => void): void {
+  const saved = process.env.TZ
+  process.env.TZ = zone
+  try {
+    fn()
+  } finally {
+    if (saved === undefined) delete process.env.TZ
+    else process.env.TZ = saved
+  }
+}
 
 describe('parseRetryAfter', () => {
   it.each([
@@ -22,6 +35,78 @@ describe('parseRetryAfter', () => {
   it('absent → undefined', () => {
     expect(parseRetryAfter(null, NOW)).toBeUndefined()
   })
+
+  // Date.parse reads almost anything with a letter and a digit in it as a date, in local time.
+  it.each([
+    'in 5',
+    'a 5',
+    'Jan 5',
+    'tomorrow 5',
+    'Mon 1',
+    'abc 2026',
+    '5s',
+    '1e3',
+    '+5',
+    'Infinity',
+    '2026-11-22T00:00:09Z',
+    'Sun, 22 Nov 2026 00:00:09',
+    'Sun, 31 Feb 2026 00:00:09 GMT',
+    'Sun, 22 Nov 2026 24:00:09 GMT',
+  ])('garbage %j → undefined, never a wait', (value) => {
+    expect(parseRetryAfter(value, NOW)).toBeUndefined()
+  })
+
+  it.each(['UTC', 'America/New_York', 'Pacific/Kiritimati'])(
+    'reads the three HTTP-date forms as GMT with the local time zone %s',
+    (zone) => {
+      inTimeZone(zone, () => {
+        // asctime has no zone: RFC 9110 §5.6.7 says every HTTP-date is GMT.
+        expect(parseRetryAfter('Sun Nov 22 00:00:09 2026', NOW)).toBe(9000)
+        expect(parseRetryAfter('Sun Nov  1 00:00:05 2026', Date.UTC(2026, 10, 1))).toBe(5000)
+        expect(parseRetryAfter('Sun, 22 Nov 2026 00:00:09 GMT', NOW)).toBe(9000)
+        expect(parseRetryAfter('Sunday, 22-Nov-26 00:00:09 GMT', NOW)).toBe(9000)
+        expect(parseRetryAfter('Sun, 22 Nov 2026 00:00:09', NOW)).toBeUndefined()
+      })
+    },
+  )
+
+  it('a date is the same wait for any date, read in a local time zone that is not GMT (property)', () => {
+    inTimeZone('America/New_York', () =>
+      fc.assert(
+        fc.property(
+          fc.integer({ min: Date.UTC(1990, 0, 1), max: Date.UTC(2060, 0, 1) }),
+          fc.integer({ min: 0, max: 10 * 86_400 }),
+          (nowMs, aheadS) => {
+            const at = new Date(Math.floor(nowMs / 1000) * 1000 + aheadS * 1000)
+            const imf = at.toUTCString()
+            const [weekday, day, month, year, time] = imf.replace(',', '').split(' ')
+            const asctime = `${weekday} ${month} ${day!.replace(/^0/, ' ')} ${time} ${year}`
+            const want = Math.max(0, at.getTime() - nowMs)
+            expect(parseRetryAfter(imf, nowMs)).toBe(want)
+            expect(parseRetryAfter(asctime, nowMs)).toBe(want)
+          },
+        ),
+      ),
+    )
+  })
+
+  it('a repeated header (values joined by commas) asks for the longest of its values', () => {
+    expect(parseRetryAfter('3, 7', NOW)).toBe(7000)
+    expect(parseRetryAfter('7,3', NOW)).toBe(7000)
+    const date = new Date(NOW + 9000).toUTCString()
+    expect(parseRetryAfter(`${date}, 2`, NOW)).toBe(9000)
+    expect(parseRetryAfter(`2, ${date}`, NOW)).toBe(9000)
+    expect(parseRetryAfter(`${date}, ${date}`, NOW)).toBe(9000)
+    expect(parseRetryAfter('soon, 4', NOW)).toBe(4000)
+    expect(parseRetryAfter('soon, later', NOW)).toBeUndefined()
+  })
+
+  it('a repeated header reads like the header sent once with its longest value', () => {
+    const headers = new Headers()
+    headers.append('retry-after', '3')
+    headers.append('retry-after', '7')
+    expect(serverWaitMs(headers, NOW)).toBe(7000)
+  })
 })
 
 describe('parseRateLimit', () => {
@@ -36,6 +121,12 @@ describe('parseRateLimit', () => {
     ['limit=100, remaining=0, reset=17', 17_000],
     ['limit=100, remaining=9, reset=17', undefined],
     ['garbage', undefined],
+    // A remaining count that is not a number says nothing about the quota.
+    ['"default";r=;t=17', undefined],
+    ['"default";r=abc;t=17', undefined],
+    ['"burst";r=x;t=2, "daily";r=0;t=600', 600_000],
+    ['limit=100, remaining=, reset=17', undefined],
+    ['limit=100, remaining=none, reset=17', undefined],
   ])('%j → %j', (value, expected) => {
     expect(parseRateLimit(value)).toBe(expected)
   })
@@ -52,6 +143,22 @@ describe('serverWaitMs', () => {
     expect(serverWaitMs(headers, NOW)).toBe(4000)
     headers.set('ratelimit-remaining', '1')
     expect(serverWaitMs(headers, NOW)).toBeUndefined()
+  })
+
+  it('ignores a draft-06 RateLimit-Remaining that is not a number', () => {
+    for (const remaining of ['', ' ', 'none']) {
+      const headers = new Headers({ 'ratelimit-remaining': remaining, 'ratelimit-reset': '4' })
+      expect(serverWaitMs(headers, NOW), JSON.stringify(remaining)).toBeUndefined()
+    }
+  })
+
+  it('reads a repeated draft-06 pair', () => {
+    const headers = new Headers()
+    headers.append('ratelimit-remaining', '0')
+    headers.append('ratelimit-remaining', '0')
+    headers.append('ratelimit-reset', '4')
+    headers.append('ratelimit-reset', '6')
+    expect(serverWaitMs(headers, NOW)).toBe(6000)
   })
 
   it('is undefined when the server asked for nothing', () => {

@@ -5,9 +5,81 @@ export interface HeaderReader {
 
 const DELTA_SECONDS = /^\d+(?:\.\d+)?$/
 
+const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec']
+const DAY = '(?:mon|tue|wed|thu|fri|sat|sun)'
+const LONG_DAY = '(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)'
+const MONTH = '(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)'
+const TIME = '(\\d{2}):(\\d{2}):(\\d{2})'
+// One member of the field (a repeated header arrives joined by commas): delay seconds or one of
+// the three HTTP-date forms of RFC 9110 §5.6.7, each followed by a comma or the end.
+const END = '\\s*(?:,|$)'
+const MEMBER_FORMS: readonly [form: 'delta' | 'imf' | 'rfc850' | 'asctime', pattern: RegExp][] = [
+  ['delta', new RegExp(`^(\\d+(?:\\.\\d+)?)${END}`)],
+  // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
+  ['imf', new RegExp(`^${DAY},\\s+(\\d{2})\\s+${MONTH}\\s+(\\d{4})\\s+${TIME}\\s+GMT${END}`, 'i')],
+  // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
+  [
+    'rfc850',
+    new RegExp(`^${LONG_DAY},\\s+(\\d{2})-${MONTH}-(\\d{2})\\s+${TIME}\\s+GMT${END}`, 'i'),
+  ],
+  // asctime: Sun Nov  6 08:49:37 1994 (no zone: GMT, as every HTTP-date)
+  ['asctime', new RegExp(`^${DAY}\\s+${MONTH}\\s+(\\d{1,2})\\s+${TIME}\\s+(\\d{4})${END}`, 'i')],
+]
+
+/** Epoch ms of a GMT date, or undefined when a field is out of range (31 Feb, 25:00). */
+function gmt(
+  year: number,
+  month: string,
+  day: number,
+  h: number,
+  m: number,
+  s: number,
+): number | undefined {
+  // A leap second (60) is allowed (RFC 9110 §5.6.7); any other out-of-range field is not.
+  if (h > 23 || m > 59 || s > 60) return undefined
+  const monthIndex = MONTHS.indexOf(month.toLowerCase())
+  const midnight = new Date(Date.UTC(year, monthIndex, day))
+  if (midnight.getUTCDate() !== day || midnight.getUTCMonth() !== monthIndex) return undefined
+  return midnight.getTime() + ((h * 60 + m) * 60 + s) * 1000
+}
+
+/**
+ * An RFC 850 two-digit year: the year with those last digits that is not more than 50 years
+ * in the future (RFC 9110 §5.6.7).
+ */
+function fullYear(twoDigits: number, nowMs: number): number {
+  const thisYear = new Date(nowMs).getUTCFullYear()
+  let year = thisYear - (thisYear % 100) + twoDigits
+  if (year > thisYear + 50) year -= 100
+  return year
+}
+
+/** The delay one member asks for, in ms, and its length in `text`; undefined when unreadable. */
+function readMember(
+  text: string,
+  nowMs: number,
+): [ms: number | undefined, length: number] | undefined {
+  for (const [form, pattern] of MEMBER_FORMS) {
+    const m = pattern.exec(text)
+    if (m === null) continue
+    const g = m.slice(1).map((part) => part ?? '')
+    let dateMs: number | undefined
+    if (form === 'delta') return [Number(g[0]) * 1000, m[0].length]
+    if (form === 'imf') dateMs = gmt(+g[2]!, g[1]!, +g[0]!, +g[3]!, +g[4]!, +g[5]!)
+    else if (form === 'rfc850') {
+      dateMs = gmt(fullYear(+g[2]!, nowMs), g[1]!, +g[0]!, +g[3]!, +g[4]!, +g[5]!)
+    } else dateMs = gmt(+g[5]!, g[0]!, +g[1]!, +g[2]!, +g[3]!, +g[4]!)
+    return [dateMs === undefined ? undefined : Math.max(0, dateMs - nowMs), m[0].length]
+  }
+  return undefined
+}
+
 /**
  * Parses a `Retry-After` value (RFC 9110 §10.2.3): delay seconds (`120`) or an HTTP date
- * (`Fri, 31 Dec 1999 23:59:59 GMT`).
+ * (`Fri, 31 Dec 1999 23:59:59 GMT`, or the obsolete RFC 850 and asctime forms, all GMT).
+ * Anything else (a negative number, `5s`, an ISO date, a date without its `GMT`) is
+ * unreadable and ignored. A header sent more than once arrives as its values joined by
+ * commas; it asks for the longest of the values that can be read.
  *
  * @param value - the header value, or null when absent
  * @param nowMs - the current time, to turn a date into a delay
@@ -20,17 +92,25 @@ const DELTA_SECONDS = /^\d+(?:\.\d+)?$/
  */
 export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
   if (value === null) return undefined
-  const text = value.trim()
-  if (text === '') return undefined
-  // The RFC allows only integers; a fractional value from a lenient server is still meant
-  // as seconds, so honour it rather than ignore the server.
-  if (DELTA_SECONDS.test(text)) return Number(text) * 1000
-  // Date.parse accepts IMF-fixdate, RFC 850 and asctime, the three forms RFC 9110 names,
-  // but also bare numbers (`-1` is year -1); every HTTP date names its month in letters.
-  if (!/[a-z]/i.test(text)) return undefined
-  const dateMs = Date.parse(text)
-  if (Number.isNaN(dateMs)) return undefined
-  return Math.max(0, dateMs - nowMs)
+  let wait: number | undefined
+  let rest = value.trim()
+  while (rest !== '') {
+    // The RFC allows only integer seconds; a fractional value from a lenient server is still
+    // meant as seconds, so it is honoured rather than ignored.
+    const member = readMember(rest, nowMs)
+    let length: number
+    if (member === undefined) {
+      // Unreadable: skip to the next member.
+      const comma = rest.indexOf(',')
+      length = comma === -1 ? rest.length : comma + 1
+    } else {
+      const ms = member[0]
+      if (ms !== undefined && (wait === undefined || ms > wait)) wait = ms
+      length = member[1]
+    }
+    rest = rest.slice(length).trimStart()
+  }
+  return wait
 }
 
 /** Splits a structured-field list on commas outside double quotes. */
@@ -68,6 +148,19 @@ function seconds(text: string | undefined): number | undefined {
   return Number(text) * 1000
 }
 
+// A remaining count: an integer (a negative one, from a server in debt, is none left).
+const COUNT = /^-?\d+(?:\.\d+)?$/
+
+/** Whether a remaining count says the quota is used up; false when it is not a number. */
+function noneLeft(text: string | undefined): boolean {
+  return text !== undefined && COUNT.test(text) && Number(text) <= 0
+}
+
+/** The members of a field that may have been sent more than once (joined by commas). */
+function members(value: string | null): string[] {
+  return value === null ? [] : value.split(',').map((member) => member.trim())
+}
+
 /**
  * Parses a `RateLimit` header and returns how long the server asks the client to wait: the
  * longest `t` among the policies whose remaining quota `r` is 0.
@@ -91,13 +184,12 @@ export function parseRateLimit(value: string | null): number | undefined {
   // The draft-07 dictionary (`remaining=0, reset=17`) has no `;` parameters.
   const dictionary = readPairs(members)
   if (dictionary.has('remaining') && !value.includes(';')) {
-    if (Number(dictionary.get('remaining')) <= 0) wait = seconds(dictionary.get('reset'))
+    if (noneLeft(dictionary.get('remaining'))) wait = seconds(dictionary.get('reset'))
     return wait
   }
   for (const member of members) {
     const params = readPairs(splitMembers(member, ';').slice(1))
-    const remaining = params.get('r')
-    if (remaining === undefined || Number(remaining) > 0) continue
+    if (!noneLeft(params.get('r'))) continue
     const t = seconds(params.get('t'))
     if (t !== undefined && (wait === undefined || t > wait)) wait = t
   }
@@ -107,7 +199,8 @@ export function parseRateLimit(value: string | null): number | undefined {
 /**
  * How long the server asked the client to wait before trying again: the longest of
  * `Retry-After`, the `RateLimit` header (when a policy has no quota left) and the draft-06
- * pair `RateLimit-Remaining: 0` + `RateLimit-Reset`.
+ * pair `RateLimit-Remaining: 0` + `RateLimit-Reset`. Unreadable values ask for nothing; a
+ * header sent more than once (its values joined by commas) asks for its longest value.
  *
  * @param headers - the response headers
  * @param nowMs - the current time, for a `Retry-After` date
@@ -118,9 +211,10 @@ export function serverWaitMs(headers: HeaderReader, nowMs: number): number | und
     parseRetryAfter(headers.get('retry-after'), nowMs),
     parseRateLimit(headers.get('ratelimit')),
   ]
-  const remaining = headers.get('ratelimit-remaining')
-  if (remaining !== null && Number(remaining.trim()) <= 0) {
-    asks.push(seconds(headers.get('ratelimit-reset')?.trim()))
+  // Sent more than once, the pair arrives joined by commas: any count of none left, and the
+  // longest reset, is the ask.
+  if (members(headers.get('ratelimit-remaining')).some(noneLeft)) {
+    asks.push(...members(headers.get('ratelimit-reset')).map(seconds))
   }
   let wait: number | undefined
   for (const ask of asks) if (ask !== undefined && (wait === undefined || ask > wait)) wait = ask
