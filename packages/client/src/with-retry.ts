@@ -108,8 +108,10 @@ async function fetchWithRetries(
   const method = (init?.method ?? request?.method ?? 'GET').toUpperCase()
   const url = typeof input === 'string' ? input : 'href' in input ? input.href : input.url
   const signal = combineSignals([o.signal, init?.signal, request?.signal])
+  // Each attempt gets the combined signal: fetch(request, { signal }) follows init's signal
+  // alone, so passing init as is would leave the Request's own signal unheard in flight.
   const callInit: RequestInit | undefined =
-    o.signal === undefined ? init : { ...init, signal: signal ?? null }
+    signal === undefined || signal === init?.signal ? init : { ...init, signal }
 
   const retryable =
     (IDEMPOTENT.has(method) || o.retryNonIdempotent) &&

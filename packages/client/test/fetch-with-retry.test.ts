@@ -279,6 +279,43 @@ describe('fetchWithRetry against a real server', () => {
     }
   })
 
+  it.each([
+    ['the Request', 'request'],
+    ['init', 'init'],
+    ['the signal option', 'option'],
+  ] as const)(
+    'with a signal on the Request, in init and in the options, aborting %s cancels the attempt in flight',
+    async (_name, which) => {
+      const controllers = {
+        request: new AbortController(),
+        init: new AbortController(),
+        option: new AbortController(),
+      }
+      const reason = new Error(`${which} gave up`)
+      let started!: () => void
+      const inFlight = new Promise<void>((resolve) => (started = resolve))
+      // A fetch double with fetch's own rule for the signal: init's replaces the Request's.
+      const hangingFetch = (input: string | URL | Request, init?: RequestInit) => {
+        const signal = new Request(input, init).signal
+        started()
+        return new Promise<Response>((_resolve, reject) => {
+          signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true })
+        })
+      }
+      const pending = withRetry(hangingFetch, {
+        ...opts(),
+        signal: which === 'option' ? controllers.option.signal : undefined,
+      })(new Request(`${base}/a`, { signal: controllers.request.signal }), {
+        signal: controllers.init.signal,
+      })
+      await inFlight
+      controllers[which].abort(reason)
+      // Promptly: before the next turn of the event loop, not when the attempt ends by itself.
+      const nextTurn = new Promise((resolve) => setImmediate(() => resolve('still in flight')))
+      await expect(Promise.race([pending, nextTurn])).rejects.toBe(reason)
+    },
+  )
+
   it('an already aborted signal sends nothing', async () => {
     const controller = new AbortController()
     controller.abort()
