@@ -1,4 +1,4 @@
-import { EPSILON, type Algorithm } from './algorithm.js'
+import { EPSILON, unitsLeft, type Algorithm } from './algorithm.js'
 
 // State layout: [inFlight]. All zeros: no request in flight.
 const IN_FLIGHT = 0
@@ -36,12 +36,12 @@ export const concurrency: Algorithm = {
     if (after <= p.limit + EPSILON) {
       out.allowed = true
       out.retryAfterMs = 0
-      out.remaining = Math.max(0, Math.floor(p.limit - after + EPSILON))
+      out.remaining = unitsLeft(after, p.limit)
       if (commit) state[o + IN_FLIGHT] = after
     } else {
       out.allowed = false
       out.retryAfterMs = CONCURRENCY_RETRY_AFTER_MS
-      out.remaining = Math.max(0, Math.floor(p.limit - inFlight + EPSILON))
+      out.remaining = unitsLeft(inFlight, p.limit)
     }
   },
   refund(state, o, _p, cost) {

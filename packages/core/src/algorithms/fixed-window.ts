@@ -1,4 +1,4 @@
-import { EPSILON, type Algorithm, type AlgorithmParams } from './algorithm.js'
+import { EPSILON, unitsLeft, type Algorithm, type AlgorithmParams } from './algorithm.js'
 import { refusalRetryMs } from './drain.js'
 
 // State layout: [windowStartMs, count]. Windows are aligned to multiples of `windowMs`
@@ -46,7 +46,7 @@ function msUntilDrained(units: number, start: number, p: AlgorithmParams, nowMs:
  * `count' + cost <= limit + EPSILON`; a refused or reserved request waits until the window
  * `m = ceil((count' + cost - limit - EPSILON) / limit)` windows ahead starts:
  * `waitMs = windowStart + m × windowMs - now`; `resetMs` likewise with
- * `ceil((count - EPSILON) / limit)` windows; `remaining = floor(limit - count + EPSILON)`.
+ * `ceil((count - EPSILON) / limit)` windows; `remaining` = the largest whole `n` with `count + n <= limit + EPSILON`.
  */
 export const fixedWindow: Algorithm = {
   name: 'fixed-window',
@@ -74,12 +74,12 @@ export const fixedWindow: Algorithm = {
         out.allowed = false
         out.waitMs = 0
         out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, fits)
-        out.remaining = Math.max(0, Math.floor(p.limit - count + EPSILON))
+        out.remaining = unitsLeft(count, p.limit)
         out.resetMs = msUntilDrained(count, start, p, nowMs)
         return
       }
     }
-    out.remaining = Math.max(0, Math.floor(p.limit - after + EPSILON))
+    out.remaining = unitsLeft(after, p.limit)
     out.resetMs = msUntilDrained(after, start, p, nowMs)
     if (commit) {
       state[o + START] = start

@@ -1,4 +1,4 @@
-import { EPSILON, type Algorithm, type AlgorithmParams } from './algorithm.js'
+import { EPSILON, unitsLeft, type Algorithm, type AlgorithmParams } from './algorithm.js'
 import { refusalRetryMs } from './drain.js'
 
 // State layout: [tatOffsetMs, anchorMs]. The theoretical arrival time (TAT) is
@@ -40,7 +40,7 @@ function msFor(aheadMs: number, p: AlgorithmParams): number {
  *
  * Formulas: `ahead = max(0, tatOffset - max(0, now - anchor))`, `newAhead = ahead + cost × T`;
  * allowed when `newAhead <= (burst + EPSILON) × T`; `waitMs = ceil(newAhead - (burst + EPSILON) × T)`;
- * `resetMs = ceil(newAhead - EPSILON × T)`; `remaining = floor(burst - newAhead / T + EPSILON)`.
+ * `resetMs = ceil(newAhead - EPSILON × T)`; `remaining` = the largest whole `n` with `newAhead + n × T <= (burst + EPSILON) × T`.
  * On commit: `tatOffset = newAhead`, `anchor = max(anchor, now)`.
  */
 export const gcra: Algorithm = {
@@ -68,12 +68,13 @@ export const gcra: Algorithm = {
         out.allowed = false
         out.waitMs = 0
         out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, fits)
-        out.remaining = Math.max(0, Math.floor(p.burst - ahead / t + EPSILON))
+        out.remaining = unitsLeft(ahead / t, p.burst, (n) => ahead + n * t <= tolerance)
         out.resetMs = msFor(ahead, p)
         return
       }
     }
-    out.remaining = Math.max(0, Math.floor(p.burst - newAhead / t + EPSILON))
+    // The next request's test, `newAhead + cost × t <= tolerance`, decides what is left.
+    out.remaining = unitsLeft(newAhead / t, p.burst, (n) => newAhead + n * t <= tolerance)
     out.resetMs = msFor(newAhead, p)
     if (commit) {
       state[o + TAT] = newAhead

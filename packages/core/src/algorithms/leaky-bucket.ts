@@ -1,4 +1,4 @@
-import { EPSILON, type Algorithm } from './algorithm.js'
+import { EPSILON, unitsLeft, type Algorithm } from './algorithm.js'
 import { drainedLevel, msToDrain } from './drain.js'
 
 // State layout: [level, lastMs]. `level` is the water in the bucket (units admitted and not
@@ -27,7 +27,7 @@ const LAST = 1
  * Formulas: `level' = max(0, level - elapsed × limit / windowMs)` (0 within `EPSILON`),
  * `after = level' + cost`, a full bucket when `after > burst + EPSILON`;
  * shaper `waitMs = ceil((level' - EPSILON) × windowMs / limit)`;
- * `resetMs = ceil((after - EPSILON) × windowMs / limit)`; `remaining = floor(burst - after + EPSILON)`.
+ * `resetMs = ceil((after - EPSILON) × windowMs / limit)`; `remaining` = the largest whole `n` with `after + n <= burst + EPSILON`.
  */
 export const leakyBucket: Algorithm = {
   name: 'leaky-bucket',
@@ -45,7 +45,7 @@ export const leakyBucket: Algorithm = {
       out.allowed = true
       out.waitMs = queueMs
       out.retryAfterMs = 0
-      out.remaining = Math.max(0, Math.floor(p.burst - after + EPSILON))
+      out.remaining = unitsLeft(after, p.burst)
       out.resetMs = msToDrain(after, p)
       if (commit) {
         state[o + LEVEL] = after
@@ -57,7 +57,7 @@ export const leakyBucket: Algorithm = {
     // The same request passes once it fits in the bucket and (shaper) its wait fits in maxWaitMs.
     const shaperMs = maxWaitMs > 0 ? Math.ceil(queueMs - maxWaitMs) : 0
     out.retryAfterMs = Math.max(1, overflowMs, shaperMs)
-    out.remaining = Math.max(0, Math.floor(p.burst - level + EPSILON))
+    out.remaining = unitsLeft(level, p.burst)
     out.resetMs = msToDrain(level, p)
   },
   refund(state, o, p, cost, nowMs) {

@@ -317,3 +317,63 @@ describe('gcra and token-bucket', () => {
     )
   })
 })
+
+describe('remaining is what the next request can take', () => {
+  const capacity = (a: Algorithm, p: AlgorithmParams): number => (usesBurst(a) ? p.burst : p.limit)
+  // Large limits and fractional costs too: there the float noise of a sum is larger than
+  // EPSILON, and `remaining` must still come from the admission test itself.
+  const bigParams = (a: Algorithm): fc.Arbitrary<AlgorithmParams> =>
+    fc
+      .record({
+        limit: fc.oneof(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 1e9 })),
+        windowMs: fc.oneof(
+          fc.integer({ min: 1, max: 3000 }),
+          fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+        ),
+        extra: fc.double({ min: 0.01, max: 3, noNaN: true }),
+      })
+      .map(({ limit, windowMs, extra }) => ({
+        limit,
+        windowMs,
+        burst: usesBurst(a) ? Math.max(1, Math.round(limit * extra)) : limit,
+      }))
+  const fraction = fc.oneof(
+    fc.constantFrom(0, 1e-9, 0.1, 0.3, 1 / 3, 0.5, 1),
+    fc.double({ min: 0, max: 1.1, noNaN: true }),
+  )
+
+  it.each(all.filter((a) => a.name !== 'sliding-window-log').map((a) => [a.name, a] as const))(
+    '%s: a request of remaining units passes and one of remaining + 1 does not',
+    (_name, algorithm) => {
+      fc.assert(
+        fc.property(
+          bigParams(algorithm),
+          fc.array(fc.record({ dt: fc.integer({ min: 0, max: 5000 }), f: fraction }), {
+            minLength: 1,
+            maxLength: 12,
+          }),
+          bases,
+          (p, ops, base) => {
+            const run = runner(algorithm, p)
+            let now = base
+            for (const op of ops) {
+              now += op.dt
+              const { remaining } = run.consume(op.f * capacity(algorithm, p), now)
+              if (remaining > 0) expect(run.consume(remaining, now, 0, false).allowed).toBe(true)
+              expect(run.consume(remaining + 1, now, 0, false).allowed).toBe(false)
+            }
+          },
+        ),
+        { numRuns: NUM_RUNS * 4 },
+      )
+    },
+  )
+
+  it('fixed-window: 0.1, 0.3 and 0.1 of a large limit leave what a request can take', () => {
+    const p = { limit: 231_482_364, windowMs: 1, burst: 231_482_364 }
+    const run = runner(algorithms['fixed-window'], p)
+    for (const f of [0.1, 0.3, 0.1]) run.consume(f * p.limit, 0)
+    const { remaining } = run.consume(0, 0, 0, false)
+    expect(run.consume(remaining + 1, 0, 0, false).allowed).toBe(false)
+  })
+})

@@ -1,4 +1,4 @@
-import { EPSILON, type Algorithm } from './algorithm.js'
+import { EPSILON, unitsLeft, type Algorithm } from './algorithm.js'
 
 // State layout: [windowStartMs, prevCount, currCount], windows aligned to multiples of
 // `windowMs`. All zeros: both counts empty, i.e. fresh, even at nowMs = 0.
@@ -37,7 +37,7 @@ function msUntilFresh(prev: number, curr: number, w: number, elapsed: number): n
  * per API key: the usual choice of CDNs and API gateways.
  *
  * Formulas: `estimate = prev × (windowMs - elapsed) / windowMs + curr`; allowed when
- * `estimate + cost <= limit + EPSILON`; `remaining = floor(limit - estimate - cost + EPSILON)`;
+ * `estimate + cost <= limit + EPSILON`; `remaining` = the largest whole `n` with `estimate' + n <= limit + EPSILON`, `estimate'` as the next request computes it;
  * refused: with `R = limit + EPSILON - curr - cost >= 0`,
  * `retryAfterMs = ceil(windowMs - R × windowMs / prev - elapsed)`; with `R < 0` the request waits
  * for the next window: `R2 = limit + EPSILON - cost`, `retryAfterMs = windowMs - elapsed` when
@@ -64,7 +64,8 @@ export const slidingWindowCounter: Algorithm = {
     if (after <= p.limit + EPSILON) {
       out.allowed = true
       out.retryAfterMs = 0
-      out.remaining = Math.max(0, Math.floor(p.limit - after + EPSILON))
+      // What the next request estimates: the stored counts, summed as it will sum them.
+      out.remaining = unitsLeft((prev * (w - elapsed)) / w + (curr + cost), p.limit)
       out.resetMs = msUntilFresh(prev, curr + cost, w, elapsed)
       if (commit) {
         state[o + START] = start
@@ -74,7 +75,7 @@ export const slidingWindowCounter: Algorithm = {
       return
     }
     out.allowed = false
-    out.remaining = Math.max(0, Math.floor(p.limit - estimate + EPSILON))
+    out.remaining = unitsLeft(estimate, p.limit)
     out.resetMs = msUntilFresh(prev, curr, w, elapsed)
     const room = p.limit + EPSILON - curr - cost
     if (cost > p.limit + EPSILON) {

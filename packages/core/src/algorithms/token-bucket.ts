@@ -1,4 +1,4 @@
-import { EPSILON, type Algorithm, type AlgorithmResult } from './algorithm.js'
+import { EPSILON, unitsLeft, type Algorithm, type AlgorithmResult } from './algorithm.js'
 import { drainedLevel, msToDrain, refusalRetryMs } from './drain.js'
 
 // State layout: [used, lastMs]. `used` is capacity minus tokens, so the all-zero state is a
@@ -19,7 +19,7 @@ const LAST = 1
  * Formulas (the Redis scripts mirror them): `used' = max(0, used - elapsed * limit / windowMs)`
  * (0 when within `EPSILON`), `after = used' + cost`, allowed when `after <= burst + EPSILON`;
  * `waitMs = ceil((after - burst - EPSILON) * windowMs / limit)`;
- * `resetMs = ceil((after - EPSILON) * windowMs / limit)`; `remaining = floor(burst - after + EPSILON)`.
+ * `resetMs = ceil((after - EPSILON) * windowMs / limit)`; `remaining` = the largest whole `n` with `after + n <= burst + EPSILON`.
  */
 export const tokenBucket: Algorithm = {
   name: 'token-bucket',
@@ -44,12 +44,12 @@ export const tokenBucket: Algorithm = {
         out.waitMs = 0
         // A cost above the capacity never passes; the hint is then only a back-off.
         out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, cost <= p.burst + EPSILON)
-        out.remaining = Math.max(0, Math.floor(p.burst - used + EPSILON))
+        out.remaining = unitsLeft(used, p.burst)
         out.resetMs = msToDrain(used, p)
         return
       }
     }
-    out.remaining = Math.max(0, Math.floor(p.burst - after + EPSILON))
+    out.remaining = unitsLeft(after, p.burst)
     out.resetMs = msToDrain(after, p)
     if (commit) {
       state[o + USED] = after

@@ -59,7 +59,7 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   if after <= limit + EPSILON then
     out[1] = 1
     out[6] = 0
-    out[4] = max(0, floor(limit - after + EPSILON))
+    out[4] = units_left(after, limit)
     if commit then
       s[n + 1] = now + LEASE_MS
       s[n + 2] = cost
@@ -67,7 +67,7 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   else
     out[1] = 0
     out[6] = CONCURRENCY_RETRY_AFTER_MS
-    out[4] = max(0, floor(limit - in_flight + EPSILON))
+    out[4] = units_left(in_flight, limit)
   end
 end
 `

@@ -39,6 +39,25 @@ local EPSILON = 1e-9
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 -- 2^63: a whole number below it is an int64, which string.format('%d') writes exactly.
 local INT64_END = 9223372036854775808
+-- core's unitsLeft: the largest whole n >= 0 with used + n <= capacity + EPSILON (the admission
+-- test itself), or with fits(n) when given; floor(capacity - used + EPSILON) is the estimate.
+local function units_left(used, capacity, fits)
+  fits = fits or function(n) return used + n <= capacity + EPSILON end
+  local n = floor(capacity - used + EPSILON)
+  if not (n > 0) then n = 0 end
+  local i = 0
+  while i < 2 and n > 0 and not fits(n) do
+    n = n - 1
+    i = i + 1
+  end
+  i = 0
+  while i < 2 and fits(n + 1) do
+    n = n + 1
+    i = i + 1
+  end
+  if n > 0 and fits(n) then return n end
+  return 0
+end
 `
 
 /** What only the concurrency algorithm reads: parsing the lease costs every other call. */

@@ -50,7 +50,7 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
       else
         out[6] = max(1, wait)
       end
-      out[4] = max(0, floor(limit - count + EPSILON))
+      out[4] = units_left(count, limit)
       if count > EPSILON then
         out[5] = vstart + ceil((count - EPSILON) / limit) * window_ms - now
       else
@@ -59,7 +59,7 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
       return
     end
   end
-  out[4] = max(0, floor(limit - after + EPSILON))
+  out[4] = units_left(after, limit)
   if after > EPSILON then
     out[5] = vstart + ceil((after - EPSILON) / limit) * window_ms - now
   else

@@ -35,7 +35,7 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
     out[1] = 1
     out[2] = queue
     out[6] = 0
-    out[4] = max(0, floor(burst - after + EPSILON))
+    out[4] = units_left(after, burst)
     if after > EPSILON then out[5] = ceil(((after - EPSILON) * window_ms) / limit) else out[5] = 0 end
     if commit then
       s[1] = after
@@ -47,7 +47,7 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   local shaper = 0
   if max_wait > 0 then shaper = ceil(queue - max_wait) end
   out[6] = max(1, overflow, shaper)
-  out[4] = max(0, floor(burst - level + EPSILON))
+  out[4] = units_left(level, burst)
   if level > EPSILON then out[5] = ceil(((level - EPSILON) * window_ms) / limit) else out[5] = 0 end
 end
 `

@@ -36,7 +36,7 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   if after <= limit + EPSILON then
     out[1] = 1
     out[6] = 0
-    out[4] = max(0, floor(limit - after + EPSILON))
+    out[4] = units_left((prev * (w - el)) / w + (curr + cost), limit)
     if curr + cost > 0 then out[5] = 2 * w - el elseif prev > 0 then out[5] = w - el else out[5] = 0 end
     if commit then
       s[1] = vs
@@ -46,7 +46,7 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
     return
   end
   out[1] = 0
-  out[4] = max(0, floor(limit - estimate + EPSILON))
+  out[4] = units_left(estimate, limit)
   if curr > 0 then out[5] = 2 * w - el elseif prev > 0 then out[5] = w - el else out[5] = 0 end
   local room = limit + EPSILON - curr - cost
   if cost > limit + EPSILON then

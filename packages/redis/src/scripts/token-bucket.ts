@@ -51,12 +51,12 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
       else
         out[6] = max(1, wait)
       end
-      out[4] = max(0, floor(burst - used + EPSILON))
+      out[4] = units_left(used, burst)
       if used > EPSILON then out[5] = ceil(((used - EPSILON) * window_ms) / limit) else out[5] = 0 end
       return
     end
   end
-  out[4] = max(0, floor(burst - after + EPSILON))
+  out[4] = units_left(after, burst)
   if after > EPSILON then out[5] = ceil(((after - EPSILON) * window_ms) / limit) else out[5] = 0 end
   if commit then
     s[1] = after
