@@ -4,17 +4,20 @@ import { refusalRetryMs } from './drain.js'
 // State layout: [windowStartMs, count]. Windows are aligned to multiples of `windowMs`
 // (`floor(now / windowMs) × windowMs`), so the start needs no "unset" marker: a zero count
 // means fresh whatever the start says, even at nowMs = 0. `count` above `limit` is a
-// reservation that carries into the following windows.
+// reservation that carries into the following windows. The start is also the latest window
+// the state has seen, which a clock that went backwards does not leave.
 const START = 0
 const COUNT = 1
 
 /**
- * Start of the window `nowMs` falls in, for a state whose count is `count`: a clock that
- * went backwards stays in the stored window.
+ * Start of the window `nowMs` falls in: a clock that went backwards stays in the stored
+ * window, whatever its count. (A count given back to 0 by a refund is no exception: units
+ * taken at the earlier time would otherwise land in an earlier window and be forgotten when
+ * the clock comes back.)
  */
-function windowStart(stored: number, count: number, p: AlgorithmParams, nowMs: number): number {
+function windowStart(stored: number, p: AlgorithmParams, nowMs: number): number {
   const start = Math.floor(nowMs / p.windowMs) * p.windowMs
-  return count > 0 && start <= stored ? stored : start
+  return start <= stored ? stored : start
 }
 
 /** The count at the window `start`, after each elapsed window absorbed `limit` units. */
@@ -55,7 +58,7 @@ export const fixedWindow: Algorithm = {
   consume(state, o, p, cost, nowMs, maxWaitMs, commit, out) {
     const stored = state[o + START]!
     const count0 = state[o + COUNT]!
-    const start = windowStart(stored, count0, p, nowMs)
+    const start = windowStart(stored, p, nowMs)
     const count = countAt(stored, count0, start, p)
     const after = count + cost
     out.limit = p.limit
@@ -89,7 +92,7 @@ export const fixedWindow: Algorithm = {
   refund(state, o, p, cost, nowMs) {
     const stored = state[o + START]!
     const count0 = state[o + COUNT]!
-    const start = windowStart(stored, count0, p, nowMs)
+    const start = windowStart(stored, p, nowMs)
     const count = countAt(stored, count0, start, p)
     state[o + START] = start
     state[o + COUNT] = count > cost ? count - cost : 0

@@ -377,3 +377,64 @@ describe('remaining is what the next request can take', () => {
     expect(run.consume(remaining + 1, 0, 0, false).allowed).toBe(false)
   })
 })
+
+describe('a clock that steps back stands still', () => {
+  // The time the state last saw is the latest time it was written at (an admitted request or
+  // a refund); a clock reading earlier than that must answer as if it read that time. The
+  // sliding window counter weighs its previous window more instead (documented), and the
+  // sliding log keeps no time for a refund, so they are left out. Without queueing: whether a
+  // wait fits in maxWaitMs depends on when the clock reads.
+  const standing = ['token-bucket', 'gcra', 'fixed-window', 'leaky-bucket', 'concurrency'] as const
+
+  it.each(standing)(
+    '%s answers at an earlier time as at the latest time it was written at',
+    (name) => {
+      const algorithm = algorithms[name]
+      fc.assert(
+        fc.property(
+          paramsFor(algorithm).chain((p) =>
+            fc.tuple(fc.constant(p), opsFor(p, { backwards: true, waits: false })),
+          ),
+          bases,
+          ([p, ops], base) => {
+            const raw = runner(algorithm, p)
+            const still = runner(algorithm, p)
+            let now = base + 10 * p.windowMs
+            let written = Number.NEGATIVE_INFINITY
+            for (const [i, op] of ops.entries()) {
+              now = Math.max(0, now + op.dt)
+              const at = Math.max(now, written)
+              if (op.refund) {
+                raw.refund(op.cost, now)
+                still.refund(op.cost, at)
+                written = at
+                continue
+              }
+              const got = raw.consume(op.cost, now, op.maxWaitMs)
+              const want = still.consume(op.cost, at, op.maxWaitMs)
+              // What is admitted and what is left; a wait or reset the fixed window counts to
+              // its window's end is measured from the clock's reading, so it may be longer.
+              const pick = (r: typeof got) => ({ allowed: r.allowed, remaining: r.remaining })
+              expect(pick(got), `op ${i} at ${now - base} (standing at ${at - base})`).toEqual(
+                pick(want),
+              )
+              if (got.allowed && op.cost > 0) written = at
+            }
+          },
+        ),
+        { numRuns: NUM_RUNS },
+      )
+    },
+  )
+
+  it('fixed-window: units taken while the clock stood back still count when it comes back', () => {
+    const p = { limit: 10, windowMs: 1000, burst: 10 }
+    const run = runner(algorithms['fixed-window'], p)
+    expect(run.consume(10, 5500).allowed).toBe(true)
+    run.refund(10, 5600) // e.g. a request that is not counted by its outcome
+    // The clock steps back by 4 s: the state stands still in the window of 5 s.
+    expect(run.consume(10, 1600).allowed).toBe(true)
+    // Back at 5.7 s, in the same window as those 10 units: nothing is left.
+    expect(run.consume(1, 5700)).toMatchObject({ allowed: false, remaining: 0 })
+  })
+})

@@ -13,14 +13,16 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   local stored = s[1]
   local count = s[2]
   local vstart = floor(now / window_ms) * window_ms
-  if count <= 0 then
+  -- A clock that went backwards stays in the stored window, whatever its count.
+  if vstart <= stored then
+    vstart = stored
+    if count <= 0 then count = 0 end
+  elseif count <= 0 then
     count = 0
-  elseif vstart > stored then
+  else
     local windows = floor((vstart - stored) / window_ms)
     local left = count - windows * limit
     if left > 0 then count = left else count = 0 end
-  else
-    vstart = stored
   end
   if op == 'r' then
     s[1] = vstart
