@@ -12,12 +12,16 @@ function booby(target: object): object {
   })
 }
 
+/** The name of one answer in {@link UNREADABLE_ANSWERS}. */
+export type UnreadableAnswer =
+  'proxy-answer' | 'proxy-array' | 'proxy-results' | 'throwing-verdict' | 'throwing-wait'
+
 /**
  * Store answers that look like results but throw when read, each made afresh for `n` entries
  * (an answer of the wrong length is refused before any result in it is read, so the length
  * must be right for the reading to be tested at all).
  */
-export const UNREADABLE_ANSWERS = {
+export const UNREADABLE_ANSWERS: Readonly<Record<UnreadableAnswer, (n: number) => unknown>> = {
   'proxy-answer': () => booby({}),
   // Array.isArray sees through a Proxy: it passes that test, then its length throws.
   'proxy-array': (n: number) => booby(new Array<number>(n).fill(0)),
@@ -39,10 +43,9 @@ export const UNREADABLE_ANSWERS = {
         throw new Error('getter boom')
       },
     })),
-} as const satisfies Record<string, (n: number) => unknown>
-
-/** The name of one answer in {@link UNREADABLE_ANSWERS}. */
-export type UnreadableAnswer = keyof typeof UNREADABLE_ANSWERS
+}
 
 /** Every name in {@link UNREADABLE_ANSWERS}. */
-export const UNREADABLE_KINDS = Object.keys(UNREADABLE_ANSWERS) as UnreadableAnswer[]
+export const UNREADABLE_KINDS: readonly UnreadableAnswer[] = Object.keys(
+  UNREADABLE_ANSWERS,
+) as UnreadableAnswer[]
