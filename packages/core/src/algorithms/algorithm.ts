@@ -117,26 +117,25 @@ export const EPSILON = 1e-9
 
 /**
  * Whole units a request may still take when `used` units of `capacity` are taken: the largest
- * `n >= 0` with `used + n <= capacity + EPSILON`, which is the admission test itself, so a
+ * `n >= 0` with `used + n × step <= (capacity + EPSILON) × step`, which is the admission test
+ * itself (`step` is 1, or GCRA's emission interval, its test being in milliseconds), so a
  * request of `remaining` units passes and one of `remaining + 1` does not.
- * `floor(capacity - used + EPSILON)` alone can be one off: once the numbers are large (a limit
- * of a billion) or `used` carries float noise, the subtraction rounds differently from the
- * test's addition, and EPSILON is below the spacing of the floats it is added to. Lua scripts
- * mirror it.
+ * `floor(capacity - used / step + EPSILON)` alone can be one off: once the numbers are large (a
+ * limit of a billion) or `used` carries float noise, the subtraction rounds differently from
+ * the test's addition, and EPSILON is below the spacing of the floats it is added to. That
+ * estimate is confirmed by the test and, when off, moved by at most two steps each way. Runs
+ * on every decision: no closure. Lua scripts mirror it.
  *
- * @param used - units taken, as the next request's admission test will see them
+ * @param used - what is taken, as the next request's admission test will see it
  * @param capacity - the most units that can be taken
- * @param fits - the admission test for `n` more units (defaults to the one above)
+ * @param step - what one unit adds to `used` (default 1)
  */
-export function unitsLeft(
-  used: number,
-  capacity: number,
-  fits: (n: number) => boolean = (n) => used + n <= capacity + EPSILON,
-): number {
-  let n = Math.floor(capacity - used + EPSILON)
+export function unitsLeft(used: number, capacity: number, step = 1): number {
+  const room = (capacity + EPSILON) * step
+  let n = Math.floor(capacity - used / step + EPSILON)
   if (!(n > 0)) n = 0
-  // The estimate is at most a step off; two are allowed for, in either direction.
-  for (let i = 0; i < 2 && n > 0 && !fits(n); i++) n--
-  for (let i = 0; i < 2 && fits(n + 1); i++) n++
-  return n > 0 && fits(n) ? n : 0
+  if (used + (n + 1) * step > room && (n === 0 || used + n * step <= room)) return n
+  for (let i = 0; i < 2 && n > 0 && used + n * step > room; i++) n--
+  for (let i = 0; i < 2 && used + (n + 1) * step <= room; i++) n++
+  return n > 0 && used + n * step <= room ? n : 0
 }

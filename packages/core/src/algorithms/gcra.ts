@@ -68,13 +68,13 @@ export const gcra: Algorithm = {
         out.allowed = false
         out.waitMs = 0
         out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, fits)
-        out.remaining = unitsLeft(ahead / t, p.burst, (n) => ahead + n * t <= tolerance)
+        out.remaining = unitsLeft(ahead, p.burst, t)
         out.resetMs = msFor(ahead, p)
         return
       }
     }
     // The next request's test, `newAhead + cost × t <= tolerance`, decides what is left.
-    out.remaining = unitsLeft(newAhead / t, p.burst, (n) => newAhead + n * t <= tolerance)
+    out.remaining = unitsLeft(newAhead, p.burst, t)
     out.resetMs = msFor(newAhead, p)
     if (commit) {
       state[o + TAT] = newAhead

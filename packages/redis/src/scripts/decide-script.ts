@@ -39,23 +39,22 @@ local EPSILON = 1e-9
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 -- 2^63: a whole number below it is an int64, which string.format('%d') writes exactly.
 local INT64_END = 9223372036854775808
--- core's unitsLeft: the largest whole n >= 0 with used + n <= capacity + EPSILON (the admission
--- test itself), or with fits(n) when given; floor(capacity - used + EPSILON) is the estimate.
-local function units_left(used, capacity, fits)
-  fits = fits or function(n) return used + n <= capacity + EPSILON end
-  local n = floor(capacity - used + EPSILON)
+-- core's unitsLeft: the largest whole n >= 0 with used + n * step <= (capacity + EPSILON) * step
+-- (the admission test; step 1, or GCRA's emission interval); the estimate is confirmed by the
+-- test, and moved by at most two steps each way when off.
+local function units_left(used, capacity, step)
+  step = step or 1
+  local room = (capacity + EPSILON) * step
+  local n = floor(capacity - used / step + EPSILON)
   if not (n > 0) then n = 0 end
-  local i = 0
-  while i < 2 and n > 0 and not fits(n) do
-    n = n - 1
-    i = i + 1
+  if used + (n + 1) * step > room and (n == 0 or used + n * step <= room) then return n end
+  for _ = 1, 2 do
+    if n > 0 and used + n * step > room then n = n - 1 else break end
   end
-  i = 0
-  while i < 2 and fits(n + 1) do
-    n = n + 1
-    i = i + 1
+  for _ = 1, 2 do
+    if used + (n + 1) * step <= room then n = n + 1 else break end
   end
-  if n > 0 and fits(n) then return n end
+  if n > 0 and used + n * step <= room then return n end
   return 0
 end
 `

@@ -47,12 +47,12 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
       else
         out[6] = max(1, wait)
       end
-      out[4] = units_left(ahead / t, burst, function(n) return ahead + n * t <= tolerance end)
+      out[4] = units_left(ahead, burst, t)
       if ahead > slack then out[5] = ceil(ahead - slack) else out[5] = 0 end
       return
     end
   end
-  out[4] = units_left(new_ahead / t, burst, function(n) return new_ahead + n * t <= tolerance end)
+  out[4] = units_left(new_ahead, burst, t)
   if new_ahead > slack then out[5] = ceil(new_ahead - slack) else out[5] = 0 end
   if commit then
     s[1] = new_ahead
