@@ -55,16 +55,26 @@ export async function openPgDb(options: PgDbOptions): Promise<Db> {
     ...session(pool),
     async transaction(fn) {
       const client = await pool.connect()
+      // The pool listens for errors of idle clients only. A connection lost while checked out
+      // (a server restart, a failover, pg_terminate_backend) emits 'error' on the client, and
+      // an 'error' event nobody listens to ends the process. The query in flight fails with
+      // it anyway; the client is handed back as broken, so the pool replaces it.
+      let lost: Error | undefined
+      const onError = (err: Error): void => {
+        lost = err
+      }
+      client.on('error', onError)
       try {
         await client.query('BEGIN')
         const value = await fn(session(client))
         await client.query('COMMIT')
         return value
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {})
+        if (lost === undefined) await client.query('ROLLBACK').catch(() => {})
         throw err
       } finally {
-        client.release()
+        client.removeListener('error', onError)
+        client.release(lost)
       }
     },
     close: () => pool.end(),
