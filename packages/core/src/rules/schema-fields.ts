@@ -4,6 +4,7 @@ import { checkPathPattern } from './path-pattern.js'
 import type { CountMode, KeyPart, OverLimit, RuleBan, RuleMatch } from './rule.js'
 import { BAD, type Bad, type Checker } from './schema-issues.js'
 import { checkFields, isObject, oneOf, stringOrList, type Field } from './schema-object.js'
+import { SpelledOnce } from './spelled-once.js'
 
 // The checks a rule's fields go through, each with the message its errors carry.
 
@@ -174,13 +175,14 @@ export const match: Field<RuleMatch | false> = (value, c) => {
   let headers: Record<string, string | true> | undefined
   if (fields.headers) {
     headers = Object.create(null) as Record<string, string | true>
+    const once = new SpelledOnce(c, 'each header name once, in any case', ['headers'])
     // Own entries only, read from the caller's object: every name is kept exactly.
     for (const [name, v] of Object.entries(fields.headers)) {
       if (typeof v !== 'string' && v !== true) {
         c.expected(E.headerValue, v, ['headers', name])
       } else if (!HEADER_NAME.test(name)) {
         c.expected("a header name (letters, digits and !#$%&'*+.^_`|~-)", name, ['headers', name])
-      } else headers[name.toLowerCase()] = v
+      } else if (once.first(name.toLowerCase(), name)) headers[name.toLowerCase()] = v
     }
   }
   let hosts: string[] | undefined

@@ -3,6 +3,7 @@ import type { KeyPart, RuleAccessList, RuleDenyList } from './rule.js'
 import { keyPart } from './schema-fields.js'
 import { BAD, type Bad, type Checker } from './schema-issues.js'
 import { checkFields, isObject, oneOf, type Field } from './schema-object.js'
+import { SpelledOnce } from './spelled-once.js'
 
 // The checks of a rule's `deny` and `allow` lists, each with the message its errors carry.
 
@@ -47,12 +48,13 @@ const keys: Field<Readonly<Record<string, readonly string[]>>> = (value, c) => {
   const before = c.count
   // No prototype: a part is a plain entry whatever its name.
   const out = Object.create(null) as Record<string, readonly string[]>
+  const once = new SpelledOnce(c, 'each key part once, in any case')
   for (const name of Object.keys(value)) {
     const part: KeyPart | undefined =
       name === 'ip' ? undefined : keyPart(name, c.at(name), [], LIST_E.listKeyPart)
     if (name === 'ip') c.expected(LIST_E.listKeyPart, name, [name])
     const listed = values(value[name], c.at(name))
-    if (part !== undefined && listed !== BAD) out[part] = listed
+    if (part !== undefined && once.first(part, name) && listed !== BAD) out[part] = listed
   }
   return c.count === before ? Object.freeze(out) : BAD
 }
