@@ -384,6 +384,15 @@ for (const backend of backends) {
       expect(wrongService.status).toBe(400)
       const roundTrip = await call('PUT', url, { token: TOKENS.admin, body: read.body })
       expect(roundTrip.body).toMatchObject({ revision: 2, changed: false })
+      // With both, the header wins, `If-Match: *` (any revision) included.
+      for (const ifMatch of ['"2"', '*']) {
+        const headerWins = await call('PUT', url, {
+          token: TOKENS.admin,
+          body: { ...read.body, revision: 1 },
+          headers: { 'if-match': ifMatch },
+        })
+        expect(headerWins.status, ifMatch).toBe(200)
+      }
 
       // The same set again changes nothing: no new revision, so pollers keep getting 304s.
       const again = await call('PUT', url, {

@@ -168,7 +168,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       )
     }
     // A set read with GET carries its revision: sending it back makes the write conditional,
-    // like If-Match (which wins when both are present).
+    // like If-Match, which wins when both are present, `If-Match: *` (any revision) included.
     if (
       body.revision !== undefined &&
       (typeof body.revision !== 'number' || !Number.isInteger(body.revision))
@@ -178,9 +178,13 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
         `revision: expected an integer, got ${JSON.stringify(body.revision)}`,
       )
     }
+    const header = request.headers['if-match']
     const ifMatch =
-      ifMatchRevisions(request.headers['if-match']) ??
-      (body.revision === undefined ? undefined : [body.revision])
+      header !== undefined
+        ? ifMatchRevisions(header)
+        : body.revision === undefined
+          ? undefined
+          : [body.revision]
     const rules = body.rules as unknown[]
     const issues = rules.every(isObject) ? validate(rules) : ['rules: expected an array of objects']
     if (issues.length > 0)
