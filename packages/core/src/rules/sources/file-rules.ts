@@ -108,11 +108,16 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
   const failures = new FailureLog(logger, `file ${path}`)
 
   let running = false
+  // Bumped by every start() and stop(): a load or a start() of an earlier run delivers,
+  // reports and watches nothing in a later one.
+  let run = 0
   let onRules: (rules: Rule[], revision?: string) => void = () => {}
   let onError: (err: Error) => void = () => {}
   let watcher: FSWatcher | undefined
   let pollTimer: NodeJS.Timeout | undefined
   let debounceTimer: NodeJS.Timeout | undefined
+  // What this run has read: a new run has delivered nothing, so its first load hands over the
+  // file's rules even when the file did not change.
   let lastText: string | undefined
   let lastValid = false
   let lastStamp = ''
@@ -124,12 +129,16 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
   }
 
   async function loadOnce(): Promise<void> {
+    const mine = run
+    const current = (): boolean => running && run === mine
     let text: string
+    let stamp = ''
     try {
       const st = await stat(path)
-      lastStamp = `${st.mtimeMs}:${st.size}`
+      stamp = `${st.mtimeMs}:${st.size}`
       text = await readFile(path, 'utf8')
     } catch (e) {
+      if (!current()) return
       lastStamp = ''
       fail(
         new FloodgateError(
@@ -142,24 +151,29 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
       )
       return
     }
+    if (!current()) return
+    lastStamp = stamp
     // The same text as last time (valid or not) has nothing new to say.
-    if (!running) return
     if (text === lastText) {
       if (lastValid) failures.ok()
       return
     }
-    lastText = text
-    lastValid = false
+    let doc: ReturnType<typeof parseRulesDocument>
     try {
-      const doc = parseRulesDocument(await parseText(path, text))
-      if (!running) return
-      const revision = doc.revision ?? createHash('sha256').update(text).digest('hex').slice(0, 12)
-      lastValid = true
-      failures.ok()
-      onRules(doc.rules, revision)
+      doc = parseRulesDocument(await parseText(path, text))
     } catch (e) {
+      if (!current()) return
+      lastText = text
+      lastValid = false
       fail(toError(e))
+      return
     }
+    if (!current()) return
+    lastText = text
+    lastValid = true
+    const revision = doc.revision ?? createHash('sha256').update(text).digest('hex').slice(0, 12)
+    failures.ok()
+    onRules(doc.rules, revision)
   }
 
   // One load at a time; a change during a load triggers one more, never a pile-up.
@@ -199,11 +213,16 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
     async start(rulesCallback, errorCallback, _limiter, recoveredCallback) {
       if (running) throw misuseError('fileRules: start() called twice')
       running = true
+      const mine = ++run
       onRules = rulesCallback
       onError = errorCallback
-      if (recoveredCallback) failures.onRecovered = recoveredCallback
+      lastText = undefined
+      lastValid = false
+      lastStamp = ''
+      failures.reset()
+      failures.onRecovered = recoveredCallback ?? (() => {})
       await reload()
-      if (!running || !watchFile) return
+      if (run !== mine || !watchFile) return
       try {
         const name = basename(path)
         watcher = watch(dirname(path), { persistent: false }, (_event, file) => {
@@ -221,6 +240,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
     },
     stop() {
       running = false
+      run++
       watcher?.close()
       watcher = undefined
       clearInterval(pollTimer)

@@ -200,11 +200,16 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   let reportRefused: string | undefined
 
   let running = false
+  // Bumped by every start() and stop(): a poll, a timer or a start() of an earlier run (one
+  // that stop() cut short) delivers, reports and schedules nothing in a later one.
+  let run = 0
   let onRules: (rules: Rule[], revision?: string) => void = () => {}
   let onError: (err: Error) => void = () => {}
   let timer: NodeJS.Timeout | undefined
-  let inFlight: Promise<void> | undefined
+  let inFlight: { readonly run: number; readonly done: Promise<void> } | undefined
   let controller: AbortController | undefined
+  // What this run has delivered: a new run has delivered nothing, so its first poll asks for
+  // the whole set (no If-None-Match) and hands it over even when it did not change.
   let etag: string | undefined
   let lastBody: string | undefined
 
@@ -212,6 +217,8 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
     new FloodgateError('FG_ERR_RULES_SOURCE', `rules from ${where}: ${message}`, { cause })
 
   async function pollOnce(): Promise<void> {
+    const mine = run
+    const current = (): boolean => running && run === mine
     const abort = new AbortController()
     controller = abort
     const deadline = setTimeout(
@@ -231,7 +238,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       }
       if (res.status === 304) {
         await discard(res)
-        failures.ok()
+        if (current()) failures.ok()
         return
       }
       if (!res.ok) {
@@ -245,7 +252,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       }
       const body = await untilAborted(readBounded(res, maxBytes), signal)
       if (body === undefined) throw sourceError(`body exceeds maxBytes (${maxBytes})`)
-      if (!running) return
+      if (!current()) return
       const newEtag = res.headers.get('etag') ?? undefined
       // A server without ETags sends the same body every time: nothing to apply.
       if (body === lastBody) {
@@ -266,7 +273,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       lastBody = body
       failures.ok()
     } catch (e) {
-      if (!running) return
+      if (!current()) return
       const reason: unknown = abort.signal.aborted ? abort.signal.reason : e
       const err =
         reason instanceof FloodgateError ? reason : sourceError(describeError(reason), reason)
@@ -312,17 +319,23 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   }
 
   function poll(): Promise<void> {
-    inFlight ??= pollOnce().finally(() => {
-      inFlight = undefined
-    })
-    return inFlight
+    // A poll of an earlier run is not this run's: it was cut short and delivers nothing.
+    if (inFlight?.run === run) return inFlight.done
+    const entry = {
+      run,
+      done: pollOnce().finally(() => {
+        if (inFlight === entry) inFlight = undefined
+      }),
+    }
+    inFlight = entry
+    return entry.done
   }
 
-  function schedule(): void {
-    if (!running) return
+  function schedule(mine: number): void {
+    if (!running || run !== mine) return
     timer = setTimeout(
       () => {
-        void poll().then(schedule)
+        void poll().then(() => schedule(mine))
       },
       jitteredDelay(intervalMs, jitter),
     )
@@ -333,16 +346,24 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
     async start(rulesCallback, errorCallback, limiter, recoveredCallback) {
       if (running) throw misuseError('httpRules: start() called twice')
       running = true
+      const mine = ++run
       onRules = rulesCallback
       onError = errorCallback
-      if (recoveredCallback) failures.onRecovered = recoveredCallback
+      etag = undefined
+      lastBody = undefined
+      reportRefused = undefined
+      failures.reset()
+      failures.onRecovered = recoveredCallback ?? (() => {})
       // The first poll runs while the limiter is being built and has nothing to report yet.
+      reporter?.attach(undefined)
       await poll()
+      if (run !== mine) return
       reporter?.attach(limiter)
-      schedule()
+      schedule(mine)
     },
     stop() {
       running = false
+      run++
       clearTimeout(timer)
       controller?.abort(sourceError('stopped'))
     },

@@ -47,6 +47,11 @@ export class FailureLog {
     private readonly what: string,
   ) {}
 
+  /** Forgets the last failure: a new run reports its first one, whatever an earlier run saw. */
+  reset(): void {
+    this.last = undefined
+  }
+
   /** Records a failure; returns true when it differs from the previous one (report it). */
   fail(err: Error): boolean {
     if (err.message === this.last) return false
