@@ -24,7 +24,11 @@ function spyLogger() {
   return { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() } satisfies Logger
 }
 
-async function setup(name: string, content: string | undefined, options: FileRulesOptions = {}) {
+async function setup(
+  name: string,
+  content: string | Uint8Array | undefined,
+  options: FileRulesOptions = {},
+) {
   const path = join(dir, name)
   if (content !== undefined) await writeFile(path, content)
   const logger = spyLogger()
@@ -108,6 +112,30 @@ describe('fileRules', () => {
     expect(delivered).toHaveLength(2)
     expect(delivered[1]!.rules[0]!.limit).toBe(50)
     expect(logger.info).toHaveBeenCalledWith(expect.anything(), 'rules source recovered')
+  })
+
+  // What editors and shells on Windows write: a UTF-8 byte order mark (Notepad, PowerShell's
+  // Set-Content -Encoding UTF8), or UTF-16 with one (Windows PowerShell's `>`).
+  const encodings: [string, (text: string) => Uint8Array][] = [
+    ['UTF-8', (t) => Buffer.from(t, 'utf8')],
+    ['UTF-8 with a byte order mark', (t) => Buffer.from(`\uFEFF${t}`, 'utf8')],
+    ['UTF-16LE with a byte order mark', (t) => Buffer.from(`\uFEFF${t}`, 'utf16le')],
+    ['UTF-16BE with a byte order mark', (t) => Buffer.from(`\uFEFF${t}`, 'utf16le').swap16()],
+  ]
+  const formats: [string, string][] = [
+    ['rules.json', JSON.stringify({ revision: 'r1', rules: [{ id: 'café', rate: '10/s' }] })],
+    ['rules.yaml', 'revision: r1\nrules:\n  - id: café\n    rate: 10/s\n'],
+  ]
+  it.each(
+    encodings.flatMap(([encoding, encode]) =>
+      formats.map(
+        ([name, text]) => [name, encoding, encode(text.replace('café', 'cafe'))] as const,
+      ),
+    ),
+  )('reads %s saved as %s', async (name, _encoding, bytes) => {
+    const { delivered, errors } = await setup(name, bytes)
+    expect(errors).toEqual([])
+    expect(delivered.map((d) => [d.revision, d.rules.map((r) => r.id)])).toEqual([['r1', ['cafe']]])
   })
 
   it('reports invalid JSON as JSON', async () => {

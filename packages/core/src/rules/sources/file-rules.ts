@@ -8,6 +8,7 @@ import { scopeLogger, type Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
 import { parseRulesDocument } from '../schema-document.js'
 import { isInstalled } from './optional-peer.js'
+import { decodeText } from './decode-text.js'
 import { FailureLog, toError, type RulesSource } from './rules-source.js'
 
 /** Options of {@link fileRules}. */
@@ -136,7 +137,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
     try {
       const st = await stat(path)
       stamp = `${st.mtimeMs}:${st.size}`
-      text = await readFile(path, 'utf8')
+      text = decodeText(await readFile(path))
     } catch (e) {
       if (!current()) return
       lastStamp = ''

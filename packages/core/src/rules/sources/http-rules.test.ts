@@ -159,6 +159,34 @@ describe('httpRules', () => {
     expect(delivered).toHaveLength(2)
   })
 
+  it('reads a body with a byte order mark (a rules file served as is)', async () => {
+    const bodies = [
+      Buffer.from(`\uFEFF${JSON.stringify([{ id: 'utf8', rate: '10/s' }])}`, 'utf8'),
+      Buffer.from(`\uFEFF${JSON.stringify([{ id: 'utf16', rate: '10/s' }])}`, 'utf16le'),
+    ]
+    const server = createServer((_req, res) => res.end(bodies.shift()))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const source = httpRules(
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}/rules.json`,
+      { intervalMs: 60_000 },
+    )
+    sources.push(source)
+    const delivered: string[][] = []
+    const errors: Error[] = []
+    try {
+      await source.start(
+        (rules) => delivered.push(rules.map((r) => r.id)),
+        (err) => errors.push(err),
+      )
+      await source.poll()
+    } finally {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    }
+    expect(errors).toEqual([])
+    expect(delivered).toEqual([['utf8'], ['utf16']])
+  })
+
   it('keeps the rules when the server is down, logs once, and logs the recovery', async () => {
     const { fake, source, delivered, errors, logger, recoveries } = await setup()
     await close(fake)

@@ -17,6 +17,7 @@ import {
   reportUrlFor,
   type HostReportOptions,
 } from './host-report.js'
+import { decodeText } from './decode-text.js'
 import { FailureLog, toError, type RulesSource } from './rules-source.js'
 
 /** Options of {@link httpRules}. */
@@ -107,7 +108,10 @@ function untilAborted<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
   })
 }
 
-/** Reads a body as UTF-8 text, giving up (undefined) past `maxBytes` without buffering the rest. */
+/**
+ * Reads a body as text (UTF-8, or UTF-16 by its byte order mark), giving up (undefined) past
+ * `maxBytes` without buffering the rest.
+ */
 async function readBounded(res: Response, maxBytes: number): Promise<string | undefined> {
   if (!res.body) return ''
   const chunks: Uint8Array[] = []
@@ -118,7 +122,7 @@ async function readBounded(res: Response, maxBytes: number): Promise<string | un
     if (total > maxBytes) return undefined
     chunks.push(chunk)
   }
-  return Buffer.concat(chunks).toString('utf8')
+  return decodeText(Buffer.concat(chunks))
 }
 
 /** The `detail` of a problem+json answer, cut short; '' for anything else. */
