@@ -16,8 +16,9 @@
  *    UTF-8, so a rule written `/café` and the target `/caf%C3%A9` agree.
  *
  * Case, repeated slashes, a trailing slash and dot segments are left as sent: the rule matcher
- * compares segments case-insensitively and skips empty segments, and no framework resolves
- * `..` before routing (such a target reaches no handler of the path it spells).
+ * compares segments case-insensitively and skips empty segments, and matches a path with dot
+ * segments or an encoded slash under each reading a file server or a wildcard parameter gives
+ * it too (`pathReadings`: `%2F` as `/`, dot segments resolved).
  */
 
 const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/

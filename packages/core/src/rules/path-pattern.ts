@@ -64,15 +64,71 @@ export function compilePattern(pattern: string): PatternSegment[] {
  * escape a rule by spelling the path differently.
  */
 export function pathSegments(target: string): string[] {
-  const path = canonicalPath(target)
+  return split(canonicalPath(target), false).filter((s) => s !== '')
+}
+
+// Lower-case segments of a canonical path, empty ones included; with `slashes`, an encoded
+// slash (`%2F`, upper-case in the canonical form) separates segments too.
+function split(path: string, slashes: boolean): string[] {
   const end = path.length
   const out: string[] = []
   let start = 0
   for (let i = 0; i <= end; i++) {
-    if (i === end || path.charCodeAt(i) === 47 /* / */) {
-      if (i > start) out.push(path.slice(start, i).toLowerCase())
-      start = i + 1
-    }
+    let width = 0
+    if (i === end || path.charCodeAt(i) === 47 /* / */) width = 1
+    else if (slashes && path.startsWith('%2F', i)) width = 3
+    else continue
+    if (i !== 0 || width === 3) out.push(path.slice(start, i).toLowerCase())
+    start = i + width
+    i += width - 1
+  }
+  return out
+}
+
+// RFC 3986 §5.2.4: `.` goes, `..` takes the segment before it (none above the root). With
+// `empties`, an empty segment is a segment (`/a//../b` is `/a/b`, as WHATWG URL reads it);
+// without, empty segments are dropped first (`/a//../b` is `/b`, as path.normalize reads it).
+function resolveDots(segments: readonly string[], empties: boolean): string[] {
+  const out: string[] = []
+  for (const s of segments) {
+    if (s === '..') out.pop()
+    else if (s !== '.' && (empties || s !== '')) out.push(s)
+  }
+  return out.filter((s) => s !== '')
+}
+
+/**
+ * Every way the components behind the limiter read a request target's path, as segment lists
+ * (lower-case, no empty segments): the first is the path as the router reads it
+ * ({@link pathSegments}); then, when the path has an encoded slash or a dot segment, the path
+ * as a file server (Express's `express.static`, koa-send, `@fastify/static`), a wildcard
+ * parameter or a WHATWG URL reads it: `%2F` decoded to `/` or kept, dot segments resolved
+ * (`/x/../files/a` and `/files%2Fa` are `/files/a` to `express.static`). A rule applies when it
+ * matches any reading, so a spelling that one of them serves as `/files/a` cannot step around
+ * a rule on `/files/**`; a request may meet a rule it did not need, a handler never fewer.
+ *
+ * @param target - the request target as received, or a path
+ * @returns one segment list, or several distinct ones
+ */
+export function pathReadings(target: string): string[][] {
+  const path = canonicalPath(target)
+  const routed = split(path, false)
+  const slashes = path.includes('%2F')
+  if (!slashes && !routed.some((s) => s === '.' || s === '..')) {
+    return [routed.filter((s) => s !== '')]
+  }
+  const seen = new Set<string>()
+  const out: string[][] = []
+  const add = (segments: string[]): void => {
+    const key = segments.join('/')
+    if (seen.has(key)) return
+    seen.add(key)
+    out.push(segments)
+  }
+  for (const segments of slashes ? [routed, split(path, true)] : [routed]) {
+    add(segments.filter((s) => s !== ''))
+    add(resolveDots(segments, true))
+    add(resolveDots(segments, false))
   }
   return out
 }

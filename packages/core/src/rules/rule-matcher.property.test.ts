@@ -1,4 +1,5 @@
 import fc from 'fast-check'
+import { posix } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import type { RequestFacts } from '../request-facts.js'
 import { compileRules } from './compile-rules.js'
@@ -204,5 +205,85 @@ describe('a rule with match: false', () => {
         expect(compileRules(parseRules([{ ...r, id: 'e' }])).match(f)).toEqual([])
       }),
     )
+  })
+})
+
+// How a file server reads a request path: Express's express.static and koa-send decode it
+// whole (an encoded slash too) and resolve dot segments (`path.normalize`); a WHATWG URL
+// resolves dot segments (also `%2E`) and keeps `%2F`. Undefined: the server refuses the path.
+function fileServerReadings(target: string): string[] {
+  const pathname = target.split(/[?#]/)[0]!
+  const out: string[] = []
+  let decoded: string | undefined
+  try {
+    decoded = decodeURIComponent(pathname)
+  } catch {
+    decoded = undefined
+  }
+  if (decoded !== undefined) {
+    const normalized = posix.normalize(`./${decoded}`)
+    if (!normalized.startsWith('..')) out.push(`/${normalized}`)
+  }
+  out.push(new URL(`http://h${pathname}`).pathname)
+  return out
+}
+
+describe('a rule on a path applies to every spelling a file server reads as that path', () => {
+  const rules = parseRules([
+    { id: 'files', match: '/files/**', limit: 5, window: '1m' },
+    { id: 'secret', match: 'GET /files/secret.txt', limit: 5, window: '1m' },
+    { id: 'user', match: '/users/:id/avatar', limit: 5, window: '1m' },
+  ])
+  const segment = fc.constantFrom('files', 'FILES', 'secret.txt', 'x', 'users', '42', 'avatar')
+  const dot = fc.constantFrom('.', '..', '%2e', '%2E%2e', '.%2E', '')
+  const target = fc.array(fc.oneof(segment, dot), { minLength: 1, maxLength: 7 }).chain((segs) =>
+    fc
+      .array(fc.constantFrom('/', '/', '%2F', '%2f', '//'), {
+        minLength: segs.length - 1,
+        maxLength: segs.length - 1,
+      })
+      .map((seps) => '/' + segs.map((s, i) => (i === 0 ? s : seps[i - 1]! + s)).join('')),
+  )
+
+  it('for any dot segments and encoded slashes', () => {
+    fc.assert(
+      fc.property(target, fc.constantFrom('', '?a=1'), (path, query) => {
+        const compiled = compileRules(rules, { pathCacheSize: 4 })
+        const facts: RequestFacts = {
+          method: 'GET',
+          path: path + query,
+          ip: '1.1.1.1',
+          headers: {},
+        }
+        const got = compiled.match(facts).map((c) => c.rule.id)
+        for (const read of fileServerReadings(path)) {
+          const want = rules.filter((r) => refMatches(r, { ...facts, path: read })).map((r) => r.id)
+          for (const id of want) expect(got, `${path} read as ${read}`).toContain(id)
+        }
+        // The path as the router reads it still meets its rules.
+        for (const r of rules) if (refMatches(r, facts)) expect(got).toContain(r.id)
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
+  it('as express.static reads /x/../files/secret.txt, /./files/secret.txt and /files%2Fsecret.txt', () => {
+    const compiled = compileRules(rules)
+    const ids = (path: string) =>
+      compiled.match({ method: 'GET', path, headers: {} }).map((c) => c.rule.id)
+    for (const path of [
+      '/files/secret.txt',
+      '/x/../files/secret.txt',
+      '/./files/secret.txt',
+      '/x/%2e%2e/files/secret.txt',
+      '/files%2Fsecret.txt',
+      '/x%2F..%2Ffiles%2fsecret.txt',
+      '/a%2Fb/../files/secret.txt',
+    ]) {
+      expect(ids(path), path).toEqual(['files', 'secret'])
+    }
+    // Not a spelling of it: a path that stays outside /files whichever way it is read.
+    expect(ids('/x/files/secret.txt')).toEqual([])
+    expect(ids('/files%252Fsecret.txt')).toEqual([])
   })
 })

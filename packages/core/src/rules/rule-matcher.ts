@@ -7,6 +7,7 @@ import {
   compilePattern,
   isLiteral,
   matchSegments,
+  pathReadings,
   pathSegments,
   type PatternSegment,
 } from './path-pattern.js'
@@ -219,7 +220,13 @@ class MethodTable {
   }
 
   private resolvePath(path: string): Candidates {
-    const found = this.candidatesFor(pathSegments(path))
+    // Every reading of the path (as routed, as a file server reads it): a rule matching any of
+    // them applies.
+    const readings = pathReadings(path)
+    let found = this.candidatesFor(readings[0]!)
+    for (let i = 1; i < readings.length; i++) {
+      found = this.union(found, this.candidatesFor(readings[i]!))
+    }
     // Emptying the whole map is O(1) amortised and cannot be steered by a client the way an
     // eviction order could; the hot paths come back on their next request.
     if (this.pathCache.size >= this.pathCacheSize) this.pathCache.clear()

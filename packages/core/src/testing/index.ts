@@ -26,8 +26,9 @@ export type { ReferenceLimiter, ReferenceModel, ReferenceResult } from './refere
 export { referenceModel, referenceModels } from './reference-models.js'
 export type { AlgorithmVector, VectorStep } from './vectors.js'
 export { vectors } from './vectors.js'
-export type { SpellingRoute, SpellingVariant } from './request-targets.js'
+export type { FileServe, SpellingRoute, SpellingVariant } from './request-targets.js'
 export {
+  describeFileServerSpellings,
   describeSpellingProperty,
   sendRaw,
   spellingOf,

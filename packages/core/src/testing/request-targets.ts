@@ -1,4 +1,7 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLimiter, type Limiter } from '../limiter.js'
@@ -214,5 +217,112 @@ export function describeSpellingProperty(
         })
       })
     }
+  })
+}
+
+/**
+ * A file server behind the limiter, the adapter's framework's way: mounted at the root after
+ * the limiter, it serves `<root>/files/secret.txt` (content `secret`) for `/files/secret.txt`
+ * and for every other target its framework's file server reads as that path.
+ */
+export type FileServe = (
+  limiter: Limiter<never>,
+  root: string,
+) => Promise<{ readonly port: number; close(): Promise<void> }>
+
+/** The file `describeFileServerSpellings` serves, under the root it hands to the server. */
+const SERVED_FILE = { dir: 'files', name: 'secret.txt', content: 'secret' } as const
+
+/**
+ * Spellings of `/files/secret.txt` that a file server reads as that path: dot segments (plain
+ * or `%2E`-encoded) and encoded slashes.
+ */
+const fileSpelling: fc.Arbitrary<string> = fc
+  .tuple(
+    fc.array(
+      fc.constantFrom('x', '.', '%2e', 'files', 'x/..', 'x/%2E%2e', 'x%2F..', 'a%2fb/../..'),
+      { maxLength: 3 },
+    ),
+    fc.constantFrom('/', '%2F', '%2f', '/./', '//', '%2F.%2F'),
+    fc.constantFrom('', '?a=1'),
+  )
+  .map(([prefix, sep, query]) => {
+    const head = prefix.length === 0 ? '' : `/${prefix.join('/')}`
+    return `${head}/files${sep}secret.txt${query}`
+  })
+
+/**
+ * Through real HTTP: a rule on a directory (`/files/**`) applies to every target the
+ * framework's file server answers with a file from that directory, however the target spells
+ * the path (`/x/../files/secret.txt`, `/./files/secret.txt`, `/files%2Fsecret.txt`).
+ *
+ * @param adapter - shown in the suite name
+ * @param serve - starts the adapter's app with the limiter and a file server at the root
+ * @param numRuns - fast-check runs
+ */
+export function describeFileServerSpellings(
+  adapter: string,
+  serve: FileServe,
+  numRuns: number = 60,
+): void {
+  describe(`${adapter}: a rule on a directory covers every spelling its file server serves`, () => {
+    let last: string[] | undefined
+    const limiter = createLimiter({
+      rules: [
+        { id: 'files', match: '/files/**', limit: 1_000_000, window: '1m' },
+        { id: 'all', limit: 1_000_000, window: '1m' },
+      ],
+      onDecision: (d) => (last = d.outcomes.map((o) => o.rule.id).sort()),
+    })
+    let app: { readonly port: number; close(): Promise<void> } | undefined
+    let root: string | undefined
+    beforeAll(async () => {
+      root = await mkdtemp(join(tmpdir(), 'floodgate-files-'))
+      await mkdir(join(root, SERVED_FILE.dir))
+      await writeFile(join(root, SERVED_FILE.dir, SERVED_FILE.name), SERVED_FILE.content)
+      app = await serve(limiter, root)
+    })
+    afterAll(async () => {
+      await app?.close()
+      await limiter.close()
+      if (root !== undefined) await rm(root, { recursive: true, force: true })
+    })
+
+    async function served(target: string) {
+      last = undefined
+      const r = await sendRaw(app!.port, 'GET', target)
+      return { ...r, rules: last }
+    }
+
+    it('serves the file to its plain path, under the rule', async () => {
+      const r = await served('/files/secret.txt')
+      expect(r.status).toBe(200)
+      expect(r.body).toBe(SERVED_FILE.content)
+      expect(r.rules).toEqual(['all', 'files'])
+    })
+
+    it('applies the rule to dot segments and encoded slashes the server resolves', async () => {
+      for (const target of [
+        '/x/../files/secret.txt',
+        '/./files/secret.txt',
+        '/files%2Fsecret.txt',
+      ]) {
+        const r = await served(target)
+        expect(r.body, target).toBe(SERVED_FILE.content)
+        expect(r.rules, target).toEqual(['all', 'files'])
+      }
+    })
+
+    it('for any spelling the server answers with the file', async () => {
+      await fc.assert(
+        fc.asyncProperty(fileSpelling, async (target) => {
+          const r = await served(target)
+          if (r.status !== 200) return
+          expect(r.body, target).toBe(SERVED_FILE.content)
+          expect(r.rules, target).toEqual(['all', 'files'])
+        }),
+        { numRuns },
+      )
+    })
   })
 }
