@@ -13,6 +13,8 @@ export class FastifyFacts implements RequestFacts<FastifyRequest> {
     readonly route: string | undefined,
     readonly cost: number | undefined,
     readonly routeRules: CompiledRules | undefined,
+    /** The router ends the path at the first `;` too (`useSemicolonDelimiter`). */
+    private readonly semicolons: boolean,
   ) {}
 
   get method(): string {
@@ -20,13 +22,19 @@ export class FastifyFacts implements RequestFacts<FastifyRequest> {
   }
 
   /**
-   * The path as sent; the rule matcher reads its canonical form (`canonicalPath`) once per
-   * distinct path, so `POST http://x/login` and `/%6Cogin` meet the rules of `/login`.
+   * The path as the router reads it: up to the query string, and with `useSemicolonDelimiter`
+   * up to the first `;` (Fastify routes `/users/me;a=1` as `/users/me`). Otherwise as sent: the
+   * rule matcher reads its canonical form (`canonicalPath`) once per distinct path, so
+   * `POST http://x/login` and `/%6Cogin` meet the rules of `/login`.
    */
   get path(): string {
     const url = this.request.url
-    const q = url.indexOf('?')
-    return q < 0 ? url : url.slice(0, q)
+    let end = url.indexOf('?')
+    if (this.semicolons) {
+      const semicolon = url.indexOf(';')
+      if (semicolon >= 0 && (end < 0 || semicolon < end)) end = semicolon
+    }
+    return end < 0 ? url : url.slice(0, end)
   }
 
   /** Fastify's own resolution: `trustProxy` decides whether X-Forwarded-For counts. */

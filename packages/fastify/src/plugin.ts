@@ -115,6 +115,21 @@ function trustProxyOf(fastify: FastifyInstance): unknown {
   return undefined
 }
 
+// Whether Fastify's router ends a path at the first `;` as at a `?`: `routerOptions` wins over
+// the deprecated top-level option, as Fastify itself resolves it.
+function semicolonDelimiterOf(fastify: FastifyInstance): boolean {
+  const config = fastify.initialConfig as {
+    readonly useSemicolonDelimiter?: unknown
+    readonly routerOptions?: { readonly useSemicolonDelimiter?: unknown } | undefined
+  }
+  const router = config.routerOptions
+  const value =
+    router !== undefined && Object.hasOwn(router, 'useSemicolonDelimiter')
+      ? router.useSemicolonDelimiter
+      : config.useSemicolonDelimiter
+  return value === true
+}
+
 function routeName(route: RouteOptions): string {
   return `route ${Array.isArray(route.method) ? route.method.join(',') : route.method} ${route.url}`
 }
@@ -162,6 +177,7 @@ async function floodgate(
   )
   if (owned) fastify.addHook('onClose', () => limiter.close())
   const trustProxy = trustProxyOf(fastify)
+  const semicolons = semicolonDelimiterOf(fastify)
   if (typeof trustProxy === 'number' && trustProxy > 0) {
     // proxy-addr's hop count is not what Fastify 5 does with a number: it trusts nothing.
     warn(
@@ -261,7 +277,13 @@ async function floodgate(
           appendExposeHeaders(reply.getHeader(EXPOSE_HEADERS), expose),
         )
       }
-      const facts = new FastifyFacts(request, pattern, routeCost(cost, request, warn), routeRules)
+      const facts = new FastifyFacts(
+        request,
+        pattern,
+        routeCost(cost, request, warn),
+        routeRules,
+        semicolons,
+      )
       const result = enforce(limiter, facts, { request, reply, done }, io, resolved)
       if (result instanceof Promise) result.catch(done)
     }

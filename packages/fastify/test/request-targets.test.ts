@@ -10,6 +10,7 @@ function variant(
     caseSensitive: boolean
     ignoreTrailingSlash: boolean
     ignoreDuplicateSlashes: boolean
+    useSemicolonDelimiter?: boolean
   },
 ): SpellingVariant {
   return {
@@ -46,5 +47,11 @@ describeSpellingProperty('fastify', [
     caseSensitive: false,
     ignoreTrailingSlash: true,
     ignoreDuplicateSlashes: true,
+  }),
+  variant('with useSemicolonDelimiter', {
+    caseSensitive: true,
+    ignoreTrailingSlash: false,
+    ignoreDuplicateSlashes: false,
+    useSemicolonDelimiter: true,
   }),
 ])
