@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import type { Decision } from '../decision.js'
 import { draft7Fields, epochResetSeconds, retryAfterSeconds, type HeaderFormat } from './headers.js'
 import { headerCount } from './rate-limit-fields.js'
@@ -199,9 +200,64 @@ function outcomeAtClose<Req>(
   return settings.outcomeOf ? settings.outcomeOf(req, res) : defaultOutcome(res)
 }
 
-/** Whether the response's connection is gone (its 'close' may have fired already). */
-function closed(res: ServerResponse): boolean {
-  return res.destroyed || res.closed || res.socket?.destroyed === true
+/**
+ * Whether the response's connection is gone (its 'close' may have fired already). A pipelined
+ * response queued behind an earlier one on its connection has no socket yet: its request's
+ * socket is the connection.
+ */
+function closed(req: IncomingMessage, res: ServerResponse): boolean {
+  if (res.destroyed || res.closed) return true
+  const socket = res.socket ?? req.socket
+  return socket?.destroyed === true
+}
+
+// Callbacks waiting for a connection to close, one 'close' listener per connection: a client
+// that pipelines many requests must not pile listeners on its socket (Node warns past ten).
+const waitingOnSocket = new WeakMap<Socket, Set<() => void>>()
+
+function onSocketClose(socket: Socket, fn: () => void): () => void {
+  let waiting = waitingOnSocket.get(socket)
+  if (waiting === undefined) {
+    const created = new Set<() => void>()
+    waitingOnSocket.set(socket, created)
+    socket.once('close', () => {
+      waitingOnSocket.delete(socket)
+      for (const f of created) f()
+    })
+    waiting = created
+  }
+  const set = waiting
+  set.add(fn)
+  return () => void set.delete(fn)
+}
+
+/**
+ * Call `done` once, when the exchange ends: the response closes (finished, aborted, or ended by
+ * an error), or, for a pipelined response still queued behind an earlier one on its connection,
+ * the connection closes. Node never closes a queued response whose client left (it has no
+ * socket to watch), so listening to the response alone would keep what the request holds until
+ * its lease expires.
+ *
+ * @returns a function that removes the listeners
+ */
+function onceEnded(req: IncomingMessage, res: ServerResponse, done: () => void): () => void {
+  // res.socket is read once: on Express every read of a response property is a cache miss.
+  const socket = res.socket === null ? req.socket : null
+  if (socket === null) {
+    res.once('close', done)
+    return () => res.off('close', done)
+  }
+  const end = (): void => {
+    res.off('close', end)
+    unwatch()
+    done()
+  }
+  res.once('close', end)
+  const unwatch = onSocketClose(socket, end)
+  return () => {
+    res.off('close', end)
+    unwatch()
+  }
 }
 
 /**
@@ -244,7 +300,8 @@ function apply<Req, C, R>(
   }
   const holds = decision.allowed ? holdsUntilEnd(decision) : 0
   if (holds !== 0) {
-    if (closed(res)) {
+    const raw = io.request(ctx)
+    if (closed(raw, res)) {
       // The client left while an asynchronous store was deciding: its 'close' has fired
       // already, so a listener would never run and the slot would stay taken until its lease
       // expires. Give everything back now; nobody is there to answer.
@@ -254,8 +311,8 @@ function apply<Req, C, R>(
     // 'close' follows 'finish' and also fires when the client aborts or the handler's error
     // ends the response; release is idempotent, so the order does not matter.
     if (holds & BY_OUTCOME) {
-      res.once('close', () => limiter.release(decision, outcomeAtClose(req, res, settings)))
-    } else res.once('close', () => limiter.release(decision))
+      onceEnded(raw, res, () => limiter.release(decision, outcomeAtClose(req, res, settings)))
+    } else onceEnded(raw, res, () => limiter.release(decision))
   }
   if (action === 'queue') return queue(limiter, decision, ctx, io, res)
   return io.proceed(ctx)
@@ -268,20 +325,20 @@ async function queue<Req, C, R>(
   io: HttpIo<C, R>,
   res: ServerResponse,
 ): Promise<R> {
+  const raw = io.request(ctx)
   const aborter = new AbortController()
-  const onClose = (): void => aborter.abort()
-  res.once('close', onClose)
+  const stopWatching = onceEnded(raw, res, () => aborter.abort())
   // With an asynchronous store the client may have left before the decision came back: its
   // 'close' has fired already, so give the reservation back now rather than wait it out.
-  if (closed(res)) aborter.abort()
+  if (closed(raw, res)) aborter.abort()
   let admitted: boolean
   try {
     admitted = await limiter.waitInQueue(decision, aborter.signal)
   } finally {
-    res.off('close', onClose)
+    stopWatching()
   }
   // A client that left while queued gets nothing written; its reservation was refunded.
-  if (!admitted || res.destroyed) {
+  if (!admitted || aborter.signal.aborted || closed(raw, res)) {
     limiter.release(decision, 'abandoned')
     return io.abandon(ctx)
   }
@@ -299,7 +356,8 @@ async function queue<Req, C, R>(
  * - failed open (store error or timeout) → `proceed` with no RateLimit headers.
  *
  * Concurrency slots are released exactly once, when the response closes (finished, aborted,
- * or ended by an error). Rules that count only failed or only successful requests are settled
+ * or ended by an error), or when the connection of a pipelined response still queued behind
+ * another closes. Rules that count only failed or only successful requests are settled
  * then too: a finished response's outcome comes from `settings.outcomeOf` (default: a status
  * below 400 succeeded), and a response that did not finish failed. With a synchronous store
  * (MemoryStore) and an allowed request, no promise is created.

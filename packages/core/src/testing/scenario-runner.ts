@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http'
+import { connect, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import { createLimiter } from '../limiter.js'
@@ -137,6 +138,36 @@ function rawRequest(
   })
 }
 
+/** Open one connection and write these requests on it back to back (HTTP/1.1 pipelining). */
+async function pipelined(url: string, requests: readonly ScenarioRequest[]): Promise<Socket> {
+  const { hostname, port } = new URL(url)
+  const socket = connect(Number(port), hostname)
+  socket.on('error', () => {})
+  await new Promise<void>((resolve) => socket.once('connect', resolve))
+  let bytes = ''
+  for (const r of requests) {
+    const headers = Object.entries(r.headers ?? {})
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('')
+    bytes += `${r.method} ${r.path} HTTP/1.1\r\nHost: ${hostname}\r\n${headers}Content-Length: 0\r\n\r\n`
+  }
+  socket.write(bytes)
+  return socket
+}
+
+/** Resolves once `test()` holds on the store, or fails after `ms`. */
+async function within(store: ObservedStore, test: () => boolean, ms: number, what: string) {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)
+  })
+  try {
+    await Promise.race([store.until(test), late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 function check(res: ScenarioResponse | 'dropped', want: ScenarioExpect, label: string): void {
   if (want.dropped) {
     expect(res, `${label}: dropped`).toBe('dropped')
@@ -256,6 +287,13 @@ export function describeAdapterScenarios(
               void store.until(() => store.consumes >= decided).then(abort)
             })
             expect(await done, `${label}: aborted`).toBe('dropped')
+          } else if ('abortPipelined' in step) {
+            const decided = store.consumes + step.abortPipelined.length
+            const refunded = store.refunds + step.refunds
+            const socket = await pipelined(app.url, step.abortPipelined)
+            await store.until(() => store.consumes >= decided)
+            socket.destroy()
+            await within(store, () => store.refunds >= refunded, 2000, `${label}: refunds`)
           } else if ('deliverHeld' in step) {
             store.deliver()
             // The limiter acts on the answer in microtasks; one macrotask turn covers them.

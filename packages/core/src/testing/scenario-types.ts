@@ -126,6 +126,12 @@ export type ScenarioStep =
    * its way; the answer is delivered at the next `deliverHeld` step.
    */
   | { readonly abortBeforeDecision: ScenarioRequest }
+  /**
+   * Send these requests pipelined on one connection (each response waits behind the one before
+   * it), wait until the limiter decided every one, then close the connection: within 2 s the
+   * store must be asked for `refunds` more refunds.
+   */
+  | { readonly abortPipelined: readonly ScenarioRequest[]; readonly refunds: number }
   /** Deliver the held store answer and let the limiter act on it. */
   | { readonly deliverHeld: true }
   /** Wait for every background request and check its expectation. */

@@ -78,6 +78,44 @@ export const queueAndSlotScenarios: readonly AdapterScenario[] = [
     ],
   },
   {
+    name: 'concurrency: a client that leaves with pipelined requests in flight releases every slot',
+    rules: [{ id: 'in-flight', algorithm: 'concurrency', limit: 3 }],
+    routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/slow', slow: true }],
+    steps: [
+      // The second and third responses wait behind the first: they have no socket yet.
+      { abortPipelined: [GET('/slow'), GET('/slow'), GET('/slow')], refunds: 3 },
+      { sendInBackground: GET('/slow'), expect: { status: 200, body: OK } },
+      { sendInBackground: GET('/slow'), expect: { status: 200, body: OK } },
+      { sendInBackground: GET('/slow'), expect: { status: 200, body: OK } },
+      { openGate: true },
+      { settle: true },
+    ],
+  },
+  {
+    name: 'queue: a pipelined request that waits its turn behind another is given back when the client leaves',
+    rules: [
+      {
+        id: 'smooth',
+        limit: 10,
+        window: '1s',
+        burst: 1,
+        // Two places: with an asynchronous store both requests are in flight at once, and the
+        // first holds a place until its answer comes.
+        onLimit: { action: 'queue', maxWait: '1s', maxQueue: 2 },
+      },
+    ],
+    routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/slow', slow: true }],
+    steps: [
+      // The first holds the connection in its handler; the second is queued behind it.
+      { abortPipelined: [GET('/slow'), GET('/slow')], refunds: 1 },
+      // Its reservation was refunded: the next request waits no longer than the first one's.
+      { advanceMs: 100 },
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { openGate: true },
+      { handlerCalls: 2 },
+    ],
+  },
+  {
     name: 'concurrency: a client gone before an asynchronous decision does not keep its slot',
     rules: [{ id: 'in-flight', algorithm: 'concurrency', limit: 1 }],
     timeoutMs: 10_000,
