@@ -10,6 +10,7 @@ import {
 } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { RedisStore, createRedisStore, redisKey } from '@floodgate/redis'
+import { MAX_TTL_MS } from '../src/key-ttl.js'
 import { hashTag } from '../src/redis-key.js'
 import { decideScript } from '../src/scripts/decide-script.js'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
@@ -213,6 +214,50 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
     } finally {
       await redisTime.close()
     }
+  })
+
+  it('keeps state whose useful life is past what Redis can hold, capped, never refusing the call (property)', async () => {
+    // A penalty of Number.MAX_SAFE_INTEGER units (a ban for good), or a burst that takes longer
+    // than 2^63 ms to refill: Redis refuses such a PX, which failed the call (and the batch
+    // around it): the penalty was lost and the client admitted.
+    const daily = testRule('token-bucket', 1, 86_400_000)
+    const banned: ConsumeEntry[] = [
+      { rule: daily, key: 'banned', cost: 1, maxWaitMs: 0, shadow: false },
+    ]
+    await store.penalize([{ rule: daily, key: 'banned', cost: Number.MAX_SAFE_INTEGER }], 0)
+    expect((await store.consume(banned, 1))[0]!.allowed).toBe(false)
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom<AlgorithmName>('token-bucket', 'gcra'),
+        fc.integer({ min: 1, max: 1000 }),
+        fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+        fc.oneof(fc.constant(0), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER - 1000 })),
+        fc.oneof(
+          fc.constant(Number.MAX_SAFE_INTEGER),
+          fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+        ),
+        async (algorithm, limit, windowMs, extraBurst, units) => {
+          const rule = testRule(algorithm, limit, windowMs, { burst: limit + extraBurst })
+          const key = `huge-${Math.random()}`
+          const mem = new MemoryStore()
+          const now = 1_700_000_000_000
+          const first: ConsumeEntry[] = [
+            { rule, key, cost: rule.params.burst, maxWaitMs: 0, shadow: false },
+          ]
+          expect(copy(await store.consume(first, now))).toEqual(copy(mem.consume(first, now)))
+          await store.penalize([{ rule, key, cost: units }], now)
+          mem.penalize([{ rule, key, cost: units }], now)
+          const next: ConsumeEntry[] = [{ rule, key, cost: 1, maxWaitMs: 0, shadow: false }]
+          const got = copy(await store.consume(next, now))
+          expect(got).toEqual(copy(mem.consume(next, now)))
+          expect(got[0]!.allowed).toBe(false)
+          const ttl = await admin.pttl(redisKey(prefix, key, rule.stateId))
+          expect(ttl).toBeGreaterThan(0)
+          expect(ttl).toBeLessThanOrEqual(MAX_TTL_MS)
+        },
+      ),
+      { numRuns: 40 },
+    )
   })
 
   it('concurrency slots live in leases that expire (a crashed host frees its slots)', async () => {

@@ -9,6 +9,7 @@ import {
 } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { SyncedStore, createSyncedStore, type SyncedStoreOptions } from '@floodgate/redis'
+import { MAX_TTL_MS } from '../src/key-ttl.js'
 import { hashTag } from '../src/redis-key.js'
 import { FaultProxy } from './helpers/fault-proxy.js'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
@@ -332,6 +333,24 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     // 16 units of debt and the 1 asked for, at 10 per second (less what Redis's clock refilled).
     expect(r.retryAfterMs).toBeGreaterThan(1600)
     expect(r.retryAfterMs).toBeLessThanOrEqual(1700)
+  })
+
+  it('syncs a rule whose refill takes longer than Redis can hold a TTL, and every other key of its call', async () => {
+    // 2^52 units at one per 24.8 days refill in about 10^25 ms: Redis refused that PEXPIRE, so
+    // every sync call holding the key failed, the other keys of the call with it, forever.
+    const slow = testRule('token-bucket', 1, 2 ** 31 - 1, { burst: 2 ** 52 })
+    const rule = testRule('token-bucket', 10, 1000)
+    const a = await host()
+    a.consume(one(slow, 'slow-refill'), now)
+    a.consume(one(rule, 'beside-slow', 2), now)
+    await a.syncNow()
+    await a.syncNow()
+    expect(a.failedSyncs).toBe(0)
+    expect(await fleetTotal(slow, 'slow-refill')).toBe(1)
+    expect(await fleetTotal(rule, 'beside-slow')).toBe(2)
+    const ttl = await admin.pttl(`${prefix}:{${hashTag('slow-refill')}}:${slow.stateId}:synced`)
+    expect(ttl).toBeGreaterThan(0)
+    expect(ttl).toBeLessThanOrEqual(MAX_TTL_MS)
   })
 
   it('a reward on one host gives the units back to the fleet: another host sees them after a sync', async () => {

@@ -6,6 +6,7 @@ import { leakyBucketLua } from './leaky-bucket.js'
 import { slidingWindowCounterLua } from './sliding-window-counter.js'
 import { slidingWindowLogLua } from './sliding-window-log.js'
 import { tokenBucketLua } from './token-bucket.js'
+import { MAX_TTL_MS } from '../key-ttl.js'
 import {
   ARGV,
   ENTRY_FIELDS,
@@ -37,8 +38,8 @@ export const SCRIPT_ALGORITHMS: readonly AlgorithmName[] = Object.keys(
 const prelude = `
 local EPSILON = 1e-9
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
--- 2^63: a whole number below it is an int64, which string.format('%d') writes exactly.
-local INT64_END = 9223372036854775808
+-- The longest TTL set (2^62 ms): Redis refuses an expiry past 2^63 - 1 ms.
+local MAX_TTL = ${MAX_TTL_MS}
 -- core's unitsLeft: the largest whole n >= 0 with used + n * step <= (capacity + EPSILON) * step
 -- (the admission test; step 1, or GCRA's emission interval); the estimate is confirmed by the
 -- test, and moved by at most two steps each way when off.
@@ -136,10 +137,12 @@ const storeState = (alg: string, key: string, params: string, out: string): stri
       packed = table.concat(parts)
     end
     -- Redis writes a number argument with '%.17g' (glibc's float printer: a third of the cost
-    -- of the SET, and "1e+17" from 10^17 on, which PX refuses); a whole number is an integer.
+    -- of the SET, and "1e+17" from 10^17 on, which PX refuses): the TTL goes as an integer
+    -- string, capped where Redis would refuse the expiry (a debt of Number.MAX_SAFE_INTEGER
+    -- units, a burst that takes longer than that to refill); NaN takes the cap too.
     local px = ttl + slack
-    if px < INT64_END then px = string.format('%d', px) end
-    redis.call('SET', ${key}, packed, 'PX', px)
+    if not (px < MAX_TTL) then px = MAX_TTL end
+    redis.call('SET', ${key}, packed, 'PX', string.format('%d', px))
   end`
 
 /**

@@ -1,6 +1,7 @@
 import type { OptionsError } from '@floodgate/core'
 import { refusedOption } from '@floodgate/core/options'
 import { algorithms, type CompiledRule } from '@floodgate/core/algorithms'
+import { boundedTtlMs } from '../key-ttl.js'
 
 // The numbers a SyncedStore derives from a rule. Only algorithms that carry debt can be
 // shared: a sync charges a host what the others admitted, which may leave its bucket below 0.
@@ -18,9 +19,12 @@ export function idleMs(rule: CompiledRule): number {
   return Math.ceil((rule.params.burst * rule.params.windowMs) / rule.params.limit)
 }
 
-/** How long the fleet counter of a rule lives in Redis after the last sync that touched it. */
+/**
+ * How long the fleet counter of a rule lives in Redis after the last sync that touched it, as
+ * a TTL Redis takes (a refill longer than Redis can hold is capped, see `MAX_TTL_MS`).
+ */
 export function ttlMs(rule: CompiledRule): number {
-  return idleMs(rule) + TTL_SLACK_MS
+  return boundedTtlMs(idleMs(rule) + TTL_SLACK_MS)
 }
 
 /**

@@ -12,6 +12,7 @@ import {
   rememberMs,
   ttlMs,
 } from '../../src/synced/rule-maths.js'
+import { MAX_TTL_MS } from '../../src/key-ttl.js'
 
 describe('the rule maths of a SyncedStore', () => {
   it('derives the refill step, the idle time, the TTL and how long a key is remembered', () => {
@@ -21,6 +22,8 @@ describe('the rule maths of a SyncedStore', () => {
     expect(ttlMs(rule)).toBe(2000 + TTL_SLACK_MS)
     expect(rememberMs(rule, 100)).toBe(20_000) // 10 idle times beat 20 sync intervals
     expect(rememberMs(rule, 5000)).toBe(ttlMs(rule)) // never past the counter's life
+    // A refill longer than Redis can hold a TTL (about 10^25 ms) is capped, as an integer.
+    expect(ttlMs(testRule('token-bucket', 1, 2 ** 31 - 1, { burst: 2 ** 52 }))).toBe(MAX_TTL_MS)
   })
 
   it('rounds the idle time up, so a key is never dropped before it refilled', () => {
