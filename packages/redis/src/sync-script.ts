@@ -1,9 +1,13 @@
+import { MAX_TTL_MS } from './key-ttl.js'
+import { TTL_SLACK_MS } from './synced/rule-maths.js'
+
 /**
  * The one script of SyncedStore. It adds batches of units to a fleet bucket and answers each
  * bucket's level; it decides nothing (core's algorithms run locally, in each host).
  *
  * KEYS: fleet buckets (hashes), all in one Cluster slot. ARGV[1]: the host's id; then per key:
- * TTL in ms, the emission interval in ms (`windowMs / limit`), the window in ms within which a
+ * TTL in ms (the script keeps a bucket in debt longer: until it is fresh again, plus the
+ * slack), the emission interval in ms (`windowMs / limit`), the window in ms within which a
  * host that pushed counts as active, the burst, how many ms ago the newest unit sent was admitted
  * (a duration, so app and Redis clocks need not agree), n, and n pairs (seq, units). Each hash holds:
  *
@@ -67,6 +71,12 @@ for i = 1, #KEYS do
   elseif n > 0 then
     redis.call('HSET', k, sfield, last, pfield, now)
   end
+  -- A bucket in debt (a penalty, the fleet's overshoot) lives until it is fresh again, plus the
+  -- slack: hosts in debt admit nothing, so no sync would renew it, and a counter that expired
+  -- early would forget the debt for every host that reads it afresh.
+  local life = math.ceil(tat - now) + ${TTL_SLACK_MS}
+  if not (life < ${MAX_TTL_MS}) then life = ${MAX_TTL_MS} end
+  if life > tonumber(ttl) then ttl = string.format('%d', life) end
   redis.call('PEXPIRE', k, ttl)
   local hosts = 1
   local all = redis.call('HGETALL', k)

@@ -353,6 +353,22 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     expect(ttl).toBeLessThanOrEqual(MAX_TTL_MS)
   })
 
+  it("keeps a fleet counter in debt until its debt is paid, not only the rule's refill time", async () => {
+    // 1000 units of penalty at 10 per second: 100 s of debt. The counter's TTL was the refill
+    // (1 s) plus 60 s, and hosts in debt admit nothing, so no sync renewed it: after 61 s the
+    // fleet forgot the debt, and a host that starts serving the key then admitted in full.
+    const rule = testRule('token-bucket', 10, 1000)
+    const a = await host()
+    a.penalize([{ rule, key: 'long-debt', cost: 1000 }], now)
+    await a.syncNow()
+    await a.syncNow()
+    expect(await fleetTotal(rule, 'long-debt')).toBe(1000)
+    const ttl = await admin.pttl(`${prefix}:{${hashTag('long-debt')}}:${rule.stateId}:synced`)
+    // The debt (Redis's clock has run a little since), plus the counter's slack.
+    expect(ttl).toBeGreaterThan(99_000 + 60_000)
+    expect(ttl).toBeLessThanOrEqual(101_000 + 60_000)
+  })
+
   it('a reward on one host gives the units back to the fleet: another host sees them after a sync', async () => {
     const [a, b] = [await host(), await host()]
     const rules = [{ id: 'rewarded', limit: 10, window: '1h' }]
