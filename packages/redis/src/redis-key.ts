@@ -8,7 +8,8 @@ import { optionError } from '@floodgate/core/options'
  * key Cluster hashes, scatter one client's rules over several slots (CROSSSLOT → error →
  * fail-open → a bypass chosen by the client). base64url never contains braces, and a fixed
  * length keeps header-sized keys from multiplying Redis memory; no API key or user id is
- * stored in clear in a key name either.
+ * stored in clear in a key name either. Distinct client keys get distinct tags (up to a
+ * SHA-256 collision), lone surrogates included.
  *
  * @param clientKey - The key core built for the request (an IP, a user id, a header value).
  * @returns A brace-free tag, the same for every rule of that client key.
@@ -16,13 +17,24 @@ import { optionError } from '@floodgate/core/options'
 export function hashTag(clientKey: string): string {
   let tag = recent.get(clientKey)
   if (tag === undefined) {
-    tag = createHash('sha256').update(clientKey).digest('base64url').slice(0, 22)
+    const hash = createHash('sha256')
+    // UTF-8 turns every lone surrogate into U+FFFD, so 'a\uD800' and 'a\uFFFD' would share
+    // a tag (and a state). A key that is not well-formed UTF-16 is hashed as its code units,
+    // after a 0xFF byte that UTF-8 never holds: distinct keys, distinct bytes hashed, and
+    // well-formed keys keep the tag they always had.
+    if (LONE_SURROGATE.test(clientKey)) hash.update(ILL_FORMED).update(clientKey, 'utf16le')
+    else hash.update(clientKey)
+    tag = hash.digest('base64url').slice(0, 22)
     // Bounded: a flood of new keys empties the cache instead of growing it.
     if (recent.size >= RECENT_MAX) recent.clear()
     recent.set(clientKey, tag)
   }
   return tag
 }
+
+// A lone surrogate: a code point of category Cs, which a well-formed string never holds.
+const LONE_SURROGATE = /\p{Cs}/u
+const ILL_FORMED = new Uint8Array([0xff])
 
 // Clients come back: remembering recent tags saves a SHA-256 on most requests.
 const RECENT_MAX = 10_000

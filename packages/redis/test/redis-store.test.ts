@@ -181,6 +181,37 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
     expect(hashTag('}evil')).not.toBe(hashTag('evil'))
   })
 
+  it('keeps the state of distinct client keys apart, whatever UTF-16 they hold (property)', async () => {
+    // A key from a JSON body can hold a lone surrogate; hashed as UTF-8, every lone surrogate
+    // became U+FFFD, so 'bob\uD800', 'bob\uDFFF' and 'bob\uFFFD' shared one state.
+    const codeUnit = fc.oneof(
+      fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c)),
+      fc.constant('\uFFFD'),
+    )
+    await fc.assert(
+      fc.asyncProperty(
+        fc.string({ unit: 'binary', maxLength: 6 }),
+        fc.string({ unit: 'binary', maxLength: 6 }),
+        codeUnit,
+        codeUnit,
+        async (before, after, u, v) => {
+          fc.pre(u !== v)
+          const rule = testRule('token-bucket', 1, 60_000)
+          const [k1, k2] = [before + u + after, before + v + after]
+          const entry = (key: string): ConsumeEntry[] => [
+            { rule, key, cost: 1, maxWaitMs: 0, shadow: false },
+          ]
+          expect((await store.consume(entry(k1), 1000))[0]!.allowed).toBe(true)
+          expect((await store.consume(entry(k2), 1000))[0]!.allowed).toBe(true)
+          expect(hashTag(k1)).not.toBe(hashTag(k2))
+        },
+      ),
+      { numRuns: 50 },
+    )
+    // Well-formed keys keep the tag they always had (a deployment's keys do not move).
+    expect(hashTag('203.0.113.7')).toBe('_sUlZaoM8Y9X189bOscoUD')
+  })
+
   it('gives every key a TTL equal to its useful life, and deletes state that is fresh again', async () => {
     const rule = testRule('token-bucket', 10, 1000)
     const key = 'ttl-client'
