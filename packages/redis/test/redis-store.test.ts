@@ -291,6 +291,23 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
     )
   })
 
+  it('reads a state of the right size whose numbers are not its own (NaN) as fresh, and replaces it', async () => {
+    // Someone else's 16 bytes under the prefix: the state's life is NaN, which Redis refuses
+    // as a PX (every request of the client failed open), and which a cap would keep forever.
+    const rule = testRule('token-bucket', 10, 1000)
+    const key = 'garbled-state'
+    const garbage = Buffer.alloc(16)
+    garbage.writeDoubleLE(5, 0)
+    garbage.writeDoubleLE(Number.NaN, 8)
+    await admin.set(redisKey(prefix, key, rule.stateId), garbage)
+    const e: ConsumeEntry[] = [{ rule, key, cost: 1, maxWaitMs: 0, shadow: false }]
+    // The first request is decided on the garbage and nothing is kept; then the state is ours.
+    await store.consume(e, 1000)
+    expect(await store.consume(e, 1000)).toMatchObject([{ allowed: true, remaining: 9 }])
+    expect(await store.consume(e, 1000)).toMatchObject([{ allowed: true, remaining: 8 }])
+    expect(await admin.pttl(redisKey(prefix, key, rule.stateId))).toBeGreaterThan(0)
+  })
+
   it('concurrency slots live in leases that expire (a crashed host frees its slots)', async () => {
     const rule = testRule('concurrency', 2, 1000)
     const leased = createRedisStore({

@@ -121,8 +121,9 @@ const readEntry = (shadow: string): string => {
 const storeState = (alg: string, key: string, params: string, out: string): string => `
   local idle = ${alg}('i', s, ${params}, 0, now, 0, false, ${out})
   local ttl = ceil(idle - now)
-  if ttl <= 0 then
-    -- Already equal to the fresh state: nothing worth keeping.
+  if not (ttl > 0) then
+    -- Already equal to the fresh state: nothing worth keeping. A NaN life (a state of the right
+    -- size that Floodgate did not write) is read as fresh, like a state of the wrong size.
     redis.call('DEL', ${key})
   else
     local size = #s
@@ -139,7 +140,7 @@ const storeState = (alg: string, key: string, params: string, out: string): stri
     -- Redis writes a number argument with '%.17g' (glibc's float printer: a third of the cost
     -- of the SET, and "1e+17" from 10^17 on, which PX refuses): the TTL goes as an integer
     -- string, capped where Redis would refuse the expiry (a debt of Number.MAX_SAFE_INTEGER
-    -- units, a burst that takes longer than that to refill); NaN takes the cap too.
+    -- units, a burst that takes longer than that to refill).
     local px = ttl + slack
     if not (px < MAX_TTL) then px = MAX_TTL end
     redis.call('SET', ${key}, packed, 'PX', string.format('%d', px))
