@@ -5,7 +5,7 @@
  * `Number.MAX_SAFE_INTEGER` units, a rule whose burst takes longer to refill than that) keeps
  * its key this long instead of failing the call: no one waits that long.
  */
-export const MAX_TTL_MS = 2 ** 62
+export const MAX_TTL_MS: number = 2 ** 62
 
 /**
  * A TTL Redis takes: a whole number of milliseconds from 1 to {@link MAX_TTL_MS}.

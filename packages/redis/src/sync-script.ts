@@ -26,7 +26,7 @@ import { TTL_SLACK_MS } from './synced/rule-maths.js'
  * now over the interval; above the capacity when the fleet is in debt), and the number of hosts
  * that pushed within the active window, counting the caller.
  */
-export const SYNC_SCRIPT = `
+export const SYNC_SCRIPT: string = `
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local sfield = 's:' .. ARGV[1]
