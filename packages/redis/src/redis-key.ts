@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { keyDigest } from '@floodgate/core/algorithms'
 import { optionError } from '@floodgate/core/options'
 
 /**
@@ -17,24 +17,13 @@ import { optionError } from '@floodgate/core/options'
 export function hashTag(clientKey: string): string {
   let tag = recent.get(clientKey)
   if (tag === undefined) {
-    const hash = createHash('sha256')
-    // UTF-8 turns every lone surrogate into U+FFFD, so 'a\uD800' and 'a\uFFFD' would share
-    // a tag (and a state). A key that is not well-formed UTF-16 is hashed as its code units,
-    // after a 0xFF byte that UTF-8 never holds: distinct keys, distinct bytes hashed, and
-    // well-formed keys keep the tag they always had.
-    if (LONE_SURROGATE.test(clientKey)) hash.update(ILL_FORMED).update(clientKey, 'utf16le')
-    else hash.update(clientKey)
-    tag = hash.digest('base64url').slice(0, 22)
+    tag = keyDigest(clientKey)
     // Bounded: a flood of new keys empties the cache instead of growing it.
     if (recent.size >= RECENT_MAX) recent.clear()
     recent.set(clientKey, tag)
   }
   return tag
 }
-
-// A lone surrogate: a code point of category Cs, which a well-formed string never holds.
-const LONE_SURROGATE = /\p{Cs}/u
-const ILL_FORMED = new Uint8Array([0xff])
 
 // Clients come back: remembering recent tags saves a SHA-256 on most requests.
 const RECENT_MAX = 10_000

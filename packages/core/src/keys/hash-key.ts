@@ -28,8 +28,27 @@ const HASHED = `${KEY_MARKER}#`
  * @returns The stored key, at most `MAX_KEY_LENGTH + 1` characters.
  */
 export function boundKey(key: string): string {
-  if (key.length > MAX_KEY_LENGTH) {
-    return HASHED + createHash('sha256').update(key).digest('base64url').slice(0, 22)
-  }
+  if (key.length > MAX_KEY_LENGTH) return HASHED + keyDigest(key)
   return key.charCodeAt(0) === 0 ? KEY_MARKER + key : key
+}
+
+// A lone surrogate: a code point of category Cs, which a well-formed string never holds.
+const LONE_SURROGATE = /\p{Cs}/u
+const ILL_FORMED = new Uint8Array([0xff])
+
+/**
+ * 22 base64url characters (132 bits) of a key's SHA-256, distinct for distinct keys (up to a
+ * collision), lone surrogates included: UTF-8 turns every lone surrogate into U+FFFD, so
+ * `'a\uD800'` and `'a\uFFFD'` would hash alike. A key that is not well-formed UTF-16 is hashed
+ * as its code units after a 0xFF byte, which UTF-8 never holds; a well-formed key hashes as its
+ * UTF-8, as it always has (stored hashes stay where they are).
+ *
+ * @param key - Any string.
+ * @returns The digest, brace-free and of fixed length.
+ */
+export function keyDigest(key: string): string {
+  const hash = createHash('sha256')
+  if (LONE_SURROGATE.test(key)) hash.update(ILL_FORMED).update(key, 'utf16le')
+  else hash.update(key)
+  return hash.digest('base64url').slice(0, 22)
 }

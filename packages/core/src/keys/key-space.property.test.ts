@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { RequestFacts } from '../request-facts.js'
@@ -110,6 +111,41 @@ describe('stored client keys are injective', () => {
     expect(fn({ parts: [stored], ip: undefined })).not.toBe(stored)
     expect(fn({ parts: ['\u0000shared'], ip: undefined })).not.toBe(
       fn({ parts: [''], ip: undefined }),
+    )
+  })
+
+  it('property: long keys that differ in one lone surrogate are stored apart (hashed as UTF-8, every lone surrogate read as U+FFFD)', () => {
+    const fn = keyFn(1, 'ip')
+    const codeUnit = fc.oneof(
+      fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c)),
+      fc.constant('\uFFFD'),
+    )
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'binary', minLength: MAX_KEY_LENGTH, maxLength: MAX_KEY_LENGTH + 40 }),
+        fc.nat(),
+        codeUnit,
+        codeUnit,
+        (base, at, u, v) => {
+          fc.pre(u !== v)
+          const cut = at % (base.length + 1)
+          const key = (c: string) =>
+            fn({ parts: [base.slice(0, cut) + c + base.slice(cut)], ip: undefined })
+          expect(key(u)).not.toBe(key(v))
+        },
+      ),
+      { numRuns: 500 },
+    )
+  })
+
+  it('a well-formed long key keeps the stored form it always had', () => {
+    // Hashes already in stores must not move: the UTF-8 SHA-256 of the key, as before.
+    expect(boundKey('é'.repeat(MAX_KEY_LENGTH + 1))).toBe(
+      '\u0000#' +
+        createHash('sha256')
+          .update('é'.repeat(MAX_KEY_LENGTH + 1))
+          .digest('base64url')
+          .slice(0, 22),
     )
   })
 })
