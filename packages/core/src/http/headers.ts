@@ -42,9 +42,7 @@ export type HeaderPair = readonly [name: string, value: string]
  * @returns seconds, at least 1
  */
 export function retryAfterSeconds(retryAfterMs: number): number {
-  return retryAfterMs > 1000 && retryAfterMs <= Number.MAX_VALUE
-    ? Math.ceil(retryAfterMs / 1000)
-    : 1
+  return retryAfterMs > 1000 && retryAfterMs <= Number.MAX_VALUE ? seconds(retryAfterMs) : 1
 }
 
 /**
@@ -55,7 +53,7 @@ export function retryAfterSeconds(retryAfterMs: number): number {
  * @returns epoch seconds
  */
 export function epochResetSeconds(resetMs: number, nowMs: number): number {
-  return Math.ceil((nowMs + (resetMs > 0 && resetMs <= Number.MAX_VALUE ? resetMs : 0)) / 1000)
+  return seconds(nowMs + (resetMs > 0 ? resetMs : 0))
 }
 
 /**

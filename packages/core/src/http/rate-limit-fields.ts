@@ -23,13 +23,24 @@ export function inFlightRule(rule: Rule): boolean {
   return rule.algorithm === 'concurrency' || rule.algorithm === 'adaptive'
 }
 
-/** Whole seconds, rounded up; 0 for a time already past. */
-export const seconds = (ms: number): number =>
-  ms > 0 && ms <= Number.MAX_VALUE ? Math.ceil(ms / 1000) : 0
+/**
+ * The largest number a header carries: a structured-field integer has at most 15 digits
+ * (RFC 9651), and past 10^21 JavaScript writes a number as `1e+21`, which no header grammar
+ * takes (`Retry-After` is digits only). 10^15 - 1 seconds is 31 million years: a wait that
+ * long (a penalty of billions of units on a slow rule) is "do not come back" either way.
+ */
+export const MAX_HEADER_INTEGER = 999_999_999_999_999
 
-/** A count fit for a header: a whole, finite, non-negative number (0 otherwise). */
+/**
+ * Whole seconds, rounded up, at most {@link MAX_HEADER_INTEGER}; 0 for a time already past and
+ * for a number that is not one (NaN, infinite).
+ */
+export const seconds = (ms: number): number =>
+  ms > 0 && ms <= Number.MAX_VALUE ? Math.min(Math.ceil(ms / 1000), MAX_HEADER_INTEGER) : 0
+
+/** A count fit for a header: whole, at most {@link MAX_HEADER_INTEGER}; 0 for NaN, infinite or negative. */
 export const headerCount = (n: number): number =>
-  n >= 0 && n <= Number.MAX_SAFE_INTEGER ? Math.floor(n) : 0
+  n >= 0 && n <= Number.MAX_VALUE ? Math.min(Math.floor(n), MAX_HEADER_INTEGER) : 0
 
 // Rules are frozen, so their strings can be kept as long as the rule lives.
 const byRule = new WeakMap<Rule, RuleStrings>()
