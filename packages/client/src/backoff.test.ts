@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { backoffCeilingMs, backoffDelayMs } from './backoff.js'
 
@@ -21,5 +22,34 @@ describe('backoff', () => {
 
   it('without jitter waits the full ceiling', () => {
     expect(backoffDelayMs(1, { baseMs: 100, jitter: 'none', random: () => 0 })).toBe(200)
+  })
+
+  it('property: any retry, base, cap and random draw give a delay in [0, cap], never NaN', () => {
+    const anyNumber = fc.oneof(
+      fc.double(),
+      fc.integer({ min: -5, max: 5000 }),
+      fc.constantFrom(NaN, Infinity, -Infinity, 0, -0),
+    )
+    fc.assert(
+      fc.property(
+        anyNumber,
+        anyNumber,
+        fc.double({ min: 0, max: 1e9, noNaN: true }),
+        anyNumber,
+        fc.constantFrom('full' as const, 'none' as const),
+        (retry, baseMs, capMs, draw, jitter) => {
+          const delay = backoffDelayMs(retry, { baseMs, capMs, jitter, random: () => draw })
+          expect(Number.isNaN(delay)).toBe(false)
+          expect(delay).toBeGreaterThanOrEqual(0)
+          expect(delay).toBeLessThanOrEqual(capMs)
+        },
+      ),
+      { numRuns: 2000 },
+    )
+  })
+
+  it('a base of 0 waits 0 at every retry, however many came before', () => {
+    expect(backoffCeilingMs(1024, 0, 1000)).toBe(0)
+    expect(backoffDelayMs(5000, { baseMs: 0, jitter: 'none' })).toBe(0)
   })
 })

@@ -43,8 +43,12 @@ export const DEFAULT_CAP_MS = 10_000
  * @returns the ceiling in milliseconds
  */
 export function backoffCeilingMs(retry: number, baseMs: number, capMs: number): number {
-  // 2 ** 1100 is Infinity, which Math.min handles; a negative retry is treated as the first.
-  return Math.min(capMs, baseMs * 2 ** Math.max(0, retry))
+  // A negative or NaN retry is treated as the first. 2 ** 1100 is Infinity, which Math.min
+  // handles, but not times a base of 0 (NaN): a base of 0 is a ceiling of 0 at every retry.
+  // Likewise a NaN or negative base or cap is a ceiling of 0, never a NaN delay.
+  if (!(baseMs > 0)) return 0
+  const ceiling = Math.min(capMs, baseMs * 2 ** (retry > 0 ? retry : 0))
+  return ceiling > 0 ? ceiling : 0
 }
 
 /**
@@ -69,7 +73,8 @@ export function backoffDelayMs(retry: number, options: BackoffOptions = {}): num
   )
   if (options.jitter === 'none') return ceiling
   const random = options.random ?? Math.random
-  // Clamp a misbehaving random source rather than produce a negative or oversized delay.
-  const r = Math.min(1, Math.max(0, random()))
-  return r * ceiling
+  // Clamp a misbehaving random source (negative, above 1, NaN) rather than produce a
+  // negative, oversized or NaN delay.
+  const x = random()
+  return (x > 0 ? (x < 1 ? x : 1) : 0) * ceiling
 }
