@@ -145,7 +145,7 @@ export class SyncedStore implements Store {
     return results
   }
 
-  /** Give units back locally; the fleet learns at the next sync (others are not credited). */
+  /** Give units back locally at once; the fleet gets them back with the next sync. */
   refund(entries: readonly RefundEntry[], nowMs: number): void {
     this.memory.refund(entries, nowMs)
     for (const e of entries) {

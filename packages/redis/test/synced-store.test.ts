@@ -255,6 +255,28 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     )
   })
 
+  it('a refund of units already sent gives them back to the fleet at the next sync, where other hosts see it', async () => {
+    const rule = testRule('token-bucket', 10, 60_000)
+    const [a, b] = [await host(), await host()]
+    now = 7_000_000
+    const key = 'refund-after-send'
+    for (let i = 0; i < 6; i++) expect(a.consume(one(rule, key), now)[0]!.allowed).toBe(true)
+    await a.syncNow()
+    await a.syncNow()
+    expect(await fleetTotal(rule, key)).toBe(6)
+    // Four of the six were a queued reservation whose client went away.
+    a.refund([{ rule, key, cost: 4 }], now)
+    expect(remaining(a, rule, key)).toBe(8)
+    await a.syncNow()
+    expect(await fleetTotal(rule, key)).toBe(2)
+    // b serves the key from now on: it reads the fleet's level at its next syncs.
+    expect(remaining(b, rule, key)).toBe(10)
+    await b.syncNow()
+    await b.syncNow()
+    // Two hosts share the fleet's room of 8, 4 each (2 each had the refund stayed local).
+    expect(remaining(b, rule, key)).toBe(4)
+  })
+
   it('refuses rules it cannot share, naming the rule and the algorithm', async () => {
     const store = await host()
     expect(() =>
