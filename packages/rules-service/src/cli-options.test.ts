@@ -35,6 +35,20 @@ describe('parseCli', () => {
     ])
   })
 
+  it('takes the database timeout from --database-timeout or FLOODGATE_DATABASE_TIMEOUT_MS', () => {
+    const env = { DATABASE_URL: 'postgres://db/rules', FLOODGATE_DATABASE_TIMEOUT_MS: '2500' }
+    expect(parseCli(['serve'], env).options.databaseTimeoutMs).toBe(2500)
+    expect(parseCli(['serve', '--database-timeout', '700'], env).options.databaseTimeoutMs).toBe(
+      700,
+    )
+    expect(
+      parseCli(['serve'], { DATABASE_URL: 'postgres://db/rules' }).options.databaseTimeoutMs,
+    ).toBeUndefined()
+    expect(() => parseCli(['serve', '--database-timeout', '1.5'], env)).toThrow(
+      /--database-timeout: expected a whole number/,
+    )
+  })
+
   it('reads a tokens file, taking secrets from the environment when asked', () => {
     const dir = mkdtempSync(join(tmpdir(), 'fg-cli-'))
     const file = join(dir, 'tokens.json')

@@ -28,6 +28,8 @@ Tokens (never pass secrets as flags: they show in ps):
 Other:
   --service <name>        create this service at start (repeatable)
   --body-limit <bytes>    largest request body [default 65536]
+  --database-timeout <ms> longest wait for PostgreSQL, per connection and statement
+                          [FLOODGATE_DATABASE_TIMEOUT_MS, default 10000]
   --log-level <level>     pino level [LOG_LEVEL, default info]
   -h, --help
 `
@@ -93,6 +95,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
       'require-read-token': { type: 'boolean' },
       service: { type: 'string', multiple: true },
       'body-limit': { type: 'string' },
+      'database-timeout': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -116,7 +119,13 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
     command: 'serve',
     options: {
       ...(databaseUrl
-        ? { databaseUrl }
+        ? {
+            databaseUrl,
+            databaseTimeoutMs: intOption(
+              '--database-timeout',
+              values['database-timeout'] ?? env.FLOODGATE_DATABASE_TIMEOUT_MS,
+            ),
+          }
         : { dataDir: values['data-dir'] ?? env.FLOODGATE_DATA_DIR ?? '.floodgate-data' }),
       schema: values.schema ?? env.FLOODGATE_SCHEMA,
       port: intOption('--port', values.port ?? env.PORT) ?? 8080,

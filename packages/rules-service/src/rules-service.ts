@@ -27,6 +27,12 @@ export interface RulesServiceOptions {
    */
   databaseUrl?: string | undefined
   /**
+   * With `databaseUrl`: the longest wait for PostgreSQL, in ms, for a connection and for each
+   * statement (a lock wait included); past it the request answers 500 instead of hanging.
+   * @default 10_000
+   */
+  databaseTimeoutMs?: number | undefined
+  /**
    * PGlite's data directory; ignored with `databaseUrl`.
    * @default undefined (in memory: rules are lost when the process exits)
    */
@@ -127,7 +133,11 @@ export async function createRulesService(
   const db =
     options.db ??
     (options.databaseUrl !== undefined
-      ? await openPgDb({ databaseUrl: options.databaseUrl, schema: options.schema })
+      ? await openPgDb({
+          databaseUrl: options.databaseUrl,
+          schema: options.schema,
+          timeoutMs: options.databaseTimeoutMs,
+        })
       : await openPgliteDb({
           dataDir: options.dataDir,
           schema: options.schema,

@@ -15,7 +15,18 @@ export interface PgDbOptions {
    * @default 10
    */
   maxConnections?: number | undefined
+  /**
+   * Longest wait for the database, in ms: for a connection (connecting, or a free one from the
+   * pool), and for each statement (the server cancels it, a lock wait included; a server that
+   * stops answering altogether is given one second more before the query fails here). A
+   * database that hangs then answers 500 instead of holding requests open without end.
+   * @default 10_000
+   */
+  timeoutMs?: number | undefined
 }
+
+/** Default of {@link PgDbOptions.timeoutMs}. */
+export const DEFAULT_DB_TIMEOUT_MS = 10_000
 
 /**
  * Connect to a PostgreSQL server through a `pg` pool.
@@ -29,9 +40,13 @@ export interface PgDbOptions {
  */
 export async function openPgDb(options: PgDbOptions): Promise<Db> {
   const schema = options.schema === undefined ? undefined : checkSchemaName(options.schema)
+  const timeoutMs = checkTimeoutMs(options.timeoutMs)
   const pool = new pg.Pool({
     connectionString: options.databaseUrl,
     max: options.maxConnections ?? 10,
+    connectionTimeoutMillis: timeoutMs,
+    statement_timeout: timeoutMs,
+    query_timeout: timeoutMs + 1000,
     // Every connection starts in the schema, so no query has to name it.
     ...(schema === undefined ? {} : { options: `-c search_path=${schema}` }),
   })
@@ -79,4 +94,14 @@ export async function openPgDb(options: PgDbOptions): Promise<Db> {
     },
     close: () => pool.end(),
   }
+}
+
+function checkTimeoutMs(v: unknown): number {
+  if (v === undefined) return DEFAULT_DB_TIMEOUT_MS
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 2 ** 31 - 1001) {
+    throw new TypeError(
+      `databaseTimeoutMs: expected a whole number of milliseconds from 1 to ${2 ** 31 - 1001}, got ${JSON.stringify(v) ?? typeof v}`,
+    )
+  }
+  return v
 }
