@@ -2,7 +2,14 @@ import { createServer, type Server, type Socket } from 'node:net'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRulesService, type RulesServiceApp } from '@floodgate/rules-service'
-import { DATABASE_URL, TOKENS, dropSchema, postgresAvailable, uniqueSchema } from './helpers.js'
+import {
+  DATABASE_URL,
+  TOKENS,
+  dropSchema,
+  postgresAvailable,
+  putCheckoutRule,
+  uniqueSchema,
+} from './helpers.js'
 
 // A PostgreSQL that does not answer: a lock nobody releases, or a server that accepted the
 // connection and went silent. The service answers 500 within its databaseTimeoutMs instead of
@@ -13,7 +20,6 @@ const TIMEOUT_MS = 400
 
 describe.skipIf(!hasPostgres)('when PostgreSQL does not answer', () => {
   let app: RulesServiceApp
-  const auth = { authorization: `Bearer ${TOKENS.admin}` }
 
   beforeAll(async () => {
     app = await createRulesService({
@@ -30,13 +36,7 @@ describe.skipIf(!hasPostgres)('when PostgreSQL does not answer', () => {
     await dropSchema(schema)
   })
 
-  const putRule = (id: string) =>
-    app.inject({
-      method: 'PUT',
-      url: `/v1/services/checkout/rules/${id}`,
-      headers: auth,
-      payload: { rate: '5/1m' },
-    })
+  const putRule = (id: string) => putCheckoutRule(app, id)
 
   it('answers a write stuck behind a lock 500 once the timeout has passed, and stores nothing of it', async () => {
     const holder = new pg.Client({ connectionString: DATABASE_URL })

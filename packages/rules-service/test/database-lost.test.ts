@@ -1,7 +1,14 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createRulesService, type RulesServiceApp } from '@floodgate/rules-service'
-import { DATABASE_URL, TOKENS, dropSchema, postgresAvailable, uniqueSchema } from './helpers.js'
+import {
+  DATABASE_URL,
+  TOKENS,
+  dropSchema,
+  postgresAvailable,
+  putCheckoutRule,
+  uniqueSchema,
+} from './helpers.js'
 
 // A real PostgreSQL server that drops the service's connection in the middle of a write (a
 // restart, a failover, an administrator's pg_terminate_backend): that write fails with a 500,
@@ -15,7 +22,6 @@ const withName = (url: string, name: string): string =>
 describe.skipIf(!hasPostgres)('when PostgreSQL drops a connection mid-write', () => {
   let app: RulesServiceApp
   const admin = new pg.Client({ connectionString: DATABASE_URL })
-  const auth = { authorization: `Bearer ${TOKENS.admin}` }
 
   beforeAll(async () => {
     app = await createRulesService({
@@ -33,13 +39,7 @@ describe.skipIf(!hasPostgres)('when PostgreSQL drops a connection mid-write', ()
     await dropSchema(schema)
   })
 
-  const putRule = (id: string) =>
-    app.inject({
-      method: 'PUT',
-      url: `/v1/services/checkout/rules/${id}`,
-      headers: auth,
-      payload: { rate: '5/1m' },
-    })
+  const putRule = (id: string) => putCheckoutRule(app, id)
 
   it('answers the write 500, stores nothing of it, and keeps serving', async () => {
     // Hold the service's row so the write waits inside its transaction, then end its session.

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import type { RulesServiceApp } from '@floodgate/rules-service'
 import pg from 'pg'
 
 /** The machine's PostgreSQL, as the brief names it. */
@@ -62,3 +63,13 @@ export const TOKENS = {
   checkout: 'checkout-writer-token-0123456789',
   reader: 'reader-token-0123456789abcdef',
 } as const
+
+/** PUT a small rule under `checkout` with the admin token: a write that takes the service's row lock. */
+export function putCheckoutRule(app: RulesServiceApp, id: string) {
+  return app.inject({
+    method: 'PUT',
+    url: `/v1/services/checkout/rules/${id}`,
+    headers: { authorization: `Bearer ${TOKENS.admin}` },
+    payload: { rate: '5/1m' },
+  })
+}
