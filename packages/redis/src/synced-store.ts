@@ -1,4 +1,4 @@
-import { MemoryStore, type Clock, type Store } from '@floodgate/core'
+import { MemoryStore, type Clock, type Logger, type Store } from '@floodgate/core'
 import type { RuleTier } from '@floodgate/core/rules'
 import {
   EPSILON,
@@ -22,9 +22,12 @@ import {
   unsupported,
 } from './synced/rule-maths.js'
 import { SyncExchange, type FleetLevel } from './synced/sync-exchange.js'
-import { TrackedKeys, type Tracked } from './synced/tracked-keys.js'
+import { TrackedKeys, hasUnsent, type Tracked } from './synced/tracked-keys.js'
 
 export type { SyncedStoreOptions } from './synced/options.js'
+
+/** How long close() waits for a reconnect or a late reply before its next round. */
+const CLOSE_RETRY_MS = 10
 
 /**
  * Decides locally, shares consumption through Redis: the "synced" distributed mode.
@@ -80,7 +83,11 @@ export class SyncedStore implements Store {
   private reads: Promise<void> = Promise.resolve()
   private timer: NodeJS.Timeout | undefined
   private closed = false
+  private closing: Promise<void> | undefined
   private failed = 0
+  private readonly timeoutMs: number
+  /** Warnings that must not be dropped (what close() could not send). */
+  private readonly log: Logger
 
   /**
    * @param options - Where Redis is and how often to sync; see {@link SyncedStoreOptions}.
@@ -95,10 +102,12 @@ export class SyncedStore implements Store {
     this.client = this.connection.client
     this.ready = this.connection.ready
     this.syncMs = o.syncMs
+    this.timeoutMs = o.timeoutMs
     this.clock = o.clock
     this.exchange = new SyncExchange(this.connection, o)
     this.recorded = new RecordedLimits(this.client, o.prefix, o.timeoutMs)
-    this.warn = throttledWarn(scopeLogger(o.logger, 'floodgate-synced'))
+    this.log = scopeLogger(o.logger, 'floodgate-synced')
+    this.warn = throttledWarn(this.log)
     this.schedule()
   }
 
@@ -194,8 +203,10 @@ export class SyncedStore implements Store {
   }
 
   /**
-   * Keep the state of these rules only. Throws when a rule in force uses an algorithm this
-   * store cannot share, so `createLimiter` refuses it at startup.
+   * Keep the state of these rules only. Units admitted under a removed rule that Redis has
+   * not confirmed yet are still sent (other hosts may still enforce it, or it may come back).
+   * Throws when a rule in force uses an algorithm this store cannot share, so
+   * `createLimiter` refuses it at startup.
    */
   retain(stateIds: ReadonlySet<string>): void {
     checkShareable(stateIds)
@@ -212,18 +223,54 @@ export class SyncedStore implements Store {
     return this.queueRound(false)
   }
 
-  /** Stop the timer, send what is still unsent (one last sync), and close what Floodgate opened. */
-  async close(): Promise<void> {
-    if (this.closed) return
+  /**
+   * Stop the timer, send what is still unsent, and close what Floodgate opened. Units admitted
+   * while it runs (requests still in flight during a shutdown) are sent too: it syncs until
+   * Redis has confirmed every unit, or for at most twice `syncTimeoutMs` when Redis cannot be
+   * reached. Units it could not send, and units admitted after its last round (while the
+   * connection closes), are logged in a warning; units admitted once it has resolved are
+   * never sent.
+   */
+  close(): Promise<void> {
+    if (this.closing) return this.closing
     this.closed = true
     if (this.timer) clearTimeout(this.timer)
     if (this.earlyTimer) clearTimeout(this.earlyTimer)
-    await this.syncNow()
-    // Keys seen for the first time since the last round were only read by it: send their units.
-    if ([...this.keys.all()].some((t) => t.pending !== 0)) await this.syncNow()
+    this.closing = this.shutDown()
+    return this.closing
+  }
+
+  private async shutDown(): Promise<void> {
+    await this.drain()
+    this.reportUnsent('closed before Redis confirmed every unit this host admitted')
     this.memory.close()
     this.keys.clear()
     await this.connection.close()
+    this.reportUnsent('units admitted while the connection closed')
+  }
+
+  /** Sync until Redis has confirmed every unit admitted here, or the deadline passes. */
+  private async drain(): Promise<void> {
+    const deadline = Date.now() + 2 * this.timeoutMs
+    for (;;) {
+      // A key seen for the first time is read by one round and sent by the next.
+      await this.syncNow()
+      if (![...this.keys.all()].some(hasUnsent) || Date.now() >= deadline) return
+      // Reconnecting, or a late reply still out: give it a moment before the next round.
+      if (!this.exchange.connected || this.exchange.inFlight > 0) {
+        await new Promise((resolve) => setTimeout(resolve, CLOSE_RETRY_MS))
+      }
+    }
+  }
+
+  /** Warn (never throttled) of the units Redis has not confirmed, if there are any. */
+  private reportUnsent(why: string): void {
+    const { unsent, unconfirmed } = this.keys.unsent()
+    if (unsent === 0 && unconfirmed === 0) return
+    this.log.warn(
+      { unsent, unconfirmed, failedSyncs: this.failed },
+      `synced store: ${why}; the fleet never counts the unsent units`,
+    )
   }
 
   private queueRound(urgentOnly: boolean): Promise<void> {
@@ -321,6 +368,11 @@ export class SyncedStore implements Store {
     for (const t of candidates) {
       t.urgent = false
       if (t.reading) continue
+      if (t.retired && !hasUnsent(t)) {
+        // Its rule was removed and all its units are in Redis: nothing more to share.
+        this.keys.untrack(t)
+        continue
+      }
       if (urgentOnly && this.keys.find(t.rule, t.key) !== t) continue
       if (t.known) {
         // A batch whose outcome is unknown goes again alone, so at most one is ever pending;
@@ -343,7 +395,8 @@ export class SyncedStore implements Store {
 
   private adopt(group: readonly Tracked[], levels: readonly FleetLevel[], now: number): void {
     group.forEach((t, i) => {
-      adoptFleetLevel(this.memory, t, levels[i]!, now, this.keys.find(t.rule, t.key) === t)
+      const current = !t.retired && this.keys.find(t.rule, t.key) === t
+      adoptFleetLevel(this.memory, t, levels[i]!, now, current)
     })
   }
 

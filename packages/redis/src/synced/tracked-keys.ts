@@ -27,6 +27,24 @@ export interface Tracked {
   urgent: boolean
   /** Until when the local refill was cut to this host's share. */
   adjustedMs: number
+  /**
+   * Its rule was removed while it still held units to send: it syncs until they are in
+   * Redis, then is dropped (unless the rule comes back first).
+   */
+  retired: boolean
+}
+
+/** Units a host admitted that Redis has not confirmed, per {@link TrackedKeys.unsent}. */
+export interface UnsentUnits {
+  /** Admitted and not sent yet: not in Redis. */
+  readonly unsent: number
+  /** Sent in a batch whose reply never came: in Redis or not, nobody knows. */
+  readonly unconfirmed: number
+}
+
+/** Whether the entry holds units Redis has not confirmed (to send, or sent unanswered). */
+export function hasUnsent(t: Tracked): boolean {
+  return t.pending !== 0 || t.unacked.length > 0
 }
 
 /** How many of the oldest entries a new key inspects, at most, to find one it may drop. */
@@ -81,7 +99,10 @@ export class TrackedKeys {
       }
     }
     let t = keys?.get(key)
-    if (t) return t
+    if (t) {
+      if (t.retired) t.retired = false
+      return t
+    }
     // Room first: dropping the last entry of this rule's map drops the map itself.
     if (this.count >= this.maxKeys) this.evictOne()
     keys = this.byState.get(rule.stateId)
@@ -107,6 +128,7 @@ export class TrackedKeys {
       fullAtMs: Number.NEGATIVE_INFINITY,
       urgent: false,
       adjustedMs: Number.NEGATIVE_INFINITY,
+      retired: false,
     }
     keys.set(key, t)
     this.count++
@@ -136,15 +158,33 @@ export class TrackedKeys {
     for (const keys of this.byState.values()) yield* keys.values()
   }
 
-  /** Keep the entries of these rule states only. */
+  /**
+   * Keep the entries of these rule states; of the others, keep (as retired) only those that
+   * still hold units Redis has not confirmed, so that they are sent. An entry of a rule that
+   * is back is no longer retired.
+   */
   retain(stateIds: ReadonlySet<string>): void {
     for (const [id, keys] of this.byState) {
-      if (stateIds.has(id)) continue
-      this.count -= keys.size
-      this.byState.delete(id)
+      const kept = stateIds.has(id)
+      for (const t of keys.values()) {
+        if (kept) t.retired = false
+        else if (hasUnsent(t)) t.retired = true
+        else this.untrack(t)
+      }
     }
     this.lastRule = undefined
     this.lastKeys = undefined
+  }
+
+  /** What the entries hold that Redis has not confirmed, in units. */
+  unsent(): UnsentUnits {
+    let unsent = 0
+    let unconfirmed = 0
+    for (const t of this.all()) {
+      unsent += t.pending
+      for (let i = 1; i < t.unacked.length; i += 2) unconfirmed += t.unacked[i]!
+    }
+    return { unsent, unconfirmed }
   }
 
   /** Drop every entry. */

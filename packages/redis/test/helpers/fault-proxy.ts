@@ -9,6 +9,12 @@ export type FaultMode =
    * not dropped, as TCP would: back in 'pass' they flow on.
    */
   | 'stall'
+  /**
+   * Forward commands to Redis, swallow its replies: the commands run, their answers are lost.
+   * Leave it with {@link FaultProxy.resetAll} (a client would take later replies for the
+   * swallowed ones).
+   */
+  | 'drop-replies'
 
 /**
  * A small TCP proxy in front of Redis that can delay, stall or reset connections, because
@@ -36,7 +42,7 @@ export class FaultProxy {
     return proxy
   }
 
-  /** Forward normally, or stall every connection (bytes are swallowed, nothing comes back). */
+  /** Forward normally, stall every connection, or swallow Redis's replies (see {@link FaultMode}). */
   setMode(mode: FaultMode): void {
     this.mode = mode
     for (const s of this.sockets) {
@@ -75,6 +81,7 @@ export class FaultProxy {
     upstream.on('error', drop).on('close', drop)
     const pipe = (from: net.Socket, to: net.Socket): void => {
       from.on('data', (chunk: Buffer) => {
+        if (from === upstream && this.mode === 'drop-replies') return
         if (this.delayMs > 0) setTimeout(() => to.writable && to.write(chunk), this.delayMs)
         else to.write(chunk)
       })

@@ -60,6 +60,25 @@ describe('TrackedKeys', () => {
     expect(keys.find(r2, 'a')).toBeUndefined()
   })
 
+  it('retain keeps, retired, the entries of a removed rule that still hold units to send', () => {
+    const { keys } = table()
+    const sent = keys.track(r1, 'sent')
+    const unsent = keys.track(r1, 'unsent')
+    const unacked = keys.track(r1, 'unacked')
+    unsent.pending = 2
+    unacked.unacked.push(4, 1)
+    keys.retain(new Set([r2.stateId]))
+    expect([...keys.all()]).toEqual([unsent, unacked])
+    expect([unsent.retired, unacked.retired, sent.retired]).toEqual([true, true, false])
+    expect(keys.unsent()).toEqual({ unsent: 2, unconfirmed: 1 })
+    // The rule is back: its entries are live again.
+    keys.retain(new Set([r1.stateId]))
+    expect(unsent.retired || unacked.retired).toBe(false)
+    keys.retain(new Set())
+    expect(keys.track(r1, 'unsent')).toBe(unsent)
+    expect(unsent.retired).toBe(false)
+  })
+
   it('past maxKeys, a new key drops the oldest entry whose units are all sent', () => {
     const { keys } = table(3)
     const [a, b, c] = ['a', 'b', 'c'].map((k) => keys.track(r1, k))
@@ -112,7 +131,12 @@ describe('TrackedKeys', () => {
           if (o.kind === 'retain') {
             const keep = new Set(o.keep.map((i) => rules[i]!.stateId))
             keys.retain(keep)
-            for (const state of model.keys()) if (!keep.has(state)) model.delete(state)
+            // A removed rule's entries with units still to send stay until they are sent.
+            for (const [state, m] of model) {
+              if (keep.has(state)) continue
+              for (const [key, p] of m) if (p === 0) m.delete(key)
+              if (m.size === 0) model.delete(state)
+            }
             continue
           }
           const rule = rules[o.rule]!
