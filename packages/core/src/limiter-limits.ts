@@ -2,7 +2,7 @@ import { durationMs } from './duration.js'
 import { describeValue } from './options/checks.js'
 import { compileKeyPart, type KeyBuilders, type KeyFn } from './keys/build-key.js'
 import type { RequestFacts } from './request-facts.js'
-import { BUCKET_ALGORITHMS } from './rules/algorithm-catalog.js'
+import { BUCKET_ALGORITHMS, limitTooLarge } from './rules/algorithm-catalog.js'
 import { stateIdOf } from './rules/compile-rules.js'
 import type { CompiledRule } from './rules/compiled-rules.js'
 import type { KeyPart, RuleTier } from './rules/rule.js'
@@ -141,6 +141,9 @@ function readAnswer(base: CompiledRule, answer: unknown): RuleTier | undefined |
     }
   } else return undefined
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit <= 0) return undefined
+  // A limit the rule could not be written with (a sliding-window-log of a million units would
+  // allocate a timestamp per unit, per client) is not one a function may answer either.
+  if (limitTooLarge(rule.algorithm, limit)) return undefined
   if (windowMs === undefined || (!concurrency && (windowMs <= 0 || windowMs > MAX_DURATION_MS)))
     return undefined
   const bucket = BUCKET_ALGORITHMS.has(rule.algorithm)

@@ -1,9 +1,11 @@
+import fc from 'fast-check'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Decision } from './decision.js'
 import { createLimiter, type LimiterOptions } from './limiter.js'
 import type { Logger } from './logger.js'
 import type { RequestFacts } from './request-facts.js'
 import type { RuleInput } from './rules/schema.js'
+import { MAX_SLIDING_LOG_LIMIT } from './rules/algorithm-catalog.js'
 import { MemoryStore } from './stores/memory-store.js'
 
 interface Req {
@@ -212,6 +214,39 @@ describe('limits: a function of the request chooses the limit', () => {
       expect.objectContaining({ code: 'FG_WRN_LIMIT_INVALID', rule: 'per-usr' }),
       expect.stringContaining('limits.per-usr: no rule has this id'),
     )
+  })
+
+  it("an answer past what the algorithm can hold (a sliding-window-log over 10 000) is the rule's own limit, warned; the request is judged", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: MAX_SLIDING_LOG_LIMIT + 1, max: Number.MAX_SAFE_INTEGER }),
+        fc.boolean(),
+        (limit, asObject) => {
+          const log = logger()
+          const { check } = clocked(
+            [{ id: 'log', algorithm: 'sliding-window-log', limit: 2, window: '1m' }],
+            { logger: log, limits: { log: () => (asObject ? { limit } : limit) } },
+          )
+          const decisions = [check(), check(), check()]
+          expect(decisions.map((d) => [d.allowed, d.limit, d.failedOpen])).toEqual([
+            [true, 2, false],
+            [true, 2, false],
+            [false, 2, false],
+          ])
+          expect(log.warn).toHaveBeenCalledWith(
+            expect.objectContaining({ code: 'FG_WRN_LIMIT_INVALID', rule: 'log' }),
+            expect.stringContaining("the rule's own limit applied"),
+          )
+        },
+      ),
+      { numRuns: 50 },
+    )
+    // The largest limit a sliding-window-log rule may be written with is a limit it may answer.
+    const { check } = clocked(
+      [{ id: 'log', algorithm: 'sliding-window-log', limit: 2, window: '1m' }],
+      { limits: { log: () => MAX_SLIDING_LOG_LIMIT } },
+    )
+    expect(check()).toMatchObject({ limit: MAX_SLIDING_LOG_LIMIT, failedOpen: false })
   })
 
   it('bounds the distinct limits one rule can answer', () => {

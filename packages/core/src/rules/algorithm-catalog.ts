@@ -32,6 +32,15 @@ export const BUCKET_ALGORITHMS: ReadonlySet<RuleAlgorithm> = new Set<RuleAlgorit
 /** The largest limit a sliding-window-log rule may have: it keeps one timestamp per unit. */
 export const MAX_SLIDING_LOG_LIMIT = 10_000
 
+/**
+ * Whether `limit` is more than the algorithm can keep state for (a sliding-window-log keeps
+ * one timestamp per unit). One check for every place a limit comes from: a rule, a tier, a
+ * limit function's answer.
+ */
+export function limitTooLarge(algorithm: RuleAlgorithm, limit: number): boolean {
+  return algorithm === 'sliding-window-log' && limit > MAX_SLIDING_LOG_LIMIT
+}
+
 /** Whether a refused request can reserve capacity (needed by the `queue` action). */
 export function canReserve(name: RuleAlgorithm): boolean {
   return name !== 'adaptive' && algorithms[name].canReserve

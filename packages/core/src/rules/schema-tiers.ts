@@ -1,5 +1,5 @@
 import type { RuleAlgorithm, RuleTier } from './rule.js'
-import { BUCKET_ALGORITHMS, MAX_SLIDING_LOG_LIMIT } from './algorithm-catalog.js'
+import { BUCKET_ALGORITHMS, MAX_SLIDING_LOG_LIMIT, limitTooLarge } from './algorithm-catalog.js'
 import { E, type TierInput } from './schema-fields.js'
 import type { Checker } from './schema-issues.js'
 
@@ -57,7 +57,7 @@ export function resolveTier(
     return undefined
   }
   const burst = bucket ? (t.burst ?? limit) : limit
-  if (r.algorithm === 'sliding-window-log' && limit > MAX_SLIDING_LOG_LIMIT) {
+  if (limitTooLarge(r.algorithm, limit)) {
     at.expected(
       `a limit of at most ${MAX_SLIDING_LOG_LIMIT} for sliding-window-log, which stores a timestamp per request (sliding-window-counter scales to any limit)`,
       limit,

@@ -1,6 +1,11 @@
 import { RulesValidationError } from '../errors.js'
 import type { CountMode, FallbackKey, Rule, RuleAlgorithm, RuleTier, RuleTiers } from './rule.js'
-import { BUCKET_ALGORITHMS, MAX_SLIDING_LOG_LIMIT, canReserve } from './algorithm-catalog.js'
+import {
+  BUCKET_ALGORITHMS,
+  MAX_SLIDING_LOG_LIMIT,
+  canReserve,
+  limitTooLarge,
+} from './algorithm-catalog.js'
 import { ruleJsonSchema, rulesJsonSchema } from './rule-json-schema.js'
 import { E, REJECT_429 } from './schema-fields.js'
 import { BAD, type Bad, Checker, toMessages } from './schema-issues.js'
@@ -131,11 +136,7 @@ function checkRule(input: unknown, c: Checker): Rule | Bad {
       ['burst'],
     )
   }
-  if (
-    algorithm === 'sliding-window-log' &&
-    ownLimit !== undefined &&
-    ownLimit > MAX_SLIDING_LOG_LIMIT
-  ) {
+  if (algorithm !== undefined && ownLimit !== undefined && limitTooLarge(algorithm, ownLimit)) {
     c.expected(
       `a limit of at most ${MAX_SLIDING_LOG_LIMIT} for sliding-window-log, which stores a timestamp per request (sliding-window-counter scales to any limit)`,
       ownLimit,
