@@ -1,24 +1,25 @@
 import type { Clock } from './clock.js'
 import type { Decision } from './decision.js'
-import { refundOf, type Entry, type QueuePlaces } from './limiter-entry.js'
+import type { Entry, QueuePlaces } from './limiter-entry.js'
 import type { Logger } from './logger.js'
 import type { CompiledRule } from './rules/compiled-rules.js'
 import type { RefundEntry, Store } from './stores/store.js'
 import type { RequestOutcome } from './limiter-types.js'
+import { stillHeld, type HeldEntry, type StateGenerations } from './limiter-state-generations.js'
 
 /** What an admitted request holds until it ends. */
 interface Lease {
   released: boolean
   /** Entries recorded for the request: refunded when a queued client goes away. */
-  readonly charged: RefundEntry[]
+  readonly charged: HeldEntry[]
   /** Concurrency slots: refunded at release. */
-  readonly slots: RefundEntry[]
+  readonly slots: HeldEntry[]
   /** Queue places held while the request waits. */
   readonly queueKeys: string[]
   /** Units of rules that count only failures: refunded when the request succeeded. */
-  readonly refundIfSucceeded: RefundEntry[]
+  readonly refundIfSucceeded: HeldEntry[]
   /** Units of rules that count only successes: refunded when the request failed. */
-  readonly refundIfFailed: RefundEntry[]
+  readonly refundIfFailed: HeldEntry[]
   /** When the request started, for rules that measure its latency (adaptive); else -1. */
   startedMs: number
 }
@@ -33,7 +34,7 @@ interface Lease {
 type Leased = Record<symbol, Lease | undefined>
 
 // Shared empty lists for the fields a lease of one concurrency slot never fills (never pushed to).
-const NO_ENTRIES: RefundEntry[] = []
+const NO_ENTRIES: HeldEntry[] = []
 const NO_KEYS: string[] = []
 
 /** Receives the latency of a request that held adaptive slots, when it is released. */
@@ -57,7 +58,15 @@ export class Holdings implements QueuePlaces {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly latency?: LatencySink | undefined,
+    /** Set when the store drops the state of rules that leave: nothing goes back to a dropped state. */
+    private readonly generations?: StateGenerations | undefined,
   ) {}
+
+  /** What the entry holds, with the life of the state it was charged in. */
+  private held(e: Entry): HeldEntry {
+    // A copy: the entry objects may be reused by the next check.
+    return { rule: e.rule, key: e.key, cost: e.cost, generation: this.generations?.of(e) }
+  }
 
   private leaseOf(decision: Decision): Lease | undefined {
     return (decision as unknown as Leased)[this.lease]
@@ -140,7 +149,7 @@ export class Holdings implements QueuePlaces {
     return {
       released: false,
       charged: NO_ENTRIES,
-      slots: [refundOf(e)],
+      slots: [this.held(e)],
       queueKeys: NO_KEYS,
       refundIfSucceeded: NO_ENTRIES,
       refundIfFailed: NO_ENTRIES,
@@ -168,7 +177,7 @@ export class Holdings implements QueuePlaces {
       }
       // Copies: the entry objects may be reused by the next check.
       if (concurrency) {
-        lease.slots.push(refundOf(e))
+        lease.slots.push(this.held(e))
         // A queued request starts when its wait is over.
         if (lease.startedMs < 0 && e.rule.rule.adaptive) {
           lease.startedMs = this.clock() + decision.waitMs
@@ -176,11 +185,11 @@ export class Holdings implements QueuePlaces {
         this.count(e.rule, 1)
       }
       if (byOutcome) {
-        if (e.rule.rule.count === 'failed') lease.refundIfSucceeded.push(refundOf(e))
-        else lease.refundIfFailed.push(refundOf(e))
+        if (e.rule.rule.count === 'failed') lease.refundIfSucceeded.push(this.held(e))
+        else lease.refundIfFailed.push(this.held(e))
       }
       if (decision.action === 'queue' && o.allowed) {
-        lease.charged.push(refundOf(e))
+        lease.charged.push(this.held(e))
         // The place taken in check() now belongs to the waiting request.
         if (o.waitMs > 0 && e.place !== undefined) lease.queueKeys.push(e.place)
       }
@@ -226,7 +235,8 @@ export class Holdings implements QueuePlaces {
           ? lease.refundIfFailed
           : undefined
     // One store call for the slots and the uncounted units: one round trip with Redis.
-    const back = uncounted?.length ? lease.slots.concat(uncounted) : lease.slots
+    // A state the store dropped meanwhile (its rule left the set) has nothing to take back.
+    const back = stillHeld(uncounted?.length ? lease.slots.concat(uncounted) : lease.slots)
     if (back.length > 0) this.refund(back)
   }
 
@@ -240,7 +250,8 @@ export class Holdings implements QueuePlaces {
           lease.released = true
           this.leaveQueue(lease)
           this.dropSlots(lease)
-          this.refund(lease.charged)
+          const back = stillHeld(lease.charged)
+          if (back.length > 0) this.refund(back)
         }
         resolve(false)
       }

@@ -20,6 +20,7 @@ import {
 } from './limiter-limits.js'
 import type { RuleTier } from './rules/rule.js'
 import { compileRuleLists, type DenyRefusal, type RuleLists } from './limiter-rule-lists.js'
+import type { StateGenerations } from './limiter-state-generations.js'
 
 /** What the hot path needs per rule, resolved once per rule set. */
 export interface RuleRuntime {
@@ -100,6 +101,8 @@ export class RuleRegistry<Req> {
     private readonly denyRefusal: DenyRefusal,
     private readonly limits?: LimitSettings<Req> | undefined,
     private readonly gates?: AdaptiveGates | undefined,
+    /** The lives of the states the store keeps, ended when `retain` drops them. */
+    private readonly generations?: StateGenerations | undefined,
   ) {}
 
   get rules(): readonly Rule[] {
@@ -180,7 +183,7 @@ export class RuleRegistry<Req> {
     )
     refuseBansWithout(this.store, next)
     for (const set of this.routeSets) refuseClashes(next, set, 'a route rule set (routeRules)')
-    if (this.store.retain) this.store.retain(this.stateIds([next, ...this.routeSets]))
+    this.retain([next, ...this.routeSets])
     this.compiled = next
     this.forgetAnswers()
     this.gates?.retain(this.allCompiled())
@@ -197,7 +200,7 @@ export class RuleRegistry<Req> {
     refuseClashes(set, this.compiled, 'the global rules')
     // The store may refuse a rule (SyncedStore shares only some algorithms): at startup, not
     // on the route's first request.
-    if (this.store.retain) this.store.retain(this.stateIds([this.compiled, ...this.routeSets, set]))
+    this.retain([this.compiled, ...this.routeSets, set])
     this.routeSets.push(set)
     this.gates?.retain(this.allCompiled())
     return set
@@ -232,6 +235,17 @@ export class RuleRegistry<Req> {
     this.lastMatched = matched
     this.lastRuntimes = rts
     return rts
+  }
+
+  /**
+   * Let the store drop the state of every rule not in these sets; it may refuse them (throw),
+   * which leaves everything as it was.
+   */
+  private retain(sets: readonly CompiledRules[]): void {
+    if (!this.store.retain) return
+    const ids = this.stateIds(sets)
+    this.store.retain(ids)
+    this.generations?.retain(ids)
   }
 
   /** Every state id in force: each rule's own and those of its other limits. */

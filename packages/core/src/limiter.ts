@@ -11,6 +11,7 @@ import { allowListedByAny, deniedByRules } from './limiter-rule-lists.js'
 import { fillEntries, isCost, type Entry, type PendingPick } from './limiter-entry.js'
 import { FailOpenLog } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
+import { StateGenerations } from './limiter-state-generations.js'
 import type { LimiterObserver } from './limiter-observer.js'
 import {
   eventStateOf,
@@ -129,6 +130,9 @@ class LimiterEngine<Req> implements Limiter<Req> {
     const failOpenLog = new FailOpenLog(this.logger, clock, failOpenLogIntervalMs)
     const limitLog = new FailOpenLog(this.logger, clock, failOpenLogIntervalMs)
     const limits = limitSettings(o.limits ?? {}, timeoutMs, limitLog)
+    // A store that drops the state of rules that leave: what a request holds in a dropped state
+    // is not given back to the state a later swap makes under the same id.
+    const generations = store.retain ? new StateGenerations() : undefined
     this.registry = new RuleRegistry(
       store,
       o.keys ?? {},
@@ -136,9 +140,14 @@ class LimiterEngine<Req> implements Limiter<Req> {
       ruleDenied,
       limits,
       this.gates,
+      generations,
     )
-    this.holdings = new Holdings(this.store, clock, this.logger, (slots, ms, nowMs) =>
-      this.gates.sample(slots, ms, nowMs),
+    this.holdings = new Holdings(
+      this.store,
+      clock,
+      this.logger,
+      (slots, ms, nowMs) => this.gates.sample(slots, ms, nowMs),
+      generations,
     )
     this.clientState = {
       store: this.store,
