@@ -129,6 +129,49 @@ describe('limiter.topClients', () => {
   })
 })
 
+describe('limiter.counters().byRule', () => {
+  it('names only rules that were in force: a refused set adds none of its ids', () => {
+    const memory = new MemoryStore()
+    // A store that cannot keep bans, and refuses one rule in retain() (as SyncedStore refuses a
+    // rule it cannot share).
+    const store: Store = {
+      synchronous: true,
+      consume: (entries, nowMs) => memory.consume(entries, nowMs),
+      refund: (entries, nowMs) => memory.refund(entries, nowMs),
+      retain: (ids) => {
+        if ([...ids].some((id) => id.startsWith('unshared|'))) throw new Error('cannot share it')
+        memory.retain(ids)
+      },
+    }
+    const limiter = createLimiter({
+      rules: [{ id: 'kept', limit: 5, window: '1m' }],
+      store,
+      limits: { 'with-fn': () => 3 },
+    })
+    const refused: RuleInput[][] = [
+      [{ id: 'banning', limit: 1, window: '1m', ban: { after: 1, within: '1m', for: '1m' } }],
+      [{ id: 'unshared', limit: 1, window: '1m' }],
+      [
+        {
+          id: 'with-fn',
+          window: '1m',
+          tiers: { by: 'header:x-plan', values: { free: { limit: 1 } }, default: 'free' },
+        },
+      ],
+    ]
+    for (const set of refused) {
+      expect(() => limiter.updateRules([{ id: 'kept', limit: 5, window: '1m' }, ...set])).toThrow()
+      expect(() => limiter.compileRules(set)).toThrow()
+    }
+    expect([...limiter.counters().byRule.keys()]).toEqual(['kept'])
+    limiter.updateRules([
+      { id: 'kept', limit: 5, window: '1m' },
+      { id: 'later', limit: 1, window: '1m' },
+    ])
+    expect([...limiter.counters().byRule.keys()]).toEqual(['kept', 'later'])
+  })
+})
+
 describe('limiter.counters().inFlight', () => {
   it('counts the concurrency slots held, per rule, until release or abandon', async () => {
     const { limiter, check } = clocked([

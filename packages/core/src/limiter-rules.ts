@@ -149,7 +149,9 @@ export class RuleRegistry<Req> {
       return {
         compiled: c,
         keyFn: compileKey(c.rule, this.keys, this.ipv6Subnet, path),
-        counts: this.countsFor(c.rule.id),
+        // Registered by id only once the set is in force (see register): a refused set must
+        // leave no rule of its own in counters(), where it would take a metrics label.
+        counts: this.countsByRule.get(c.rule.id) ?? zeroCounts(),
         holdsSlot: c.algorithm.name === 'concurrency',
         countsOutcome: c.rule.count !== 'all',
         pick,
@@ -165,13 +167,12 @@ export class RuleRegistry<Req> {
     return compiled
   }
 
-  private countsFor(id: string): DecisionCounts {
-    let c = this.countsByRule.get(id)
-    if (!c) {
-      c = zeroCounts()
-      this.countsByRule.set(id, c)
+  /** A set now in force: its rules count under their ids in counters(). */
+  private register(set: CompiledRules): void {
+    for (const c of set.rules) {
+      const id = c.rule.id
+      if (!this.countsByRule.has(id)) this.countsByRule.set(id, this.runtimes.get(c)!.counts)
     }
-    return c
   }
 
   /** Swap in a rule set. A store that refuses it (retain throws) leaves the old set in force. */
@@ -185,6 +186,7 @@ export class RuleRegistry<Req> {
     for (const set of this.routeSets) refuseClashes(next, set, 'a route rule set (routeRules)')
     this.retain([next, ...this.routeSets])
     this.compiled = next
+    this.register(next)
     this.forgetAnswers()
     this.gates?.retain(this.allCompiled())
   }
@@ -202,6 +204,7 @@ export class RuleRegistry<Req> {
     // on the route's first request.
     this.retain([this.compiled, ...this.routeSets, set])
     this.routeSets.push(set)
+    this.register(set)
     this.gates?.retain(this.allCompiled())
     return set
   }
