@@ -11,6 +11,7 @@ import {
   checkLimiter,
   countOf,
   countsByLabel,
+  durationSeconds,
   inFlightByLabel,
   REQUEST_OUTCOMES,
   RULE_OUTCOMES,
@@ -165,14 +166,19 @@ export function openTelemetryMetrics(
   const ruleAttributes = new Map<string, { rule: string }>()
   let stop: (() => void) | undefined = limiter.observe({
     queued: (ruleId, waitMs) => {
+      const seconds = durationSeconds(waitMs)
+      if (seconds === undefined) return
       let attributes = ruleAttributes.get(ruleId)
       if (attributes === undefined) {
         attributes = { rule: labels.of(ruleId) }
         if (ruleAttributes.size < common.maxRules * 2) ruleAttributes.set(ruleId, attributes)
       }
-      queueWait.record(waitMs / 1000, attributes)
+      queueWait.record(seconds, attributes)
     },
-    storeCall: (durationMs, ok) => storeLatency.record(durationMs / 1000, ok ? OK : ERROR),
+    storeCall: (durationMs, ok) => {
+      const seconds = durationSeconds(durationMs)
+      if (seconds !== undefined) storeLatency.record(seconds, ok ? OK : ERROR)
+    },
   })
   return {
     close() {

@@ -18,6 +18,7 @@ import {
   checkLimiter,
   countOf,
   countsByLabel,
+  durationSeconds,
   inFlightByLabel,
   REQUEST_OUTCOMES,
   RULE_OUTCOMES,
@@ -214,14 +215,19 @@ export function prometheusMetrics(
   const waitByRule = new Map<string, (seconds: number) => void>()
   let stop: (() => void) | undefined = limiter.observe({
     queued: (ruleId, waitMs) => {
+      const seconds = durationSeconds(waitMs)
+      if (seconds === undefined) return
       let observe = waitByRule.get(ruleId)
       if (observe === undefined) {
         observe = queueWait.seriesFor(labels.of(ruleId))
         if (waitByRule.size < common.maxRules * 2) waitByRule.set(ruleId, observe)
       }
-      observe(waitMs / 1000)
+      observe(seconds)
     },
-    storeCall: (durationMs, ok) => (ok ? latencyOk : latencyError)(durationMs / 1000),
+    storeCall: (durationMs, ok) => {
+      const seconds = durationSeconds(durationMs)
+      if (seconds !== undefined) (ok ? latencyOk : latencyError)(seconds)
+    },
   })
   return {
     close() {

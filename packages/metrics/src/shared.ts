@@ -155,6 +155,15 @@ export function adaptiveByLabel(
   return out
 }
 
+/**
+ * A duration the limiter observed, in milliseconds, as seconds for a histogram; undefined when
+ * it is not a duration (NaN, negative or infinite), so it is left out. A source other than a
+ * limiter of ours may send anything, and one NaN would make a histogram's sum NaN for good.
+ */
+export function durationSeconds(ms: number): number | undefined {
+  return Number.isFinite(ms) && ms >= 0 ? ms / 1000 : undefined
+}
+
 /** Check the limiter argument: a clear error when it is something else. */
 export function checkLimiter(limiter: unknown): asserts limiter is MetricsSource {
   checkMethods('limiter', limiter, ['counters', 'observe'])
