@@ -25,6 +25,11 @@ const state = {
   me: { name: null, role: null, services: null },
   /** Audit paging: the rule filter, and the `before` cursor of each page shown so far. */
   audit: { rule: '', pages: [undefined] },
+  /**
+   * Bumped by every load of a service's rules and of an audit page: an answer that arrives
+   * after a newer load began (a slow service, and the owner picked another) is dropped.
+   */
+  loads: { service: 0, audit: 0 },
 }
 
 const AUDIT_PAGE = 20
@@ -275,8 +280,12 @@ async function loadService() {
   }
   // After a change or a reload, the audit shows its newest page again (the filter stays).
   state.audit.pages = [undefined]
+  const ticket = ++state.loads.service
+  // An audit page still on its way is of what was shown before: drop it too.
+  state.loads.audit++
   try {
     const set = await api('GET', `${servicePath(state.service)}/rules`)
+    if (ticket !== state.loads.service) return
     state.rules = set.rules
     state.revision = set.revision
     const option = [...$('#service').options].find((o) => o.value === state.service)
@@ -296,7 +305,7 @@ async function loadService() {
     )
     await loadAudit()
   } catch (err) {
-    say(explain(err), true)
+    if (ticket === state.loads.service) say(explain(err), true)
   }
 }
 
@@ -816,11 +825,13 @@ async function loadAudit() {
   const query = new URLSearchParams({ limit: String(AUDIT_PAGE + 1) })
   if (before !== undefined) query.set('before', String(before))
   if (state.audit.rule) query.set('rule', state.audit.rule)
+  const ticket = ++state.loads.audit
   try {
     const data = await api('GET', `${servicePath(state.service)}/audit?${query}`)
+    if (ticket !== state.loads.audit) return
     renderAudit(data.entries.slice(0, AUDIT_PAGE), data.entries.length > AUDIT_PAGE)
   } catch (err) {
-    say(explain(err), true)
+    if (ticket === state.loads.audit) say(explain(err), true)
   }
 }
 
