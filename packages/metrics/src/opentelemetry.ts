@@ -5,6 +5,7 @@
  */
 import { checkMethods, optionError } from '@floodgate/core/options'
 import { metrics, type BatchObservableCallback, type Meter } from '@opentelemetry/api'
+import { MeterNames } from './meter-names.js'
 import {
   adaptiveByLabel,
   checkCommonOptions,
@@ -41,6 +42,9 @@ export interface OpenTelemetryMetricsOptions extends CommonMetricsOptions {
 
 const PREFIX_PATTERN = /^[a-zA-Z][a-zA-Z0-9_.\-/]*$/
 
+/** The instrument names in use per meter, across every exporter of this module. */
+const meterNames = new MeterNames()
+
 /**
  * Export a limiter's metrics through an OpenTelemetry meter:
  *
@@ -63,7 +67,8 @@ const PREFIX_PATTERN = /^[a-zA-Z][a-zA-Z0-9_.\-/]*$/
  * @param options - meter, name prefix, rule attribute cap, histogram buckets
  * @returns the exporter; `close()` stops observing (instruments cannot be deleted in
  *   OpenTelemetry: they stop reporting)
- * @throws OptionsError for a bad limiter or option
+ * @throws OptionsError for a bad limiter or option, or when an open exporter already made an
+ *   instrument of the same name on the meter (use another prefix or meter per limiter)
  * @example
  * openTelemetryMetrics(limiter, { meter: metrics.getMeter('my-service') })
  */
@@ -88,41 +93,52 @@ export function openTelemetryMetrics(
     ])
   }
   const meter = o.meter ?? metrics.getMeter('@floodgate/metrics')
+  const names = {
+    decisions: `${prefix}decisions`,
+    ruleDecisions: `${prefix}rule.decisions`,
+    uncounted: `${prefix}decisions.uncounted`,
+    inFlight: `${prefix}in_flight`,
+    adaptiveLimit: `${prefix}adaptive.limit`,
+    adaptiveLatency: `${prefix}adaptive.latency`,
+    queueWait: `${prefix}queue.wait`,
+    storeLatency: `${prefix}store.latency`,
+  }
+  const release = meterNames.claim(meter, Object.values(names))
   const labels = new RuleLabels(common.maxRules)
 
-  const decisions = meter.createObservableCounter(`${prefix}decisions`, {
+  const decisions = meter.createObservableCounter(names.decisions, {
     description: 'Requests the rate limiter decided, by outcome.',
     unit: '{request}',
   })
-  const ruleDecisions = meter.createObservableCounter(`${prefix}rule.decisions`, {
+  const ruleDecisions = meter.createObservableCounter(names.ruleDecisions, {
     description:
       'Outcomes per matched rate-limit rule (a request counts under each rule it matched).',
     unit: '{request}',
   })
-  const uncounted = meter.createObservableCounter(`${prefix}decisions.uncounted`, {
+  const uncounted = meter.createObservableCounter(names.uncounted, {
     description:
       'Requests decided before any rule counted them, by reason (deny_list, allow_list, unmatched); also in decisions.',
     unit: '{request}',
   })
-  const inFlight = meter.createObservableGauge(`${prefix}in_flight`, {
+  const inFlight = meter.createObservableGauge(names.inFlight, {
     description: 'Requests holding a concurrency slot on this host, by rule.',
     unit: '{request}',
   })
-  const adaptiveLimit = meter.createObservableGauge(`${prefix}adaptive.limit`, {
+  const adaptiveLimit = meter.createObservableGauge(names.adaptiveLimit, {
     description: 'The limit on requests in flight an adaptive rule set on this host, by rule.',
     unit: '{request}',
   })
-  const adaptiveLatency = meter.createObservableGauge(`${prefix}adaptive.latency`, {
+  const adaptiveLatency = meter.createObservableGauge(names.adaptiveLatency, {
     description:
       "The latency percentile an adaptive rule watches (its 'percentile'), over its last window, by rule.",
     unit: 's',
   })
-  const queueWait = meter.createHistogram(`${prefix}queue.wait`, {
+  const queueWait = meter.createHistogram(names.queueWait, {
     description: 'The wait queued requests were given, by the rule that queued them.',
     unit: 's',
     advice: { explicitBucketBoundaries: common.queueWaitBuckets },
   })
-  const storeLatency = meter.createHistogram(`${prefix}store.latency`, {
+  const storeLatency = meter.createHistogram(names.storeLatency, {
     description: 'Duration of the store calls that decided requests, by result (ok or error).',
     unit: 's',
     advice: { explicitBucketBoundaries: common.storeLatencyBuckets },
@@ -186,6 +202,7 @@ export function openTelemetryMetrics(
       stop()
       stop = undefined
       meter.removeBatchObservableCallback(observe, observables)
+      release()
     },
   }
 }

@@ -197,6 +197,53 @@ describe('openTelemetryMetrics with an in-memory reader', () => {
   })
 })
 
+describe('openTelemetryMetrics: two limiters on one meter', () => {
+  it('refuses a second exporter whose instruments the meter already has, and allows it after close()', async () => {
+    const reader = new OnDemandReader()
+    const provider = new MeterProvider({ readers: [reader] })
+    const meter = provider.getMeter('test')
+    const a = createLimiter({ rules: [{ id: 'r', limit: 10, window: '1m' }] })
+    const b = createLimiter({ rules: [{ id: 'r', limit: 10, window: '1m' }] })
+    const first = openTelemetryMetrics(a, { meter })
+    // The same instruments would be observed twice: the meter keeps one value, the other is lost.
+    expect(() => openTelemetryMetrics(b, { meter })).toThrow(
+      /options\.meter: expected a meter without an instrument named floodgate\.decisions/,
+    )
+    // Names are case-insensitive in OpenTelemetry, and a prefix can reach another's names.
+    expect(() => openTelemetryMetrics(b, { meter, prefix: 'FLOODGATE.' })).toThrow(/options\.meter/)
+    expect(() => openTelemetryMetrics(b, { meter, prefix: 'floodgate.rule.' })).toThrow(
+      /instrument named floodgate\.rule\.decisions/,
+    )
+    // Another meter of the same provider is another scope: no clash.
+    openTelemetryMetrics(b, { meter: provider.getMeter('other') })
+    /** Requests allowed, as each meter's scope reports them. */
+    const allowed = async () => {
+      const { resourceMetrics } = await reader.collect()
+      return resourceMetrics.scopeMetrics.map((scope) => [
+        scope.scope.name,
+        point(
+          scope.metrics.find((x) => x.descriptor.name === 'floodgate.decisions'),
+          { outcome: 'allowed' },
+        )?.value,
+      ])
+    }
+    for (let i = 0; i < 3; i++) await a.check(facts)
+    expect(await allowed()).toEqual([
+      ['test', 3],
+      ['other', 0],
+    ])
+    first.close()
+    const again = openTelemetryMetrics(b, { meter, prefix: 'api.' })
+    again.close()
+    openTelemetryMetrics(b, { meter })
+    await b.check(facts)
+    expect(await allowed()).toEqual([
+      ['test', 1],
+      ['other', 1],
+    ])
+  })
+})
+
 describe('openTelemetryMetrics: adaptive rules', () => {
   it('observes the limit and the watched latency percentile of each adaptive rule', async () => {
     let now = 1_000_000
