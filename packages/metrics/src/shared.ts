@@ -85,6 +85,15 @@ export class RuleLabels {
     this.labels.set(ruleId, ruleId)
     return ruleId
   }
+
+  /**
+   * Whether the rule is past the cap (counted under {@link OTHER_RULES}). A rule whose own id
+   * is `_other` and that kept its label is not.
+   */
+  capped(ruleId: string): boolean {
+    this.of(ruleId)
+    return !this.labels.has(ruleId)
+  }
 }
 
 /** Sum per-rule counts by label, so the rules past the cap add up under {@link OTHER_RULES}. */
@@ -148,7 +157,7 @@ export function adaptiveByLabel(
     if (rule.algorithm !== 'adaptive') continue
     const state = limiter.adaptive(rule.id)
     const label = labels.of(rule.id)
-    if (state === undefined || label === OTHER_RULES || out.has(label)) continue
+    if (state === undefined || labels.capped(rule.id) || out.has(label)) continue
     const ms = state.percentileMs
     out.set(label, { limit: state.limit, latencySeconds: ms === undefined ? undefined : ms / 1000 })
   }

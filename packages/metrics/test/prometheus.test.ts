@@ -279,6 +279,18 @@ describe('prometheusMetrics', () => {
   })
 })
 
+describe('prometheusMetrics: a rule named _other', () => {
+  it('keeps its adaptive gauges while it is within the label cap', async () => {
+    const registry = new Registry()
+    const limiter = createLimiter({
+      rules: [{ id: '_other', algorithm: 'adaptive', adaptive: { initialLimit: 8 } }],
+    })
+    prometheusMetrics(limiter, { registry })
+    const m = parseExposition(await registry.metrics())
+    expect(valueOf(m, 'floodgate_adaptive_limit', { rule: '_other' })).toBe(8)
+  })
+})
+
 describe('prometheusMetrics: adaptive rules', () => {
   it('exports the limit an adaptive rule set and the latency percentile it watches, by rule', async () => {
     let now = 1_000_000
