@@ -21,6 +21,8 @@ const state = {
   editRevision: undefined,
   /** Set while a save met someone else's change: { theirs, revision } until the user chooses. */
   conflict: undefined,
+  /** True while a save is in flight. */
+  saving: false,
   /** What the token is: { name, role, services } (role null without a token). */
   me: { name: null, role: null, services: null },
   /** Audit paging: the rule filter, and the `before` cursor of each page shown so far. */
@@ -315,12 +317,22 @@ function confirmDelete(button, id) {
     button.dataset.armed = 'true'
     button.textContent = 'Really delete?'
     setTimeout(() => {
+      if (button.disabled) return
       button.dataset.armed = 'false'
       button.textContent = 'Delete'
     }, 5000)
     return
   }
-  void deleteRule(id)
+  // One delete at a time: a further click would send the same revision again and read the
+  // first delete as someone else's change.
+  button.disabled = true
+  button.textContent = 'Deleting…'
+  void deleteRule(id).finally(() => {
+    // After a delete the list is drawn anew; this button is still shown only if it failed.
+    button.disabled = false
+    button.dataset.armed = 'false'
+    button.textContent = 'Delete'
+  })
 }
 
 async function deleteRule(id) {
@@ -584,9 +596,14 @@ async function saveRule(event) {
 }
 
 async function save(ifMatch) {
+  // One save at a time: a second click or Enter while the first is in flight would send the
+  // same revision again and meet the first save as someone else's change (412).
+  if (state.saving) return
   if ($('#json-details').open) syncFromJson()
   const rule = readForm()
   const isNew = state.editing === ''
+  state.saving = true
+  $('#save').disabled = true
   saveMessage('Saving…')
   try {
     const path = isNew
@@ -613,6 +630,10 @@ async function save(ifMatch) {
       showErrors('The service refused this rule:', [err.message])
       saveMessage(`Not saved: ${err.message}`, true)
     } else saveMessage(`Not saved: ${explain(err)}`, true)
+  } finally {
+    state.saving = false
+    // A conflict shown keeps Save off until the user picks one of its two buttons.
+    $('#save').disabled = state.conflict !== undefined
   }
 }
 

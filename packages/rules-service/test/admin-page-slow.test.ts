@@ -49,7 +49,7 @@ describe.skipIf(!hasChromium)('admin page: a slow service', () => {
     expect(pageErrors).toEqual([])
   })
 
-  async function open(): Promise<Page> {
+  async function open(revision: string | RegExp = 'revision 1'): Promise<Page> {
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } })
     page.setDefaultTimeout(10_000)
     page.on('pageerror', (err) => pageErrors.push(err.message))
@@ -57,7 +57,7 @@ describe.skipIf(!hasChromium)('admin page: a slow service', () => {
     await page.fill('#token', TOKENS.admin)
     await page.click('#token-form button[type=submit]')
     await poll(() => page.textContent('#token-state')).toMatch(/^token set: ops/)
-    await poll(() => page.textContent('#revision')).toBe('revision 1')
+    await poll(() => page.textContent('#revision')).toMatch(revision)
     return page
   }
 
@@ -90,6 +90,63 @@ describe.skipIf(!hasChromium)('admin page: a slow service', () => {
     await page.fill('#f-limit', '11')
     await page.click('#save')
     await poll(() => page.textContent('#revision')).toBe('revision 2')
+    await page.close()
+  })
+
+  it('a second click on Save while the first save is in flight sends nothing', async () => {
+    const page = await open(/^revision \d+$/)
+    const revision = Number((await page.textContent('#revision'))?.replace('revision ', ''))
+    let writes = 0
+    await page.route(/\/v1\/services\/checkout\/rules\/checkout-rule$/, async (route) => {
+      if (route.request().method() === 'PUT') {
+        writes++
+        await sleep(1000)
+      }
+      await route.continue()
+    })
+    await page.getByRole('button', { name: 'Edit rule checkout-rule' }).click()
+    await page.fill('#f-limit', '12')
+    await page.click('#save')
+    await poll(() => writes).toBe(1)
+    // The same save again, by a click and by Enter in a field, while the first is in flight.
+    expect(await page.isDisabled('#save')).toBe(true)
+    await page.click('#save', { force: true })
+    await page.press('#f-limit', 'Enter')
+    await poll(() => page.textContent('#revision')).toBe(`revision ${revision + 1}`)
+    await sleep(1500)
+    expect(writes).toBe(1)
+    expect(await page.isHidden('#conflict')).toBe(true)
+    expect(await page.textContent('#revision')).toBe(`revision ${revision + 1}`)
+    await page.close()
+  })
+
+  it('further clicks on Delete while the delete is in flight send nothing', async () => {
+    const post = await fetch(`${service.url}/v1/services/checkout/rules`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'doomed', limit: 5, window: '1m' }),
+    })
+    expect(post.status).toBe(201)
+    const page = await open(/^revision \d+$/)
+    await poll(() => page.locator('#rules tbody tr').count()).toBe(2)
+    let deletes = 0
+    await page.route(/\/v1\/services\/checkout\/rules\/doomed$/, async (route) => {
+      if (route.request().method() === 'DELETE') {
+        deletes++
+        await sleep(1000)
+      }
+      await route.continue()
+    })
+    const button = page.getByRole('button', { name: 'Delete rule doomed' })
+    await button.click()
+    await button.click()
+    await poll(() => deletes).toBe(1)
+    await button.click({ force: true })
+    await button.click({ force: true })
+    await poll(() => page.locator('#rules tbody tr').count()).toBe(1)
+    await sleep(1500)
+    expect(deletes).toBe(1)
+    expect(await page.textContent('#status')).toMatch(/^Deleted rule doomed/)
     await page.close()
   })
 })
