@@ -60,7 +60,8 @@ export type AdapterLimiterOptions<Req> = Omit<LimiterOptions<Req>, 'rules' | 'lo
 export interface AdapterOptions<Req> extends AdapterLimiterOptions<Req> {
   /**
    * Requests for which the limiter is not consulted at all (health checks, internal callers).
-   * A `skip` that throws checks the request and logs `FG_WRN_SKIP_INVALID` once.
+   * Only `true` skips. A `skip` that throws, or answers anything but a boolean (a promise: it
+   * is synchronous), checks the request and logs `FG_WRN_SKIP_INVALID` once.
    * @default undefined (no request is skipped)
    */
   readonly skip?: ((req: Req) => boolean) | undefined

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import type { Limiter } from '../limiter.js'
+import { isThenable } from '../limiter-deadline.js'
 import type { RequestOutcome } from '../limiter-types.js'
 import { scopeLogger, stderrWarnings, type Logger } from '../logger.js'
 import {
@@ -66,8 +67,10 @@ export function prepareMount<Req>(
 }
 
 /**
- * The app's `skip`, guarded: a throw checks the request (a skip that fails must not open a way
- * around the limits, nor answer 500) and warns once.
+ * The app's `skip`, guarded: only `true` skips. A throw, or an answer other than a boolean
+ * (or `undefined`), checks the request and warns once: a skip that fails must not open a way
+ * around the limits, nor answer 500. An `async` skip (express-rate-limit's may be) answers a
+ * promise, which is truthy, and would otherwise skip every request.
  */
 function skipGuard<Req>(
   skip: ((req: Req) => boolean) | undefined,
@@ -75,12 +78,30 @@ function skipGuard<Req>(
 ): ((req: Req) => boolean) | undefined {
   if (!skip) return undefined
   return (req) => {
+    let answer: unknown
     try {
-      return skip(req)
+      answer = skip(req)
     } catch (err) {
       warn('FG_WRN_SKIP_INVALID', 'skip threw; the request was checked', { err })
       return false
     }
+    if (answer === true) return true
+    if (answer === false || answer === undefined) return false
+    if (isThenable(answer)) {
+      // Nobody waits for it: a rejection must not become an unhandled one.
+      answer.then(undefined, () => {})
+      warn(
+        'FG_WRN_SKIP_INVALID',
+        'skip answered a promise (skip is synchronous); the request was checked',
+      )
+    } else {
+      warn(
+        'FG_WRN_SKIP_INVALID',
+        'skip answered something other than a boolean; the request was checked',
+        { answer: typeof answer },
+      )
+    }
+    return false
   }
 }
 

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import fc from 'fast-check'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import { createLimiter } from '../limiter.js'
@@ -50,7 +51,7 @@ class RecordingStore implements Store {
 /**
  * The per-plan limit and count-by-outcome cases every adapter must pass through its real
  * framework over real HTTP: tiers chosen by a header, failed logins counted and successful
- * ones given back, a custom `requestWasSuccessful`, a `skip` that throws, and a client that
+ * ones given back, a custom `requestWasSuccessful`, a `skip` that throws or answers a non-boolean, and a client that
  * disconnects before the response (a failure: refunded by a rule that counts successes, exactly
  * once, and kept by one that counts failures).
  *
@@ -140,6 +141,45 @@ export function describePlansAndOutcomes(name: string, serve: OutcomeServe): voi
       // Checked, not skipped: the second request is over the limit.
       expect((await fetch(`${url}/items`)).status).toBe(429)
       expect(warnings).toEqual([expect.objectContaining({ code: 'FG_WRN_SKIP_INVALID' })])
+    })
+
+    it('only a skip that answers true skips: a promise (an async skip) or any other non-boolean checks the request and warns', async () => {
+      const warnings: Array<{ code?: string }> = []
+      let answer: unknown
+      let client = 0
+      const PROMISE = Symbol('a promise')
+      const { url } = await start(
+        [{ id: 'items', match: '/items', key: 'header:x-client', limit: 1, window: '1m' }],
+        {
+          // A promise is made per call; a rejected one must not surface as unhandled.
+          skip: () =>
+            (answer === PROMISE ? Promise.reject(new Error('async skip')) : answer) as boolean,
+          logger: { debug() {}, info() {}, warn: (o) => void warnings.push(o), error() {} },
+        },
+      )
+      const twice = async () => {
+        const headers = { 'x-client': String(++client) }
+        const first = await fetch(`${url}/items`, { headers })
+        const second = await fetch(`${url}/items`, { headers })
+        return [first.status, second.status]
+      }
+      const notBoolean = fc.oneof(
+        fc.constant(PROMISE),
+        fc.anything().filter((v) => typeof v !== 'boolean' && v !== undefined),
+      )
+      await fc.assert(
+        fc.asyncProperty(notBoolean, async (value) => {
+          answer = value
+          expect(await twice()).toEqual([200, 429])
+        }),
+        { numRuns: 25 },
+      )
+      expect(warnings.map((w) => w.code)).toContain('FG_WRN_SKIP_INVALID')
+      // A boolean or a skip that answers nothing are not mistakes.
+      answer = true
+      expect(await twice()).toEqual([200, 200])
+      answer = undefined
+      expect(await twice()).toEqual([200, 429])
     })
 
     it('a client that disconnects before the response failed: refunded once where only successes count, kept where failures do', async () => {
