@@ -62,5 +62,35 @@ describe(`docs/${page}`, () => {
     expect(readDoc(page)).toContain('`X-RateLimit-Reset` is epoch seconds\nin both')
   })
 
+  it("the table's throw row: Koa's own error handler answers the refusal with Retry-After and the RateLimit headers, as koa-ratelimit's throw: true does", async () => {
+    const row =
+      'onRejected: (ctx, { status, body }) =>\n  ctx.throw(status, body.detail, { headers: ctx.response.headers })'
+    expect(readDoc(page).replace(/\s+/g, ' ')).toContain(row.replace(/\s+/g, ' '))
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.parse('2026-01-01T00:00:30Z') })
+    // No error middleware: Koa's onerror clears every header it is not given in the error.
+    const peer = await sixRequests(
+      (
+        await runner.run(
+          {
+            ...before!,
+            code: before!.code.replace('max: 5 }', 'max: 5, throw: true }'),
+          },
+          { after: routes },
+        )
+      ).app as Koa,
+    )
+    const throwing = after!.code.replace(/onRejected: [\s\S]*?seconds\.`\n\s*\},/, `${row},`)
+    expect(throwing).toContain('ctx.throw')
+    const fg = await sixRequests(
+      (await runner.run({ ...after!, code: throwing }, { after: routes })).app as Koa,
+    )
+    for (const { statuses, sixth, body } of [peer, fg]) {
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429])
+      expect(Number(sixth.headers.get('retry-after'))).toBeGreaterThan(0)
+      expect(sixth.headers.get('x-ratelimit-remaining')).toBe('0')
+      expect(body).toMatch(/^Rate limit exceeded/)
+    }
+  })
+
   itTypeChecks()
 })
