@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { parse as parseYaml } from 'yaml'
-import { RulesValidationError, httpRules, parseRules } from '../src/index.js'
+import { RulesValidationError, createLimiter, httpRules, parseRules } from '../src/index.js'
+import { formatHeaders } from '../src/http/index.js'
 import { errorCodes } from '../src/errors.js'
 import { parseDuration, parseRulesDocument } from '../src/rules/index.js'
 import { coveredSnippets, docsHarness, docSnippets, readDoc, where } from '@floodgate/docs-snippets'
@@ -87,4 +88,35 @@ describe('docs/error-codes.md', () => {
     expect(parseDuration('1.5s')).toBe(1500)
     expect(() => parseDuration('0.0001s')).toThrow(/FG_ERR_DURATION_INVALID/)
   })
+})
+
+// The formats table of docs/limiter.md#response-headers states the fields one request gets:
+// each row must be what formatHeaders answers for the rule and time the header names.
+describe('docs/limiter.md: the response headers table', () => {
+  const page = readDoc('limiter.md')
+  const rowFields = (format: string): string[] => {
+    const row = page.split('\n').find((line) => line.startsWith(`| \`'${format}'\``))
+    if (row === undefined) throw new Error(`no row for '${format}'`)
+    return [...row.split('|')[3]!.matchAll(/`([\w-]+: [^`]+)`/g)].map((m) => m[1]!)
+  }
+
+  it('names the rule and the moment its values are for', () => {
+    expect(page).toContain(
+      'one `fixed-window` rule, 100 per minute, one request at epoch second 1700000040, as its minute begins',
+    )
+  })
+
+  for (const format of ['ietf', 'draft-7', 'legacy'] as const) {
+    it(`the '${format}' row is what formatHeaders sends`, () => {
+      const nowMs = 1_700_000_040_000
+      const limiter = createLimiter({
+        rules: [{ id: 'per-ip', algorithm: 'fixed-window', limit: 100, window: '1m' }],
+        clock: () => nowMs,
+      })
+      const decision = limiter.check({ method: 'GET', path: '/', ip: '192.0.2.1', headers: {} })
+      if (decision instanceof Promise) throw new Error('MemoryStore answers synchronously')
+      const sent = formatHeaders(decision, { format, nowMs }).map(([n, v]) => `${n}: ${v}`)
+      expect(sent).toEqual(rowFields(format))
+    })
+  }
 })
