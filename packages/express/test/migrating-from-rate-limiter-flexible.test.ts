@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net'
 import type { Server } from 'node:http'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Express } from 'express'
-import { coveredSnippets, docsHarness, where } from '@floodgate/docs-snippets'
+import { MemoryStore, OptionsError, createLimiter, type Store } from '@floodgate/core'
+import { coveredSnippets, docsHarness, readDoc, where } from '@floodgate/docs-snippets'
 
 // The page's three apps (rate-limiter-flexible in a hand-written middleware, the same
 // middleware on Floodgate's core limiter, and the Express adapter) run here through real
@@ -55,6 +56,24 @@ describe(`docs/${page}`, () => {
       expect(retryAfter).toBeLessThanOrEqual(60)
     })
   }
+
+  it('the methods table: limit() throws at the call for a mistake, never resolves or rejects with it', async () => {
+    expect(readDoc(page).replace(/\s+/g, ' ')).toContain(
+      'It throws (an `OptionsError`, at the call, with any store) only for a mistake, such as an unknown rule id.',
+    )
+    const memory = new MemoryStore()
+    // A store that answers later, as RedisStore does.
+    const later: Store = {
+      consume: (entries, nowMs) => Promise.resolve(memory.consume(entries, nowMs)),
+      refund: (entries, nowMs) => memory.refund(entries, nowMs),
+    }
+    for (const store of [new MemoryStore(), later]) {
+      const limiter = createLimiter({ rules: [{ id: 'per-ip', limit: 5, window: '1m' }], store })
+      expect(() => limiter.limit('203.0.113.7', { rule: 'nope' })).toThrow(OptionsError)
+      expect((await limiter.limit('203.0.113.7', { rule: 'per-ip' })).remaining).toBe(4)
+      await limiter.close()
+    }
+  })
 
   itTypeChecks()
 })
