@@ -104,5 +104,40 @@ describe(`docs/${page}`, () => {
     }
   })
 
+  it("fixed windows: express-rate-limit's starts at the client's first request, Floodgate's on the minute", async () => {
+    expect(readDoc(page).replace(/\s+/g, ' ')).toContain(
+      "Floodgate's fixed windows are aligned to the clock (every client's minute starts on the minute), not to each client's first request",
+    )
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.parse('2026-01-01T00:00:50Z') })
+    const apps = {
+      erl: (await runner.run(before!, { after: routes })).app as Express,
+      fg: (await runner.run(after!, { after: routes })).app as Express,
+    }
+    const statuses: Record<string, number[]> = {}
+    for (const [name, app] of Object.entries(apps)) {
+      vi.setSystemTime(Date.parse('2026-01-01T00:00:50Z'))
+      const { base, close } = await serve(app)
+      try {
+        const status = async () => {
+          const res = await fetch(`${base}/`)
+          await res.arrayBuffer()
+          return res.status
+        }
+        const seen: number[] = []
+        for (let i = 0; i < 6; i++) seen.push(await status())
+        // 15 s later: the next minute for Floodgate, the same window for express-rate-limit.
+        vi.setSystemTime(Date.parse('2026-01-01T00:01:05Z'))
+        seen.push(await status())
+        statuses[name] = seen
+      } finally {
+        await close()
+      }
+    }
+    expect(statuses).toEqual({
+      erl: [200, 200, 200, 200, 200, 429, 429],
+      fg: [200, 200, 200, 200, 200, 429, 200],
+    })
+  })
+
   itTypeChecks()
 })
