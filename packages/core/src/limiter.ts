@@ -120,7 +120,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     checkLogger('logger', o.logger)
     this.logger = scopeLogger(o.logger)
     const onDecision = checkFunction('onDecision', o.onDecision)
-    checkFunctionMap('keys', o.keys)
+    checkFunctionMap('keys', o.keys, true)
     checkFunctionMap('limits', o.limits)
     const rules: unknown = o.rules
     if (rules !== undefined && !Array.isArray(rules) && !isRulesSource(rules)) {

@@ -25,6 +25,15 @@ describe('express rateLimit options', () => {
     expect(() => rateLimit(limiter, { timeoutMs: 5 })).toThrow(/shared Limiter/)
   })
 
+  it('refuses an async key builder at startup: a ported async keyGenerator would let every request pass unjudged', () => {
+    const rules = [{ id: 'per-user', key: 'user', limit: 1, window: '1m' }]
+    expect(() =>
+      rateLimit(rules, {
+        keys: { user: (async (req: Request) => await Promise.resolve(req.ip)) as never },
+      }),
+    ).toThrow(/keys\.user: expected a synchronous function/)
+  })
+
   it('warns once about unknown options', () => {
     const log = logger()
     rateLimit([], { logger: log, windowMs: 1000 } as never)

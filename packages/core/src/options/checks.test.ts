@@ -22,7 +22,19 @@ const limiterCases: ReadonlyArray<[keyof LimiterOptions, fc.Arbitrary<unknown>]>
   ['ipv6Subnet', fc.oneof(notPositiveInt, fc.constant(129))],
   ['failOpenLogIntervalMs', notPositiveInt],
   ['store', fc.oneof(notLogger, fc.constant({}), fc.constant({ consume: 1, refund: () => {} }))],
-  ['keys', fc.oneof(fc.constantFrom(null, 1, 'x', true, []), fc.record({ user: notFunction }))],
+  [
+    'keys',
+    fc.oneof(
+      fc.constantFrom(null, 1, 'x', true, []),
+      fc.record({ user: notFunction }),
+      // An async key builder answers a promise, never a key.
+      fc.constantFrom(
+        { user: async () => await Promise.resolve('u1') },
+        { tenant: async function tenant() {} },
+        { plan: async function* plan() {} },
+      ),
+    ),
+  ],
   ['rules', fc.constantFrom(null, 1, 'x', true, {}, () => {})],
 ]
 

@@ -148,13 +148,29 @@ export function checkLogger(name: string, v: unknown): void {
   if (v !== undefined) checkMethods(name, v, ['debug', 'info', 'warn', 'error'])
 }
 
-/** An optional object of functions (key builders). */
-export function checkFunctionMap(name: string, v: unknown): void {
+/**
+ * An optional object of functions: limit functions, or with `synchronous` key builders, which
+ * must answer at once. An `async` key builder answers a promise, which is no key: every request
+ * would pass unjudged, so it is refused here, at startup (a builder compiled to a plain function
+ * that returns a promise still fails open on each request, logged).
+ */
+export function checkFunctionMap(name: string, v: unknown, synchronous: boolean = false): void {
   checkObject(name, v)
   if (v === undefined) return
   for (const [k, f] of Object.entries(v as Record<string, unknown>)) {
     if (typeof f !== 'function') throw optionError(`${name}.${k}`, 'a function', f)
+    if (synchronous && isAsyncFunction(f)) {
+      throw new OptionsError(
+        `${name}.${k}: expected a synchronous function (a key builder answers the key at once), got an async function`,
+      )
+    }
   }
+}
+
+/** Whether `f` was declared `async` (an async function or async generator). */
+function isAsyncFunction(f: unknown): boolean {
+  const tag = Object.prototype.toString.call(f)
+  return tag === '[object AsyncFunction]' || tag === '[object AsyncGeneratorFunction]'
 }
 
 /** Old names already warned about in this process (`owner.oldName`): each is said once. */
