@@ -58,13 +58,27 @@ export function compilePattern(pattern: string): PatternSegment[] {
 }
 
 /**
- * Splits a request target (or a route pattern) into lower-case segments of its canonical path
- * ({@link canonicalPath}: no scheme and host, no query string, unreserved characters decoded).
- * Empty segments (`//`, a trailing slash) are skipped, so `/a//b/` is `/a/b`: a client must not
- * escape a rule by spelling the path differently.
+ * Splits a route pattern, as a framework reports it (`/users/:id?`, `/:y(^\\d{4}?)`), into
+ * lower-case segments spelled as {@link pathReadings} spells a path's. Unlike a request target,
+ * a route has no query string or fragment, so neither `?` nor `#` cuts it short (cut,
+ * `/users/:id?` would read as `/users/:id`, a route that cannot serve `/users`): `?` is
+ * syntax (an optional parameter, a lazy quantifier) and is kept, and `#` is a literal
+ * character, which a path spells `%23`.
  */
-export function pathSegments(target: string): string[] {
-  return split(canonicalPath(target), false).filter((s) => s !== '')
+export function routeSegments(route: string): string[] {
+  const out: string[] = []
+  for (const segment of route.split('/')) {
+    if (segment === '') continue
+    // The pieces between `?`s are canonicalised as path segments; the `?`s stay as they are.
+    const pieces = segment.replaceAll('#', '%23').split('?')
+    out.push(
+      pieces
+        .map((piece) => canonicalPath(`/${piece}`).slice(1))
+        .join('?')
+        .toLowerCase(),
+    )
+  }
+  return out
 }
 
 // Lower-case segments of a canonical path, empty ones included; with `slashes`, an encoded
@@ -99,8 +113,8 @@ function resolveDots(segments: readonly string[], empties: boolean): string[] {
 
 /**
  * Every way the components behind the limiter read a request target's path, as segment lists
- * (lower-case, no empty segments): the first is the path as the router reads it
- * ({@link pathSegments}); then, when the path has an encoded slash or a dot segment, the path
+ * (lower-case, no empty segments): the first is the path as the router reads it (its
+ * {@link canonicalPath}, empty segments such as `//` and a trailing slash skipped); then, when the path has an encoded slash or a dot segment, the path
  * as a file server (Express's `express.static`, koa-send, `@fastify/static`), a wildcard
  * parameter or a WHATWG URL reads it: `%2F` decoded to `/` or kept, dot segments resolved
  * (`/x/../files/a` and `/files%2Fa` are `/files/a` to `express.static`). A rule applies when it

@@ -287,3 +287,57 @@ describe('a rule on a path applies to every spelling a file server reads as that
     expect(ids('/files%252Fsecret.txt')).toEqual([])
   })
 })
+
+describe('a known route never hides a rule that matches the concrete path', () => {
+  // Route segments in the frameworks' own syntaxes, each with the path segments a request it
+  // serves may have there. `?` and `#` in a route are syntax (an optional parameter, a lazy
+  // quantifier), not a query string or a fragment.
+  const routeSegment = fc.constantFrom<readonly [string, fc.Arbitrary<string[]>]>(
+    ['users', fc.constant(['users'])],
+    ['a', fc.constant(['a'])],
+    [':id', fc.constantFrom(['a'], ['42'], ['users'])],
+    [':n(^\\d+)', fc.constantFrom(['42'], ['7'])],
+    [':y(^\\d{4}?)', fc.constant(['2024'])],
+    ['ab?cd', fc.constantFrom(['acd'], ['abcd'])],
+    ['#x', fc.constant(['#x'])],
+  )
+  // The last segment may also be optional or a wildcard, as Fastify and Express 4 write them.
+  const lastSegment = fc.constantFrom<readonly [string, fc.Arbitrary<string[]>]>(
+    [':id?', fc.constantFrom([], ['a'], ['42'])],
+    ['*', fc.constantFrom([], ['a'], ['a', '42'])],
+  )
+  const routed = fc
+    .tuple(fc.array(routeSegment, { maxLength: 3 }), fc.option(lastSegment, { nil: undefined }))
+    .chain(([segs, last]) => {
+      const all = last ? [...segs, last] : segs
+      return fc.tuple(...all.map(([, instance]) => instance)).map((parts) => ({
+        route: `/${all.map(([s]) => s).join('/')}`,
+        path: `/${parts.flat().map(encodeURIComponent).join('/')}`,
+      }))
+    })
+  const rulePattern = fc
+    .array(fc.constantFrom('users', 'a', '42', '2024', 'acd', 'abcd', '%23x', ':id', '*'), {
+      maxLength: 4,
+    })
+    .chain((segs) => fc.constantFrom(`/${segs.join('/')}`, `/${[...segs, '**'].join('/')}`))
+
+  it('for any route pattern and a path it serves', () => {
+    fc.assert(
+      fc.property(
+        fc.array(rulePattern, { minLength: 1, maxLength: 6 }),
+        routed,
+        (patterns, { route, path }) => {
+          const rules = parseRules(
+            patterns.map((p, i) => ({ id: `r${i}`, match: p, limit: 5, window: '1s' })),
+          )
+          const compiled = compileRules(rules)
+          const facts: RequestFacts = { method: 'GET', path, ip: '1.1.1.1', headers: {} }
+          const byPath = compiled.match(facts).map((c) => c.rule.id)
+          const byRoute = compiled.match({ ...facts, route }).map((c) => c.rule.id)
+          for (const id of byPath) expect(byRoute, `${route} serving ${path}`).toContain(id)
+        },
+      ),
+      { numRuns: 1000 },
+    )
+  })
+})

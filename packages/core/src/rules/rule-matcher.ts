@@ -8,7 +8,7 @@ import {
   isLiteral,
   matchSegments,
   pathReadings,
-  pathSegments,
+  routeSegments,
   type PatternSegment,
 } from './path-pattern.js'
 
@@ -237,7 +237,7 @@ class MethodTable {
   forRoute(route: string, path: string): Candidates {
     let r = route === this.lastRoute ? this.lastRouteResult : this.routeCache.get(route)
     if (!r) {
-      const segments = pathSegments(route)
+      const segments = routeSegments(route)
       const candidates = this.candidatesFor(segments)
       const shape = routeShape(segments)
       const needsPath = this.entries.some(

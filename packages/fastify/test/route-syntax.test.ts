@@ -1,0 +1,49 @@
+import type { AddressInfo } from 'node:net'
+import { createLimiter, type RuleInput } from '@floodgate/core'
+import { sendRaw } from '@floodgate/core/testing'
+import { rateLimit } from '@floodgate/fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+// Limits far above what the test sends: only which rules apply is observed.
+const big = { limit: 1_000_000, window: '1m' } as const
+const rules: readonly RuleInput[] = [
+  { id: 'list', match: 'GET /users', ...big },
+  { id: 'year', match: 'GET /reports/2024', ...big },
+]
+
+describe('fastify: routes whose pattern holds a ?', () => {
+  let last: string[] | undefined
+  const limiter = createLimiter<FastifyRequest>({
+    rules,
+    onDecision: (d) => (last = d.outcomes.map((o) => o.rule.id).sort()),
+  })
+  let app: FastifyInstance
+  let port: number
+  beforeAll(async () => {
+    app = Fastify()
+    await app.register(rateLimit, { rules: limiter })
+    // An optional last parameter: the route serves /users as well as /users/42.
+    app.get('/users/:id?', (request, reply) => void reply.send({ params: request.params }))
+    // A lazy quantifier in a regular-expression parameter.
+    app.get('/reports/:year(^\\d{4}?)', (request, reply) => void reply.send(request.params))
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    port = (app.server.address() as AddressInfo).port
+  })
+  afterAll(async () => {
+    await app.close()
+    await limiter.close()
+  })
+
+  it.each([
+    ['/users', ['list']],
+    ['/users/', ['list']],
+    ['/users/42', []],
+    ['/reports/2024', ['year']],
+  ])('%s meets the rules on its own path', async (target, want) => {
+    last = undefined
+    const r = await sendRaw(port, 'GET', target)
+    expect(r.status).toBe(200)
+    expect(last).toEqual(want)
+  })
+})
