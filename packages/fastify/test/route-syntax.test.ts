@@ -47,3 +47,41 @@ describe('fastify: routes whose pattern holds a ?', () => {
     expect(last).toEqual(want)
   })
 })
+
+describe('fastify: a parameter left empty', () => {
+  let last: string[] | undefined
+  const limiter = createLimiter<FastifyRequest>({
+    rules: [
+      { id: 'posts', match: 'GET /users/posts', ...big },
+      { id: 'files', match: 'GET /files', ...big },
+    ],
+    onDecision: (d) => (last = d.outcomes.map((o) => o.rule.id).sort()),
+  })
+  let app: FastifyInstance
+  let port: number
+  beforeAll(async () => {
+    app = Fastify()
+    await app.register(rateLimit, { rules: limiter })
+    app.get('/users/:id/posts', (request, reply) => void reply.send(request.params))
+    app.get('/files/:name', (request, reply) => void reply.send(request.params))
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    port = (app.server.address() as AddressInfo).port
+  })
+  afterAll(async () => {
+    await app.close()
+    await limiter.close()
+  })
+
+  // Fastify routes these with an empty parameter; the path, without its empty segments, is
+  // /users/posts and /files.
+  it.each([
+    ['/users//posts', '{"id":""}', ['posts']],
+    ['/files/', '{"name":""}', ['files']],
+    ['/users/42/posts', '{"id":"42"}', []],
+  ])('%s meets the rules on its own path', async (target, body, want) => {
+    last = undefined
+    const r = await sendRaw(port, 'GET', target)
+    expect(r.body).toBe(body)
+    expect(last).toEqual(want)
+  })
+})

@@ -151,16 +151,33 @@ function routeShape(segments: readonly string[]): PatternSegment[] | undefined {
   return out
 }
 
-/** Whether some path matching `route` could match `pattern` (conservative: may say yes). */
+/**
+ * Whether some path matching `route` could match `pattern` (conservative: may say yes). A
+ * route parameter may stand for no segment at all: Fastify hands `/users//posts` to
+ * `/users/:id/posts` with an empty `id`, and the path, read without empty segments, is
+ * `/users/posts`. A walk over (pattern, route) positions, each visited once.
+ */
 function overlaps(pattern: readonly PatternSegment[], route: readonly PatternSegment[]): boolean {
-  for (let i = 0; ; i++) {
-    if (i === pattern.length && i === route.length) return true
+  const width = route.length + 1
+  const seen = new Set<number>()
+  const todo = [0]
+  while (todo.length > 0) {
+    const at = todo.pop()!
+    if (seen.has(at)) continue
+    seen.add(at)
+    const i = Math.floor(at / width)
+    const j = at % width
+    if (i === pattern.length && j === route.length) return true
     const p = pattern[i]
-    const r = route[i]
+    const r = route[j]
     if (p === REST || r === REST) return true
-    if (p === undefined || r === undefined) return false
-    if (p !== ONE && r !== ONE && p !== r) return false
+    // The parameter empty: the path has no segment for it.
+    if (r === ONE) todo.push(at + 1)
+    if (p !== undefined && r !== undefined && (p === ONE || r === ONE || p === r)) {
+      todo.push(at + width + 1)
+    }
   }
+  return false
 }
 
 interface RouteResult {
