@@ -1,7 +1,8 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { RequestFacts } from '../request-facts.js'
 import type { Rule } from '../rules/rule.js'
-import { compileKey } from './build-key.js'
+import { compileKey, keyFromParts } from './build-key.js'
 import { MAX_KEY_LENGTH } from './hash-key.js'
 
 const rule = (key: Rule['key'], fallbackKey: Rule['fallbackKey'] = 'ip'): Rule => ({
@@ -62,6 +63,31 @@ describe('compileKey', () => {
     expect(compileKey(rule(['user'], 'shared'), builders, 64)(anon)).toBe('\u0000shared')
     expect(compileKey(rule(['user'], 'ip'), builders, 64)(facts({ ip: undefined }))).toBe(
       '\u0000shared',
+    )
+  })
+
+  it('property: a builder answering no value (NaN and infinities included) falls back as undefined does', () => {
+    // `Number(req.headers['x-user-id'])` is NaN for every anonymous client: keyed "NaN", they
+    // would all share one bucket.
+    const noValue = fc.constantFrom<unknown>(undefined, null, '', NaN, Infinity, -Infinity)
+    fc.assert(
+      fc.property(
+        noValue,
+        fc.constantFrom<Rule['fallbackKey']>('ip', 'skip', 'shared'),
+        fc.ipV4(),
+        fc.constantFrom<Rule['key']>(['user'], ['user', 'ip'], ['ip', 'user']),
+        (answer, fallback, ip, key) => {
+          const answering = { user: () => answer as number }
+          const got = compileKey(rule(key, fallback), answering, 64)(facts({ ip }))
+          const want = compileKey(rule(key, fallback), { user: () => undefined }, 64)(facts({ ip }))
+          expect(got).toBe(want)
+          // A client given by hand with that value is that fallback client too.
+          const given = { user: answer as number, ip }
+          expect(keyFromParts(rule(key, fallback), given, 64)).toBe(
+            keyFromParts(rule(key, fallback), { ip }, 64),
+          )
+        },
+      ),
     )
   })
 

@@ -6,7 +6,8 @@ import { ipKey } from './ip-key.js'
 
 /**
  * Turns a request into one part of a client key: a user id, a tenant, an API key.
- * Returning `undefined`, `null` or `''` means the request has no such key.
+ * Returning `undefined`, `null`, `''` or a number that is not finite (`NaN`, as
+ * `Number(undefined)` answers) means the request has no such key.
  */
 export type KeyBuilder<Req = unknown> = (
   req: Req,
@@ -33,9 +34,13 @@ const SEP = '\u001f'
 
 function text(v: string | number | undefined | null): string | undefined {
   if (v === undefined || v === null) return undefined
-  if (typeof v !== 'string' && typeof v !== 'number') return notAKey(v)
-  const s = typeof v === 'string' ? v : String(v)
-  return s.length > 0 ? s : undefined
+  if (typeof v === 'number') {
+    // NaN is what `Number(undefined)` answers for every anonymous client: keyed "NaN", they
+    // would all share one bucket. The infinities identify no one either.
+    return Number.isFinite(v) ? String(v) : undefined
+  }
+  if (typeof v !== 'string') return notAKey(v)
+  return v.length > 0 ? v : undefined
 }
 
 /**
@@ -190,8 +195,12 @@ export type ClientKey = string | number | Readonly<Record<string, string | numbe
  */
 export function partFromKey(given: ClientKey, part: KeyPart): string | undefined {
   if (typeof given !== 'object') return undefined
-  const raw = Object.hasOwn(given, part) ? given[part] : undefined
-  return raw === undefined ? undefined : text(String(raw))
+  return givenText(Object.hasOwn(given, part) ? given[part] : undefined)
+}
+
+/** A part's value given by hand, read as a request's would be (`NaN` is no value). */
+function givenText(raw: unknown): string | undefined {
+  return typeof raw === 'string' || typeof raw === 'number' ? text(raw) : undefined
 }
 
 /**
@@ -210,13 +219,15 @@ export function keyFromParts(rule: Rule, given: ClientKey, ipv6Subnet: number): 
   const values: (string | undefined)[] = []
   if (typeof given === 'string' || typeof given === 'number') {
     if (rule.key.length !== 1) return undefined
-    const v = String(given)
-    values.push(rule.key[0] === 'ip' ? ipKey(v, ipv6Subnet) : text(v))
+    values.push(rule.key[0] === 'ip' ? ipKey(String(given), ipv6Subnet) : givenText(given))
   } else {
     for (const part of rule.key) {
       const raw = Object.hasOwn(given, part) ? given[part] : undefined
-      const v = raw === undefined ? undefined : String(raw)
-      values.push(part === 'ip' ? ipKey(v, ipv6Subnet) : text(v))
+      values.push(
+        part === 'ip'
+          ? ipKey(raw === undefined ? undefined : String(raw), ipv6Subnet)
+          : givenText(raw),
+      )
     }
   }
   if (values.some((v) => v === undefined)) {
