@@ -31,7 +31,9 @@ export class FastifyFacts implements RequestFacts<FastifyRequest> {
     const url = this.request.url
     let end = url.indexOf('?')
     if (this.semicolons) {
-      const semicolon = url.indexOf(';')
+      // Fastify drops an absolute-form origin first: a `;` in it (`http://x;a/users/me`)
+      // does not end the path.
+      const semicolon = url.indexOf(';', originLength(url))
       if (semicolon >= 0 && (end < 0 || semicolon < end)) end = semicolon
     }
     return end < 0 ? url : url.slice(0, end)
@@ -49,4 +51,16 @@ export class FastifyFacts implements RequestFacts<FastifyRequest> {
   get host(): string | undefined {
     return this.request.hostname.toLowerCase()
   }
+}
+
+/**
+ * The length of an absolute-form target's `scheme://authority` (0 for an origin-form path):
+ * the router reads the path from the first `/` after `://`, as Fastify's router does.
+ */
+function originLength(url: string): number {
+  if (url.charCodeAt(0) === 47 /* / */) return 0
+  const scheme = url.indexOf('://')
+  if (scheme < 0) return 0
+  const slash = url.indexOf('/', scheme + 3)
+  return slash < 0 ? url.length : slash
 }
