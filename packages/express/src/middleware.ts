@@ -6,6 +6,7 @@ import {
   EXPOSE_HEADERS,
   exposedHeaderNames,
   firstCheck,
+  missingAddressWarning,
   prepareMount,
   proxyWarnings,
   routeCost,
@@ -96,6 +97,7 @@ export function rateLimit(
     "app.set('trust proxy')",
     "set app.set('trust proxy', n) to the number of proxies in front of the app, or to their addresses or subnets",
   )
+  const checkAddress = missingAddressWarning(warn, "app.set('trust proxy')")
 
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.res,
@@ -125,6 +127,7 @@ export function rateLimit(
     const headers = req.headers
     checkProxy(trustOf(trust), headers)
     const facts = new ExpressFacts(req, routeCost(cost, req, warn), trust === false, headers)
+    checkAddress(req.socket, () => facts.ip)
     const result = enforce(limiter, facts, { req, res, next }, io, settings)
     // Express 4 ignores a returned promise; hand any failure to the error handler ourselves.
     if (result instanceof Promise) result.catch(next)

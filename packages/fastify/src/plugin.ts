@@ -6,6 +6,7 @@ import {
   EXPOSE_HEADERS,
   exposedHeaderNames,
   enforce,
+  missingAddressWarning,
   prepareMount,
   proxyWarnings,
   PROBLEM_CONTENT_TYPE,
@@ -190,6 +191,7 @@ async function floodgate(
     'trustProxy',
     "set trustProxy to your proxies' addresses or subnets (e.g. '10.0.0.0/8' or 'loopback')",
   )
+  const checkAddress = missingAddressWarning(warn, 'trustProxy')
   const trust: ProxyTrust =
     trustProxy === true
       ? 'all'
@@ -284,6 +286,7 @@ async function floodgate(
         routeRules,
         semicolons,
       )
+      checkAddress(request.raw.socket, () => facts.ip)
       const result = enforce(limiter, facts, { request, reply, done }, io, resolved)
       if (result instanceof Promise) result.catch(done)
     }

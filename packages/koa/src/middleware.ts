@@ -6,6 +6,7 @@ import {
   EXPOSE_HEADERS,
   exposedHeaderNames,
   firstCheck,
+  missingAddressWarning,
   prepareMount,
   proxyWarnings,
   PROBLEM_CONTENT_TYPE,
@@ -84,6 +85,7 @@ export function rateLimit(
     'app.proxy',
     'set app.proxy = true and app.maxIpsCount to the number of proxies in front of the app',
   )
+  const checkAddress = missingAddressWarning(warn, 'app.proxy')
 
   const io: HttpIo<Ctx, void | Promise<void>> = {
     response: (c) => c.ctx.res,
@@ -126,6 +128,7 @@ export function rateLimit(
     // app.proxy with maxIpsCount 0 (trust all) has its own warning above.
     checkProxy(ctx.app.proxy ? 'some' : 'none', ctx.request.headers)
     const facts = new KoaFacts(ctx, routeCost(cost, ctx, warn))
+    checkAddress(ctx.req.socket, () => facts.ip)
     return enforce(limiter, facts, { ctx, next }, io, settings) as void | Promise<void>
   }
   return Object.assign(middleware, { limiter })

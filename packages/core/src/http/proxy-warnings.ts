@@ -41,3 +41,33 @@ export function proxyWarnings(
     }
   }
 }
+
+/**
+ * The per-request check for a request with no client address (an app on a Unix socket, or a
+ * proxy setting that resolves no address): every such request is keyed alike, so rules keyed
+ * by `ip` put all of them in one shared bucket. Warns once (`FG_WRN_KEY_MISSING`); a request
+ * whose socket has an address costs one property read.
+ *
+ * @param warn - the mount's warner
+ * @param setting - how the framework's proxy setting is spelled, for the message
+ * @returns a check of one request: its socket, and the address the framework resolved
+ */
+export function missingAddressWarning(
+  warn: WarnOnce,
+  setting: string,
+): (
+  socket: { readonly remoteAddress?: string | undefined } | undefined,
+  ip: () => string | undefined,
+) => void {
+  let seen = false
+  return (socket, ip) => {
+    // The frameworks resolve an address from the socket's, or from X-Forwarded-For when the
+    // socket's peer is a trusted proxy: with a socket address there is always one.
+    if (seen || socket?.remoteAddress !== undefined || ip()) return
+    seen = true
+    warn(
+      'FG_WRN_KEY_MISSING',
+      `a request came with no client address (the app listens on a Unix socket, or ${setting} resolved none), so rules keyed by ip put every such request in one shared bucket; behind a proxy, trust it so the framework reads the client address from X-Forwarded-For`,
+    )
+  }
+}

@@ -55,3 +55,5 @@ export type {
 export { describeMisconfigurationWarnings } from './misconfiguration-warnings.js'
 export type { HeadersSentOptions, HeadersSentServe } from './headers-sent.js'
 export { describeHeadersAlreadySent } from './headers-sent.js'
+export type { UnixSocketServe } from './missing-address.js'
+export { describeMissingAddressWarning } from './missing-address.js'
