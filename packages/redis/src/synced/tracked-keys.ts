@@ -47,7 +47,7 @@ export function hasUnsent(t: Tracked): boolean {
   return t.pending !== 0 || t.unacked.length > 0
 }
 
-/** How many of the oldest entries a new key inspects, at most, to find one it may drop. */
+/** How many entries a new key inspects, at most, to find one it may drop. */
 const EVICTION_SCAN = 32
 
 /**
@@ -55,9 +55,11 @@ const EVICTION_SCAN = 32
  * two levels so the hot path builds no string, with a one-entry cache of the last rule's map
  * (most requests hit the same rule again).
  *
- * Bounded: past `maxKeys` entries, a new key drops one of the oldest entries whose units are
- * all in Redis (it is read again if it comes back). Entries still holding units to send are
- * never dropped, so the table can exceed `maxKeys` by at most the keys admitted since the last
+ * Bounded: past `maxKeys` entries, a new key drops an entry whose units are all in Redis (it
+ * is read again if it comes back). The search goes on where the last one stopped, round the
+ * whole table, so busy entries (units to send, a read in flight) cannot hide the idle ones
+ * behind them, in this rule's map or another's. Entries still holding units to send are never
+ * dropped, so the table can exceed `maxKeys` by at most the keys admitted since the last
  * round; a flood of one-off client keys cannot grow it further.
  */
 export class TrackedKeys {
@@ -65,6 +67,8 @@ export class TrackedKeys {
   private count = 0
   private lastRule: CompiledRule | undefined
   private lastKeys: Map<string, Tracked> | undefined
+  /** Where the search for an entry to drop goes on; restarted after each full turn. */
+  private scan: Iterator<Tracked> | undefined
 
   /**
    * @param prefix - The store's key prefix: fleet counters live at `prefix:{tag}:stateId:synced`.
@@ -104,7 +108,7 @@ export class TrackedKeys {
       return t
     }
     // Room first: dropping the last entry of this rule's map drops the map itself.
-    if (this.count >= this.maxKeys) this.evictOne()
+    if (this.count >= this.maxKeys) this.makeRoom()
     keys = this.byState.get(rule.stateId)
     if (!keys) {
       keys = new Map()
@@ -191,19 +195,37 @@ export class TrackedKeys {
   clear(): void {
     this.byState.clear()
     this.count = 0
+    this.scan = undefined
     this.lastRule = undefined
     this.lastKeys = undefined
   }
 
-  /** Drop one of the oldest entries with nothing left to send, if the first few hold one. */
-  private evictOne(): void {
-    let scanned = 0
-    for (const t of this.all()) {
-      if (t.pending === 0 && t.unacked.length === 0 && !t.reading) {
+  /**
+   * Drop an entry with nothing left to send, met among the next few of the search; two while
+   * the table is past `maxKeys` (a search that found none before), so it comes back to it.
+   */
+  private makeRoom(): void {
+    let drops = Math.min(2, this.count - this.maxKeys + 1)
+    for (let i = 0; i < EVICTION_SCAN && drops > 0; i++) {
+      const t = this.nextToInspect()
+      if (t === undefined) return
+      // The search may meet an entry already dropped (its map is gone from the table).
+      if (this.get(t.rule.stateId, t.key) !== t) continue
+      if (!hasUnsent(t) && !t.reading) {
         this.untrack(t)
-        return
+        drops--
       }
-      if (++scanned >= EVICTION_SCAN) return
     }
+  }
+
+  /** The next entry of the search, starting a new turn at the end of the table. */
+  private nextToInspect(): Tracked | undefined {
+    for (let turn = 0; turn < 2; turn++) {
+      this.scan ??= this.all()
+      const step = this.scan.next()
+      if (step.done !== true) return step.value
+      this.scan = undefined
+    }
+    return undefined
   }
 }

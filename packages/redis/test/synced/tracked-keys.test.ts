@@ -92,6 +92,37 @@ describe('TrackedKeys', () => {
     expect(c).toBeDefined()
   })
 
+  it('past maxKeys, a flood of new keys drops idle entries however many busy ones come first', () => {
+    // The first clients a host served are the first entries, and the busy ones among them
+    // always have units to send: they must not hide the idle entries behind them, in their
+    // own rule's map or in another rule's.
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 33, max: 200 }),
+        fc.integer({ min: 1, max: 100 }),
+        fc.boolean(),
+        (busyCount, idleCount, idleInOtherRule) => {
+          const maxKeys = busyCount + idleCount
+          const { keys } = table(maxKeys)
+          const busy = Array.from({ length: busyCount }, (_, i) => keys.track(r1, `busy-${i}`))
+          for (const t of busy) t.pending = 1
+          for (let i = 0; i < idleCount; i++) keys.track(idleInOtherRule ? r2 : r1, `idle-${i}`)
+          for (let i = 0; i < 3 * maxKeys; i++) {
+            // A one-off client, admitted and its units sent by the next round: idle again.
+            keys.track(i % 2 === 0 ? r1 : r2, `flood-${i}`)
+            // A search of 32 entries that meets only busy ones finds no room once per turn.
+            expect(keys.size).toBeLessThanOrEqual(maxKeys + Math.ceil(busyCount / 32))
+            // The busy clients keep sending.
+            for (const t of busy) t.pending++
+          }
+          // Not one busy entry was dropped.
+          for (const t of busy) expect(keys.find(r1, t.key)).toBe(t)
+        },
+      ),
+      { numRuns: 50 },
+    )
+  })
+
   it('past maxKeys with every entry holding units, grows rather than lose them', () => {
     const { keys } = table(2)
     for (const k of ['a', 'b', 'c']) keys.track(r1, k).pending = 1
@@ -144,12 +175,21 @@ describe('TrackedKeys', () => {
           const t = keys.find(rule, key)
           expect(t !== undefined).toBe(model.get(state)?.has(key) === true)
           if (o.kind === 'track') {
+            const before = new Set([...keys.all()])
             keys.track(rule, key).pending++ // admitted: must survive until sent
             if (model.get(state)?.has(key) !== true && size() >= max) {
-              // The oldest entry with nothing unsent among the first 32, if there is one.
-              const first = [...model].flatMap(([s, m]) => [...m].map(([k, p]) => ({ s, k, p })))
-              const victim = first.slice(0, 32).find((e) => e.p === 0)
-              if (victim) remove(victim.s, victim.k)
+              // Entries with nothing unsent are dropped, if there are any (the table is smaller
+              // than one search, so the search finds them): one, two while past max; which
+              // ones depends on where the last search stopped.
+              const dropped = [...before].filter((e) => keys.find(e.rule, e.key) !== e)
+              const idle = [...model].flatMap(([s, m]) =>
+                [...m].filter(([, p]) => p === 0).map(([k]) => `${s} ${k}`),
+              )
+              expect(dropped.length).toBe(Math.min(idle.length, 2, size() - max + 1))
+              for (const e of dropped) {
+                expect(idle).toContain(`${e.rule.stateId} ${e.key}`)
+                remove(e.rule.stateId, e.key)
+              }
             }
             if (!model.has(state)) model.set(state, new Map())
             model.get(state)!.set(key, (model.get(state)!.get(key) ?? 0) + 1)
