@@ -163,7 +163,8 @@ function isThenable(x: unknown): x is PromiseLike<unknown> {
 
 /**
  * A rule's limit function compiled: the answer is checked, and each distinct limit gets one
- * variant of the rule (at most {@link MAX_LIMIT_VARIANTS}; past that, the rule's own limit).
+ * variant of the rule (at most {@link MAX_LIMIT_VARIANTS} in `seen`, across rules swaps; past
+ * that, the rule's own limit).
  * `seen` collects the limits of the variants made by their state ids, so a rules swap keeps
  * their state and `limiter.reset` finds them; `made` is told of each new one (to record it
  * in a shared store, where the other hosts find it).
@@ -191,18 +192,20 @@ export function functionPick<Req>(
     const k = `${limits.limit}|${limits.windowMs}|${limits.burst}`
     let v = variants.get(k)
     if (v === undefined) {
-      if (variants.size >= MAX_LIMIT_VARIANTS) {
-        problem(`the limit function answered more than ${MAX_LIMIT_VARIANTS} distinct limits`, {
-          rule: id,
-        })
-        return base
-      }
       v = variantOf(base, limits)
-      variants.set(k, v)
+      // Counted in `seen`, which outlives this compiled rule: a rules swap that keeps the rule
+      // must not allow 64 more (each a state kept in the store and read by get and reset).
       if (!seen.has(v.stateId)) {
+        if (seen.size >= MAX_LIMIT_VARIANTS) {
+          problem(`the limit function answered more than ${MAX_LIMIT_VARIANTS} distinct limits`, {
+            rule: id,
+          })
+          return base
+        }
         seen.set(v.stateId, limits)
         made?.(limits)
       }
+      variants.set(k, v)
     }
     return v
   }

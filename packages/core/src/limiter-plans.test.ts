@@ -258,4 +258,29 @@ describe('limits: a function of the request chooses the limit', () => {
     // 64 answers got states of their own; the rest were counted against the rule's own limit.
     expect(limits.size).toBe(64)
   })
+
+  it('bounds the distinct limits one rule can answer across rules swaps that keep it', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 120 }),
+        async (swaps, perSwap) => {
+          // A new limit on every request (2, 3, …), never the rule's own (1).
+          let n = 1
+          const { limiter, check } = clocked([rule], { limits: { 'per-user': () => ++n } })
+          const limits = new Set<number>()
+          for (let s = 0; s <= swaps; s++) {
+            for (let i = 0; i < perSwap; i++) limits.add(check().limit)
+            limiter.updateRules([rule])
+          }
+          const answered = Math.min(64, perSwap * (swaps + 1))
+          limits.delete(1) // the rule's own limit, applied once 64 answers are spent
+          expect(limits.size).toBe(answered)
+          // get and reset read every state the answers made, beside the rule's own.
+          expect(await limiter.get('203.0.113.7')).toHaveLength(1 + answered)
+        },
+      ),
+      { numRuns: 40 },
+    )
+  })
 })
