@@ -1,12 +1,46 @@
 import type { RuleTier } from '@floodgate/core/rules'
 import type { RedisClient } from './connection.js'
+import { boundedTtlMs } from './key-ttl.js'
+
+/** How often a store renews the records it made, while it is open. */
+export const RECORD_RENEW_MS: number = 10 * 60_000
+
+/**
+ * Add a member to a set and make sure the set lives at least ARGV[2] ms more: a set written
+ * before records had a TTL (PTTL -1) gets one too. One key, so one Cluster slot.
+ */
+const RECORD_SCRIPT = `
+redis.call('SADD', KEYS[1], ARGV[1])
+local ttl = tonumber(ARGV[2])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 1`
+
+/**
+ * How long a record of `limits` must outlive its last renewal: until every state a host wrote
+ * under that limit meanwhile is fresh again (a full window or refill, twice for a sliding
+ * counter), plus two renewals a host that still uses it may miss.
+ */
+export function recordTtlMs(limits: RuleTier): number {
+  const refill = limits.windowMs * Math.max(1, limits.burst / limits.limit)
+  return boundedTtlMs(2 * refill + 2 * RECORD_RENEW_MS)
+}
 
 /**
  * Where the limits a rule's limit function answered live, for every host of a fleet (see
  * `Store.recordLimits`): a Redis set per rule state, `prefix:limits:stateId`. State ids hold no
  * braces, so on a Cluster the whole name is hashed.
+ *
+ * Every Floodgate key has a TTL, these sets too: each record gives its set at least
+ * {@link recordTtlMs} more, and a store renews the records it made every
+ * {@link RECORD_RENEW_MS} while it is open, so a set lives as long as a host that recorded
+ * it, plus as long as the states its answers made, and a set of a rule nobody serves any more
+ * goes away.
  */
 export class RecordedLimits {
+  /** What this store recorded: key → member → TTL (at most 64 answers per rule state). */
+  private readonly mine = new Map<string, Map<string, number>>()
+  private timer: NodeJS.Timeout | undefined
+
   constructor(
     private readonly client: RedisClient,
     private readonly prefix: string,
@@ -19,8 +53,36 @@ export class RecordedLimits {
 
   /** Add one answer; rejects when Redis fails or misses the deadline. */
   async record(ruleStateId: string, limits: RuleTier): Promise<void> {
+    const key = this.key(ruleStateId)
     const member = JSON.stringify([limits.limit, limits.windowMs, limits.burst])
-    await this.within(this.client.sadd(this.key(ruleStateId), member))
+    const ttl = recordTtlMs(limits)
+    let members = this.mine.get(key)
+    if (members === undefined) this.mine.set(key, (members = new Map<string, number>()))
+    members.set(member, ttl)
+    this.timer ??= setInterval(() => void this.renew(), RECORD_RENEW_MS).unref()
+    await this.within(this.write(key, member, ttl))
+  }
+
+  /**
+   * Write every record this store made again, renewing its TTL (the timer calls it; tests
+   * call it directly). Never rejects: a record that fails now is renewed next time.
+   */
+  async renew(): Promise<void> {
+    const writes: Promise<unknown>[] = []
+    for (const [key, members] of this.mine) {
+      for (const [member, ttl] of members) writes.push(this.within(this.write(key, member, ttl)))
+    }
+    await Promise.allSettled(writes)
+  }
+
+  /** Stop renewing (the store is closing). */
+  close(): void {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = undefined
+  }
+
+  private write(key: string, member: string, ttl: number): Promise<unknown> {
+    return this.client.eval(RECORD_SCRIPT, 1, key, member, String(ttl))
   }
 
   /** Every answer recorded for the rule, by any host; rejects when Redis fails or is late. */

@@ -255,6 +255,7 @@ export class RedisStore implements Store {
 
   /** Close the client when Floodgate created it; a client passed in stays open. */
   async close(): Promise<void> {
+    this.recorded.close()
     await this.fallback?.close?.()
     await this.connection.close()
   }

@@ -234,6 +234,7 @@ export class SyncedStore implements Store {
   close(): Promise<void> {
     if (this.closing) return this.closing
     this.closed = true
+    this.recorded.close()
     if (this.timer) clearTimeout(this.timer)
     if (this.earlyTimer) clearTimeout(this.earlyTimer)
     this.closing = this.shutDown()
