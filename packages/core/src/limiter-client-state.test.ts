@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { Decision } from './decision.js'
 import { OptionsError } from './errors.js'
@@ -46,6 +47,43 @@ describe('limiter.get / reset / penalty / reward', () => {
     expect(check().allowed).toBe(false)
     await limiter.reset('203.0.113.7', { rule: 'login' })
     expect(check()).toMatchObject({ allowed: true, remaining: 1 })
+  })
+
+  it('reset leaves the slots of requests in flight held: never more than a concurrency limit run at once', async () => {
+    // Any order of requests starting, finishing and resets of the client.
+    const op = fc.constantFrom('start', 'finish', 'reset')
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { maxLength: 40 }), async (ops) => {
+        const { limiter, check } = clocked([
+          { id: 'slots', algorithm: 'concurrency', limit: 2 },
+          { id: 'per-ip', limit: 1000, window: '1m' },
+        ])
+        const running: Decision[] = []
+        for (const o of ops) {
+          if (o === 'start') {
+            const d = check()
+            if (d.allowed) running.push(d)
+          } else if (o === 'finish') {
+            const d = running.shift()
+            if (d) limiter.release(d)
+          } else await limiter.reset('203.0.113.7')
+          expect(running.length).toBeLessThanOrEqual(2)
+        }
+      }),
+    )
+  })
+
+  it('reset forgets the rate rules of a client that a concurrency rule also counts', async () => {
+    const { limiter, check } = clocked([
+      { id: 'slots', algorithm: 'concurrency', limit: 1 },
+      { id: 'login', limit: 1, window: '1m' },
+    ])
+    const first = check()
+    expect(first.allowed).toBe(true)
+    limiter.release(first)
+    expect(check().allowed).toBe(false)
+    await limiter.reset('203.0.113.7')
+    expect(check().allowed).toBe(true)
   })
 
   it('penalty charges past the limit; the debt is paid back at the refill rate', async () => {

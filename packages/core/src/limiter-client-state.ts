@@ -248,7 +248,10 @@ export async function resetState(
 ): Promise<void> {
   const targets = targetsOf(ctx, 'reset', key, options)
   const reset = need(ctx.store, 'reset', 'reset')
-  const entries: StateEntry[] = (await statesOf(ctx, targets, 'all')).map((s) => ({
+  // A concurrency rule's state is the requests in flight, not history: forgetting it would let
+  // as many again start beside them, and their releases would then free the newer ones' slots.
+  const counted = targets.filter((t) => !t.rt.holdsSlot)
+  const entries: StateEntry[] = (await statesOf(ctx, counted, 'all')).map((s) => ({
     rule: s.compiled,
     key: s.target.key,
   }))
