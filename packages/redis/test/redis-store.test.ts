@@ -132,7 +132,22 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
             }
           },
         ),
-        { numRuns: Number(process.env.FG_RUNS ?? 25) * 4 },
+        {
+          numRuns: Number(process.env.FG_RUNS ?? 25) * 4,
+          // A state whose life (2e-9 units at 2 per ms: a nanosecond) rounds away when added to
+          // an epoch in ms: Redis deleted it while MemoryStore kept it, and at the same
+          // millisecond they answered remaining 2 and 1.
+          examples: [
+            [
+              2,
+              1,
+              [
+                { dt: 0, fraction: 1e-9 },
+                { dt: 0, fraction: 0 },
+              ],
+            ],
+          ],
+        },
       )
     })
   }

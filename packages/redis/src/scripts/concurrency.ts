@@ -26,7 +26,7 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
     for j = 1, n - 1, 2 do
       if s[j] > newest then newest = s[j] end
     end
-    return newest
+    return newest - now
   end
   if op == 'r' then
     -- Snap float residue to zero, as core does, so the key can become idle.

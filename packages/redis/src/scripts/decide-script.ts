@@ -119,8 +119,10 @@ const readEntry = (shadow: string): string => {
  * idle time), or deletes it when it is already fresh.
  */
 const storeState = (alg: string, key: string, params: string, out: string): string => `
-  local idle = ${alg}('i', s, ${params}, 0, now, 0, false, ${out})
-  local ttl = ceil(idle - now)
+  -- 'i' answers the ms from now until the state is fresh again, summed from the state's own
+  -- times minus now first: a life of a few nanoseconds added to an epoch in ms would round away
+  -- and delete a state MemoryStore still holds.
+  local ttl = ceil(${alg}('i', s, ${params}, 0, now, 0, false, ${out}))
   if not (ttl > 0) then
     -- Already equal to the fresh state: nothing worth keeping. A NaN life (a state of the right
     -- size that Floodgate did not write) is read as fresh, like a state of the wrong size.

@@ -7,7 +7,7 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   if op == 'i' then
     local count = s[2]
     if count <= EPSILON then return 0 end
-    return s[1] + ceil((count - EPSILON) / limit) * window_ms
+    return (s[1] - now) + ceil((count - EPSILON) / limit) * window_ms
   end
   -- view
   local stored = s[1]

@@ -4,7 +4,7 @@
  */
 export const gcraLua = `
 function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
-  if op == 'i' then return s[2] + s[1] end
+  if op == 'i' then return (s[2] - now) + s[1] end
   -- aheadAt
   local anchor = s[2]
   local elapsed = 0

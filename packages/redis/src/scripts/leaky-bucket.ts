@@ -4,7 +4,7 @@
  */
 export const leakyBucketLua = `
 function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
-  if op == 'i' then return s[2] + (s[1] * window_ms) / limit end
+  if op == 'i' then return (s[2] - now) + (s[1] * window_ms) / limit end
   -- levelAt
   local level = s[1]
   if level <= 0 then

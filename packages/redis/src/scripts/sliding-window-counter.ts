@@ -6,8 +6,8 @@ export const slidingWindowCounterLua = `
 function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   local w = window_ms
   if op == 'i' then
-    if s[3] > 0 then return s[1] + 2 * w end
-    if s[2] > 0 then return s[1] + w end
+    if s[3] > 0 then return (s[1] - now) + 2 * w end
+    if s[2] > 0 then return (s[1] - now) + w end
     return 0
   end
   -- view

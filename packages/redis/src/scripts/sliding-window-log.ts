@@ -10,7 +10,7 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   local head = s[2]
   if op == 'i' then
     if count <= 0 then return 0 end
-    return s[3 + ((head + count - 1) % size)] + window_ms
+    return (s[3 + ((head + count - 1) % size)] - now) + window_ms
   end
   local units = 0
   if cost > EPSILON then units = ceil(cost - EPSILON) end

@@ -6,7 +6,7 @@
  */
 export const tokenBucketLua = `
 function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
-  if op == 'i' then return s[2] + (s[1] * window_ms) / limit end
+  if op == 'i' then return (s[2] - now) + (s[1] * window_ms) / limit end
   -- usedAt
   local used = s[1]
   if used <= 0 then
