@@ -261,6 +261,18 @@ function onceEnded(req: IncomingMessage, res: ServerResponse, done: () => void):
 }
 
 /**
+ * Close the connection of a dropped request. A response pipelined behind others on its
+ * connection has no socket until they are written (Node hands it the socket then): destroying
+ * nothing would leave the connection open forever, waiting for a response that never comes.
+ * The responses before it are written, then the connection is closed.
+ */
+function dropConnection(res: ServerResponse): void {
+  const socket = res.socket
+  if (socket !== null) socket.destroy()
+  else res.once('socket', (s: Socket) => s.destroy())
+}
+
+/**
  * Write a refusal as `application/problem+json` on a raw Node response. Adapters whose
  * framework has its own reply API use that instead; the bytes are the same.
  *
@@ -285,7 +297,7 @@ function apply<Req, C, R>(
   const action = decision.action
   if (action === 'drop') {
     // No response at all: the abusive client learns nothing, and the handler never runs.
-    res.socket?.destroy()
+    dropConnection(res)
     return io.abandon(ctx)
   }
   // An earlier middleware may have sent the headers already: decide anyway, but write no

@@ -124,6 +124,16 @@ export const adapterScenarios: readonly AdapterScenario[] = [
     ],
   },
   {
+    name: 'drop: a request pipelined behind another is dropped with its connection',
+    rules: [{ id: 'abuse', limit: 1, window: '1m', onLimit: 'drop' }],
+    steps: [
+      // The second response waits behind the first, so it has no socket of its own yet.
+      { closesPipelined: [GET('/'), GET('/'), GET('/')], answered: 1 },
+      { handlerCalls: 1 },
+      { send: GET('/'), expect: { dropped: true } },
+    ],
+  },
+  {
     name: 'cost: a heavy route spends the shared budget once',
     rules: [{ id: 'budget', limit: 10, window: '1m', algorithm: 'fixed-window' }],
     routes: [...DEFAULT_ROUTES, { method: 'POST', path: '/export', cost: 10 }],

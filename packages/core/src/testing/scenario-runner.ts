@@ -155,6 +155,26 @@ async function pipelined(url: string, requests: readonly ScenarioRequest[]): Pro
   return socket
 }
 
+/**
+ * Resolves with the number of responses the server wrote on `socket` before closing it, or
+ * fails when it is still open after `ms`.
+ */
+function answersBeforeClose(socket: Socket, ms: number, what: string): Promise<number> {
+  let text = ''
+  socket.setEncoding('latin1')
+  socket.on('data', (chunk: string) => (text += chunk))
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      socket.destroy()
+      reject(new Error(`${what}: the connection was still open after ${ms} ms`))
+    }, ms)
+    socket.once('close', () => {
+      clearTimeout(timer)
+      resolve(text.match(/^HTTP\/1\.1 \d{3} /gm)?.length ?? 0)
+    })
+  })
+}
+
 /** Resolves once `test()` holds on the store, or fails after `ms`. */
 async function within(store: ObservedStore, test: () => boolean, ms: number, what: string) {
   let timer: NodeJS.Timeout | undefined
@@ -294,6 +314,10 @@ export function describeAdapterScenarios(
             await store.until(() => store.consumes >= decided)
             socket.destroy()
             await within(store, () => store.refunds >= refunded, 2000, `${label}: refunds`)
+          } else if ('closesPipelined' in step) {
+            const socket = await pipelined(app.url, step.closesPipelined)
+            const answered = await answersBeforeClose(socket, 2000, label)
+            expect(answered, `${label}: responses before the connection closed`).toBe(step.answered)
           } else if ('deliverHeld' in step) {
             store.deliver()
             // The limiter acts on the answer in microtasks; one macrotask turn covers them.

@@ -132,6 +132,11 @@ export type ScenarioStep =
    * store must be asked for `refunds` more refunds.
    */
   | { readonly abortPipelined: readonly ScenarioRequest[]; readonly refunds: number }
+  /**
+   * Send these requests pipelined on one connection and wait (at most 2 s) for the server to
+   * close it: exactly `answered` responses must have come back before it did.
+   */
+  | { readonly closesPipelined: readonly ScenarioRequest[]; readonly answered: number }
   /** Deliver the held store answer and let the limiter act on it. */
   | { readonly deliverHeld: true }
   /** Wait for every background request and check its expectation. */
