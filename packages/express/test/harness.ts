@@ -22,6 +22,9 @@ export async function startExpress(setup: HarnessSetup): Promise<RunningApp> {
     res.json(route.echo ? { ok: true, rateLimit: echoRateLimit(req.rateLimit) } : { ok: true })
   }
   const verb = (r: ScenarioRoute): 'get' | 'post' => (r.method === 'GET' ? 'get' : 'post')
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    void setup.beforeLimiter(req).then(() => next())
+  })
   for (const r of setup.routes) {
     if (r.exempt) app[verb(r)](r.path, handler(r))
     else if (r.cost !== undefined) {

@@ -7,6 +7,10 @@ import Fastify, { type FastifyRequest } from 'fastify'
 /** Builds the scenario app the Fastify way: route config carries cost and exemptions. */
 export async function startFastify(setup: HarnessSetup): Promise<RunningApp> {
   const app = Fastify({ trustProxy: setup.trustProxy })
+  // Instance hooks run before the plugin's route hooks.
+  app.addHook('onRequest', (request, _reply, done) => {
+    void setup.beforeLimiter(request.raw).then(() => done())
+  })
   await app.register(rateLimit, {
     rules: setup.limiter as unknown as Limiter<FastifyRequest>,
     ...setup.options,

@@ -36,6 +36,10 @@ export async function startKoa(setup: HarnessSetup): Promise<RunningApp> {
       ctx.body = { error: 'boom' }
     }
   })
+  app.use(async (ctx, next) => {
+    await setup.beforeLimiter(ctx.req)
+    await next()
+  })
   const early = new Router()
   const late = new Router()
   for (const r of setup.routes) {

@@ -51,8 +51,9 @@ export interface HttpIo<C, R> {
   /** Answer a refusal. Headers are already set; write `rejection.status` and the body. */
   reject(ctx: C, rejection: Rejection): R
   /**
-   * The connection is gone (dropped by a rule, or closed by the client while queued): make sure
-   * the framework writes nothing and the handler never runs (Koa: `ctx.respond = false`).
+   * The connection is gone (dropped by a rule, or closed by the client before the check or while
+   * queued): make sure the framework writes nothing and the handler never runs (Koa:
+   * `ctx.respond = false`).
    */
   abandon(ctx: C): R
 }
@@ -360,6 +361,8 @@ async function queue<Req, C, R>(
 /**
  * The framework-neutral enforcement flow every adapter runs: check the request, then
  *
+ * - client already gone (its connection closed before the limiter saw the request) → `abandon`;
+ *   nothing is checked or counted;
  * - allow → RateLimit headers, then `proceed`;
  * - queue → wait for the reservation (`limiter.waitInQueue`), then `proceed`; a client that
  *   disconnects meanwhile frees its place and nothing is written;
@@ -388,6 +391,10 @@ export function enforce<Req, C, R>(
   io: HttpIo<C, R>,
   settings: EnforceSettings<Req>,
 ): R | Promise<R> {
+  // The client left while an earlier asynchronous middleware or hook ran: nobody is there to
+  // answer, and its address is unknown once the socket is closed (Node reads it from the live
+  // socket), so every such client would be charged to one shared bucket. Check nothing.
+  if (io.request(ctx).socket?.destroyed === true) return io.abandon(ctx)
   const decision = limiter.check(facts)
   if (decision instanceof Promise) {
     return decision.then((d) => apply(limiter, d, ctx, io, settings, facts.request))

@@ -193,6 +193,7 @@ export function describeHostileFuzz(harness: AdapterHarness, runs: number = 12):
               trustProxy: false,
               options: {},
               enter: () => Promise.resolve(),
+              beforeLimiter: () => Promise.resolve(),
             })
             try {
               for (const r of requests) {

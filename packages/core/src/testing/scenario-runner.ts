@@ -1,4 +1,4 @@
-import { request as httpRequest } from 'node:http'
+import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { AlgorithmResult } from '../algorithms/algorithm.js'
@@ -257,6 +257,8 @@ export function describeAdapterScenarios(
         const gate = new Promise<void>((resolve) => (openGate = resolve))
         let entered: () => void = () => {}
         let enteredOnce = new Promise<void>((resolve) => (entered = resolve))
+        // Set by a leaveBeforeLimiter step: the next request is held before the limiter.
+        let holdBeforeLimiter: ((req: IncomingMessage) => Promise<void>) | undefined
         const app = await harness.start({
           limiter,
           routes: scenario.routes ?? DEFAULT_ROUTES,
@@ -266,6 +268,11 @@ export function describeAdapterScenarios(
             calls++
             entered()
             return route.slow ? gate : Promise.resolve()
+          },
+          beforeLimiter: (req) => {
+            const hold = holdBeforeLimiter
+            holdBeforeLimiter = undefined
+            return hold ? hold(req) : Promise.resolve()
           },
         })
         running = app
@@ -318,6 +325,24 @@ export function describeAdapterScenarios(
             const socket = await pipelined(app.url, step.closesPipelined)
             const answered = await answersBeforeClose(socket, 2000, label)
             expect(answered, `${label}: responses before the connection closed`).toBe(step.answered)
+          } else if ('leaveBeforeLimiter' in step) {
+            let arrived: () => void = () => {}
+            const arriving = new Promise<void>((resolve) => (arrived = resolve))
+            let passed: () => void = () => {}
+            const passing = new Promise<void>((resolve) => (passed = resolve))
+            holdBeforeLimiter = async (req) => {
+              arrived()
+              const socket = req.socket
+              if (!socket.destroyed) await new Promise((resolve) => socket.once('close', resolve))
+              passed()
+            }
+            const done = rawRequest(app.url, step.leaveBeforeLimiter, (abort) => {
+              void arriving.then(abort)
+            })
+            expect(await done, `${label}: left`).toBe('dropped')
+            await passing
+            // The limiter acts (and a handler starts) within the microtasks that follow.
+            await new Promise((resolve) => setImmediate(resolve))
           } else if ('deliverHeld' in step) {
             store.deliver()
             // The limiter acts on the answer in microtasks; one macrotask turn covers them.

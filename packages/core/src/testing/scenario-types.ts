@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http'
 import type { HeaderFormat } from '../http/headers.js'
 import type { Limiter, LimiterOptions } from '../limiter.js'
 import type { RateLimitInfo } from '../http/rate-limit-info.js'
@@ -62,6 +63,11 @@ export interface HarnessSetup {
   }
   /** Call at the start of every handler; await it in `slow` handlers before answering. */
   readonly enter: (route: ScenarioRoute) => Promise<void>
+  /**
+   * Await on every request in a middleware (Fastify: an `onRequest` hook) that runs before the
+   * limiter, as an authentication step that reads a database would.
+   */
+  readonly beforeLimiter: (req: IncomingMessage) => Promise<void>
 }
 
 /** A response as the scenario runner compares it. */
@@ -137,6 +143,11 @@ export type ScenarioStep =
    * close it: exactly `answered` responses must have come back before it did.
    */
   | { readonly closesPipelined: readonly ScenarioRequest[]; readonly answered: number }
+  /**
+   * Open a real request, hold it before the limiter until its client has left (the server has
+   * closed its socket), then let it go on and the limiter act on it.
+   */
+  | { readonly leaveBeforeLimiter: ScenarioRequest }
   /** Deliver the held store answer and let the limiter act on it. */
   | { readonly deliverHeld: true }
   /** Wait for every background request and check its expectation. */

@@ -193,6 +193,26 @@ export const queueAndSlotScenarios: readonly AdapterScenario[] = [
     ],
   },
   {
+    name: 'a client gone before the limiter saw its request is not checked, charged or served',
+    // Node reads the client's address from the live socket: once it is closed the address is
+    // unknown, and every such client would share one bucket.
+    rules: [{ id: 'per-ip', limit: 1, window: '1m' }],
+    steps: [
+      { leaveBeforeLimiter: GET('/') },
+      { leaveBeforeLimiter: GET('/') },
+      { handlerCalls: 0 },
+      {
+        act: (limiter) => {
+          const { allowed, rejected } = limiter.counters().total
+          expect({ allowed, rejected }).toStrictEqual({ allowed: 0, rejected: 0 })
+          return Promise.resolve()
+        },
+      },
+      { send: GET('/'), expect: { status: 200, body: OK } },
+      { handlerCalls: 1 },
+    ],
+  },
+  {
     name: 'adaptive: a throwing handler releases the slot',
     rules: [
       {
