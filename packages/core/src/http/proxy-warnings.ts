@@ -56,14 +56,15 @@ export function missingAddressWarning(
   warn: WarnOnce,
   setting: string,
 ): (
-  socket: { readonly remoteAddress?: string | undefined } | undefined,
+  socket: { readonly remoteAddress?: string | undefined; readonly destroyed?: boolean } | undefined,
   ip: () => string | undefined,
 ) => void {
   let seen = false
   return (socket, ip) => {
     // The frameworks resolve an address from the socket's, or from X-Forwarded-For when the
-    // socket's peer is a trusted proxy: with a socket address there is always one.
-    if (seen || socket?.remoteAddress !== undefined || ip()) return
+    // socket's peer is a trusted proxy: with a socket address there is always one. A client
+    // already gone has none to read either, and is not checked (see enforce).
+    if (seen || socket?.destroyed === true || socket?.remoteAddress !== undefined || ip()) return
     seen = true
     warn(
       'FG_WRN_KEY_MISSING',
