@@ -111,6 +111,8 @@ export class RedisConnection {
   readonly ready: Promise<void>
   /** Whether Floodgate created the client, and so closes it. */
   private readonly owned: boolean
+  /** How long close() waits for Redis to answer QUIT before dropping the connection. */
+  private readonly quitTimeoutMs: number
   private lastRefreshMs = 0
 
   /**
@@ -119,6 +121,7 @@ export class RedisConnection {
    * @throws OptionsError when more than one of `client`, `url`, `cluster` is given.
    */
   constructor(options: RedisConnectionOptions, timeoutMs: number) {
+    this.quitTimeoutMs = timeoutMs
     const sources = [options.client, options.url, options.cluster].filter((s) => s !== undefined)
     if (sources.length > 1) {
       throw optionsConflict('client, url, cluster: give only one of them')
@@ -174,14 +177,25 @@ export class RedisConnection {
     ;(this.client as Cluster).refreshSlotsCache()
   }
 
-  /** Close the client when Floodgate created it; a client passed in stays open. */
+  /**
+   * Close the client when Floodgate created it; a client passed in stays open. QUIT lets the
+   * replies already on their way arrive first, but a stalled link or a paused Redis never
+   * answers it: past the store's deadline the connection is dropped instead, so close()
+   * resolves in bounded time whatever Redis does.
+   */
   async close(): Promise<void> {
     if (!this.owned) return
-    try {
-      await this.client.quit()
-    } catch {
-      this.client.disconnect()
-    }
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const late = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.quitTimeoutMs)
+    })
+    const quit = this.client.quit().then(
+      () => true,
+      () => false,
+    )
+    const answered = await Promise.race([quit, late])
+    clearTimeout(timer)
+    if (!answered) this.client.disconnect()
   }
 }
 

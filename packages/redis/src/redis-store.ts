@@ -253,7 +253,10 @@ export class RedisStore implements Store {
     return out
   }
 
-  /** Close the client when Floodgate created it; a client passed in stays open. */
+  /**
+   * Close the client when Floodgate created it; a client passed in stays open. Resolves
+   * within about `callTimeoutMs` even when Redis does not answer (the connection is dropped).
+   */
   async close(): Promise<void> {
     this.recorded.close()
     await this.fallback?.close?.()

@@ -227,8 +227,9 @@ export class SyncedStore implements Store {
    * Stop the timer, send what is still unsent, and close what Floodgate opened. Units admitted
    * while it runs (requests still in flight during a shutdown) are sent too: it syncs until
    * Redis has confirmed every unit, or for at most twice `syncTimeoutMs` when Redis cannot be
-   * reached. Units it could not send, and units admitted after its last round (while the
-   * connection closes), are logged in a warning; units admitted once it has resolved are
+   * reached, then closes the connection (dropped when Redis leaves QUIT unanswered for
+   * `syncTimeoutMs`). Units it could not send, and units admitted after its last round (while
+   * the connection closes), are logged in a warning; units admitted once it has resolved are
    * never sent.
    */
   close(): Promise<void> {

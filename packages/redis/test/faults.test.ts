@@ -139,6 +139,20 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
     await limiter.close()
   })
 
+  it('close() resolves while the link is stalled: the connection is dropped after the deadline', async () => {
+    const s = await store()
+    const limiter = createLimiter({ rules, store: s, decisionTimeoutMs: 50 })
+    expect((await limiter.check(facts('10.5.0.1'))).failedOpen).toBe(false)
+    proxy.setMode('stall')
+    onTestFinished(() => proxy.setMode('pass'))
+    const inFlight = limiter.check(facts('10.5.0.1'))
+    // QUIT never gets an answer through a stalled link: close() used to wait for it forever.
+    const guard = new Promise<string>((r) => setTimeout(() => r('still pending'), 3000).unref())
+    expect(await Promise.race([limiter.close().then(() => 'closed'), guard])).toBe('closed')
+    const d = await inFlight
+    expect(d.allowed && d.failedOpen).toBe(true)
+  })
+
   it('never resends a script whose outcome is unknown: a decision is counted at most once', async () => {
     const s = await store({ clock: 'caller' })
     const rule = testRule('fixed-window', 10, 60_000)

@@ -211,6 +211,30 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     expect(remaining(b, rule, 'outage')).toBe(4)
   })
 
+  it('close() resolves while the link is stalled: it gives up on Redis and drops the connection', async () => {
+    const url = new URL(REDIS_URL)
+    const proxy = await FaultProxy.start(url.hostname, Number(url.port || 6379))
+    onTestFinished(() => proxy.close())
+    const rule = testRule('token-bucket', 20, 60_000)
+    const a = createSyncedStore({
+      url: `redis://${url.hostname}:${proxy.port}`,
+      prefix,
+      syncMs: 600_000,
+      syncTimeoutMs: 100,
+      clock,
+      logger: { warn: () => {}, info: () => {}, error: () => {}, debug: () => {} },
+    })
+    await a.ready
+    a.consume(one(rule, 'stalled-close', 2), now)
+    await a.syncNow()
+    a.consume(one(rule, 'stalled-close', 1), now)
+    proxy.setMode('stall')
+    // The drain gives up after twice syncTimeoutMs; QUIT then never got an answer either, and
+    // close() used to wait for it forever.
+    const guard = new Promise<string>((r) => setTimeout(() => r('still pending'), 3000).unref())
+    expect(await Promise.race([a.close().then(() => 'closed'), guard])).toBe('closed')
+  })
+
   it('with one host, answers exactly as MemoryStore (token bucket and GCRA, multi-rule, reservations)', async () => {
     const synced = await host()
     await fc.assert(

@@ -12,13 +12,36 @@ export function redisBinariesAvailable(): boolean {
   return probe.status === 0 && cli.status === 0
 }
 
-/** A free loopback TCP port (bound then released). */
+/**
+ * A free loopback TCP port (bound then released): any the system picks, or one of
+ * `FG_TEST_PORTS` (`7300-7399`) when set, for machines where each test run owns a range.
+ */
 export async function freePort(): Promise<number> {
+  const range = /^(\d+)-(\d+)$/.exec(process.env.FG_TEST_PORTS ?? '')
+  if (!range) return bindable(0)
+  const [low, high] = [Number(range[1]), Number(range[2])]
+  const start = low + Math.floor(Math.random() * (high - low + 1))
+  for (let i = 0; i <= high - low; i++) {
+    const port = low + ((start - low + i) % (high - low + 1))
+    try {
+      return await bindable(port)
+    } catch {
+      // taken: try the next one
+    }
+  }
+  throw new Error(`no free port in FG_TEST_PORTS ${process.env.FG_TEST_PORTS}`)
+}
+
+/** Bind `port` (0: any) on loopback, release it, and return the port bound. */
+async function bindable(port: number): Promise<number> {
   const server = net.createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as net.AddressInfo
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, '127.0.0.1', resolve)
+  })
+  const bound = (server.address() as net.AddressInfo).port
   await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
+  return bound
 }
 
 /**
