@@ -1,7 +1,7 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { Logger } from '@floodgate/core'
 import { scopeLogger } from '@floodgate/core/algorithms'
-import { optionsConflict, stderrWarnings } from '@floodgate/core/options'
+import { optionsConflict, refusedOption, stderrWarnings } from '@floodgate/core/options'
 
 /** A client Floodgate can run its script on: a single Redis or a Redis Cluster. */
 export type RedisClient = Redis | Cluster
@@ -11,9 +11,11 @@ export interface RedisConnectionOptions {
   /**
    * A client the application already has. Floodgate does not change its settings, so set
    * the ones that matter for a limiter yourself (see docs/distributed.md):
-   * `enableOfflineQueue: false`, `maxRetriesPerRequest: 0`, `commandTimeout`,
+   * `enableOfflineQueue: false`, `maxRetriesPerRequest: 0`,
    * `autoResendUnfulfilledCommands: false` (and on a Cluster `retryDelayOnFailover: 0`,
-   * `retryDelayOnClusterDown: 0`).
+   * `retryDelayOnClusterDown: 0`). It must be open and not in subscriber or monitor mode
+   * (refused otherwise); a `lazyConnect` client is connected when `ready` is read or a
+   * SyncedStore first syncs, unless the application connected it first.
    * Floodgate never closes a client it did not create.
    */
   client?: RedisClient
@@ -127,6 +129,7 @@ export class RedisConnection {
       throw optionsConflict('client, url, cluster: give only one of them')
     }
     if (options.client) {
+      checkUsable(options.client)
       this.client = options.client
       this.owned = false
     } else if (options.cluster) {
@@ -157,6 +160,16 @@ export class RedisConnection {
     if (this.owned) this.client.on('error', () => {})
     this.isCluster = 'isCluster' in this.client && this.client.isCluster === true
     this.ready = this.isCluster ? clusterReady(this.client as Cluster) : whenReady(this.client)
+  }
+
+  /**
+   * Connect a `lazyConnect` client that nothing has connected yet, as ioredis does on its
+   * first command: a store that waits for the connection before sending anything (`ready`,
+   * a SyncedStore's rounds) would otherwise wait forever. Not done when the store is
+   * created, so an application may still call `connect()` on its client itself first.
+   */
+  connectIfLazy(): void {
+    if (this.client.status === 'wait') this.client.connect().catch(() => {})
   }
 
   /** Whether a call sent now can be answered (the client is connected). */
@@ -196,6 +209,27 @@ export class RedisConnection {
     const answered = await Promise.race([quit, late])
     clearTimeout(timer)
     if (!answered) this.client.disconnect()
+  }
+}
+
+/**
+ * Refuse a client passed in that can never run the store's scripts: one closed for good
+ * (`quit()` or `disconnect()`), or one in subscriber or monitor mode, where Redis refuses
+ * every other command. Each would make every request pass unjudged, for the life of the store.
+ */
+function checkUsable(client: RedisClient): void {
+  if (client.status === 'end') {
+    throw refusedOption(
+      'client',
+      'the ioredis client is closed (quit or disconnected); pass an open client',
+    )
+  }
+  const mode = 'mode' in client ? client.mode : 'normal'
+  if (mode !== 'normal') {
+    throw refusedOption(
+      'client',
+      `the ioredis client is in ${mode} mode, where Redis runs no scripts; pass a client of its own to the store (client.duplicate())`,
+    )
   }
 }
 

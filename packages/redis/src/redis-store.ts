@@ -54,9 +54,13 @@ export class RedisStore implements Store {
   /**
    * Resolves once the client is connected (at once if it already is); never rejects. Calls
    * made before fail at once (no offline queue), so the limiter fails open until then:
-   * await it at startup when the first requests must already be limited.
+   * await it at startup when the first requests must already be limited. Reading it connects
+   * a `lazyConnect` client that nothing connected yet.
    */
-  readonly ready: Promise<void>
+  get ready(): Promise<void> {
+    this.connection.connectIfLazy()
+    return this.connection.ready
+  }
   private readonly connection: RedisConnection
   private readonly timeoutMs: number
   private readonly fallback: Store | undefined
@@ -98,7 +102,6 @@ export class RedisStore implements Store {
     this.connection = new RedisConnection(options, timeoutMs)
     if (options.client) warnUnsafeClient(options.client, options.logger, 'floodgate-redis')
     this.client = this.connection.client
-    this.ready = this.connection.ready
     this.isCluster = this.connection.isCluster
     this.recorded = new RecordedLimits(this.client, prefix, timeoutMs)
     this.queue = new BatchQueue({

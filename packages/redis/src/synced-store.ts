@@ -60,8 +60,14 @@ export class SyncedStore implements Store {
   readonly synchronous = true
   /** The ioredis client in use. */
   readonly client: RedisClient
-  /** Resolves once the client is connected; never rejects. Until then decisions are local only. */
-  readonly ready: Promise<void>
+  /**
+   * Resolves once the client is connected; never rejects. Until then decisions are local only.
+   * Reading it connects a `lazyConnect` client that nothing connected yet.
+   */
+  get ready(): Promise<void> {
+    this.connection.connectIfLazy()
+    return this.connection.ready
+  }
   private readonly connection: RedisConnection
   private readonly recorded: RecordedLimits
   private readonly exchange: SyncExchange
@@ -100,7 +106,6 @@ export class SyncedStore implements Store {
     this.connection = new RedisConnection(options, o.timeoutMs)
     if (options.client) warnUnsafeClient(options.client, o.logger, 'floodgate-synced')
     this.client = this.connection.client
-    this.ready = this.connection.ready
     this.syncMs = o.syncMs
     this.timeoutMs = o.timeoutMs
     this.clock = o.clock
@@ -345,6 +350,8 @@ export class SyncedStore implements Store {
     // A round sends units only for keys whose baseline is known: let the reads land first.
     await this.reads
     if (this.keys.size === 0) return
+    // A lazyConnect client nothing connected yet: a round is the store's first command.
+    this.connection.connectIfLazy()
     const connected = this.exchange.connected
     if (urgentOnly && (!connected || this.exchange.inFlight > 0)) {
       // The regular round will carry these keys; an early round never counts as failed.

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { OptionsError, type Logger } from '@floodgate/core'
 import { createRedisStore, createSyncedStore } from '@floodgate/redis'
 import { RedisConnection } from '../src/connection.js'
+import { testRule } from '@floodgate/core/testing'
 import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 
 const available = await redisAvailable()
@@ -109,5 +110,80 @@ describe('a client passed in', () => {
     expect(quiet.warned).toHaveLength(0)
     half.disconnect()
     tuned.disconnect()
+  })
+})
+
+describe.skipIf(!available)('a client passed in, by state', () => {
+  const safe = { enableOfflineQueue: false, maxRetriesPerRequest: 0 }
+  const bounded = <T>(p: Promise<T>): Promise<T | 'still pending'> =>
+    Promise.race([
+      p,
+      new Promise<'still pending'>((r) => setTimeout(() => r('still pending'), 2000).unref()),
+    ])
+
+  it('with lazyConnect: ready connects it, and so does a SyncedStore round', async () => {
+    for (const make of [createRedisStore, createSyncedStore]) {
+      const client = new Redis(REDIS_URL, { ...safe, lazyConnect: true })
+      const store = make({ client, logger: capturing() })
+      // Nothing connected a lazy client until the first command, and ready sends none.
+      expect(await bounded(store.ready.then(() => 'ready'))).toBe('ready')
+      expect(client.status).toBe('ready')
+      await store.close()
+      client.disconnect()
+    }
+    // A SyncedStore sends nothing while disconnected: its rounds failed for good.
+    const client = new Redis(REDIS_URL, { ...safe, lazyConnect: true })
+    const synced = createSyncedStore({ client, logger: capturing(), syncMs: 600_000 })
+    synced.consume(
+      [
+        {
+          rule: testRule('token-bucket', 5, 1000),
+          key: 'lazy',
+          cost: 1,
+          maxWaitMs: 0,
+          shadow: false,
+        },
+      ],
+      0,
+    )
+    await synced.syncNow()
+    expect(await bounded(new Promise((r) => client.once('ready', () => r('ready'))))).toBe('ready')
+    await synced.close()
+    client.disconnect()
+  })
+
+  it('with lazyConnect: the application may still connect it itself after creating the store', async () => {
+    for (const make of [createRedisStore, createSyncedStore]) {
+      const client = new Redis(REDIS_URL, { ...safe, lazyConnect: true })
+      const store = make({ client, logger: capturing() })
+      await client.connect()
+      await store.ready
+      await store.close()
+      client.disconnect()
+    }
+  })
+
+  it('closed, or in subscriber or monitor mode: refused at construction, naming why', async () => {
+    const closed = new Redis(REDIS_URL, { ...safe, lazyConnect: true })
+    closed.disconnect()
+    const subscriber = new Redis(REDIS_URL, safe)
+    await new Promise((r) => subscriber.once('ready', r))
+    await subscriber.subscribe('fg-connection-test')
+    const base = new Redis(REDIS_URL, safe)
+    await new Promise((r) => base.once('ready', r))
+    const monitor = await base.monitor()
+    const cases: [Redis, RegExp][] = [
+      [closed, /closed/],
+      [subscriber, /subscriber mode/],
+      [monitor, /monitor mode/],
+    ]
+    for (const [client, why] of cases) {
+      for (const make of [createRedisStore, createSyncedStore]) {
+        // Each used to be taken, and every request then passed unjudged for the store's life.
+        expect(() => make({ client, logger: capturing() })).toThrow(OptionsError)
+        expect(() => make({ client, logger: capturing() })).toThrow(why)
+      }
+    }
+    for (const c of [subscriber, monitor, base]) c.disconnect()
   })
 })
