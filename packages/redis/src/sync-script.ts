@@ -42,7 +42,13 @@ for i = 1, #KEYS do
   local since = tonumber(ARGV[a + 4])
   local n = tonumber(ARGV[a + 5])
   a = a + 6
-  local f = redis.call('HMGET', k, 't', 'f', sfield, 'x')
+  local f = redis.pcall('HMGET', k, 't', 'f', sfield, 'x')
+  if f.err then
+    -- A key of another type (not Floodgate's) would fail the call, and every other key of it,
+    -- on every round: replace it with a fresh counter.
+    redis.call('DEL', k)
+    f = {}
+  end
   local total = f[1] or '0'
   local tat = tonumber(f[2] or '0')
   local last = tonumber(f[3] or '0')

@@ -323,6 +323,43 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
     expect(await admin.pttl(redisKey(prefix, key, rule.stateId))).toBeGreaterThan(0)
   })
 
+  it("a key of another type under one client's name neither fails the requests batched with it nor its own (property)", async () => {
+    // Someone else's hash, list, set, zset or stream at a Floodgate key: GET raised WRONGTYPE,
+    // which aborted the whole script, so every request sharing the batch (other clients')
+    // passed unjudged, on every batch, until the key went away. It now reads as fresh.
+    const writers: Record<string, (key: string) => Promise<unknown>> = {
+      hash: (k) => admin.hset(k, 'f', '1'),
+      list: (k) => admin.rpush(k, 'a'),
+      set: (k) => admin.sadd(k, 'a'),
+      zset: (k) => admin.zadd(k, 1, 'a'),
+      stream: (k) => admin.xadd(k, '*', 'f', '1'),
+    }
+    let run = 0
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...Object.keys(writers)),
+        fc.constantFrom(...ALGORITHMS),
+        fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 2, maxLength: 20 }),
+        fc.integer({ min: 0, max: 3 }),
+        async (type, alg, clients, poisoned) => {
+          run++
+          const rule = testRule(alg, 3, 60_000)
+          const keyOf = (c: number): string => `wrongtype-${run}-${c}`
+          await writers[type]!(redisKey(prefix, keyOf(poisoned), rule.stateId))
+          const mem = new MemoryStore()
+          const entry = (c: number): ConsumeEntry[] => [
+            { rule, key: keyOf(c), cost: 1, maxWaitMs: 0, shadow: false },
+          ]
+          // Started together: they share script calls, the poisoned client's among them.
+          const got = await Promise.all(clients.map((c) => store.consume(entry(c), 1000)))
+          const want = clients.map((c) => copy(mem.consume(entry(c), 1000)))
+          expect(got.map(copy)).toEqual(want)
+        },
+      ),
+      { numRuns: 25 },
+    )
+  })
+
   it('concurrency slots live in leases that expire (a crashed host frees its slots)', async () => {
     const rule = testRule('concurrency', 2, 1000)
     const leased = createRedisStore({

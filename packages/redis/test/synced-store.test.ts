@@ -235,6 +235,22 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     expect(await Promise.race([a.close().then(() => 'closed'), guard])).toBe('closed')
   })
 
+  it('a key of another type at one fleet counter stops neither its sync nor the other keys of the call', async () => {
+    // Someone else's string under the prefix: HMGET raised WRONGTYPE, which failed the script
+    // call, so every key of it (up to 256) never synced again while the string stayed.
+    const rule = testRule('token-bucket', 10, 60_000)
+    const a = await host()
+    now = 5_000_000
+    for (const key of ['typed-1', 'typed-2', 'typed-3']) a.consume(one(rule, key, 2), now)
+    await admin.set(`${prefix}:{${hashTag('typed-2')}}:${rule.stateId}:synced`, 'not a hash')
+    await a.syncNow() // reads the fleet levels
+    await a.syncNow() // sends the units
+    expect(a.failedSyncs).toBe(0)
+    for (const key of ['typed-1', 'typed-2', 'typed-3']) {
+      expect({ key, total: await fleetTotal(rule, key) }).toEqual({ key, total: 2 })
+    }
+  })
+
   it('with one host, answers exactly as MemoryStore (token bucket and GCRA, multi-rule, reservations)', async () => {
     const synced = await host()
     await fc.assert(

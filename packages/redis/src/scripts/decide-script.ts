@@ -74,7 +74,11 @@ local LEASE_MS = tonumber(ARGV[${ARGV.leaseMs}])
 const loadState = (key: string, size: string): string => `
   local s
   local size = ${size}
-  local raw = redis.call('GET', ${key})
+  -- A key of another type (a hash, a list: not Floodgate's) reads as fresh, and the SET or
+  -- DEL that follows replaces it. An error here would fail every request of the batch open,
+  -- other clients' included.
+  local raw = redis.pcall('GET', ${key})
+  if type(raw) == 'table' then raw = false end
   -- Variable-size states (concurrency leases) take whatever whole doubles are stored.
   if raw and size == 0 then size = floor(#raw / 8) end
   if raw and #raw == size * 8 then
