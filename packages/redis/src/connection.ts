@@ -116,6 +116,8 @@ export class RedisConnection {
   /** How long close() waits for Redis to answer QUIT before dropping the connection. */
   private readonly quitTimeoutMs: number
   private lastRefreshMs = 0
+  /** The client's last connection error since it was last ready (its own clients only). */
+  private lastError: Error | undefined
 
   /**
    * @param options - Where Redis is; see {@link RedisConnectionOptions}.
@@ -156,8 +158,12 @@ export class RedisConnection {
       this.client = options.url ? new Redis(options.url, base) : new Redis(base)
       this.owned = true
     }
-    // An unhandled 'error' event would crash the process; failures surface per call instead.
-    if (this.owned) this.client.on('error', () => {})
+    if (this.owned) {
+      // An unhandled 'error' event would crash the process: failures surface per call instead,
+      // and the last one says why calls fail while the client is not connected.
+      this.client.on('error', (err: Error) => (this.lastError = err))
+      this.client.on('ready', () => (this.lastError = undefined))
+    }
     this.isCluster = 'isCluster' in this.client && this.client.isCluster === true
     this.ready = this.isCluster ? clusterReady(this.client as Cluster) : whenReady(this.client)
   }
@@ -175,6 +181,24 @@ export class RedisConnection {
   /** Whether a call sent now can be answered (the client is connected). */
   get connected(): boolean {
     return this.client.status === 'ready'
+  }
+
+  /**
+   * Why a call cannot be sent now: the client is not connected and failed to connect with
+   * this error (a wrong password, an unknown host, a refused connection). Undefined when it is
+   * connected or the cause is unknown (a client passed in: its errors are the application's;
+   * a Cluster).
+   * Calls then fail with it instead of ioredis's "Stream isn't writeable", which names no
+   * cause in the log.
+   */
+  unavailable(): Error | undefined {
+    // A Cluster's own errors (a slot-map refresh) say little of why one call failed.
+    if (this.isCluster || this.lastError === undefined || this.client.status === 'ready') {
+      return undefined
+    }
+    return new Error(`Redis not connected (${this.client.status}): ${this.lastError.message}`, {
+      cause: this.lastError,
+    })
   }
 
   /**

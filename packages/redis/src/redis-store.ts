@@ -313,6 +313,8 @@ export class RedisStore implements Store {
 
   /** Run one batch's script: its keys, then the ARGV `wire-format.ts` lays out. */
   private call(call: ScriptCall): Promise<unknown> {
+    const down = this.connection.unavailable()
+    if (down) return Promise.reject(down)
     const argv =
       call.now === ''
         ? this.redisClockArgv

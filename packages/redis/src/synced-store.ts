@@ -360,7 +360,10 @@ export class SyncedStore implements Store {
     }
     if (!connected) {
       this.failed++
-      this.report(undefined, 'synced store: Redis not connected; deciding locally, will catch up')
+      this.report(
+        this.connection.unavailable(),
+        'synced store: Redis not connected; deciding locally, will catch up',
+      )
       return
     }
     if (this.exchange.inFlight > 0) {

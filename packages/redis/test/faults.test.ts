@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { MemoryStore, createLimiter, type Decision, type Limiter } from '@floodgate/core'
 import { type RequestFacts } from '@floodgate/core/http'
 import { testRule } from '@floodgate/core/testing'
-import { createRedisStore, type RedisStore } from '@floodgate/redis'
+import { createRedisStore, createSyncedStore, type RedisStore } from '@floodgate/redis'
 import { FaultProxy } from './helpers/fault-proxy.js'
-import { RedisServer, redisBinariesAvailable } from './helpers/redis-server.js'
+import { RedisServer, freePort, redisBinariesAvailable } from './helpers/redis-server.js'
 
 const binaries = redisBinariesAvailable()
 if (!binaries && process.env.CI === 'true') throw new Error('redis-server is required under CI')
@@ -151,6 +151,54 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
     expect(await Promise.race([limiter.close().then(() => 'closed'), guard])).toBe('closed')
     const d = await inFlight
     expect(d.allowed && d.failedOpen).toBe(true)
+  })
+
+  it('a Redis it cannot connect to: the failed-open line names why (wrong password, refused, unknown host)', async () => {
+    await admin.acl('SETUSER', 'fg-faults', 'on', '>right', '~*', '+@all')
+    const places: [string, RegExp][] = [
+      [`redis://fg-faults:wrong@127.0.0.1:${server.port}`, /WRONGPASS/],
+      [`redis://127.0.0.1:${await freePort()}`, /ECONNREFUSED/],
+      ['redis://no-such-host.invalid:6379', /ENOTFOUND|EAI_AGAIN/],
+    ]
+    for (const [url, why] of places) {
+      const lines: string[] = []
+      const logger = {
+        warn: (fields: { err?: unknown }) => lines.push(String(fields.err)),
+        info: () => {},
+        error: () => {},
+        debug: () => {},
+      }
+      // ioredis's own "Stream isn't writeable and enableOfflineQueue options is false" was
+      // the whole line: the same for a wrong password, a Redis down and a typo in the host.
+      const s = createRedisStore({ url, callTimeoutMs: 50, logger })
+      const limiter = createLimiter({ rules, store: s, logger, failOpenLogIntervalMs: 1 })
+      await eventually(async () => {
+        const d = await limiter.check(facts('10.6.0.1'))
+        expect(d.allowed && d.failedOpen).toBe(true)
+        return why.test(lines.at(-1) ?? '')
+      })
+      await limiter.close()
+      const synced = createSyncedStore({ url, logger, syncMs: 600_000, syncTimeoutMs: 100 })
+      // Its warnings come once per 10 s: sync once the connection has failed, not before.
+      await eventually(() =>
+        Promise.resolve(['reconnecting', 'close'].includes(synced.client.status)),
+      )
+      synced.consume(
+        [
+          {
+            rule: testRule('token-bucket', 5, 1000),
+            key: 'k',
+            cost: 1,
+            maxWaitMs: 0,
+            shadow: false,
+          },
+        ],
+        0,
+      )
+      await synced.syncNow()
+      expect(lines.join(' ')).toMatch(why)
+      await synced.close()
+    }
   })
 
   it('never resends a script whose outcome is unknown: a decision is counted at most once', async () => {
