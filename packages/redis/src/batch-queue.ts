@@ -63,6 +63,8 @@ export interface BatchQueueOptions {
   readonly call: (call: ScriptCall) => Promise<unknown>
   /** A call failed (the store may refresh the Cluster topology). */
   readonly onFailure: () => void
+  /** A sent call missed its deadline (the store may check whether the link is dead). */
+  readonly onDeadline?: () => void
   /** Redis answered a request after its deadline had failed it. */
   readonly onLateAnswer: (
     mode: WireMode,
@@ -107,6 +109,8 @@ interface Batch {
  */
 export class BatchQueue {
   private pending = 0
+  /** Script calls settled (answered or failed) so far: whether the link still moves. */
+  settledCalls = 0
   /** Script calls sent and not answered yet. */
   private inFlight = 0
   /** Batches still taking requests, by script, `now` and (on a Cluster) hash tag. */
@@ -278,6 +282,7 @@ export class BatchQueue {
       (reply) => {
         batch.settled = true
         this.inFlight--
+        this.settledCalls++
         this.forgetSettled()
         // One key per entry: the batch asked for as many results as it sent keys.
         const total = batch.keys.length
@@ -293,6 +298,7 @@ export class BatchQueue {
       (err: unknown) => {
         batch.settled = true
         this.inFlight--
+        this.settledCalls++
         this.forgetSettled()
         this.pending -= batch.requests.length
         this.options.onFailure()
@@ -317,7 +323,7 @@ export class BatchQueue {
     if (!batch.sent) {
       if (batch.key !== '') this.open.delete(batch.key)
       this.pending -= batch.requests.length
-    }
+    } else this.options.onDeadline?.()
     const error = new FloodgateError(
       'FG_ERR_STORE_TIMEOUT',
       `redis store: no answer within ${this.options.timeoutMs} ms`,

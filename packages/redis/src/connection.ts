@@ -29,6 +29,13 @@ export interface RedisConnectionOptions {
   clusterOptions?: ClusterOptions
 }
 
+/**
+ * How many deadlines long calls may go unanswered (at least 1 s), while more keep missing
+ * theirs, before the connection is presumed dead and reset. Far above one deadline: a Redis
+ * that is only slow keeps answering, late, and keeps its connection.
+ */
+const DEAD_LINK_DEADLINES = 20
+
 /** ioredis settings a limiter needs, applied to every client Floodgate creates. */
 function limiterRedisOptions(timeoutMs: number): RedisOptions {
   return {
@@ -115,9 +122,14 @@ export class RedisConnection {
   private readonly owned: boolean
   /** How long close() waits for Redis to answer QUIT before dropping the connection. */
   private readonly quitTimeoutMs: number
+  /** Silence, while calls miss their deadline, after which the link is presumed dead. */
+  private readonly deadLinkMs: number
   private lastRefreshMs = 0
   /** The client's last connection error since it was last ready (its own clients only). */
   private lastError: Error | undefined
+  /** Calls settled as of the last missed deadline, and since when that count has not moved. */
+  private settledSeen = -1
+  private silentSinceMs = 0
 
   /**
    * @param options - Where Redis is; see {@link RedisConnectionOptions}.
@@ -126,6 +138,7 @@ export class RedisConnection {
    */
   constructor(options: RedisConnectionOptions, timeoutMs: number) {
     this.quitTimeoutMs = timeoutMs
+    this.deadLinkMs = Math.max(1000, DEAD_LINK_DEADLINES * timeoutMs)
     const sources = [options.client, options.url, options.cluster].filter((s) => s !== undefined)
     if (sources.length > 1) {
       throw optionsConflict('client, url, cluster: give only one of them')
@@ -199,6 +212,29 @@ export class RedisConnection {
     return new Error(`Redis not connected (${this.client.status}): ${this.lastError.message}`, {
       cause: this.lastError,
     })
+  }
+
+  /**
+   * A call missed its deadline; `settled` counts the store's calls answered so far. When no
+   * call has been answered for 20 deadlines (at least 1 s) while calls keep missing theirs,
+   * the link is presumed dead (a blackholed connection, a NAT that forgot it: TCP alone takes
+   * about 15 minutes to notice) and a client Floodgate created drops it and reconnects. The calls cut off
+   * fail (they already failed open) and are never resent. A Cluster is left to its slot-map
+   * refresh, and a client passed in to its owner.
+   */
+  missedDeadline(settled: number): void {
+    if (!this.owned || this.isCluster) return
+    const t = Date.now()
+    if (settled !== this.settledSeen) {
+      this.settledSeen = settled
+      this.silentSinceMs = t
+      return
+    }
+    if (t - this.silentSinceMs < this.deadLinkMs || this.client.status !== 'ready') return
+    this.silentSinceMs = t
+    // Destroyed, not ended: an end() waits for the peer, which never answers (ioredis gives
+    // it 2 s). The client sees the socket close and reconnects as after a reset.
+    ;(this.client as Redis).stream.destroy()
   }
 
   /**

@@ -111,6 +111,7 @@ export class RedisStore implements Store {
       isCluster: this.isCluster,
       call: (call) => this.call(call),
       onFailure: () => this.connection.refreshTopology(),
+      onDeadline: () => this.connection.missedDeadline(this.queue.settledCalls),
       onLateAnswer: (mode, entries, results, now) =>
         this.undoLateAnswer(mode, entries, results, now),
     })

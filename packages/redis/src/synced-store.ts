@@ -370,6 +370,7 @@ export class SyncedStore implements Store {
       // The last round's calls are still unanswered (a stalled link): send nothing more, so an
       // outage cannot pile up commands without bound. Their units go again once Redis answers.
       this.failed++
+      this.connection.missedDeadline(this.exchange.settledCalls)
       this.report(undefined, 'synced store: Redis has not answered the last sync; waiting')
       return
     }

@@ -201,6 +201,39 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
     }
   })
 
+  it('a connection blackholed for good is reset after a few seconds of silence, and limiting resumes', async () => {
+    // No byte and no reset ever comes on the old connection (a NAT that forgot it). ioredis
+    // alone waits for TCP to give up, about 15 minutes, failing every request open meanwhile.
+    const s = await store()
+    const limiter = createLimiter({ rules, store: s, decisionTimeoutMs: 50 })
+    expect((await limiter.check(facts('10.7.0.1'))).failedOpen).toBe(false)
+    proxy.blackholeOpen()
+    expect((await limiter.check(facts('10.7.0.1'))).failedOpen).toBe(true)
+    await eventually(async () => !(await limiter.check(facts('10.7.0.2'))).failedOpen, 8000)
+    await limiter.close()
+    const synced = createSyncedStore({
+      url: `redis://127.0.0.1:${proxy.port}`,
+      syncMs: 600_000,
+      syncTimeoutMs: 100,
+      logger: { warn: () => {}, info: () => {}, error: () => {}, debug: () => {} },
+    })
+    await synced.ready
+    const rule = testRule('token-bucket', 5, 1000)
+    synced.consume([{ rule, key: 'k', cost: 1, maxWaitMs: 0, shadow: false }], 0)
+    await synced.syncNow()
+    proxy.blackholeOpen()
+    await synced.syncNow()
+    const failed = synced.failedSyncs
+    expect(failed).toBeGreaterThan(0)
+    // Every round skipped while the last one is unanswered: it used to stay so for good.
+    await eventually(async () => {
+      const before = synced.failedSyncs
+      await synced.syncNow()
+      return synced.failedSyncs === before
+    }, 8000)
+    await synced.close()
+  }, 20_000)
+
   it('never resends a script whose outcome is unknown: a decision is counted at most once', async () => {
     const s = await store({ clock: 'caller' })
     const rule = testRule('fixed-window', 10, 60_000)

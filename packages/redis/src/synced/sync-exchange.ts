@@ -62,6 +62,7 @@ export class SyncExchange {
   /** Distinguishes this process's batches in Redis; a restarted host is a new one. */
   readonly hostId: string = randomBytes(12).toString('base64url')
   private pending = 0
+  private settled = 0
   private script: SyncFn | undefined
 
   constructor(
@@ -72,6 +73,11 @@ export class SyncExchange {
   /** Whether the client is connected now. */
   get connected(): boolean {
     return this.connection.connected
+  }
+
+  /** Script calls settled (answered or failed) so far: whether the link still moves. */
+  get settledCalls(): number {
+    return this.settled
   }
 
   /** Script calls sent and not yet answered (late ones included). */
@@ -106,7 +112,10 @@ export class SyncExchange {
     const calls = groups.map((g) => {
       this.pending++
       return this.call(g)
-        .finally(() => this.pending--)
+        .finally(() => {
+          this.pending--
+          this.settled++
+        })
         .then(
           (reply) => {
             const levels = parseLevels(reply, g.length)
@@ -122,7 +131,10 @@ export class SyncExchange {
     })
     await Promise.race([Promise.all(calls), deadline])
     clearTimeout(timer)
-    if (late) failure ??= new Error(`no answer within ${this.options.timeoutMs} ms`)
+    if (late) {
+      failure ??= new Error(`no answer within ${this.options.timeoutMs} ms`)
+      this.connection.missedDeadline(this.settled)
+    }
     return failure
   }
 

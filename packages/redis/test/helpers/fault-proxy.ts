@@ -23,6 +23,8 @@ export type FaultMode =
 export class FaultProxy {
   private server: net.Server
   private readonly sockets = new Set<net.Socket>()
+  /** Connections {@link FaultProxy.blackholeOpen} took out of service; destroyed on close. */
+  private readonly blackholed = new Set<net.Socket>()
   private mode: FaultMode = 'pass'
   private delayMs = 0
   port = 0
@@ -56,6 +58,19 @@ export class FaultProxy {
     this.delayMs = ms
   }
 
+  /**
+   * Blackhole the connections open now, for good (a NAT or firewall that forgot them: no
+   * byte moves and no reset ever comes), while new connections pass.
+   */
+  blackholeOpen(): void {
+    for (const s of this.sockets) {
+      s.pause()
+      s.removeAllListeners('data')
+      this.sockets.delete(s)
+      this.blackholed.add(s)
+    }
+  }
+
   /** Reset (RST) every open connection. */
   resetAll(): void {
     for (const s of this.sockets) s.resetAndDestroy()
@@ -64,6 +79,8 @@ export class FaultProxy {
 
   async close(): Promise<void> {
     this.resetAll()
+    for (const s of this.blackholed) s.destroy()
+    this.blackholed.clear()
     await new Promise<void>((resolve) => this.server.close(() => resolve()))
   }
 
