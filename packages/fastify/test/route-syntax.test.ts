@@ -12,27 +12,38 @@ const rules: readonly RuleInput[] = [
   { id: 'year', match: 'GET /reports/2024', ...big },
 ]
 
-describe('fastify: routes whose pattern holds a ?', () => {
+/**
+ * A Fastify app on a real port behind `rules`, with the routes `routes` adds; `ruleIds()` is
+ * the sorted ids of the rules the last request met.
+ */
+function serve(rules: readonly RuleInput[], routes: (app: FastifyInstance) => void) {
   let last: string[] | undefined
   const limiter = createLimiter<FastifyRequest>({
     rules,
     onDecision: (d) => (last = d.outcomes.map((o) => o.rule.id).sort()),
   })
   let app: FastifyInstance
-  let port: number
+  const served = { port: 0, ruleIds: () => last, forget: () => (last = undefined) }
   beforeAll(async () => {
     app = Fastify()
     await app.register(rateLimit, { rules: limiter })
-    // An optional last parameter: the route serves /users as well as /users/42.
-    app.get('/users/:id?', (request, reply) => void reply.send({ params: request.params }))
-    // A lazy quantifier in a regular-expression parameter.
-    app.get('/reports/:year(^\\d{4}?)', (request, reply) => void reply.send(request.params))
+    routes(app)
     await app.listen({ port: 0, host: '127.0.0.1' })
-    port = (app.server.address() as AddressInfo).port
+    served.port = (app.server.address() as AddressInfo).port
   })
   afterAll(async () => {
     await app.close()
     await limiter.close()
+  })
+  return served
+}
+
+describe('fastify: routes whose pattern holds a ?', () => {
+  const served = serve(rules, (app) => {
+    // An optional last parameter: the route serves /users as well as /users/42.
+    app.get('/users/:id?', (request, reply) => void reply.send({ params: request.params }))
+    // A lazy quantifier in a regular-expression parameter.
+    app.get('/reports/:year(^\\d{4}?)', (request, reply) => void reply.send(request.params))
   })
 
   it.each([
@@ -41,36 +52,24 @@ describe('fastify: routes whose pattern holds a ?', () => {
     ['/users/42', []],
     ['/reports/2024', ['year']],
   ])('%s meets the rules on its own path', async (target, want) => {
-    last = undefined
-    const r = await sendRaw(port, 'GET', target)
+    served.forget()
+    const r = await sendRaw(served.port, 'GET', target)
     expect(r.status).toBe(200)
-    expect(last).toEqual(want)
+    expect(served.ruleIds()).toEqual(want)
   })
 })
 
 describe('fastify: a parameter left empty', () => {
-  let last: string[] | undefined
-  const limiter = createLimiter<FastifyRequest>({
-    rules: [
+  const served = serve(
+    [
       { id: 'posts', match: 'GET /users/posts', ...big },
       { id: 'files', match: 'GET /files', ...big },
     ],
-    onDecision: (d) => (last = d.outcomes.map((o) => o.rule.id).sort()),
-  })
-  let app: FastifyInstance
-  let port: number
-  beforeAll(async () => {
-    app = Fastify()
-    await app.register(rateLimit, { rules: limiter })
-    app.get('/users/:id/posts', (request, reply) => void reply.send(request.params))
-    app.get('/files/:name', (request, reply) => void reply.send(request.params))
-    await app.listen({ port: 0, host: '127.0.0.1' })
-    port = (app.server.address() as AddressInfo).port
-  })
-  afterAll(async () => {
-    await app.close()
-    await limiter.close()
-  })
+    (app) => {
+      app.get('/users/:id/posts', (request, reply) => void reply.send(request.params))
+      app.get('/files/:name', (request, reply) => void reply.send(request.params))
+    },
+  )
 
   // Fastify routes these with an empty parameter; the path, without its empty segments, is
   // /users/posts and /files.
@@ -79,9 +78,9 @@ describe('fastify: a parameter left empty', () => {
     ['/files/', '{"name":""}', ['files']],
     ['/users/42/posts', '{"id":"42"}', []],
   ])('%s meets the rules on its own path', async (target, body, want) => {
-    last = undefined
-    const r = await sendRaw(port, 'GET', target)
+    served.forget()
+    const r = await sendRaw(served.port, 'GET', target)
     expect(r.body).toBe(body)
-    expect(last).toEqual(want)
+    expect(served.ruleIds()).toEqual(want)
   })
 })
