@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { OptionsError, RulesValidationError } from '../../errors.js'
 import type { Logger } from '../../logger.js'
-import type { Rule } from '../rule.js'
+import type { Rule, RuleMatch } from '../rule.js'
 import { fileRules, type FileRulesOptions, type FileRulesSource } from './file-rules.js'
 import { staticRules } from './static-rules.js'
 
@@ -136,6 +136,27 @@ describe('fileRules', () => {
     const { delivered, errors } = await setup(name, bytes)
     expect(errors).toEqual([])
     expect(delivered.map((d) => [d.revision, d.rules.map((r) => r.id)])).toEqual([['r1', ['cafe']]])
+  })
+
+  it('refuses a file saved in another encoding than UTF-8, keeping the rules and naming the line', async () => {
+    const good =
+      'rules:\n  - id: api\n    rate: 10/s\n    match: { headers: { x-city: caf\u00e9 } }\n'
+    const { path, source, delivered, errors } = await setup('rules.yaml', good)
+    // The same rules saved as Latin-1 (Windows-1252): 'é' is the one byte 0xE9.
+    await writeFile(path, Buffer.from(good.replace('rate: 10/s', 'rate: 5/s'), 'latin1'))
+    await source.reload()
+    await source.reload()
+    expect(delivered.map((d) => (d.rules[0]!.match as RuleMatch).headers)).toEqual([
+      { 'x-city': 'caf\u00e9' },
+    ])
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringContaining(
+        `rules file ${path} is not valid UTF-8 at line 4, column 36 (byte 68)`,
+      ),
+    ])
+    await writeFile(path, good.replace('rate: 10/s', 'rate: 5/s'))
+    await source.reload()
+    expect(delivered.map((d) => d.rules[0]!.limit)).toEqual([10, 5])
   })
 
   it('reports invalid JSON as JSON', async () => {

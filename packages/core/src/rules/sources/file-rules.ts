@@ -132,12 +132,12 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
   async function loadOnce(): Promise<void> {
     const mine = run
     const current = (): boolean => running && run === mine
-    let text: string
+    let bytes: Uint8Array
     let stamp = ''
     try {
       const st = await stat(path)
       stamp = `${st.mtimeMs}:${st.size}`
-      text = decodeText(await readFile(path))
+      bytes = await readFile(path)
     } catch (e) {
       if (!current()) return
       lastStamp = ''
@@ -154,6 +154,18 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
     }
     if (!current()) return
     lastStamp = stamp
+    let text: string
+    try {
+      text = decodeText(bytes)
+    } catch (e) {
+      // Read again only once the file changes, like a file that does not parse.
+      fail(
+        new FloodgateError('FG_ERR_RULES_SOURCE', `rules file ${path} ${toError(e).message}`, {
+          cause: e,
+        }),
+      )
+      return
+    }
     // The same text as last time (valid or not) has nothing new to say.
     if (text === lastText) {
       if (lastValid) failures.ok()

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { FloodgateError, OptionsError, RulesValidationError } from '../../errors.js'
 import type { Logger } from '../../logger.js'
-import type { Rule } from '../rule.js'
+import type { Rule, RuleMatch } from '../rule.js'
 import { httpRules, jitteredDelay, type HttpRulesSource } from './http-rules.js'
 
 type Mode = 'ok' | 'garbage' | 'invalid' | 'error' | 'hang' | 'bare'
@@ -185,6 +185,45 @@ describe('httpRules', () => {
     }
     expect(errors).toEqual([])
     expect(delivered).toEqual([['utf8'], ['utf16']])
+  })
+
+  it('refuses a body that is not UTF-8, keeping the rules and naming where it breaks', async () => {
+    const rule = { id: 'city', rate: '10/s', match: { headers: { 'x-city': 'caf\u00e9' } } }
+    const bodies = [
+      Buffer.from(JSON.stringify([rule]), 'utf8'),
+      // The same set served as Latin-1: 'é' is the one byte 0xE9.
+      Buffer.from(JSON.stringify([{ ...rule, rate: '5/s' }]), 'latin1'),
+    ]
+    const server = createServer((_req, res) =>
+      res.end(bodies.length > 1 ? bodies.shift() : bodies[0]),
+    )
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const source = httpRules(
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}/rules.json`,
+      { intervalMs: 60_000 },
+    )
+    sources.push(source)
+    const delivered: Rule[][] = []
+    const errors: Error[] = []
+    try {
+      await source.start(
+        (rules) => delivered.push(rules),
+        (err) => errors.push(err),
+      )
+      await source.poll()
+      await source.poll()
+    } finally {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    }
+    expect(delivered.map((rules) => (rules[0]!.match as RuleMatch).headers)).toEqual([
+      { 'x-city': 'caf\u00e9' },
+    ])
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringMatching(
+        /^rules from http:\/\/127\.0\.0\.1:\d+\/rules\.json: body is not valid UTF-8 at line 1, column 61 \(byte 60\)/,
+      ),
+    ])
   })
 
   it('keeps the rules when the server is down, logs once, and logs the recovery', async () => {

@@ -108,12 +108,9 @@ function untilAborted<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
   })
 }
 
-/**
- * Reads a body as text (UTF-8, or UTF-16 by its byte order mark), giving up (undefined) past
- * `maxBytes` without buffering the rest.
- */
-async function readBounded(res: Response, maxBytes: number): Promise<string | undefined> {
-  if (!res.body) return ''
+/** Reads a body, giving up (undefined) past `maxBytes` without buffering the rest. */
+async function readBounded(res: Response, maxBytes: number): Promise<Buffer | undefined> {
+  if (!res.body) return Buffer.alloc(0)
   const chunks: Uint8Array[] = []
   let total = 0
   // Node's web streams are async iterables; leaving the loop early cancels the stream.
@@ -122,15 +119,15 @@ async function readBounded(res: Response, maxBytes: number): Promise<string | un
     if (total > maxBytes) return undefined
     chunks.push(chunk)
   }
-  return decodeText(Buffer.concat(chunks))
+  return Buffer.concat(chunks)
 }
 
 /** The `detail` of a problem+json answer, cut short; '' for anything else. */
 async function readProblemDetail(res: Response): Promise<string> {
-  const text = await readBounded(res, 4096).catch(() => undefined)
-  if (text === undefined) return ''
+  const bytes = await readBounded(res, 4096).catch(() => undefined)
+  if (bytes === undefined) return ''
   try {
-    const detail: unknown = (JSON.parse(text) as { detail?: unknown }).detail
+    const detail: unknown = (JSON.parse(decodeText(bytes)) as { detail?: unknown }).detail
     return typeof detail === 'string' ? detail.slice(0, 300) : ''
   } catch {
     return ''
@@ -254,8 +251,14 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
         await discard(res)
         throw sourceError(`body of ${length} bytes exceeds maxBytes (${maxBytes})`)
       }
-      const body = await untilAborted(readBounded(res, maxBytes), signal)
-      if (body === undefined) throw sourceError(`body exceeds maxBytes (${maxBytes})`)
+      const bytes = await untilAborted(readBounded(res, maxBytes), signal)
+      if (bytes === undefined) throw sourceError(`body exceeds maxBytes (${maxBytes})`)
+      let body: string
+      try {
+        body = decodeText(bytes)
+      } catch (e) {
+        throw sourceError(`body ${toError(e).message}`)
+      }
       if (!current()) return
       const newEtag = res.headers.get('etag') ?? undefined
       // A server without ETags sends the same body every time: nothing to apply.
