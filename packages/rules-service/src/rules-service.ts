@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { DestinationStream, LoggerOptions } from 'pino'
 import { errorResponseServerOptions, installErrorResponses } from './error-responses.js'
 import { installRequestGuards } from './request-guards.js'
+import { installJsonBodies } from './json-bodies.js'
 import { errSerializer, REDACTED, REDACTED_PATHS, redactingStream } from './log-redaction.js'
 import type { LockOwner } from './db/data-dir-lock.js'
 import { TokenRegistry, type TokenOptions } from './auth.js'
@@ -180,13 +181,7 @@ export async function createRulesService(
   if (ownDb) app.addHook('onClose', () => db.close())
 
   // The API speaks JSON only: a text/plain body gets 415, not a confusing 400.
-  app.removeContentTypeParser('text/plain')
-  // A merge patch is JSON with another media type (RFC 7396).
-  app.addContentTypeParser(
-    'application/merge-patch+json',
-    { parseAs: 'string' },
-    app.getDefaultJsonParser('error', 'error'),
-  )
+  installJsonBodies(app)
 
   installErrorResponses(app)
   installRequestGuards(app)

@@ -151,6 +151,87 @@ for (const backend of [
       )
     }, 240_000)
 
+    // Bytes that are not UTF-8 (what Latin-1 or Windows-1252 writes for 'é', a cut sequence,
+    // an encoded surrogate) were read as U+FFFD and stored: a header value or a description
+    // other than the one sent, without a word. They are refused, naming where they are, and a
+    // body declared in another charset is refused before it is read.
+    it('refuses bodies that are not UTF-8, and other charsets, storing nothing', async () => {
+      await resetRuleX()
+      const revision = async () =>
+        (await app.inject({ url: `/v1/services/${SERVICE}/ruleset` })).json<{ revision: number }>()
+          .revision
+      const before = await revision()
+      const notUtf8 = fc.constantFrom([0xe9], [0x80], [0xc3], [0xe2, 0x82], [0xed, 0xa0, 0x80])
+      const text = fc.string({ unit: fc.constantFrom('a', 'é', '\uFFFD', ' ', '😀'), maxLength: 8 })
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...routes.slice(0, 4)),
+          text,
+          notUtf8,
+          text,
+          async (route, head, bad, tail) => {
+            const prefix = `{"id":"x","limit":2,"window":"1m","match":{"headers":{"x-city":"${head}`
+            const payload = Buffer.concat([
+              Buffer.from(
+                route.url.endsWith('/rules') && route.method === 'PUT'
+                  ? `{"rules":[${prefix}`
+                  : prefix,
+              ),
+              Buffer.from(bad),
+              Buffer.from(
+                `${tail}"}}}${route.url.endsWith('/rules') && route.method === 'PUT' ? ']}' : ''}`,
+              ),
+            ])
+            const res = await send(route, payload as unknown as string)
+            expect(res.statusCode).toBe(400)
+            const at =
+              Buffer.byteLength(prefix) +
+              (route.method === 'PUT' && route.url.endsWith('/rules') ? 10 : 0)
+            expect(res.json<{ type: string; detail: string }>()).toMatchObject({
+              type: expect.stringMatching(/#problem-invalid-json$/),
+              detail: expect.stringMatching(
+                new RegExp(`^the body is not valid UTF-8 at line 1, column \\d+ \\(byte ${at}\\)$`),
+              ),
+            })
+          },
+        ),
+        { numRuns: 100 },
+      )
+      const spellings = [
+        'utf-8',
+        'UTF-8',
+        '"utf-8"',
+        'utf8',
+        'iso-8859-1',
+        'latin1',
+        'windows-1252',
+        'utf-16',
+      ]
+      for (const charset of spellings) {
+        const res = await app.inject({
+          method: 'PUT',
+          url: `/v1/services/${SERVICE}/rules/x`,
+          headers: {
+            authorization: `Bearer ${TOKENS.admin}`,
+            'content-type': `application/json; charset=${charset}`,
+          },
+          payload: Buffer.from(
+            JSON.stringify({ limit: 1, window: '1m', description: 'café' }),
+            'latin1',
+          ),
+        })
+        if (/utf-?8/i.test(charset)) {
+          expect(res.statusCode, charset).toBe(400)
+        } else {
+          expect(res.statusCode, charset).toBe(415)
+          expect(res.json<{ detail: string }>().detail).toContain(
+            `charset=${charset.toLowerCase()}:`,
+          )
+        }
+      }
+      expect(await revision()).toBe(before)
+    })
+
     it('names the field that holds the unstorable string, or the depth', async () => {
       await resetRuleX()
       const detail = async (route: Route, payload: unknown) => {

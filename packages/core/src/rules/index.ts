@@ -34,6 +34,7 @@ export type {
   RuleTiers,
 } from './rule.js'
 export { canonicalPath } from './canonical-path.js'
+export { decodeText } from './sources/decode-text.js'
 export { parseDuration } from '../duration.js'
 export type { LimitAnswer, LimitFunction, LimitFunctions } from '../limiter-limits.js'
 export type { AccessList } from '../lists/access-list.js'
