@@ -226,6 +226,42 @@ describe('httpRules', () => {
     ])
   })
 
+  it('takes a 304 to a poll without If-None-Match as a failure, not as rules kept', async () => {
+    // A cache or proxy that answers 304 for a copy this host never received.
+    let status = 304
+    const server = createServer((_req, res) => {
+      res.statusCode = status
+      res.end(status === 200 ? JSON.stringify([{ id: 'a', rate: '10/s' }]) : undefined)
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const source = httpRules(
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}/rules.json`,
+      { intervalMs: 60_000 },
+    )
+    sources.push(source)
+    const delivered: string[][] = []
+    const errors: Error[] = []
+    const recoveries: number[] = []
+    try {
+      await source.start(
+        (rules) => delivered.push(rules.map((r) => r.id)),
+        (err) => errors.push(err),
+        undefined,
+        () => recoveries.push(delivered.length),
+      )
+      expect(errors.map((e) => e.message)).toEqual([
+        expect.stringContaining('HTTP 304 Not Modified to a poll without If-None-Match'),
+      ])
+      status = 200
+      await source.poll()
+    } finally {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    }
+    expect(delivered).toEqual([['a']])
+    expect(recoveries).toEqual([1])
+  })
+
   it('keeps the rules when the server is down, logs once, and logs the recovery', async () => {
     const { fake, source, delivered, errors, logger, recoveries } = await setup()
     await close(fake)

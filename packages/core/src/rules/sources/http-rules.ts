@@ -239,6 +239,13 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       }
       if (res.status === 304) {
         await discard(res)
+        // Not modified from nothing: a cache or proxy answering for a copy this run never had.
+        // Taken as news, a host starting behind it would run without rules and say nothing.
+        if (!headers.has('if-none-match')) {
+          throw sourceError(
+            'HTTP 304 Not Modified to a poll without If-None-Match (no copy to keep)',
+          )
+        }
         if (current()) failures.ok()
         return
       }
