@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { TokenRegistry, canRead, canWrite } from './auth.js'
 
@@ -13,6 +14,33 @@ describe('TokenRegistry', () => {
     expect(registry.authenticate('Bearer admin-token-0123456789')?.name).toBe('ops')
     expect(registry.authenticate('bearer team-token-0123456789')?.name).toBe('team')
     expect(registry.authenticate('Bearer  read-token-0123456789 ')?.name).toBe('hosts')
+  })
+
+  // A token holding what `Authorization: Bearer <token>` cannot carry (the newline a secret
+  // file ends with, a space, a non-ASCII letter) was accepted and then never matched: the
+  // service started, and every write answered 401.
+  it('refuses at start a token no Authorization header can carry, naming where', () => {
+    const visible = fc.string({
+      unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)),
+      minLength: 16,
+      maxLength: 40,
+    })
+    const unsendable = fc.constantFrom(' ', '\t', '\n', '\r\n', '\u00a0', 'é', '\u0000', '\u2028')
+    fc.assert(
+      fc.property(visible, fc.nat(), unsendable, (token, at, bad) => {
+        const i = at % (token.length + 1)
+        const secret = token.slice(0, i) + bad + token.slice(i)
+        expect(() => new TokenRegistry([{ name: 'ops', role: 'admin', token: secret }])).toThrow(
+          `tokens[0].token: character ${i + 1} of token "ops" is whitespace, a control character or not ASCII`,
+        )
+      }),
+      { numRuns: 300 },
+    )
+    expect(
+      new TokenRegistry([{ name: 'ops', role: 'admin', token: 'a-b_c.d~e+f/g=0123' }]).authenticate(
+        'Bearer a-b_c.d~e+f/g=0123',
+      )?.name,
+    ).toBe('ops')
   })
 
   it.each([

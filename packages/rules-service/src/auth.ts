@@ -64,6 +64,15 @@ export class TokenRegistry {
           `tokens[${i}].token: expected at least 16 characters (token ${JSON.stringify(t.name)})`,
         )
       }
+      // `Bearer <token>` carries visible ASCII only: a token with a space, a line break (a
+      // secret file's last newline) or a non-ASCII letter could never be presented, so every
+      // request with it would be refused as unknown. Said at start, never the secret itself.
+      const unsendable = t.token.search(/[^\x21-\x7E]/)
+      if (unsendable >= 0) {
+        throw new TypeError(
+          `tokens[${i}].token: character ${unsendable + 1} of token ${JSON.stringify(t.name)} is whitespace, a control character or not ASCII, which an Authorization header cannot carry; the token could never match`,
+        )
+      }
       if (t.role !== 'admin' && t.role !== 'write' && t.role !== 'read') {
         throw new TypeError(
           `tokens[${i}].role: expected admin, write or read, got ${JSON.stringify(t.role)}`,
