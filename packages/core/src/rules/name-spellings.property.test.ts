@@ -120,3 +120,39 @@ describe('names that differ only in case', () => {
     )
   })
 })
+
+// Letters whose case mapping lands on ASCII: the Kelvin sign (U+212A) lower-cases to 'k', the
+// long s (U+017F) and dotless i (U+0131) upper-case to 'S' and 'I'. A name checked after
+// its case was changed would let one through as a different, ASCII name than the one written.
+const lookAlike = fc.string({
+  unit: fc.constantFrom('k', 'K', '\u212A', 's', '\u017F', 'i', '\u0131', '\u0130', 'a', '.', '-'),
+  minLength: 1,
+  maxLength: 12,
+})
+const ascii = (s: string): boolean => /^[\x20-\x7e]*$/.test(s)
+
+describe('names changed in case by the schema', () => {
+  it('are accepted only as ASCII, so changing their case never changes their letters', () => {
+    const named: [string, (name: string) => Record<string, unknown>][] = [
+      ['host', (n) => ({ match: { hosts: [n] } })],
+      ['method', (n) => ({ match: { methods: [n], paths: '/a' } })],
+      ['header', (n) => ({ match: { headers: { [n]: true } } })],
+      ['key', (n) => ({ key: `header:${n}` })],
+      ['list key', (n) => ({ deny: { keys: { [`header:${n}`]: ['x'] } } })],
+    ]
+    fc.assert(
+      fc.property(lookAlike, fc.constantFrom(...named), (name, [, field]) => {
+        const result = outcome({ id: 'r', rate: '10/1m', ...field(name) })
+        if ('rules' in result) expect(ascii(name), JSON.stringify(name)).toBe(true)
+      }),
+      { numRuns: 1000 },
+    )
+    expect(outcome({ id: 'r', rate: '10/1m', match: { hosts: ['\u212Aey.example.com'] } })).toEqual(
+      {
+        refused: [
+          `rules[0].match.hosts[0]: expected a host name like 'api.example.com' or '*.example.com', got "\u212Aey.example.com"`,
+        ],
+      },
+    )
+  })
+})

@@ -20,7 +20,9 @@ const METHOD = /^[A-Za-z]{1,20}$/
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/
 const CUSTOM_KEY = /^custom:[A-Za-z0-9._-]{1,64}$/
 const HOST_LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?'
-const HOST = new RegExp(`^(?:\\*\\.)?${HOST_LABEL}(?:\\.${HOST_LABEL})*$`)
+// Case-insensitive, and tested on the host as written: lower-casing first would turn the
+// Kelvin sign (U+212A) into an ASCII 'k' and accept a host the rule's author never wrote.
+const HOST = new RegExp(`^(?:\\*\\.)?${HOST_LABEL}(?:\\.${HOST_LABEL})*$`, 'i')
 const RATE = /^(\d{1,15})\/(.+)$/
 
 // What each field expects, phrased to follow "expected" in an error message.
@@ -190,10 +192,9 @@ export const match: Field<RuleMatch | false> = (value, c) => {
     hosts = []
     const listed = Array.isArray(fields.hosts)
     asList(fields.hosts).forEach((h, i) => {
-      const host = h.toLowerCase()
-      if (host.length > 253 || !HOST.test(host)) {
+      if (h.length > 253 || !HOST.test(h)) {
         c.expected(E.host, h, listed ? ['hosts', i] : ['hosts'])
-      } else hosts!.push(host)
+      } else hosts!.push(h.toLowerCase())
     })
   }
   if (c.count !== before) return BAD
