@@ -33,6 +33,18 @@ export function checkPathPattern(input: string): { pattern: string } | { error: 
   const pattern = input.length > 1 && input.endsWith('/') ? input.slice(0, -1) : input
   if (pattern === '/') return { pattern }
   const segments = pattern.slice(1).split('/')
+  // Read as requests are (`%2e` is '.'): a dot segment is not a place a rule can name, and
+  // kept as a literal it would match only requests spelled with it, never the path it leads to.
+  if (
+    canonicalPath(pattern)
+      .split('/')
+      .some((s) => s === '.' || s === '..')
+  ) {
+    return {
+      error:
+        "a path pattern without '.' or '..' segments (write the path they lead to: '/b', not '/a/../b')",
+    }
+  }
   for (let i = 0; i < segments.length; i++) {
     const s = segments[i]!
     if (s === '') return { error: "a path pattern without empty segments ('//')" }
