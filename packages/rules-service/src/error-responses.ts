@@ -12,6 +12,7 @@ import {
   problemForStatus,
   type ProblemBody,
 } from './problem.js'
+import { RouteMethods } from './route-methods.js'
 
 const CONTENT_TYPE = `${PROBLEM_MEDIA_TYPE}; charset=utf-8`
 
@@ -130,14 +131,31 @@ export function installErrorResponses(app: FastifyInstance): void {
     if (status >= 500) request.log.error({ err }, 'request failed')
     return reply.code(status).type(CONTENT_TYPE).send(body)
   })
-  app.setNotFoundHandler((request, reply) =>
-    reply
-      .code(404)
+  const routes = new RouteMethods()
+  app.addHook('onRoute', (route) => routes.add(route.url, route.method))
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? ''
+    const allowed = routes.allowed(request.url)
+    // A route that takes the method and found nothing (an unknown admin file) is a 404 too.
+    if (allowed.length === 0 || allowed.includes(request.method)) {
+      return reply
+        .code(404)
+        .type(CONTENT_TYPE)
+        .send(problemBody('not-found', `no route ${request.method} ${path}`))
+    }
+    const allow = [...allowed, 'OPTIONS'].join(', ')
+    if (request.method === 'OPTIONS') return reply.code(204).header('allow', allow).send()
+    return reply
+      .code(405)
+      .header('allow', allow)
       .type(CONTENT_TYPE)
       .send(
-        problemBody('not-found', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`),
-      ),
-  )
+        problemBody(
+          'method-not-allowed',
+          `${path} does not take ${request.method}; it takes ${allow}`,
+        ),
+      )
+  })
 
   let closing = false
   app.addHook('preClose', (done) => {

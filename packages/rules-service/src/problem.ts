@@ -10,6 +10,7 @@ export type ProblemType =
   | 'unauthorized'
   | 'forbidden'
   | 'not-found'
+  | 'method-not-allowed'
   | 'conflict'
   | 'precondition-failed'
   | 'payload-too-large'
@@ -27,6 +28,7 @@ const TITLES: Record<ProblemType, [number, string]> = {
   unauthorized: [401, 'Missing or unknown token'],
   forbidden: [403, 'Token not allowed here'],
   'not-found': [404, 'Not found'],
+  'method-not-allowed': [405, 'Method not allowed'],
   conflict: [409, 'Conflict'],
   'precondition-failed': [412, 'The rule set changed'],
   'payload-too-large': [413, 'Body too large'],
