@@ -302,7 +302,9 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       const int = (name: string, max: number): number | undefined => {
         const raw = q[name]
         if (raw === undefined) return undefined
-        const n = Number(raw)
+        // Decimal digits only: Number() also reads ' 1', '0x10', '1e3' and '1.0', so a cursor
+        // or a page size spelled some other way would be taken as a number nobody wrote.
+        const n = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN
         if (!Number.isInteger(n) || n < 1 || n > max) {
           throw new ProblemError(
             'bad-request',
