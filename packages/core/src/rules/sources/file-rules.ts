@@ -3,13 +3,13 @@ import { watch, type FSWatcher } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { basename, dirname, extname } from 'node:path'
 import { FloodgateError } from '../../errors.js'
-import { checkIntInRange, misuseError, refusedOption } from '../../options/checks.js'
+import { checkIntInRange, refusedOption } from '../../options/checks.js'
 import { scopeLogger, type Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
 import { parseRulesDocument } from '../schema-document.js'
 import { isInstalled } from './optional-peer.js'
 import { decodeText } from './decode-text.js'
-import { FailureLog, toError, type RulesSource } from './rules-source.js'
+import { FailureLog, SourceRuns, toError, type RulesSource } from './rules-source.js'
 
 /** Options of {@link fileRules}. */
 export interface FileRulesOptions {
@@ -108,10 +108,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
   const logger = scopeLogger(options.logger)
   const failures = new FailureLog(logger, `file ${path}`)
 
-  let running = false
-  // Bumped by every start() and stop(): a load or a start() of an earlier run delivers,
-  // reports and watches nothing in a later one.
-  let run = 0
+  const runs = new SourceRuns()
   let onRules: (rules: Rule[], revision?: string) => void = () => {}
   let onError: (err: Error) => void = () => {}
   let watcher: FSWatcher | undefined
@@ -130,8 +127,8 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
   }
 
   async function loadOnce(): Promise<void> {
-    const mine = run
-    const current = (): boolean => running && run === mine
+    const mine = runs.current
+    const current = (): boolean => runs.isCurrent(mine)
     let bytes: Uint8Array
     let stamp = ''
     try {
@@ -199,7 +196,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
       do {
         again = false
         await loadOnce()
-      } while (again && running)
+      } while (again && runs.going)
     })().finally(() => {
       loading = undefined
     })
@@ -207,7 +204,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
   }
 
   function onChange(): void {
-    if (!running) return
+    if (!runs.going) return
     clearTimeout(debounceTimer)
     debounceTimer = setTimeout(() => void reload(), debounceMs)
     debounceTimer.unref()
@@ -224,9 +221,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
 
   return {
     async start(rulesCallback, errorCallback, _limiter, recoveredCallback) {
-      if (running) throw misuseError('fileRules: start() called twice')
-      running = true
-      const mine = ++run
+      const mine = runs.begin('fileRules')
       onRules = rulesCallback
       onError = errorCallback
       lastText = undefined
@@ -235,7 +230,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
       failures.reset()
       failures.onRecovered = recoveredCallback ?? (() => {})
       await reload()
-      if (run !== mine || !watchFile) return
+      if (!runs.isCurrent(mine) || !watchFile) return
       try {
         const name = basename(path)
         watcher = watch(dirname(path), { persistent: false }, (_event, file) => {
@@ -252,8 +247,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
       }
     },
     stop() {
-      running = false
-      run++
+      runs.end()
       watcher?.close()
       watcher = undefined
       clearInterval(pollTimer)

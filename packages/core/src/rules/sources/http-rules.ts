@@ -1,10 +1,5 @@
 import { FloodgateError } from '../../errors.js'
-import {
-  checkIntInRange,
-  checkNumberInRange,
-  misuseError,
-  optionError,
-} from '../../options/checks.js'
+import { checkIntInRange, checkNumberInRange, optionError } from '../../options/checks.js'
 
 // setTimeout's ceiling.
 const MAX_MS = 2 ** 31 - 1
@@ -18,7 +13,7 @@ import {
   type HostReportOptions,
 } from './host-report.js'
 import { decodeText } from './decode-text.js'
-import { FailureLog, toError, type RulesSource } from './rules-source.js'
+import { FailureLog, SourceRuns, toError, type RulesSource } from './rules-source.js'
 
 /** Options of {@link httpRules}. */
 export interface HttpRulesOptions {
@@ -200,10 +195,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   const reportTarget = reportSettings && (reportSettings.url ?? reportUrlFor(target))
   let reportRefused: string | undefined
 
-  let running = false
-  // Bumped by every start() and stop(): a poll, a timer or a start() of an earlier run (one
-  // that stop() cut short) delivers, reports and schedules nothing in a later one.
-  let run = 0
+  const runs = new SourceRuns()
   let onRules: (rules: Rule[], revision?: string) => void = () => {}
   let onError: (err: Error) => void = () => {}
   let timer: NodeJS.Timeout | undefined
@@ -218,8 +210,8 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
     new FloodgateError('FG_ERR_RULES_SOURCE', `rules from ${where}: ${message}`, { cause })
 
   async function pollOnce(): Promise<void> {
-    const mine = run
-    const current = (): boolean => running && run === mine
+    const mine = runs.current
+    const current = (): boolean => runs.isCurrent(mine)
     const abort = new AbortController()
     controller = abort
     const deadline = setTimeout(
@@ -334,9 +326,9 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
 
   function poll(): Promise<void> {
     // A poll of an earlier run is not this run's: it was cut short and delivers nothing.
-    if (inFlight?.run === run) return inFlight.done
+    if (inFlight?.run === runs.current) return inFlight.done
     const entry = {
-      run,
+      run: runs.current,
       done: pollOnce().finally(() => {
         if (inFlight === entry) inFlight = undefined
       }),
@@ -346,7 +338,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   }
 
   function schedule(mine: number): void {
-    if (!running || run !== mine) return
+    if (!runs.isCurrent(mine)) return
     timer = setTimeout(
       () => {
         void poll().then(() => schedule(mine))
@@ -358,9 +350,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
 
   return {
     async start(rulesCallback, errorCallback, limiter, recoveredCallback) {
-      if (running) throw misuseError('httpRules: start() called twice')
-      running = true
-      const mine = ++run
+      const mine = runs.begin('httpRules')
       onRules = rulesCallback
       onError = errorCallback
       etag = undefined
@@ -371,13 +361,12 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       // The first poll runs while the limiter is being built and has nothing to report yet.
       reporter?.attach(undefined)
       await poll()
-      if (run !== mine) return
+      if (!runs.isCurrent(mine)) return
       reporter?.attach(limiter)
       schedule(mine)
     },
     stop() {
-      running = false
-      run++
+      runs.end()
       clearTimeout(timer)
       controller?.abort(sourceError('stopped'))
     },

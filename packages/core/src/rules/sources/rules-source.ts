@@ -1,4 +1,5 @@
 import type { Logger } from '../../logger.js'
+import { misuseError } from '../../options/checks.js'
 import type { Rule } from '../rule.js'
 import type { ReportingLimiter } from './host-report.js'
 
@@ -30,6 +31,44 @@ export interface RulesSource {
   ): Promise<void>
   /** Stops watching or polling; no callback runs afterwards. Idempotent. */
   stop(): void
+}
+
+/**
+ * The runs of a source that can be stopped and started again (an app rebuilt in the same
+ * process): `start()` begins a run and `stop()` ends it. Work begun in one run (a load, a poll,
+ * a timer) holds its run's number and delivers, reports and schedules nothing once that run is over.
+ */
+export class SourceRuns {
+  private running = false
+  private run = 0
+
+  /** Begins a run; returns its number. Throws when a run is already going. */
+  begin(source: string): number {
+    if (this.running) throw misuseError(`${source}: start() called twice`)
+    this.running = true
+    return ++this.run
+  }
+
+  /** Ends the run going, if any: its work stops counting. */
+  end(): void {
+    this.running = false
+    this.run++
+  }
+
+  /** The number work begun now belongs to. */
+  get current(): number {
+    return this.run
+  }
+
+  /** True while run `mine` is the one going. */
+  isCurrent(mine: number): boolean {
+    return this.running && this.run === mine
+  }
+
+  /** True while a run is going. */
+  get going(): boolean {
+    return this.running
+  }
 }
 
 /**
