@@ -12,7 +12,10 @@ export interface Entry extends ConsumeEntry {
   maxWaitMs: number
   shadow: boolean
   rt: RuleRuntime
-  /** The queue place taken before asking the store, so concurrent checks cannot overfill it. */
+  /**
+   * The queue place the request holds: taken when the store's answer makes it wait (see
+   * `Holdings.joinQueues`), never before, so a request whose answer is still on its way holds none.
+   */
   place: string | undefined
 }
 
@@ -31,17 +34,18 @@ export function describeAnswer(v: unknown): string {
   return v === null ? 'null' : typeof v
 }
 
-/** The queue places a request takes while its entries are built (the limiter's holdings). */
-export interface QueuePlaces {
-  /** A place in the rule's queue for this client, or undefined when the queue is full. */
-  takePlace(rule: CompiledRule, key: string, maxQueue: number): string | undefined
-  leavePlace(place: string): void
-}
-
 /** An entry whose limit a limit function is still choosing. */
 export interface PendingPick {
   readonly index: number
   readonly pick: Promise<CompiledRule>
+}
+
+/**
+ * The longest a request may wait for its turn under a rule: the rule's `maxWait` when it queues,
+ * else 0. Whether the client's queue has room is known only once the store has answered.
+ */
+export function queueWaitMs(rule: CompiledRule['rule']): number {
+  return rule.onLimit.action === 'queue' ? rule.onLimit.maxWaitMs : 0
 }
 
 /**
@@ -55,35 +59,18 @@ export function fillEntries<Req>(
   facts: RequestFacts<Req>,
   routeCost: number,
   reuse: boolean,
-  holdings: QueuePlaces,
   pending: PendingPick[],
 ): number {
   let n = 0
   for (let i = 0; i < rts.length; i++) {
     const rt = rts[i]!
-    let key: string | undefined
     let picked: CompiledRule | Promise<CompiledRule> = rt.compiled
-    try {
-      // A client on the rule's allow list is not counted by it.
-      key = allowedByRule(rt, facts) ? undefined : rt.keyFn(facts)
-      if (key !== undefined && rt.pick !== undefined) picked = rt.pick(facts)
-    } catch (err) {
-      // Give back the queue places this request took so far; stale scratch entries past n
-      // belong to earlier requests.
-      for (let j = 0; j < n; j++) {
-        const place = entries[j]!.place
-        if (place !== undefined) holdings.leavePlace(place)
-      }
-      throw err
-    }
+    // A client on the rule's allow list is not counted by it.
+    const key = allowedByRule(rt, facts) ? undefined : rt.keyFn(facts)
     if (key === undefined) continue
+    if (rt.pick !== undefined) picked = rt.pick(facts)
     const rule = rt.compiled.rule
-    let maxWaitMs = 0
-    let place: string | undefined
-    if (rule.onLimit.action === 'queue') {
-      place = holdings.takePlace(rt.compiled, key, rule.onLimit.maxQueue)
-      if (place !== undefined) maxWaitMs = rule.onLimit.maxWaitMs
-    }
+    const maxWaitMs = queueWaitMs(rule)
     const cost = rule.cost * routeCost
     let chosen = rt.compiled
     if (picked instanceof Promise) pending.push({ index: n, pick: picked })
@@ -96,9 +83,9 @@ export function fillEntries<Req>(
       e.maxWaitMs = maxWaitMs
       e.shadow = rule.shadow
       e.rt = rt
-      e.place = place
+      e.place = undefined
     } else {
-      entries[n] = { rule: chosen, key, cost, maxWaitMs, shadow: rule.shadow, rt, place }
+      entries[n] = { rule: chosen, key, cost, maxWaitMs, shadow: rule.shadow, rt, place: undefined }
     }
     n++
   }

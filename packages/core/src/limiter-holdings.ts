@@ -1,6 +1,7 @@
 import type { Clock } from './clock.js'
 import type { Decision } from './decision.js'
-import type { Entry, QueuePlaces } from './limiter-entry.js'
+import type { AlgorithmResult } from './algorithms/algorithm.js'
+import { refundOf, type Entry } from './limiter-entry.js'
 import type { Logger } from './logger.js'
 import type { CompiledRule } from './rules/compiled-rules.js'
 import type { RefundEntry, Store } from './stores/store.js'
@@ -44,7 +45,7 @@ export type LatencySink = (slots: readonly RefundEntry[], latencyMs: number, now
  * Queue places and leases: what decisions hold (concurrency slots, queue places, units charged
  * for a queued request) and their return, exactly once.
  */
-export class Holdings implements QueuePlaces {
+export class Holdings {
   private readonly lease = Symbol('floodgate.lease')
   private readonly queued = new Map<string, number>()
   /**
@@ -73,7 +74,7 @@ export class Holdings implements QueuePlaces {
   }
 
   /** Take a place in the rule's queue for this key; undefined when the queue is full. */
-  takePlace(rule: CompiledRule, key: string, maxQueue: number): string | undefined {
+  private takePlace(rule: CompiledRule, key: string, maxQueue: number): string | undefined {
     const k = `${rule.stateId}\u0000${key}`
     const waiting = this.queued.get(k) ?? 0
     if (waiting >= maxQueue) return undefined
@@ -85,6 +86,58 @@ export class Holdings implements QueuePlaces {
     const left = (this.queued.get(k) ?? 1) - 1
     if (left > 0) this.queued.set(k, left)
     else this.queued.delete(k)
+  }
+
+  /**
+   * Take a queue place for each entry the store's answer makes wait. The place is taken here,
+   * once the answer is in, and not when the request is sent: a request still waiting for an
+   * asynchronous store must not hold a place it may not need (it may pass at once), or a
+   * concurrent request of the same client would find the queue full where a synchronous store
+   * would have queued it.
+   *
+   * An entry whose queue is full is refused instead (`retryAfterMs`: its wait, when the same
+   * request could pass without queueing). The store already charged the request's reservation
+   * by then, so what it recorded is given back: every entry when an enforced entry is refused
+   * (the request is refused, all-or-nothing), only the refused entry when it is a shadow one.
+   *
+   * @returns the results to judge: `results` itself when every queue had room
+   */
+  joinQueues(entries: Entry[], results: readonly AlgorithmResult[]): readonly AlgorithmResult[] {
+    const n = entries.length
+    let waits = false
+    for (let i = 0; i < n; i++) {
+      const r = results[i]!
+      // A refused enforced entry: the store charged nothing, and nobody waits.
+      if (!r.allowed && !entries[i]!.shadow) return results
+      if (r.allowed && r.waitMs > 0) waits = true
+    }
+    if (!waits) return results
+    let out: AlgorithmResult[] | undefined
+    let refused = false
+    for (let i = 0; i < n; i++) {
+      const r = results[i]!
+      const e = entries[i]!
+      const onLimit = e.rt.compiled.rule.onLimit
+      if (!r.allowed || r.waitMs <= 0 || onLimit.action !== 'queue') continue
+      e.place = this.takePlace(e.rt.compiled, e.key, onLimit.maxQueue)
+      if (e.place !== undefined) continue
+      out ??= results.slice()
+      out[i] = { ...r, allowed: false, waitMs: 0, retryAfterMs: Math.max(1, r.waitMs) }
+      if (!e.shadow) refused = true
+    }
+    if (out === undefined) return results
+    const back: RefundEntry[] = []
+    for (let i = 0; i < n; i++) {
+      const e = entries[i]!
+      if (!results[i]!.allowed || (!refused && out[i]!.allowed)) continue
+      back.push(refundOf(e))
+      if (refused && e.place !== undefined) {
+        this.leavePlace(e.place)
+        e.place = undefined
+      }
+    }
+    this.refund(back)
+    return out
   }
 
   /**

@@ -123,6 +123,7 @@ export class RoundTrip<Req> {
     let results = answer
     let banned: readonly boolean[] | undefined
     if (banOwners) ({ results, banned } = applyBanChecks(answer, entries.length, banOwners))
+    results = this.parts.holdings.joinQueues(entries, results)
     const decision = judge(entries, results, banned)
     this.parts.holdings.settle(decision, entries)
     const top = this.parts.top

@@ -101,7 +101,7 @@ describe('createLimiter', () => {
     expect(limiter.counters().byRule.get('q')).toMatchObject({ allowed: 1, queued: 1, rejected: 1 })
   })
 
-  it('takes the queue place before an asynchronous store answers, so concurrent checks cannot overfill it', async () => {
+  it('takes the queue place when an asynchronous store answers, so concurrent checks cannot overfill it', async () => {
     const memory = new MemoryStore()
     const slow: Store = {
       consume: (entries, now) => {

@@ -8,7 +8,7 @@ import { DeadlineWatchdog } from './limiter-deadline.js'
 import { accessOptions, ruleDenied, type AccessOptions } from './limiter-access-options.js'
 import { ALLOW_LISTED, NO_RULES } from './limiter-decide.js'
 import { allowListedByAny, deniedByRules } from './limiter-rule-lists.js'
-import { fillEntries, isCost, type Entry, type PendingPick } from './limiter-entry.js'
+import { fillEntries, isCost, queueWaitMs, type Entry, type PendingPick } from './limiter-entry.js'
 import { FailOpenLog } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
 import { StateGenerations } from './limiter-state-generations.js'
@@ -265,7 +265,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     if (pending.length !== 0) pending.length = 0
     let n: number
     try {
-      n = fillEntries(entries, rts, facts, routeCost, reuse, this.holdings, pending)
+      n = fillEntries(entries, rts, facts, routeCost, reuse, pending)
     } catch (err) {
       return this.roundTrip.failOpen(err, [], facts, 'FG_WRN_CHECK_FAILED_OPEN')
     }
@@ -345,20 +345,14 @@ class LimiterEngine<Req> implements Limiter<Req> {
     const units: unknown = options.cost ?? 1
     if (!isCost(units)) throw optionError('limit: cost', 'a finite number of at least 0', units)
     const rule = rt.compiled.rule
-    let maxWaitMs = 0
-    let place: string | undefined
-    if (rule.onLimit.action === 'queue') {
-      place = this.holdings.takePlace(rt.compiled, stored, rule.onLimit.maxQueue)
-      if (place !== undefined) maxWaitMs = rule.onLimit.maxWaitMs
-    }
     const entry: Entry = {
       rule: eventStateOf(rt, key),
       key: stored,
       cost: rule.cost * units,
-      maxWaitMs,
+      maxWaitMs: queueWaitMs(rule),
       shadow: rule.shadow,
       rt,
-      place,
+      place: undefined,
     }
     return this.roundTrip.decideEntries([entry], false, undefined)
   }

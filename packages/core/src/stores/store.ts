@@ -8,7 +8,10 @@ export interface ConsumeEntry {
   /** The client key (already bounded in length by core). */
   readonly key: string
   readonly cost: number
-  /** Reservation allowed up to this wait (the rule queues and its queue has room); else 0. */
+  /**
+   * Reservation allowed up to this wait (the rule queues); else 0. Whether the client's queue
+   * has room is the limiter's concern: it gives the reservation back when it has none.
+   */
   readonly maxWaitMs: number
   /** Shadow entries are decided and recorded but never gate the request. */
   readonly shadow: boolean

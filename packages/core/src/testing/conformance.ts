@@ -257,6 +257,37 @@ export function describeStoreConformance(
       expect((await a.check(facts)).allowed).toBe(true)
     })
 
+    it('a queue of one: of two concurrent requests of one client, the first passes and the second waits', async () => {
+      const key = freshKey()
+      const limiter = createLimiter({
+        rules: [
+          {
+            id: `queue-${key.replace(/[^A-Za-z0-9]/g, '')}`.slice(0, 64),
+            key: 'custom:client',
+            limit: 1,
+            window: '1s',
+            onLimit: { action: 'queue', maxWait: '5s', maxQueue: 1 },
+          },
+        ],
+        store,
+        keys: { client: () => key },
+        clock: () => 1_000_000,
+      })
+      const facts = { method: 'GET', path: '/', ip: undefined, headers: {} }
+      // Sent together: an asynchronous store answers both after both are sent.
+      const [first, second] = await Promise.all([limiter.check(facts), limiter.check(facts)])
+      expect([first.action, second.action]).toEqual(['allow', 'queue'])
+      expect(second.waitMs).toBe(1000)
+      // The queue is full: a third is refused, and the reservation it made is given back.
+      expect(await limiter.check(facts)).toMatchObject({ action: 'reject', retryAfterMs: 2000 })
+      const gone = new AbortController()
+      const waiting = limiter.waitInQueue(second, gone.signal)
+      gone.abort()
+      expect(await waiting).toBe(false)
+      // Both reservations are back: the next request waits one window, not two or three.
+      expect(await limiter.check(facts)).toMatchObject({ action: 'queue', waitMs: 1000 })
+    })
+
     it("a limit function's answer on one limiter is reset by a second limiter on this store", async (ctx) => {
       if (!store.reset || !store.peek) return ctx.skip()
       const key = freshKey()

@@ -99,9 +99,9 @@ export const queueAndSlotScenarios: readonly AdapterScenario[] = [
         limit: 10,
         window: '1s',
         burst: 1,
-        // Two places: with an asynchronous store both requests are in flight at once, and the
-        // first holds a place until its answer comes.
-        onLimit: { action: 'queue', maxWait: '1s', maxQueue: 2 },
+        // One place: with an asynchronous store both requests are in flight at once, and the
+        // first, which passes at once, takes no place.
+        onLimit: { action: 'queue', maxWait: '1s', maxQueue: 1 },
       },
     ],
     routes: [...DEFAULT_ROUTES, { method: 'GET', path: '/slow', slow: true }],

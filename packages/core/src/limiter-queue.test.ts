@@ -1,0 +1,138 @@
+import fc from 'fast-check'
+import { describe, expect, it, vi } from 'vitest'
+import type { Decision } from './decision.js'
+import { createLimiter } from './limiter.js'
+import type { RequestFacts } from './request-facts.js'
+import type { RuleInput } from './rules/schema.js'
+import { MemoryStore } from './stores/memory-store.js'
+import type { Store } from './stores/store.js'
+
+const facts = (cost = 1): RequestFacts => ({
+  method: 'GET',
+  path: '/',
+  ip: '203.0.113.7',
+  headers: {},
+  cost,
+})
+
+/** A MemoryStore that answers on a later turn, as a networked store does. */
+function asyncMemory(): Store {
+  const memory = new MemoryStore()
+  return {
+    consume: (entries, now) => {
+      const results = memory.consume(entries, now).map((r) => ({ ...r }))
+      return new Promise((resolve) => setImmediate(() => resolve(results)))
+    },
+    refund: (entries, now) => memory.refund(entries, now),
+  }
+}
+
+const queueRule = (over: Partial<RuleInput> = {}): RuleInput => ({
+  id: 'q',
+  limit: 1,
+  window: '1s',
+  onLimit: { action: 'queue', maxWait: '5s', maxQueue: 1 },
+  ...over,
+})
+
+describe('queue places', () => {
+  for (const [name, makeStore] of [
+    ['MemoryStore', () => new MemoryStore()],
+    ['an asynchronous store', asyncMemory],
+  ] as const) {
+    it(`with ${name}, two concurrent requests of one client and maxQueue 1: the first passes, the second waits`, async () => {
+      const limiter = createLimiter({ rules: [queueRule()], store: makeStore(), clock: () => 0 })
+      const [a, b] = await Promise.all([limiter.check(facts()), limiter.check(facts())])
+      expect([a.action, b.action]).toEqual(['allow', 'queue'])
+      expect(b.waitMs).toBe(1000)
+      // The queue of one is full: a third is refused, and its reservation given back.
+      const c = await limiter.check(facts())
+      expect(c).toMatchObject({ action: 'reject', retryAfterMs: 2000 })
+      const gone = new AbortController()
+      const waiting = limiter.waitInQueue(b, gone.signal)
+      gone.abort()
+      expect(await waiting).toBe(false)
+      // Both reservations are back: the next one waits one window, not two or three.
+      expect(await limiter.check(facts())).toMatchObject({ action: 'queue', waitMs: 1000 })
+    })
+  }
+
+  it('a leaky-bucket shaper whose queue is full refuses; it does not let a request pass ahead of the one waiting', () => {
+    const limiter = createLimiter({
+      rules: [queueRule({ algorithm: 'leaky-bucket', limit: 5, burst: 4 })],
+      clock: () => 0,
+    })
+    expect(limiter.check(facts())).toMatchObject({ action: 'allow' })
+    expect(limiter.check(facts())).toMatchObject({ action: 'queue', waitMs: 200 })
+    expect(limiter.check(facts())).toMatchObject({ action: 'reject', retryAfterMs: 400 })
+  })
+})
+
+describe('queueing does not depend on whether the store answers synchronously', () => {
+  const reserving = ['token-bucket', 'gcra', 'fixed-window', 'leaky-bucket'] as const
+
+  it('the same requests get the same decisions from a synchronous and an asynchronous store', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...reserving),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 100, max: 3000 }),
+        fc.array(
+          fc.record({
+            advanceMs: fc.integer({ min: 0, max: 700 }),
+            // Requests sent together: concurrent for the asynchronous store.
+            costs: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 3 }),
+            // Queued clients leave at once (their place and reservation are given back), or
+            // wait their turn.
+            leave: fc.boolean(),
+          }),
+          { minLength: 1, maxLength: 12 },
+        ),
+        async (algorithm, limit, maxQueue, maxWaitMs, steps) => {
+          let now = 1_000_000
+          const rules: RuleInput[] = [
+            {
+              id: 'q',
+              algorithm,
+              limit,
+              window: '1s',
+              onLimit: { action: 'queue', maxWait: maxWaitMs, maxQueue },
+            },
+          ]
+          const sync = createLimiter({ rules, store: new MemoryStore(), clock: () => now })
+          const later = createLimiter({ rules, store: asyncMemory(), clock: () => now })
+          // A refusal's retry hint may differ: concurrent requests see each other's
+          // reservations, including one given back once its answer finds the queue full.
+          const seen = (d: Decision) => (d.allowed ? [d.action, d.waitMs, d.remaining] : [d.action])
+          vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+          try {
+            for (const step of steps) {
+              now += step.advanceMs
+              // Queued requests whose wait is over leave their queue.
+              vi.advanceTimersByTime(step.advanceMs)
+              const a = step.costs.map((c) => sync.check(facts(c)) as Decision)
+              const b = await Promise.all(
+                step.costs.map((c) => Promise.resolve(later.check(facts(c)))),
+              )
+              expect(b.map(seen)).toEqual(a.map(seen))
+              for (const [limiter, decisions] of [
+                [sync, a],
+                [later, b],
+              ] as const) {
+                for (const d of decisions) {
+                  const gone = new AbortController()
+                  if (step.leave) gone.abort()
+                  void limiter.waitInQueue(d, gone.signal)
+                }
+              }
+            }
+          } finally {
+            vi.useRealTimers()
+          }
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+})
