@@ -5,7 +5,7 @@ import { createLimiter } from './limiter.js'
 import type { RequestFacts } from './request-facts.js'
 import type { RuleInput } from './rules/schema.js'
 import { MemoryStore } from './stores/memory-store.js'
-import type { Store } from './stores/store.js'
+import { asyncMemoryStore } from './testing/async-memory-store.js'
 
 const facts = (cost = 1): RequestFacts => ({
   method: 'GET',
@@ -14,18 +14,6 @@ const facts = (cost = 1): RequestFacts => ({
   headers: {},
   cost,
 })
-
-/** A MemoryStore that answers on a later turn, as a networked store does. */
-function asyncMemory(): Store {
-  const memory = new MemoryStore()
-  return {
-    consume: (entries, now) => {
-      const results = memory.consume(entries, now).map((r) => ({ ...r }))
-      return new Promise((resolve) => setImmediate(() => resolve(results)))
-    },
-    refund: (entries, now) => memory.refund(entries, now),
-  }
-}
 
 const queueRule = (over: Partial<RuleInput> = {}): RuleInput => ({
   id: 'q',
@@ -38,7 +26,7 @@ const queueRule = (over: Partial<RuleInput> = {}): RuleInput => ({
 describe('queue places', () => {
   for (const [name, makeStore] of [
     ['MemoryStore', () => new MemoryStore()],
-    ['an asynchronous store', asyncMemory],
+    ['an asynchronous store', asyncMemoryStore],
   ] as const) {
     it(`with ${name}, two concurrent requests of one client and maxQueue 1: the first passes, the second waits`, async () => {
       const limiter = createLimiter({ rules: [queueRule()], store: makeStore(), clock: () => 0 })
@@ -101,7 +89,7 @@ describe('queueing does not depend on whether the store answers synchronously', 
             },
           ]
           const sync = createLimiter({ rules, store: new MemoryStore(), clock: () => now })
-          const later = createLimiter({ rules, store: asyncMemory(), clock: () => now })
+          const later = createLimiter({ rules, store: asyncMemoryStore(), clock: () => now })
           // A refusal's retry hint may differ: concurrent requests see each other's
           // reservations, including one given back once its answer finds the queue full.
           const seen = (d: Decision) => (d.allowed ? [d.action, d.waitMs, d.remaining] : [d.action])

@@ -6,6 +6,7 @@ import type { Logger } from './logger.js'
 import type { RequestFacts } from './request-facts.js'
 import type { RuleInput } from './rules/schema.js'
 import { MemoryStore } from './stores/memory-store.js'
+import { asyncMemoryStore } from './testing/async-memory-store.js'
 import type { Store } from './stores/store.js'
 
 const facts = (over: Partial<RequestFacts> = {}): RequestFacts => ({
@@ -103,13 +104,7 @@ describe('createLimiter', () => {
 
   it('takes the queue place when an asynchronous store answers, so concurrent checks cannot overfill it', async () => {
     const memory = new MemoryStore()
-    const slow: Store = {
-      consume: (entries, now) => {
-        const results = memory.consume(entries, now).map((r) => ({ ...r }))
-        return new Promise((resolve) => setImmediate(() => resolve(results)))
-      },
-      refund: (entries, now) => memory.refund(entries, now),
-    }
+    const slow = asyncMemoryStore(memory)
     let now = 0
     const limiter = createLimiter({
       rules: [

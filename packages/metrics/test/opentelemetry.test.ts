@@ -9,7 +9,7 @@ import {
 } from '@opentelemetry/sdk-metrics'
 import { describe, expect, it } from 'vitest'
 import { openTelemetryMetrics } from '@floodgate/metrics/opentelemetry'
-import { asyncMemoryStore } from './async-store.js'
+import { asyncMemoryStore } from '@floodgate/core/testing'
 
 /** A reader that exports only when the test asks (`collect()`): no timers. */
 class OnDemandReader extends MetricReader {

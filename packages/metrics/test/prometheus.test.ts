@@ -6,7 +6,7 @@ import express, { type Request } from 'express'
 import { Registry } from 'prom-client'
 import { afterEach, describe, expect, it } from 'vitest'
 import { prometheusMetrics } from '@floodgate/metrics/prometheus'
-import { asyncMemoryStore } from './async-store.js'
+import { asyncMemoryStore } from '@floodgate/core/testing'
 import { parseExposition, valueOf } from './exposition.js'
 
 const servers: Server[] = []
