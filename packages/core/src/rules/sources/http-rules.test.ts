@@ -1,4 +1,10 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { FloodgateError, OptionsError, RulesValidationError } from '../../errors.js'
@@ -159,32 +165,51 @@ describe('httpRules', () => {
     expect(delivered).toHaveLength(2)
   })
 
-  it('reads a body with a byte order mark (a rules file served as is)', async () => {
-    const bodies = [
-      Buffer.from(`\uFEFF${JSON.stringify([{ id: 'utf8', rate: '10/s' }])}`, 'utf8'),
-      Buffer.from(`\uFEFF${JSON.stringify([{ id: 'utf16', rate: '10/s' }])}`, 'utf16le'),
-    ]
-    const server = createServer((_req, res) => res.end(bodies.shift()))
+  /**
+   * Starts an httpRules source against a server answering with `handle`, runs `during` (the
+   * polls a test makes after start), then closes the server; returns what the source handed
+   * over: rule sets, errors and recoveries (the count of sets delivered by then).
+   */
+  async function pollServer(
+    handle: (req: IncomingMessage, res: ServerResponse) => void,
+    during: (source: HttpRulesSource, errors: Error[]) => Promise<void>,
+  ) {
+    const server = createServer(handle)
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     const source = httpRules(
       `http://127.0.0.1:${(server.address() as AddressInfo).port}/rules.json`,
       { intervalMs: 60_000 },
     )
     sources.push(source)
-    const delivered: string[][] = []
+    const delivered: Rule[][] = []
     const errors: Error[] = []
+    const recoveries: number[] = []
     try {
       await source.start(
-        (rules) => delivered.push(rules.map((r) => r.id)),
+        (rules) => delivered.push(rules),
         (err) => errors.push(err),
+        undefined,
+        () => recoveries.push(delivered.length),
       )
-      await source.poll()
+      await during(source, errors)
     } finally {
       server.closeAllConnections()
       await new Promise((resolve) => server.close(resolve))
     }
+    return { delivered, errors, recoveries }
+  }
+
+  it('reads a body with a byte order mark (a rules file served as is)', async () => {
+    const bodies = [
+      Buffer.from(`\uFEFF${JSON.stringify([{ id: 'utf8', rate: '10/s' }])}`, 'utf8'),
+      Buffer.from(`\uFEFF${JSON.stringify([{ id: 'utf16', rate: '10/s' }])}`, 'utf16le'),
+    ]
+    const { delivered, errors } = await pollServer(
+      (_req, res) => res.end(bodies.shift()),
+      (source) => source.poll(),
+    )
     expect(errors).toEqual([])
-    expect(delivered).toEqual([['utf8'], ['utf16']])
+    expect(delivered.map((rules) => rules.map((r) => r.id))).toEqual([['utf8'], ['utf16']])
   })
 
   it('refuses a body that is not UTF-8, keeping the rules and naming where it breaks', async () => {
@@ -194,28 +219,13 @@ describe('httpRules', () => {
       // The same set served as Latin-1: 'é' is the one byte 0xE9.
       Buffer.from(JSON.stringify([{ ...rule, rate: '5/s' }]), 'latin1'),
     ]
-    const server = createServer((_req, res) =>
-      res.end(bodies.length > 1 ? bodies.shift() : bodies[0]),
+    const { delivered, errors } = await pollServer(
+      (_req, res) => res.end(bodies.length > 1 ? bodies.shift() : bodies[0]),
+      async (source) => {
+        await source.poll()
+        await source.poll()
+      },
     )
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    const source = httpRules(
-      `http://127.0.0.1:${(server.address() as AddressInfo).port}/rules.json`,
-      { intervalMs: 60_000 },
-    )
-    sources.push(source)
-    const delivered: Rule[][] = []
-    const errors: Error[] = []
-    try {
-      await source.start(
-        (rules) => delivered.push(rules),
-        (err) => errors.push(err),
-      )
-      await source.poll()
-      await source.poll()
-    } finally {
-      server.closeAllConnections()
-      await new Promise((resolve) => server.close(resolve))
-    }
     expect(delivered.map((rules) => (rules[0]!.match as RuleMatch).headers)).toEqual([
       { 'x-city': 'caf\u00e9' },
     ])
@@ -229,36 +239,20 @@ describe('httpRules', () => {
   it('takes a 304 to a poll without If-None-Match as a failure, not as rules kept', async () => {
     // A cache or proxy that answers 304 for a copy this host never received.
     let status = 304
-    const server = createServer((_req, res) => {
-      res.statusCode = status
-      res.end(status === 200 ? JSON.stringify([{ id: 'a', rate: '10/s' }]) : undefined)
-    })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    const source = httpRules(
-      `http://127.0.0.1:${(server.address() as AddressInfo).port}/rules.json`,
-      { intervalMs: 60_000 },
+    const { delivered, recoveries } = await pollServer(
+      (_req, res) => {
+        res.statusCode = status
+        res.end(status === 200 ? JSON.stringify([{ id: 'a', rate: '10/s' }]) : undefined)
+      },
+      async (source, errors) => {
+        expect(errors.map((e) => e.message)).toEqual([
+          expect.stringContaining('HTTP 304 Not Modified to a poll without If-None-Match'),
+        ])
+        status = 200
+        await source.poll()
+      },
     )
-    sources.push(source)
-    const delivered: string[][] = []
-    const errors: Error[] = []
-    const recoveries: number[] = []
-    try {
-      await source.start(
-        (rules) => delivered.push(rules.map((r) => r.id)),
-        (err) => errors.push(err),
-        undefined,
-        () => recoveries.push(delivered.length),
-      )
-      expect(errors.map((e) => e.message)).toEqual([
-        expect.stringContaining('HTTP 304 Not Modified to a poll without If-None-Match'),
-      ])
-      status = 200
-      await source.poll()
-    } finally {
-      server.closeAllConnections()
-      await new Promise((resolve) => server.close(resolve))
-    }
-    expect(delivered).toEqual([['a']])
+    expect(delivered.map((rules) => rules.map((r) => r.id))).toEqual([['a']])
     expect(recoveries).toEqual([1])
   })
 
