@@ -1,4 +1,4 @@
-import { EPSILON, type AlgorithmParams } from './algorithm.js'
+import { EPSILON, unitsLeft, type AlgorithmParams, type AlgorithmResult } from './algorithm.js'
 
 /**
  * Arithmetic shared by the algorithms that drain at `limit` per `windowMs` (token bucket,
@@ -39,4 +39,44 @@ export function msToDrain(units: number, p: AlgorithmParams): number {
  */
 export function refusalRetryMs(waitMs: number, maxWaitMs: number, fits: boolean): number {
   return maxWaitMs > 0 && fits ? Math.max(1, Math.ceil(waitMs - maxWaitMs)) : Math.max(1, waitMs)
+}
+
+/**
+ * Decide a request of `cost` units on a bucket with `used` units taken (a token bucket's
+ * balance, or GCRA's schedule counted in units), writing every field of `out`.
+ *
+ * @returns the units taken after the request when it is admitted (to be recorded), else -1
+ */
+export function takeUnits(
+  used: number,
+  cost: number,
+  p: AlgorithmParams,
+  maxWaitMs: number,
+  out: AlgorithmResult,
+): number {
+  const after = used + cost
+  out.limit = p.burst
+  if (after <= p.burst + EPSILON) {
+    out.allowed = true
+    out.waitMs = 0
+    out.retryAfterMs = 0
+  } else {
+    const waitMs = msToDrain(after - p.burst, p)
+    if (maxWaitMs > 0 && waitMs <= maxWaitMs && cost <= p.burst + EPSILON) {
+      out.allowed = true
+      out.waitMs = waitMs
+      out.retryAfterMs = 0
+    } else {
+      out.allowed = false
+      out.waitMs = 0
+      // A cost above the capacity never passes; the hint is then only a back-off.
+      out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, cost <= p.burst + EPSILON)
+      out.remaining = unitsLeft(used, p.burst)
+      out.resetMs = msToDrain(used, p)
+      return -1
+    }
+  }
+  out.remaining = unitsLeft(after, p.burst)
+  out.resetMs = msToDrain(after, p)
+  return after
 }

@@ -1,5 +1,5 @@
-import { EPSILON, unitsLeft, type Algorithm, type AlgorithmParams } from './algorithm.js'
-import { refusalRetryMs } from './drain.js'
+import { unitsLeft, type Algorithm, type AlgorithmParams } from './algorithm.js'
+import { msToDrain, takeUnits } from './drain.js'
 
 // State layout: [tatOffsetMs, anchorMs]. The theoretical arrival time (TAT) is
 // `anchorMs + tatOffsetMs`; it is kept relative to the last update because an absolute TAT
@@ -18,11 +18,24 @@ function aheadAt(state: Float64Array, o: number, nowMs: number): number {
   return ahead > 0 ? ahead : 0
 }
 
-/** Milliseconds for `ahead` to run out, with the EPSILON slack of the admission test. */
-function msFor(aheadMs: number, p: AlgorithmParams): number {
-  const slack = (EPSILON * p.windowMs) / p.limit
-  return aheadMs > slack ? Math.ceil(aheadMs - slack) : 0
+/**
+ * The units `aheadMs` of schedule stand for, decided on as the token bucket decides on its
+ * balance. In milliseconds, the EPSILON slack of `(burst + EPSILON) × T` is below the float
+ * spacing of `burst × T` from a burst of about 2^24, so whole units taken from a full
+ * allowance could add up to more than it and a request costing exactly what was left was
+ * refused. Units to milliseconds and back is off by a few float steps, also past EPSILON there:
+ * a count within that of a whole number is that whole number.
+ */
+function unitsAhead(aheadMs: number, p: AlgorithmParams): number {
+  const units = (aheadMs * p.limit) / p.windowMs
+  // The nearest whole number; floor(units + 0.5) would round the sum itself past 2^52.
+  const below = Math.floor(units)
+  const whole = units - below >= 0.5 ? below + 1 : below
+  return Math.abs(units - whole) <= p.burst * WHOLE_TOLERANCE ? whole : units
 }
+
+/** Relative rounding of a units → milliseconds → units round trip (a few float steps). */
+const WHOLE_TOLERANCE = 2 ** -50
 
 /**
  * GCRA (generic cell rate algorithm): each unit is scheduled one emission interval
@@ -38,46 +51,25 @@ function msFor(aheadMs: number, p: AlgorithmParams): number {
  * Pick it when you think in "one request every T ms, with a tolerance", e.g. to mirror an
  * upstream that is specified as a GCRA, or when porting from a GCRA-based limiter.
  *
- * Formulas: `ahead = max(0, tatOffset - max(0, now - anchor))`, `newAhead = ahead + cost × T`;
- * allowed when `newAhead <= (burst + EPSILON) × T`; `waitMs = ceil(newAhead - (burst + EPSILON) × T)`;
- * `resetMs = ceil(newAhead - EPSILON × T)`; `remaining` = the largest whole `n` with `newAhead + n × T <= (burst + EPSILON) × T`.
- * On commit: `tatOffset = newAhead`, `anchor = max(anchor, now)`.
+ * Formulas: `ahead = max(0, tatOffset - max(0, now - anchor))`, the units it stands for
+ * `used = ahead / T`; from there the token bucket's test and times (`after = used + cost`,
+ * allowed when `after <= burst + EPSILON`, ...). On commit: `tatOffset = after × T`,
+ * `anchor = max(anchor, now)`.
  */
 export const gcra: Algorithm = {
   name: 'gcra',
   canReserve: true,
   stateSize: () => 2,
   consume(state, o, p, cost, nowMs, maxWaitMs, commit, out) {
-    const t = p.windowMs / p.limit
-    const ahead = aheadAt(state, o, nowMs)
-    const newAhead = ahead + cost * t
-    const tolerance = (p.burst + EPSILON) * t
-    out.limit = p.burst
-    if (newAhead <= tolerance) {
-      out.allowed = true
-      out.waitMs = 0
-      out.retryAfterMs = 0
-    } else {
-      const waitMs = Math.ceil(newAhead - tolerance)
-      const fits = cost <= p.burst + EPSILON
-      if (maxWaitMs > 0 && fits && waitMs <= maxWaitMs) {
-        out.allowed = true
-        out.waitMs = waitMs
-        out.retryAfterMs = 0
-      } else {
-        out.allowed = false
-        out.waitMs = 0
-        out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, fits)
-        out.remaining = unitsLeft(ahead, p.burst, t)
-        out.resetMs = msFor(ahead, p)
-        return
-      }
-    }
-    // The next request's test, `newAhead + cost × t <= tolerance`, decides what is left.
-    out.remaining = unitsLeft(newAhead, p.burst, t)
-    out.resetMs = msFor(newAhead, p)
+    const after = takeUnits(unitsAhead(aheadAt(state, o, nowMs), p), cost, p, maxWaitMs, out)
+    if (after < 0) return
+    const tat = (after * p.windowMs) / p.limit
+    // What is left is what the next request at this instant reads back from the schedule.
+    const next = unitsAhead(tat, p)
+    out.remaining = unitsLeft(next, p.burst)
+    out.resetMs = msToDrain(next, p)
     if (commit) {
-      state[o + TAT] = newAhead
+      state[o + TAT] = tat
       state[o + ANCHOR] = Math.max(state[o + ANCHOR]!, nowMs)
     }
   },

@@ -438,3 +438,60 @@ describe('a clock that steps back stands still', () => {
     expect(run.consume(1, 5700)).toMatchObject({ allowed: false, remaining: 0 })
   })
 })
+
+describe('whole units at large bursts', () => {
+  // A burst of 2^24 and more, whole costs, and a refill of whole units per millisecond: every
+  // exact balance is a whole number a double holds exactly, so the token bucket's and GCRA's
+  // answers must be those of integer arithmetic. GCRA decided in milliseconds, where EPSILON
+  // is below the float spacing of `burst × T`: it refused a request costing what was left.
+  const params = fc
+    .record({
+      burst: fc
+        .integer({ min: 24, max: 40 })
+        .chain((bits) =>
+          fc.integer({ min: 1, max: 2 ** 20 }).map((f) => Math.floor(2 ** bits * (f / 2 ** 20))),
+        ),
+      perMs: fc.oneof(fc.integer({ min: 1, max: 1000 }), fc.integer({ min: 1, max: 2 ** 30 })),
+      windowMs: fc.constantFrom(1, 7, 1000, 60_000),
+    })
+    .filter(({ burst }) => burst >= 2 ** 24)
+    .map(({ burst, perMs, windowMs }) => ({ limit: perMs * windowMs, windowMs, burst }))
+
+  it.each(['token-bucket', 'gcra'] as const)(
+    '%s: admits what integer arithmetic admits, and a request of exactly what is left passes',
+    (name) => {
+      fc.assert(
+        fc.property(
+          params,
+          fc.array(
+            fc.record({
+              dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3 })),
+              share: fc.double({ min: 0, max: 1, noNaN: true }),
+            }),
+            { minLength: 1, maxLength: 8 },
+          ),
+          bases,
+          (p, ops, base) => {
+            const run = runner(algorithms[name], p)
+            const perMs = p.limit / p.windowMs
+            let used = 0
+            let now = base
+            for (const op of ops) {
+              now += op.dt
+              used = Math.max(0, used - op.dt * perMs)
+              const left = p.burst - used
+              const cost = Math.floor(op.share * p.burst)
+              // What is left must pass (a dry run), and its remaining must say so.
+              expect(run.consume(left, now, 0, false).allowed).toBe(left >= 0)
+              const r = run.consume(cost, now)
+              expect(r.allowed).toBe(cost <= left)
+              if (r.allowed) used += cost
+              expect(r.remaining).toBe(p.burst - used)
+            }
+          },
+        ),
+        { numRuns: NUM_RUNS * 2 },
+      )
+    },
+  )
+})

@@ -1,5 +1,5 @@
-import { EPSILON, unitsLeft, type Algorithm, type AlgorithmResult } from './algorithm.js'
-import { drainedLevel, msToDrain, refusalRetryMs } from './drain.js'
+import type { Algorithm, AlgorithmResult } from './algorithm.js'
+import { drainedLevel, takeUnits } from './drain.js'
 
 // State layout: [used, lastMs]. `used` is capacity minus tokens, so the all-zero state is a
 // full bucket; it exceeds `burst` only while a reservation (debt) is outstanding.
@@ -26,32 +26,8 @@ export const tokenBucket: Algorithm = {
   canReserve: true,
   stateSize: () => 2,
   consume(state, o, p, cost, nowMs, maxWaitMs, commit, out: AlgorithmResult) {
-    const used = drainedLevel(state, o, p, nowMs)
-    const after = used + cost
-    out.limit = p.burst
-    if (after <= p.burst + EPSILON) {
-      out.allowed = true
-      out.waitMs = 0
-      out.retryAfterMs = 0
-    } else {
-      const waitMs = msToDrain(after - p.burst, p)
-      if (maxWaitMs > 0 && waitMs <= maxWaitMs && cost <= p.burst + EPSILON) {
-        out.allowed = true
-        out.waitMs = waitMs
-        out.retryAfterMs = 0
-      } else {
-        out.allowed = false
-        out.waitMs = 0
-        // A cost above the capacity never passes; the hint is then only a back-off.
-        out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, cost <= p.burst + EPSILON)
-        out.remaining = unitsLeft(used, p.burst)
-        out.resetMs = msToDrain(used, p)
-        return
-      }
-    }
-    out.remaining = unitsLeft(after, p.burst)
-    out.resetMs = msToDrain(after, p)
-    if (commit) {
+    const after = takeUnits(drainedLevel(state, o, p, nowMs), cost, p, maxWaitMs, out)
+    if (commit && after >= 0) {
       state[o + USED] = after
       state[o + LAST] = Math.max(state[o + LAST]!, nowMs)
     }

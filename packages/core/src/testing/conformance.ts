@@ -162,6 +162,23 @@ export function describeStoreConformance(
       expect(later!.allowed).toBe(true)
     })
 
+    for (const algorithm of ['token-bucket', 'gcra'] as const) {
+      if (skip.has(algorithm)) continue
+      it(`${algorithm}: past a burst of 2^24, a request of exactly what is left passes`, async () => {
+        const rule = testRule(algorithm, 863_407_019, 1, { burst: 54_510_976 })
+        const whole = freshKey()
+        expect((await consume(store, [entry(rule, whole, 54_510_976)], 1_000))[0]).toMatchObject({
+          allowed: true,
+          remaining: 0,
+        })
+        const key = freshKey()
+        const [first] = await consume(store, [entry(rule, key, 70_337)], 1_000)
+        expect(first).toMatchObject({ allowed: true, remaining: 54_510_976 - 70_337 })
+        const [rest] = await consume(store, [entry(rule, key, 54_510_976 - 70_337)], 1_000)
+        expect(rest).toMatchObject({ allowed: true, remaining: 0 })
+      })
+    }
+
     it('a refund gives reserved units back', async () => {
       const rule = testRule('token-bucket', 4, 1000)
       const key = freshKey()
