@@ -127,7 +127,7 @@ export function rateLimit(
     const headers = req.headers
     checkProxy(trustOf(trust), headers)
     const facts = new ExpressFacts(req, routeCost(cost, req, warn), trust === false, headers)
-    checkAddress(req.socket, () => facts.ip)
+    checkAddress(req.socket, facts)
     const result = enforce(limiter, facts, { req, res, next }, io, settings)
     // Express 4 ignores a returned promise; hand any failure to the error handler ourselves.
     if (result instanceof Promise) result.catch(next)

@@ -286,7 +286,7 @@ async function floodgate(
         routeRules,
         semicolons,
       )
-      checkAddress(request.raw.socket, () => facts.ip)
+      checkAddress(request.raw.socket, facts)
       const result = enforce(limiter, facts, { request, reply, done }, io, resolved)
       if (result instanceof Promise) result.catch(done)
     }

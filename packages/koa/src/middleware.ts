@@ -128,7 +128,7 @@ export function rateLimit(
     // app.proxy with maxIpsCount 0 (trust all) has its own warning above.
     checkProxy(ctx.app.proxy ? 'some' : 'none', ctx.request.headers)
     const facts = new KoaFacts(ctx, routeCost(cost, ctx, warn))
-    checkAddress(ctx.req.socket, () => facts.ip)
+    checkAddress(ctx.req.socket, facts)
     return enforce(limiter, facts, { ctx, next }, io, settings) as void | Promise<void>
   }
   return Object.assign(middleware, { limiter })

@@ -5,10 +5,10 @@ describe('missingAddressWarning', () => {
   it('warns once for requests on an open connection with no client address', () => {
     const warn = vi.fn()
     const check = missingAddressWarning(warn, 'trustProxy')
-    check({ remoteAddress: '203.0.113.7' }, () => '203.0.113.7')
+    check({ remoteAddress: '203.0.113.7' }, { ip: '203.0.113.7' })
     expect(warn).not.toHaveBeenCalled()
-    check({ destroyed: false }, () => undefined)
-    check({ destroyed: false }, () => undefined)
+    check({ destroyed: false }, {})
+    check({ destroyed: false }, {})
     expect(warn).toHaveBeenCalledTimes(1)
     expect(warn.mock.calls[0]![0]).toBe('FG_WRN_KEY_MISSING')
   })
@@ -18,7 +18,7 @@ describe('missingAddressWarning', () => {
     // TCP as on a Unix socket, so a client gone is no sign of a misconfigured proxy.
     const warn = vi.fn()
     const check = missingAddressWarning(warn, 'trustProxy')
-    check({ destroyed: true }, () => undefined)
+    check({ destroyed: true }, {})
     expect(warn).not.toHaveBeenCalled()
   })
 })

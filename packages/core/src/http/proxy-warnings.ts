@@ -50,21 +50,23 @@ export function proxyWarnings(
  *
  * @param warn - the mount's warner
  * @param setting - how the framework's proxy setting is spelled, for the message
- * @returns a check of one request: its socket, and the address the framework resolved
+ * @returns a check of one request: its socket, and its facts (whose `ip` is the address the
+ *   framework resolved, read only when the socket has none)
  */
 export function missingAddressWarning(
   warn: WarnOnce,
   setting: string,
 ): (
   socket: { readonly remoteAddress?: string | undefined; readonly destroyed?: boolean } | undefined,
-  ip: () => string | undefined,
+  facts: { readonly ip?: string | undefined },
 ) => void {
   let seen = false
-  return (socket, ip) => {
+  return (socket, facts) => {
     // The frameworks resolve an address from the socket's, or from X-Forwarded-For when the
     // socket's peer is a trusted proxy: with a socket address there is always one. A client
     // already gone has none to read either, and is not checked (see enforce).
-    if (seen || socket?.destroyed === true || socket?.remoteAddress !== undefined || ip()) return
+    if (seen || socket?.destroyed === true || socket?.remoteAddress !== undefined || facts.ip)
+      return
     seen = true
     warn(
       'FG_WRN_KEY_MISSING',
