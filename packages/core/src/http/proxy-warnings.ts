@@ -65,7 +65,7 @@ export function missingAddressWarning(
     // The frameworks resolve an address from the socket's, or from X-Forwarded-For when the
     // socket's peer is a trusted proxy: with a socket address there is always one. A client
     // already gone has none to read either, and is not checked (see enforce).
-    if (seen || socket?.destroyed === true || socket?.remoteAddress !== undefined || facts.ip)
+    if (seen || socket?.remoteAddress !== undefined || socket?.destroyed === true || facts.ip)
       return
     seen = true
     warn(
