@@ -19,7 +19,9 @@ export const errorCodes = {
   FG_WRN_COST_INVALID: 'a route cost function threw or returned an invalid cost',
   FG_ERR_STORE_ANSWER_INVALID: 'the store answered something other than one result per entry',
   FG_WRN_CHECK_FAILED_OPEN:
-    'check() met an error outside the store (a key builder, the request facts); the request passed unjudged',
+    'check() met an error outside the store (malformed request facts); the request passed unjudged',
+  FG_WRN_KEY_BUILDER_FAILED:
+    "a key builder threw or answered something that is not a key; the request had no value for that part and the rule's fallbackKey applied",
   FG_WRN_KOA_PROXY_LEFTMOST_IP:
     'Koa trusts X-Forwarded-For (app.proxy) with maxIpsCount 0: the client picks its own IP',
   FG_WRN_FASTIFY_TRUST_PROXY_COUNT:

@@ -1,4 +1,5 @@
 import type { Decision } from './decision.js'
+import type { KeyBuilderFailed } from './keys/build-key.js'
 import { UNMATCHED, listedRefusal } from './limiter-decide.js'
 import type { DenyStatus, LimiterOptions } from './limiter-types.js'
 import type { Rule } from './rules/rule.js'
@@ -19,12 +20,15 @@ export interface AccessOptions {
 
 /**
  * Checks and compiles the limiter's `deny`, `allow`, `denyStatus` and `unmatched` options once,
- * at construction.
+ * at construction. `keyFailed` hears of a key builder that fails while a list is read.
  */
-export function accessOptions<Req>(o: LimiterOptions<Req>): AccessOptions {
+export function accessOptions<Req>(
+  o: LimiterOptions<Req>,
+  keyFailed: KeyBuilderFailed,
+): AccessOptions {
   return {
-    denyList: CompiledAccessList.compile('deny', o.deny, o.keys ?? {}),
-    allowList: CompiledAccessList.compile('allow', o.allow, o.keys ?? {}),
+    denyList: CompiledAccessList.compile('deny', o.deny, o.keys ?? {}, keyFailed),
+    allowList: CompiledAccessList.compile('allow', o.allow, o.keys ?? {}, keyFailed),
     denied: listedRefusal(checkOneOf('denyStatus', o.denyStatus, 403, DENY_STATUSES), 'deny-list'),
     unmatched:
       checkOneOf('unmatched', o.unmatched, 'allow', ['allow', 'reject'] as const) === 'reject'

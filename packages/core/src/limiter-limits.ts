@@ -1,6 +1,11 @@
 import { durationMs } from './duration.js'
 import { describeValue } from './options/checks.js'
-import { compileKeyPart, type KeyBuilders, type KeyFn } from './keys/build-key.js'
+import {
+  compileKeyPart,
+  type KeyBuilderFailed,
+  type KeyBuilders,
+  type KeyFn,
+} from './keys/build-key.js'
 import type { RequestFacts } from './request-facts.js'
 import { BUCKET_ALGORITHMS, limitTooLarge } from './rules/algorithm-catalog.js'
 import { stateIdOf } from './rules/compile-rules.js'
@@ -85,16 +90,20 @@ export interface TierLookup {
 /** Picks the compiled rule (its limit and its state) one request is counted against. */
 export type LimitPick = (facts: RequestFacts) => CompiledRule | Promise<CompiledRule>
 
-/** A rule's tiers compiled: a lookup of the `by` part's value. */
+/**
+ * A rule's tiers compiled: a lookup of the `by` part's value. A `by` builder that fails gives
+ * no value (the default tier), and `failed` is told.
+ */
 export function tierPick<Req>(
   base: CompiledRule,
   builders: KeyBuilders<Req>,
   ipv6Subnet: number,
   path: string,
+  failed?: KeyBuilderFailed,
 ): { pick: LimitPick; stateIds: string[]; lookup: TierLookup } | undefined {
   const tiers = base.rule.tiers
   if (!tiers) return undefined
-  const read: KeyFn = compileKeyPart(tiers.by, builders, ipv6Subnet, `${path}.tiers.by`)
+  const read: KeyFn = compileKeyPart(tiers.by, builders, ipv6Subnet, `${path}.tiers.by`, failed)
   const byName = new Map<string, CompiledRule>()
   const states: LimitState[] = []
   for (const name of Object.keys(tiers.values)) {

@@ -1,5 +1,5 @@
 import type { Decision } from './decision.js'
-import type { KeyBuilders } from './keys/build-key.js'
+import type { KeyBuilderFailed, KeyBuilders } from './keys/build-key.js'
 import type { DecisionCounts } from './limiter-counters.js'
 import { CompiledAccessList } from './lists/access-list.js'
 import type { RequestFacts } from './request-facts.js'
@@ -34,6 +34,7 @@ interface Listed {
  * @param builders - the limiter's key builders
  * @param path - where the rule sits, for messages (`rules[2]`)
  * @param refusal - makes the decision a denied client gets
+ * @param failed - told when a builder throws or answers something that is not a key
  * @returns the compiled lists
  * @throws FloodgateError FG_ERR_KEY_BUILDER_UNKNOWN when a list names a key part whose builder
  * is not registered (the rule set is then refused whole)
@@ -43,14 +44,15 @@ export function compileRuleLists<Req>(
   builders: KeyBuilders<Req>,
   path: string,
   refusal: DenyRefusal,
+  failed?: KeyBuilderFailed,
 ): RuleLists {
   const deny = rule.deny
   return {
     deny: deny && {
-      list: CompiledAccessList.build(deny, builders, `${path}.deny`),
+      list: CompiledAccessList.build(deny, builders, `${path}.deny`, failed),
       decision: refusal(deny.status, rule),
     },
-    allow: rule.allow && CompiledAccessList.build(rule.allow, builders, `${path}.allow`),
+    allow: rule.allow && CompiledAccessList.build(rule.allow, builders, `${path}.allow`, failed),
   }
 }
 

@@ -1,6 +1,11 @@
 import type { AdaptiveGates } from './adaptive/adaptive-gates.js'
 import { RulesValidationError } from './errors.js'
-import { compileKey, type KeyBuilders, type KeyFn } from './keys/build-key.js'
+import {
+  compileKey,
+  type KeyBuilderFailed,
+  type KeyBuilders,
+  type KeyFn,
+} from './keys/build-key.js'
 import { zeroCounts, type DecisionCounts } from './limiter-counters.js'
 import { compileRules as compileRuleSet } from './rules/compile-rules.js'
 import type { CompiledRule, CompiledRules } from './rules/compiled-rules.js'
@@ -103,6 +108,8 @@ export class RuleRegistry<Req> {
     private readonly gates?: AdaptiveGates | undefined,
     /** The lives of the states the store keeps, ended when `retain` drops them. */
     private readonly generations?: StateGenerations | undefined,
+    /** Hears of a key builder that threw or answered a non-key (the request had no value). */
+    private readonly keyFailed?: KeyBuilderFailed | undefined,
   ) {}
 
   get rules(): readonly Rule[] {
@@ -131,7 +138,7 @@ export class RuleRegistry<Req> {
           `${path}.tiers: rule ${JSON.stringify(c.rule.id)} has tiers and a limit function (limits.${c.rule.id}); give it one or the other`,
         )
       }
-      const tiers = tierPick(c, this.keys, this.ipv6Subnet, path)
+      const tiers = tierPick(c, this.keys, this.ipv6Subnet, path, this.keyFailed)
       let pick = tiers?.pick
       let variantStateIds: Iterable<string> | undefined = tiers?.stateIds
       let answered: Map<string, RuleTier> | undefined
@@ -148,7 +155,7 @@ export class RuleRegistry<Req> {
       }
       return {
         compiled: c,
-        keyFn: compileKey(c.rule, this.keys, this.ipv6Subnet, path),
+        keyFn: compileKey(c.rule, this.keys, this.ipv6Subnet, path, this.keyFailed),
         // Registered by id only once the set is in force (see register): a refused set must
         // leave no rule of its own in counters(), where it would take a metrics label.
         counts: this.countsByRule.get(c.rule.id) ?? zeroCounts(),
@@ -158,7 +165,7 @@ export class RuleRegistry<Req> {
         variantStateIds,
         tiers: tiers?.lookup,
         answered,
-        lists: compileRuleLists(c.rule, this.keys, path, this.denyRefusal),
+        lists: compileRuleLists(c.rule, this.keys, path, this.denyRefusal, this.keyFailed),
       }
     })
     if (clashes.length > 0) throw new RulesValidationError(clashes)

@@ -9,7 +9,7 @@ import { accessOptions, ruleDenied, type AccessOptions } from './limiter-access-
 import { ALLOW_LISTED, NO_RULES } from './limiter-decide.js'
 import { allowListedByAny, deniedByRules } from './limiter-rule-lists.js'
 import { fillEntries, isCost, queueWaitMs, type Entry, type PendingPick } from './limiter-entry.js'
-import { FailOpenLog } from './limiter-fail-open-log.js'
+import { FailOpenLog, keyBuilderReporter } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
 import { StateGenerations } from './limiter-state-generations.js'
 import type { LimiterObserver } from './limiter-observer.js'
@@ -126,7 +126,9 @@ class LimiterEngine<Req> implements Limiter<Req> {
     if (rules !== undefined && !Array.isArray(rules) && !isRulesSource(rules)) {
       throw optionError('rules', 'an array of rules or a RulesSource', rules)
     }
-    this.access = accessOptions(o)
+    // One reporter, made once: the compiled keys call it only when a builder fails.
+    const keyFailed = keyBuilderReporter(new FailOpenLog(this.logger, clock, failOpenLogIntervalMs))
+    this.access = accessOptions(o, keyFailed)
     const failOpenLog = new FailOpenLog(this.logger, clock, failOpenLogIntervalMs)
     const limitLog = new FailOpenLog(this.logger, clock, failOpenLogIntervalMs)
     const limits = limitSettings(o.limits ?? {}, timeoutMs, limitLog)
@@ -141,6 +143,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
       limits,
       this.gates,
       generations,
+      keyFailed,
     )
     this.holdings = new Holdings(
       this.store,
@@ -220,8 +223,9 @@ class LimiterEngine<Req> implements Limiter<Req> {
   // ---- the hot path -------------------------------------------------------------------
 
   check(facts: RequestFacts<Req>): Decision | Promise<Decision> {
-    // check() never throws: whatever goes wrong outside the store (hostile facts, a key builder
-    // that throws) lets the request pass unjudged, like a store failure.
+    // check() never throws: whatever goes wrong outside the store (hostile facts) lets the
+    // request pass unjudged, like a store failure. A key builder's failure never gets here: it
+    // is no value for its key part (see partFn), or a client could choose to pass unjudged.
     try {
       return this.judgeRequest(facts)
     } catch (err) {

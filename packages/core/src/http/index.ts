@@ -54,7 +54,13 @@ export {
 export type { HeaderBag, RequestFacts } from '../request-facts.js'
 export type { CompiledRule, CompiledRules } from '../rules/compiled-rules.js'
 export { canonicalPath } from '../rules/canonical-path.js'
-export { compileKey, type KeyBuilder, type KeyBuilders, type KeyFn } from '../keys/build-key.js'
+export {
+  compileKey,
+  type KeyBuilder,
+  type KeyBuilderFailed,
+  type KeyBuilders,
+  type KeyFn,
+} from '../keys/build-key.js'
 export type {
   Decision,
   DecisionAction,

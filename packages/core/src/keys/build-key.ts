@@ -7,7 +7,9 @@ import { ipKey } from './ip-key.js'
 /**
  * Turns a request into one part of a client key: a user id, a tenant, an API key.
  * Returning `undefined`, `null`, `''` or a number that is not finite (`NaN`, as
- * `Number(undefined)` answers) means the request has no such key.
+ * `Number(undefined)` answers) means the request has no such key. So does throwing or
+ * answering anything else (an array, an object, a promise), which is also logged
+ * (`FG_WRN_KEY_BUILDER_FAILED`): the rule's `fallbackKey` applies either way.
  */
 export type KeyBuilder<Req = unknown> = (
   req: Req,
@@ -39,28 +41,62 @@ function text(v: string | number | undefined | null): string | undefined {
     // would all share one bucket. The infinities identify no one either.
     return Number.isFinite(v) ? String(v) : undefined
   }
-  if (typeof v !== 'string') return notAKey(v)
   return v.length > 0 ? v : undefined
 }
 
 /**
- * A key builder answered something that is not a key (an object, a promise): every client
- * would share one "[object …]" bucket. Refuse it; the limiter lets the request pass unjudged.
+ * Told when a key builder throws or answers something that is not a key (an array, an object,
+ * a promise). The request is keyed as having no value for that part (the rule's `fallbackKey`
+ * applies); this is how the failure is still heard.
+ *
+ * @param builder - the builder's registered name (`user`, or `tenant` for `custom:tenant`)
+ * @param err - what the builder threw, or a TypeError naming what it answered
+ * @param threw - whether it threw (rather than answered)
  */
-function notAKey(v: unknown): never {
-  // A promise's rejection would otherwise go unhandled and end the process.
-  if (typeof (v as { then?: unknown }).then === 'function') {
-    Promise.resolve(v).catch(() => undefined)
+export type KeyBuilderFailed = (builder: string, err: unknown, threw: boolean) => void
+
+/**
+ * A key builder's answer as a key part's value. An answer that is not a key would key every
+ * client into one "[object …]" bucket, and refusing the request instead would let a client
+ * that picks such an answer (`?key=a&key=b` makes `req.query.key` an array) pass unjudged:
+ * it is no value, reported.
+ */
+function answerText(
+  v: unknown,
+  name: string,
+  failed: KeyBuilderFailed | undefined,
+): string | undefined {
+  if (typeof v === 'string' || typeof v === 'number' || v === undefined || v === null) {
+    return text(v)
   }
-  throw new FloodgateError(
-    'FG_WRN_CHECK_FAILED_OPEN',
-    `key builder returned ${typeof v}; expected a string, a number or undefined (key builders are synchronous)`,
+  failed?.(name, notAKey(v), false)
+  return undefined
+}
+
+/** What a builder answered that is not a key, said; a promise's rejection is handled. */
+function notAKey(v: unknown): TypeError {
+  let what: string
+  try {
+    if (typeof (v as { then?: unknown }).then === 'function') {
+      // A rejection would otherwise go unhandled and end the process.
+      Promise.resolve(v).catch(() => undefined)
+      what = 'a promise'
+    } else {
+      what = Array.isArray(v) ? 'an array' : v === null ? 'null' : `a ${typeof v}`
+    }
+  } catch {
+    // A revoked Proxy throws on any look.
+    what = 'an unreadable object'
+  }
+  return new TypeError(
+    `answered ${what}; expected a string, a number or undefined (key builders are synchronous)`,
   )
 }
 
 /**
  * Compile one key part (`ip`, `header:<name>`, `user`, `custom:<name>`) into a function of the
- * request's facts; undefined when the request has no such value.
+ * request's facts; undefined when the request has no such value. A builder that throws or
+ * answers something that is not a key gives no value, and `failed` is told.
  *
  * @throws FloodgateError FG_ERR_KEY_BUILDER_UNKNOWN when the part needs a builder that is not registered
  */
@@ -69,6 +105,7 @@ export function partFn<Req>(
   builders: KeyBuilders<Req>,
   ipv6Subnet: number,
   path: string,
+  failed?: KeyBuilderFailed,
 ): PartFn {
   if (part === 'ip') {
     // A flood from one client repeats one address: remember the last one normalised.
@@ -99,7 +136,18 @@ export function partFn<Req>(
       `${path}: key "${part}" needs a key builder registered as keys.${name}`,
     )
   }
-  return (f) => text(builder(f.request as Req, f as RequestFacts<Req>))
+  return (f) => {
+    let v: unknown
+    try {
+      v = builder(f.request as Req, f as RequestFacts<Req>)
+    } catch (err) {
+      // What the client sent can make a builder throw (a garbage token): a throw that let the
+      // request pass unjudged would be a way around the rule of the client's choosing.
+      failed?.(name, err, true)
+      return undefined
+    }
+    return typeof v === 'string' ? (v.length > 0 ? v : undefined) : answerText(v, name, failed)
+  }
 }
 
 /**
@@ -110,6 +158,8 @@ export function partFn<Req>(
  * @param builders - registered key builders
  * @param ipv6Subnet - prefix IPv6 client addresses are grouped by
  * @param path - where the part sits, for error messages
+ * @param failed - told when a builder throws or answers something that is not a key (the
+ * request then has no value for the part)
  * @returns the value of the part for a request, or undefined when it has none
  * @throws FloodgateError FG_ERR_KEY_BUILDER_UNKNOWN when the part names a builder that is not registered
  */
@@ -118,8 +168,9 @@ export function compileKeyPart<Req>(
   builders: KeyBuilders<Req>,
   ipv6Subnet: number,
   path: string,
+  failed?: KeyBuilderFailed,
 ): KeyFn {
-  return partFn(part, builders, ipv6Subnet, path)
+  return partFn(part, builders, ipv6Subnet, path, failed)
 }
 
 /**
@@ -129,6 +180,8 @@ export function compileKeyPart<Req>(
  * @param builders - registered key builders
  * @param ipv6Subnet - prefix IPv6 client addresses are grouped by
  * @param path - where the rule sits, for error messages (`rules[2]`)
+ * @param failed - told when a builder throws or answers something that is not a key; the
+ * request then has no value for that part, and the rule's `fallbackKey` applies
  * @returns the key function
  * @throws FloodgateError FG_ERR_KEY_BUILDER_UNKNOWN when a part names a builder that is not registered
  */
@@ -137,8 +190,9 @@ export function compileKey<Req>(
   builders: KeyBuilders<Req>,
   ipv6Subnet: number,
   path: string = `rule "${rule.id}"`,
+  failed?: KeyBuilderFailed,
 ): KeyFn {
-  const parts = rule.key.map((p) => partFn(p, builders, ipv6Subnet, `${path}.key`))
+  const parts = rule.key.map((p) => partFn(p, builders, ipv6Subnet, `${path}.key`, failed))
   const fallback: KeyFn =
     rule.fallbackKey === 'skip'
       ? () => undefined

@@ -1,5 +1,5 @@
 import { BlockList, isIP } from 'node:net'
-import { partFn, type KeyBuilders, type PartFn } from '../keys/build-key.js'
+import { partFn, type KeyBuilderFailed, type KeyBuilders, type PartFn } from '../keys/build-key.js'
 import { ipKey } from '../keys/ip-key.js'
 import { checkObject, optionError, refusedOption } from '../options/checks.js'
 import type { RequestFacts } from '../request-facts.js'
@@ -121,6 +121,8 @@ export class CompiledAccessList {
    * @param name - the option's name, for messages (`deny`)
    * @param list - the list as given
    * @param builders - the limiter's key builders
+   * @param failed - told when a builder throws or answers something that is not a key (the
+   * request then has no value for that part, so that part does not list it)
    * @returns the compiled list, or undefined when none was given
    * @throws OptionsError naming the bad entry; FloodgateError FG_ERR_KEY_BUILDER_UNKNOWN when a
    * key part needs a builder that is not registered
@@ -129,6 +131,7 @@ export class CompiledAccessList {
     name: string,
     list: unknown,
     builders: KeyBuilders<Req>,
+    failed?: KeyBuilderFailed,
   ): CompiledAccessList | undefined {
     if (list === undefined) return undefined
     checkObject(name, list)
@@ -157,7 +160,7 @@ export class CompiledAccessList {
         }
       }
     }
-    return CompiledAccessList.build({ ips, keys }, builders, name)
+    return CompiledAccessList.build({ ips, keys }, builders, name, failed)
   }
 
   /**
@@ -166,6 +169,7 @@ export class CompiledAccessList {
    * @param list - the addresses and key values
    * @param builders - the limiter's key builders
    * @param where - where the list sits, for messages (`rules[2].deny`)
+   * @param failed - told when a builder throws or answers something that is not a key
    * @returns the compiled list
    * @throws FloodgateError FG_ERR_KEY_BUILDER_UNKNOWN when a key part needs a builder that is
    * not registered
@@ -174,6 +178,7 @@ export class CompiledAccessList {
     list: AccessListData,
     builders: KeyBuilders<Req>,
     where: string,
+    failed?: KeyBuilderFailed,
   ): CompiledAccessList {
     let blocks: BlockList | undefined
     if (list.ips !== undefined) {
@@ -190,7 +195,7 @@ export class CompiledAccessList {
     const parts: Array<readonly [PartFn, ReadonlySet<string>]> = []
     for (const [part, values] of Object.entries(list.keys ?? {})) {
       const at = `${where}.keys["${part}"]`
-      parts.push([partFn(part as KeyPart, builders, 128, at), new Set(values)])
+      parts.push([partFn(part as KeyPart, builders, 128, at, failed), new Set(values)])
     }
     return new CompiledAccessList(blocks, parts)
   }
