@@ -63,10 +63,13 @@ export class Holdings {
     private readonly generations?: StateGenerations | undefined,
   ) {}
 
-  /** What the entry holds, with the life of the state it was charged in. */
-  private held(e: Entry): HeldEntry {
+  /**
+   * What the entry holds, with the life of the state it was charged in and, for a slot, the
+   * store's name for it (see `AlgorithmResult.lease`).
+   */
+  private held(e: Entry, lease?: number): HeldEntry {
     // A copy: the entry objects may be reused by the next check.
-    return { rule: e.rule, key: e.key, cost: e.cost, generation: this.generations?.of(e) }
+    return { rule: e.rule, key: e.key, cost: e.cost, lease, generation: this.generations?.of(e) }
   }
 
   private leaseOf(decision: Decision): Lease | undefined {
@@ -144,7 +147,7 @@ export class Holdings {
    * Record what an admitted decision holds (concurrency slots; for a queued one, the units
    * charged and the queue places) and free the places it does not keep.
    */
-  settle(decision: Decision, entries: readonly Entry[]): void {
+  settle(decision: Decision, entries: readonly Entry[], results: readonly AlgorithmResult[]): void {
     // The common case, one rule that neither queues nor counts by outcome: nothing to hold or
     // free, or one slot.
     if (entries.length === 1) {
@@ -153,7 +156,7 @@ export class Holdings {
       if (e.place === undefined && !rt.countsOutcome && decision.action !== 'queue') {
         // One rule holding one slot (concurrency, adaptive): a lease with a single list.
         if (rt.holdsSlot && decision.allowed && decision.outcomes[0]!.allowed) {
-          ;(decision as unknown as Leased)[this.lease] = this.slotLease(e, decision)
+          ;(decision as unknown as Leased)[this.lease] = this.slotLease(e, decision, results[0]!)
         }
         return
       }
@@ -165,7 +168,7 @@ export class Holdings {
         const rt = entries[i]!.rt
         holds = rt.holdsSlot || rt.countsOutcome
       }
-      if (holds) lease = this.openLease(decision, entries)
+      if (holds) lease = this.openLease(decision, entries, results)
     }
     for (let i = 0; i < entries.length; i++) {
       const place = entries[i]!.place
@@ -197,12 +200,12 @@ export class Holdings {
     this.inFlight.set(id, Math.max(0, (this.inFlight.get(id) ?? 0) + step))
   }
 
-  private slotLease(e: Entry, decision: Decision): Lease {
+  private slotLease(e: Entry, decision: Decision, result: AlgorithmResult): Lease {
     this.count(e.rule, 1)
     return {
       released: false,
       charged: NO_ENTRIES,
-      slots: [this.held(e)],
+      slots: [this.held(e, result.lease)],
       queueKeys: NO_KEYS,
       refundIfSucceeded: NO_ENTRIES,
       refundIfFailed: NO_ENTRIES,
@@ -210,7 +213,11 @@ export class Holdings {
     }
   }
 
-  private openLease(decision: Decision, entries: readonly Entry[]): Lease | undefined {
+  private openLease(
+    decision: Decision,
+    entries: readonly Entry[],
+    results: readonly AlgorithmResult[],
+  ): Lease | undefined {
     let lease: Lease | undefined
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!
@@ -230,7 +237,7 @@ export class Holdings {
       }
       // Copies: the entry objects may be reused by the next check.
       if (concurrency) {
-        lease.slots.push(this.held(e))
+        lease.slots.push(this.held(e, results[i]!.lease))
         // A queued request starts when its wait is over.
         if (lease.startedMs < 0 && e.rule.rule.adaptive) {
           lease.startedMs = this.clock() + decision.waitMs

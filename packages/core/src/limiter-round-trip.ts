@@ -25,7 +25,7 @@ import type { DecisionReport } from './limiter-report.js'
 import type { TopClientsTracker } from './limiter-top-clients.js'
 import type { Logger } from './logger.js'
 import type { RequestFacts } from './request-facts.js'
-import type { Store } from './stores/store.js'
+import type { RefundEntry, Store } from './stores/store.js'
 
 /** What one store round trip works with: the limiter's parts, shared by reference. */
 export interface RoundTripParts<Req> {
@@ -97,9 +97,13 @@ export class RoundTrip<Req> {
    */
   undoLateAnswer(entries: Entry[], results: readonly AlgorithmResult[]): void {
     if (!validResults(results, entries.length)) return
-    const slots = entries
-      .filter((e, i) => e.rule.algorithm.name === 'concurrency' && results[i]?.allowed === true)
-      .map(refundOf)
+    const slots: RefundEntry[] = []
+    entries.forEach((e, i) => {
+      const r = results[i]!
+      if (e.rule.algorithm.name === 'concurrency' && r.allowed) {
+        slots.push({ ...refundOf(e), lease: r.lease })
+      }
+    })
     if (slots.length > 0 && entries.every((e, i) => e.shadow || results[i]?.allowed)) {
       this.parts.holdings.refund(slots)
     }
@@ -125,7 +129,7 @@ export class RoundTrip<Req> {
     if (banOwners) ({ results, banned } = applyBanChecks(answer, entries.length, banOwners))
     results = this.parts.holdings.joinQueues(entries, results)
     const decision = judge(entries, results, banned)
-    this.parts.holdings.settle(decision, entries)
+    this.parts.holdings.settle(decision, entries, results)
     const top = this.parts.top
     if (top !== undefined) {
       const outcomes = decision.outcomes

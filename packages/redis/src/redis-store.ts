@@ -75,6 +75,11 @@ export class RedisStore implements Store {
   private readonly isCluster: boolean
   private readonly queue: BatchQueue
   private readonly recorded: RecordedLimits
+  /**
+   * The name of the next concurrency slot this store takes: counted up from a random start,
+   * so the names of a fleet's hosts do not meet (see `scripts/concurrency.ts`).
+   */
+  private nextLease = 1 + Math.floor(Math.random() * 2 ** 52)
 
   /**
    * @param options - Where Redis is and how calls are bounded; see {@link RedisStoreOptions}.
@@ -128,6 +133,41 @@ export class RedisStore implements Store {
   /** Decide every entry of a request in one script call (one per hash tag on a Cluster). */
   consume(entries: readonly ConsumeEntry[], nowMs: number): Promise<readonly AlgorithmResult[]> {
     if (entries.length === 0) return Promise.resolve([])
+    const named = this.nameSlots(entries)
+    const result = this.consumeRedis(named ?? entries, nowMs)
+    if (!named) return this.orFallback(result, entries, nowMs)
+    return this.orFallback(
+      result.then((results) => {
+        named.forEach((e, i) => {
+          const r = results[i]
+          if (e.lease !== undefined && r?.allowed === true) r.lease = e.lease
+        })
+        return results
+      }),
+      entries,
+      nowMs,
+    )
+  }
+
+  /**
+   * Copies of the concurrency entries, each naming the slot it takes, so that its release
+   * frees that slot only; undefined when the request holds no slot.
+   */
+  private nameSlots(entries: readonly ConsumeEntry[]): WireEntry[] | undefined {
+    let named: WireEntry[] | undefined
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!
+      if (e.rule.algorithm.name !== 'concurrency') continue
+      named ??= entries.slice()
+      named[i] = { ...e, lease: this.nextLease++ }
+    }
+    return named
+  }
+
+  private consumeRedis(
+    entries: readonly ConsumeEntry[],
+    nowMs: number,
+  ): Promise<readonly AlgorithmResult[]> {
     const now = this.now(nowMs)
     let result: Promise<readonly AlgorithmResult[]>
     if (!this.isCluster) {
@@ -139,6 +179,14 @@ export class RedisStore implements Store {
           ? this.queue.enqueue('c', now, entries)
           : this.consumeSplit(entries, groups, now)
     }
+    return result
+  }
+
+  private orFallback(
+    result: Promise<readonly AlgorithmResult[]>,
+    entries: readonly ConsumeEntry[],
+    nowMs: number,
+  ): Promise<readonly AlgorithmResult[]> {
     if (!this.fallback) return result
     const fallback = this.fallback
     return result.catch((err: unknown) => {

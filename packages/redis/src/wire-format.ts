@@ -15,7 +15,7 @@ import type { AlgorithmResult, ConsumeEntry, RefundEntry } from '@floodgate/core
  *
  * A packed request is a little-endian int16 entry count and a uint8 {@link WIRE_MODES} index
  * (consume, refund, peek, reset, penalize), then its entries. A packed entry is a uint8 algorithm index (1-based, into the script's sorted
- * algorithm list) then seven little-endian doubles, as {@link ENTRY_FIELDS} lists them. One
+ * algorithm list) then eight little-endian doubles, as {@link ENTRY_FIELDS} lists them. One
  * string instead of several ARGV fields per entry: fewer arguments for ioredis to encode and
  * Redis to turn into Lua strings, one `struct.unpack` per entry, and exact values.
  *
@@ -39,7 +39,8 @@ const TYPE_BYTES = { B: 1, d: 8, h: 2 } as const
 /**
  * The fields of a packed entry, in order. `name` is the Lua local the script unpacks each
  * into; `shadow` is 1 or 0; `size` is the state's size in doubles, 0 for a state of variable
- * size (concurrency leases), which tells the script to take what is stored.
+ * size (concurrency leases), which tells the script to take what is stored; `lease` names the
+ * concurrency slot a consume takes or a refund gives back (0: unnamed).
  */
 export const ENTRY_FIELDS = [
   { name: 'ai', type: 'B' },
@@ -50,6 +51,7 @@ export const ENTRY_FIELDS = [
   { name: 'max_wait', type: 'd' },
   { name: 'shadow', type: 'd' },
   { name: 'size', type: 'd' },
+  { name: 'lease', type: 'd' },
 ] as const
 const entryFieldsAreWireFields: readonly WireField[] = ENTRY_FIELDS
 void entryFieldsAreWireFields
@@ -99,7 +101,9 @@ export const RESULT_FORMAT: string = `<${'d'.repeat(RESULT_FIELDS)}`
 export const RESULT_BYTES: number = RESULT_FIELDS * TYPE_BYTES.d
 
 /** An entry as the wire carries it: a consume entry, or a refund with the same fields. */
-export type WireEntry = ConsumeEntry | (RefundEntry & { maxWaitMs: number; shadow: boolean })
+export type WireEntry =
+  | (ConsumeEntry & { readonly lease?: number | undefined })
+  | (RefundEntry & { maxWaitMs: number; shadow: boolean })
 
 /** One request as the wire carries it: what it asks, and its entries. */
 export interface WireRequest {
@@ -158,6 +162,7 @@ export function encodeRequests(
         name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
         true,
       )
+      view.setFloat64(o + ENTRY_OFFSET.lease, e.lease ?? 0, true)
     }
   }
   return o - target.byteOffset

@@ -2,19 +2,14 @@ import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MemoryStore } from '@floodgate/core'
-import {
-  type AlgorithmName,
-  type AlgorithmResult,
-  type ConsumeEntry,
-} from '@floodgate/core/algorithms'
+import { type AlgorithmName, type ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { RedisStore, redisKey } from '@floodgate/redis'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+import { answers } from './helpers/results.js'
 
 const available = await redisAvailable()
 const prefix = uniquePrefix('batch')
-
-const copy = (rs: readonly AlgorithmResult[]): AlgorithmResult[] => rs.map((r) => ({ ...r }))
 
 /** A limiter-safe client whose commands are counted as they are sent. */
 async function countedClient(): Promise<Redis & { sent: number }> {
@@ -110,13 +105,13 @@ describe.skipIf(!available)('RedisStore batches the requests of one event-loop t
               return { entries, refund: r.refund }
             })
             const want = requests.map((r) => {
-              if (!r.refund) return copy(mem.consume(r.entries, now))
+              if (!r.refund) return answers(mem.consume(r.entries, now))
               mem.refund(r.entries, now)
               return undefined
             })
             const got = await Promise.all(
               requests.map(async (r) => {
-                if (!r.refund) return copy(await store.consume(r.entries, now))
+                if (!r.refund) return answers(await store.consume(r.entries, now))
                 await store.refund(r.entries, now)
                 return undefined
               }),

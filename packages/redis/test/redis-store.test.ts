@@ -2,18 +2,14 @@ import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MemoryStore } from '@floodgate/core'
-import {
-  algorithms,
-  type AlgorithmName,
-  type AlgorithmResult,
-  type ConsumeEntry,
-} from '@floodgate/core/algorithms'
+import { algorithms, type AlgorithmName, type ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { RedisStore, createRedisStore, redisKey } from '@floodgate/redis'
 import { MAX_TTL_MS } from '../src/key-ttl.js'
 import { hashTag } from '../src/redis-key.js'
 import { decideScript } from '../src/scripts/decide-script.js'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+import { answers } from './helpers/results.js'
 
 const available = await redisAvailable()
 const prefix = uniquePrefix('store')
@@ -27,8 +23,6 @@ const ALGORITHMS: AlgorithmName[] = [
   'leaky-bucket',
   'concurrency',
 ]
-
-const copy = (rs: readonly AlgorithmResult[]): AlgorithmResult[] => rs.map((r) => ({ ...r }))
 
 describe('the Lua ports', () => {
   it('cover every algorithm core ships (a new one must get its port)', () => {
@@ -85,8 +79,8 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
               const e: ConsumeEntry[] = [
                 { rule, key, cost: s.cost, maxWaitMs: s.maxWaitMs, shadow: false },
               ]
-              const want = copy(mem.consume(e, now))
-              const got = copy(await store.consume(e, now))
+              const want = answers(mem.consume(e, now))
+              const got = answers(await store.consume(e, now))
               expect(got).toEqual(want)
               if (s.refund) {
                 mem.refund(e, now)
@@ -128,7 +122,7 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
               const e: ConsumeEntry[] = [
                 { rule, key, cost: s.fraction * limit, maxWaitMs: 0, shadow: false },
               ]
-              expect(copy(await store.consume(e, now))).toEqual(copy(mem.consume(e, now)))
+              expect(answers(await store.consume(e, now))).toEqual(answers(mem.consume(e, now)))
             }
           },
         ),
@@ -178,7 +172,9 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
           let now = 5_000
           for (const dt of dts) {
             now += dt
-            expect(copy(await store.consume(entries, now))).toEqual(copy(mem.consume(entries, now)))
+            expect(answers(await store.consume(entries, now))).toEqual(
+              answers(mem.consume(entries, now)),
+            )
           }
         },
       ),
@@ -290,12 +286,12 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
           const first: ConsumeEntry[] = [
             { rule, key, cost: rule.params.burst, maxWaitMs: 0, shadow: false },
           ]
-          expect(copy(await store.consume(first, now))).toEqual(copy(mem.consume(first, now)))
+          expect(answers(await store.consume(first, now))).toEqual(answers(mem.consume(first, now)))
           await store.penalize([{ rule, key, cost: units }], now)
           mem.penalize([{ rule, key, cost: units }], now)
           const next: ConsumeEntry[] = [{ rule, key, cost: 1, maxWaitMs: 0, shadow: false }]
-          const got = copy(await store.consume(next, now))
-          expect(got).toEqual(copy(mem.consume(next, now)))
+          const got = answers(await store.consume(next, now))
+          expect(got).toEqual(answers(mem.consume(next, now)))
           expect(got[0]!.allowed).toBe(false)
           const ttl = await admin.pttl(redisKey(prefix, key, rule.stateId))
           expect(ttl).toBeGreaterThan(0)
@@ -352,8 +348,8 @@ describe.skipIf(!available)('RedisStore on a single Redis', () => {
           ]
           // Started together: they share script calls, the poisoned client's among them.
           const got = await Promise.all(clients.map((c) => store.consume(entry(c), 1000)))
-          const want = clients.map((c) => copy(mem.consume(entry(c), 1000)))
-          expect(got.map(copy)).toEqual(want)
+          const want = clients.map((c) => answers(mem.consume(entry(c), 1000)))
+          expect(got.map(answers)).toEqual(want)
         },
       ),
       { numRuns: 25 },

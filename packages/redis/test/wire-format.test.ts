@@ -70,6 +70,7 @@ function expected(e: ConsumeEntry): Record<string, number> {
     max_wait: e.maxWaitMs,
     shadow: e.shadow ? 1 : 0,
     size: rule.algorithm.name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
+    lease: 0,
   }
 }
 
@@ -81,7 +82,7 @@ describe('the packed wire format', () => {
       o += f.type === 'B' ? 1 : 8
     }
     expect(ENTRY_BYTES).toBe(o)
-    expect(ENTRY_FORMAT).toBe('<Bddddddd')
+    expect(ENTRY_FORMAT).toBe('<Bdddddddd')
     expect(REQUEST_HEADER_BYTES).toBe(3)
   })
 

@@ -47,6 +47,13 @@ export interface AlgorithmResult {
   resetMs: number
   /** When refused: milliseconds until the same request could pass. 0 when allowed. */
   retryAfterMs: number
+  /**
+   * Set by a store that names the concurrency slot an admission took (RedisStore): pass it
+   * back as the `lease` of the refund entry when the slot is released, so that a release after the
+   * state was lost (evicted, deleted, reset) frees nothing instead of a slot a newer request
+   * holds. Undefined otherwise.
+   */
+  lease?: number
 }
 
 /** A fresh result object, for callers that need their own. */

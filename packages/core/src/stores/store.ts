@@ -22,6 +22,11 @@ export interface RefundEntry {
   readonly rule: CompiledRule
   readonly key: string
   readonly cost: number
+  /**
+   * The slot being released, as the store named it when it admitted the request
+   * (`AlgorithmResult.lease`); a store that names none leaves it undefined.
+   */
+  readonly lease?: number | undefined
 }
 
 /** One client's state of one rule, for the operations that are not a request. */

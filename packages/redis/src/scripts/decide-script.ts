@@ -17,7 +17,7 @@ import {
 
 /**
  * Each algorithm's Lua: a function expression `(op, s, limit, window_ms, burst, cost, now,
- * max_wait, commit, out)` that writes its answer into the array `out` (allowed 1/0, waitMs,
+ * max_wait, commit, out)` (concurrency takes the entry's `lease` name too) that writes its answer into the array `out` (allowed 1/0, waitMs,
  * limit, remaining, resetMs, retryAfterMs), which doubles as the script's reply.
  */
 const ALGORITHM_LUA: Readonly<Record<AlgorithmName, string>> = {
@@ -225,11 +225,11 @@ while pos <= nblob do
     ${loadState('key', 'size')}
     local write = false
     if mode == 'c' then
-      alg('c', s, limit, window_ms, burst, cost, now, max_wait, true, out)
+      alg('c', s, limit, window_ms, burst, cost, now, max_wait, true, out, lease)
       write = out[1] == 1
     elseif raw then
       -- Like MemoryStore: a key with no state (fresh or expired) has nothing to give back.
-      alg('r', s, limit, window_ms, burst, cost, now, 0, true, out)
+      alg('r', s, limit, window_ms, burst, cost, now, 0, true, out, lease)
       write = true
     end
     if write then
@@ -250,6 +250,7 @@ while pos <= nblob do
       local e = {
         alg = alg, limit = limit, window_ms = window_ms, burst = burst, cost = cost,
         max_wait = max_wait, shadow = shadow == 1, key = key, out = { 0, 0, 0, 0, 0, 0 },
+        lease = lease,
       }
       local owner = first_of[key]
       if owner then
@@ -274,7 +275,7 @@ while pos <= nblob do
         for i = 1, n do
           local e = E[i]
           if not e.shadow or e.out[1] == 1 then
-            e.alg('c', e.s, e.limit, e.window_ms, e.burst, e.cost, now, e.max_wait, true, e.out)
+            e.alg('c', e.s, e.limit, e.window_ms, e.burst, e.cost, now, e.max_wait, true, e.out, e.lease)
             first_of[e.key].dirty = true
           end
         end
@@ -285,7 +286,7 @@ while pos <= nblob do
         local owner = first_of[e.key]
         -- Like MemoryStore: a key with no state (fresh or expired) has nothing to give back.
         if owner.exists then
-          e.alg('r', e.s, e.limit, e.window_ms, e.burst, e.cost, now, 0, true, e.out)
+          e.alg('r', e.s, e.limit, e.window_ms, e.burst, e.cost, now, 0, true, e.out, e.lease)
           owner.dirty = true
         end
       end
