@@ -2,6 +2,7 @@ import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  MemoryStore,
   createLimiter,
   type Decision,
   type Limiter,
@@ -10,7 +11,7 @@ import {
   type Store,
 } from '@floodgate/core'
 import type { RequestFacts } from '@floodgate/core/http'
-import { createRedisStore, redisKey, type RedisStore } from '@floodgate/redis'
+import { createRedisStore, createSyncedStore, redisKey, type RedisStore } from '@floodgate/redis'
 import { RedisServer, redisBinariesAvailable } from './helpers/redis-server.js'
 
 // Any Floodgate key may vanish between two operations: evicted under `maxmemory`, deleted by an
@@ -236,6 +237,295 @@ describe.skipIf(!binaries)('key loss (a redis-server owned by the test)', () => 
       await limiter.close()
     }
   })
+
+  it('every algorithm, ban, penalty, reward and reset survive random key losses, and heal to a fresh state', async () => {
+    const rules: RuleInput[] = [
+      {
+        id: 'tb',
+        algorithm: 'token-bucket',
+        limit: 3,
+        window: 1000,
+        key: ['ip'],
+        ban: { after: 2, within: 2000, for: 3000 },
+      },
+      { id: 'fw', algorithm: 'fixed-window', limit: 5, window: 1000, key: ['ip'] },
+      { id: 'swl', algorithm: 'sliding-window-log', limit: 4, window: 1000, key: ['ip'] },
+      { id: 'swc', algorithm: 'sliding-window-counter', limit: 4, window: 1000, key: ['ip'] },
+      { id: 'gcra', algorithm: 'gcra', limit: 3, window: 1000, key: ['ip'] },
+      { id: 'lb', algorithm: 'leaky-bucket', limit: 3, window: 1000, key: ['ip'] },
+      { id: 'conc', algorithm: 'concurrency', limit: 2, key: ['ip'] },
+    ]
+    const rateRules = ['tb', 'fw', 'swl', 'swc', 'gcra', 'lb']
+    const clients = ['192.0.2.1', '192.0.2.2']
+    type Op =
+      | { kind: 'check'; client: number }
+      | { kind: 'limit'; client: number; rule: number; cost: number }
+      | { kind: 'release'; pick: number }
+      | { kind: 'penalty'; client: number; debt: boolean; units: number }
+      | { kind: 'reward'; client: number; rule: number; units: number }
+      | { kind: 'reset'; client: number }
+      | { kind: 'advance'; ms: number }
+      | { kind: 'lose'; pick: boolean[] }
+    const client = fc.nat(clients.length - 1)
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      { weight: 5, arbitrary: fc.record({ kind: fc.constant('check' as const), client }) },
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          kind: fc.constant('limit' as const),
+          client,
+          rule: fc.nat(rateRules.length - 1),
+          cost: fc.constantFrom(1, 2, 0.5, 4),
+        }),
+      },
+      {
+        weight: 3,
+        arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat() }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('penalty' as const),
+          client,
+          debt: fc.boolean(),
+          units: fc.integer({ min: 1, max: 6 }),
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('reward' as const),
+          client,
+          rule: fc.nat(rateRules.length - 1),
+          units: fc.integer({ min: 1, max: 3 }),
+        }),
+      },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('reset' as const), client }) },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          kind: fc.constant('advance' as const),
+          ms: fc.integer({ min: 1, max: 1500 }),
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          kind: fc.constant('lose' as const),
+          pick: fc.array(fc.boolean(), { minLength: 1, maxLength: 7 }),
+        }),
+      },
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 10, maxLength: 50, size: 'max' }), async (ops) => {
+        let now = 1_700_000_000_000
+        const clock = (): number => now
+        const { limiter, store, prefix, log } = await redisLimiter(rules, clock)
+        const fresh = createLimiter({ rules, store: new MemoryStore(), clock })
+        try {
+          const held: Decision[] = []
+          for (const o of ops) {
+            if (o.kind === 'check') {
+              const d = await limiter.check(facts(clients[o.client]!))
+              if (d.allowed) held.push(d)
+            } else if (o.kind === 'limit') {
+              await limiter.limit(clients[o.client]!, { rule: rateRules[o.rule]!, cost: o.cost })
+            } else if (o.kind === 'release') {
+              if (held.length > 0) limiter.release(held.splice(o.pick % held.length, 1)[0]!)
+            } else if (o.kind === 'penalty') {
+              await limiter.penalty(clients[o.client]!, o.units, { rule: o.debt ? 'tb' : 'gcra' })
+            } else if (o.kind === 'reward') {
+              await limiter.reward(clients[o.client]!, o.units, { rule: rateRules[o.rule]! })
+            } else if (o.kind === 'reset') {
+              await limiter.reset(clients[o.client]!)
+            } else if (o.kind === 'advance') {
+              now += o.ms
+            } else {
+              await loseKeys(admin, prefix, o.pick)
+            }
+            await drain(store, limiter, now)
+            await expectAllExpire(admin, prefix, `after ${o.kind}`)
+          }
+          // Heal: every holder gone, and longer than any debt, ban or window takes to pass.
+          for (const d of held.splice(0)) limiter.release(d)
+          await drain(store, limiter, now)
+          now += 10 * 60_000
+          // From here the store answers exactly as a fresh MemoryStore does.
+          for (let i = 0; i < 12; i++) {
+            const ip = clients[i % clients.length]!
+            const [got, want] = [await limiter.check(facts(ip)), fresh.check(facts(ip)) as Decision]
+            const view = (d: Decision) =>
+              d.outcomes.map((x) => [x.rule.id, x.allowed, x.remaining, x.banned === true])
+            expect(view(got), `probe ${i}`).toEqual(view(want))
+            if (i % 3 === 2) now += 100
+          }
+          expect(log.lines).toEqual([])
+        } finally {
+          await limiter.close()
+          await fresh.close()
+        }
+      }),
+      { numRuns: 30 },
+    )
+  })
+
+  it('SyncedStore: fleet counters lost between syncs fail no sync, always expire, and leave hosts that heal to fresh', async () => {
+    const rule: RuleInput = {
+      id: 'tb',
+      algorithm: 'token-bucket',
+      limit: 5,
+      window: 1000,
+      key: ['ip'],
+    }
+    const clients = ['192.0.2.7', '192.0.2.8']
+    type Op =
+      | { kind: 'check'; host: number; client: number }
+      | { kind: 'sync'; host: number }
+      | { kind: 'penalty'; host: number; client: number; units: number }
+      | { kind: 'advance'; ms: number }
+      | { kind: 'lose'; pick: boolean[] }
+    const host = fc.nat(1)
+    const client = fc.nat(clients.length - 1)
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      { weight: 5, arbitrary: fc.record({ kind: fc.constant('check' as const), host, client }) },
+      { weight: 3, arbitrary: fc.record({ kind: fc.constant('sync' as const), host }) },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('penalty' as const),
+          host,
+          client,
+          units: fc.integer({ min: 1, max: 8 }),
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('advance' as const),
+          ms: fc.integer({ min: 1, max: 800 }),
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          kind: fc.constant('lose' as const),
+          pick: fc.array(fc.boolean(), { minLength: 1, maxLength: 3 }),
+        }),
+      },
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 10, maxLength: 40, size: 'max' }), async (ops) => {
+        let now = 1_700_000_000_000
+        const clock = (): number => now
+        const prefix = `kl${++run}`
+        const log = recordingLogger()
+        // Syncs only when the test says: the timers' interval is longer than the test.
+        const stores = [0, 1].map(() =>
+          createSyncedStore({ url: server.url, prefix, syncMs: 3_600_000, clock, logger: log }),
+        )
+        await Promise.all(stores.map((s) => s.ready))
+        const limiters = stores.map((store) =>
+          createLimiter({ rules: [rule], store, clock, logger: log }),
+        )
+        try {
+          for (const o of ops) {
+            if (o.kind === 'check') await limiters[o.host]!.check(facts(clients[o.client]!))
+            else if (o.kind === 'sync') await stores[o.host]!.syncNow()
+            else if (o.kind === 'penalty') {
+              await limiters[o.host]!.penalty(clients[o.client]!, o.units)
+            } else if (o.kind === 'advance') now += o.ms
+            else await loseKeys(admin, prefix, o.pick)
+            await expectAllExpire(admin, prefix, `after ${o.kind}`)
+          }
+          expect(stores.map((s) => s.failedSyncs)).toEqual([0, 0])
+          // Heal: every counter lost at once, then long enough for any debt to be paid.
+          await loseKeys(admin, prefix, [true])
+          now += 10 * 60_000
+          await stores[0]!.syncNow()
+          await expectAllExpire(admin, prefix, 'after the heal')
+          // One host serving alone answers exactly as a fresh MemoryStore does.
+          const fresh = createLimiter({ rules: [rule], store: new MemoryStore(), clock })
+          for (let i = 0; i < 12; i++) {
+            const ip = clients[i % clients.length]!
+            const got = (await limiters[0]!.check(facts(ip))).remaining
+            expect(got, `probe ${i}`).toBe((fresh.check(facts(ip)) as Decision).remaining)
+            if (i % 4 === 3) await stores[0]!.syncNow()
+          }
+          expect(stores.map((s) => s.failedSyncs)).toEqual([0, 0])
+          expect(log.lines).toEqual([])
+        } finally {
+          await Promise.all(limiters.map((l) => l.close()))
+        }
+      }),
+      { numRuns: 25 },
+    )
+  })
+
+  it.each(['allkeys-lru', 'allkeys-random'])(
+    'under maxmemory with %s, a flood of clients evicts keys without an error, and a client admits at most one more limit per loss',
+    async (policy) => {
+      const small = await RedisServer.start(['--maxmemory', '2mb', '--maxmemory-policy', policy])
+      const watch = new Redis(small.port, '127.0.0.1')
+      const log = recordingLogger()
+      const prefix = 'lru'
+      const store = createRedisStore({
+        url: small.url,
+        prefix,
+        timeSource: 'caller',
+        callTimeoutMs: 2000,
+        logger: log,
+      })
+      const now = 1_700_000_000_000
+      const limit = 10
+      const rules: RuleInput[] = [
+        { id: 'fw', algorithm: 'fixed-window', limit, window: '1h', key: ['ip'] },
+        { id: 'conc', algorithm: 'concurrency', limit, key: ['ip'] },
+      ]
+      const limiter = createLimiter({
+        rules,
+        store,
+        clock: () => now,
+        logger: log,
+        decisionTimeoutMs: 2000,
+      })
+      try {
+        await store.ready
+        const hot = '203.0.113.200'
+        const hotTag = redisKey(prefix, hot, '')
+        let admitted = 0
+        let losses = 0
+        let mine: string[] = []
+        for (let round = 0; round < 50; round++) {
+          // The hot client's keys: any that vanished since it last wrote them is one loss.
+          if (mine.length > 0 && (await watch.exists(...mine)) < mine.length) losses++
+          const d = await limiter.check(facts(hot))
+          if (d.allowed) admitted++ // held, never released: its slot stays taken
+          if (mine.length === 0) {
+            mine = (await keysUnder(watch, prefix)).filter((k) => k.startsWith(hotTag))
+          }
+          expect(admitted, `round ${round}`).toBeLessThanOrEqual(limit * (1 + losses))
+          // 200 other clients, each admitted once and released at once.
+          const flood = await Promise.all(
+            Array.from({ length: 200 }, async (_, i) =>
+              limiter.check(facts(`10.${round}.${i >> 8}.${i & 255}`)),
+            ),
+          )
+          for (const f of flood) limiter.release(f)
+          expect(flood.every((f) => f.allowed)).toBe(true)
+        }
+        const stats = await watch.info('stats')
+        const evicted = Number(/evicted_keys:(\d+)/.exec(stats)?.[1] ?? 0)
+        expect(evicted, 'the flood must make Redis evict').toBeGreaterThan(0)
+        await expectAllExpire(watch, prefix, 'under eviction')
+        expect(log.lines).toEqual([])
+      } finally {
+        await limiter.close()
+        watch.disconnect()
+        await small.stop()
+      }
+    },
+    60_000,
+  )
 
   it('named leases stay readable by a host of the previous version, and its unnamed leases here', async () => {
     const now = 7_000

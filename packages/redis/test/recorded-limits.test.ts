@@ -102,6 +102,21 @@ describe.skipIf(!available)('recorded limit function answers (real Redis)', () =
       { numRuns: 30 },
     )
   })
+
+  it('a record that vanished (evicted, deleted) is written again, with its TTL, by the next renewal', async () => {
+    const client = new Redis(REDIS_URL)
+    onTestFinished(() => client.disconnect())
+    const records = new RecordedLimits(client, `${prefix}:lost`, 2000)
+    onTestFinished(() => records.close())
+    const limits = { limit: 5, windowMs: 1000, burst: 5 }
+    await records.record('rule', limits)
+    const key = `${prefix}:lost:limits:rule`
+    await admin.unlink(key)
+    expect(await records.read('rule')).toEqual([])
+    await records.renew()
+    expect(await records.read('rule')).toEqual([limits])
+    expect(await admin.pttl(key)).toBeGreaterThan(recordTtlMs(limits) - 10_000)
+  })
 })
 
 function isRecord(key: string): boolean {
