@@ -262,12 +262,31 @@ function onceEnded(req: IncomingMessage, res: ServerResponse, done: () => void):
 }
 
 /**
+ * What a dropped HTTP/2 request reaches through Node's compatibility response
+ * (`http2.createServer(handler)`, Fastify's `http2: true`); an HTTP/1 response has no `stream`.
+ */
+interface Http2Exchange {
+  readonly stream?: { destroy(): void; readonly session?: { close(): void } | undefined }
+}
+
+/**
  * Close the connection of a dropped request. A response pipelined behind others on its
  * connection has no socket until they are written (Node hands it the socket then): destroying
  * nothing would leave the connection open forever, waiting for a response that never comes.
  * The responses before it are written, then the connection is closed.
+ *
+ * On HTTP/2 the response's socket is a proxy of the request's stream (destroying it resets the
+ * stream and leaves the connection open), and once the stream has closed it is undefined. The
+ * connection is closed the HTTP/2 way instead: GOAWAY, so the streams already in flight on it
+ * are answered and no new one is taken, then this stream is reset.
  */
 function dropConnection(res: ServerResponse): void {
+  const stream = (res as Http2Exchange).stream
+  if (stream !== undefined) {
+    stream.session?.close()
+    stream.destroy()
+    return
+  }
   const socket = res.socket
   if (socket !== null) socket.destroy()
   else res.once('socket', (s: Socket) => s.destroy())
