@@ -24,6 +24,23 @@ export function drainedLevel(
 }
 
 /**
+ * Record `value` (a level, or GCRA's schedule ahead) as of `nowMs` in a `[value, timeMs]`
+ * state, the time never moving back. A state holding nothing and dated no later than now is
+ * fresh: it is written as all zeros, forgetting its time exactly when RedisStore deletes the
+ * key (its life is 0), so that a clock stepping back later finds a fresh state in both stores.
+ */
+export function writeLevel(state: Float64Array, o: number, value: number, nowMs: number): void {
+  const last = state[o + 1]!
+  if (value <= 0 && last <= nowMs) {
+    state[o] = 0
+    state[o + 1] = 0
+  } else {
+    state[o] = value
+    state[o + 1] = last > nowMs ? last : nowMs
+  }
+}
+
+/**
  * Milliseconds for `units` to drain, rounded up. `EPSILON` comes off first so that the answer
  * is the first whole millisecond at which the `<= capacity + EPSILON` admission test passes:
  * without it an exact boundary computed a hair high (float noise) would round one ms too far.

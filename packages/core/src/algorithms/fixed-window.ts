@@ -11,13 +11,22 @@ const COUNT = 1
 
 /**
  * Start of the window `nowMs` falls in: a clock that went backwards stays in the stored
- * window, whatever its count. (A count given back to 0 by a refund is no exception: units
- * taken at the earlier time would otherwise land in an earlier window and be forgotten when
- * the clock comes back.)
+ * window while it holds a count (a count given back to 0 is forgotten with its window).
  */
 function windowStart(stored: number, p: AlgorithmParams, nowMs: number): number {
   const start = Math.floor(nowMs / p.windowMs) * p.windowMs
   return start <= stored ? stored : start
+}
+
+/**
+ * Record `count` in the window `start`. A count that idleAtMs calls nothing is written as the
+ * all-zero state, forgetting the window exactly when RedisStore deletes the key, so that a
+ * clock stepping back later finds a fresh state in both stores.
+ */
+function write(state: Float64Array, o: number, start: number, count: number): void {
+  const held = count > EPSILON
+  state[o + START] = held ? start : 0
+  state[o + COUNT] = held ? count : 0
 }
 
 /** The count at the window `start`, after each elapsed window absorbed `limit` units. */
@@ -84,18 +93,14 @@ export const fixedWindow: Algorithm = {
     }
     out.remaining = unitsLeft(after, p.limit)
     out.resetMs = msUntilDrained(after, start, p, nowMs)
-    if (commit) {
-      state[o + START] = start
-      state[o + COUNT] = after
-    }
+    if (commit) write(state, o, start, after)
   },
   refund(state, o, p, cost, nowMs) {
     const stored = state[o + START]!
     const count0 = state[o + COUNT]!
     const start = windowStart(stored, p, nowMs)
     const count = countAt(stored, count0, start, p)
-    state[o + START] = start
-    state[o + COUNT] = count > cost ? count - cost : 0
+    write(state, o, start, count > cost ? count - cost : 0)
   },
   idleAtMs(state, o, p) {
     const count = state[o + COUNT]!

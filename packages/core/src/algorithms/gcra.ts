@@ -1,12 +1,12 @@
 import { unitsLeft, type Algorithm, type AlgorithmParams } from './algorithm.js'
-import { msToDrain, takeUnits } from './drain.js'
+import { msToDrain, takeUnits, writeLevel } from './drain.js'
 
 // State layout: [tatOffsetMs, anchorMs]. The theoretical arrival time (TAT) is
 // `anchorMs + tatOffsetMs`; it is kept relative to the last update because an absolute TAT
 // near epoch milliseconds (~1.7e12) only has ~0.0002 ms of float precision left, which is
 // enough to flip "a request costing exactly what is left". The anchor also tells a clock
 // that went backwards apart from a TAT in the future. All zeros: TAT 0, i.e. fresh.
-const TAT = 0
+const TAT = 0 // writeLevel writes [value, timeMs]: the TAT offset is the value
 const ANCHOR = 1
 
 /** Milliseconds of emission time still scheduled ahead of `nowMs` (0 when caught up). */
@@ -68,20 +68,15 @@ export const gcra: Algorithm = {
     const next = unitsAhead(tat, p)
     out.remaining = unitsLeft(next, p.burst)
     out.resetMs = msToDrain(next, p)
-    if (commit) {
-      state[o + TAT] = tat
-      state[o + ANCHOR] = Math.max(state[o + ANCHOR]!, nowMs)
-    }
+    if (commit) writeLevel(state, o, tat, nowMs)
   },
   refund(state, o, p, cost, nowMs) {
     const back = (cost * p.windowMs) / p.limit
     const ahead = aheadAt(state, o, nowMs)
-    state[o + TAT] = ahead > back ? ahead - back : 0
-    state[o + ANCHOR] = Math.max(state[o + ANCHOR]!, nowMs)
+    writeLevel(state, o, ahead > back ? ahead - back : 0, nowMs)
   },
   charge(state, o, p, cost, nowMs) {
-    state[o + TAT] = aheadAt(state, o, nowMs) + (cost * p.windowMs) / p.limit
-    state[o + ANCHOR] = Math.max(state[o + ANCHOR]!, nowMs)
+    writeLevel(state, o, aheadAt(state, o, nowMs) + (cost * p.windowMs) / p.limit, nowMs)
   },
   idleAtMs(state, o) {
     return state[o + ANCHOR]! + state[o + TAT]!

@@ -1,5 +1,5 @@
 import { EPSILON, unitsLeft, type Algorithm } from './algorithm.js'
-import { drainedLevel, msToDrain } from './drain.js'
+import { drainedLevel, msToDrain, writeLevel } from './drain.js'
 
 // State layout: [level, lastMs]. `level` is the water in the bucket (units admitted and not
 // yet drained); all zeros is an empty bucket. It never exceeds `burst`: in shaper mode a
@@ -47,10 +47,7 @@ export const leakyBucket: Algorithm = {
       out.retryAfterMs = 0
       out.remaining = unitsLeft(after, p.burst)
       out.resetMs = msToDrain(after, p)
-      if (commit) {
-        state[o + LEVEL] = after
-        state[o + LAST] = Math.max(state[o + LAST]!, nowMs)
-      }
+      if (commit) writeLevel(state, o, after, nowMs)
       return
     }
     out.allowed = false
@@ -62,8 +59,7 @@ export const leakyBucket: Algorithm = {
   },
   refund(state, o, p, cost, nowMs) {
     const level = drainedLevel(state, o, p, nowMs)
-    state[o + LEVEL] = level > cost ? level - cost : 0
-    state[o + LAST] = Math.max(state[o + LAST]!, nowMs)
+    writeLevel(state, o, level > cost ? level - cost : 0, nowMs)
   },
   idleAtMs(state, o, p) {
     return state[o + LAST]! + (state[o + LEVEL]! * p.windowMs) / p.limit

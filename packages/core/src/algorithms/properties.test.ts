@@ -380,7 +380,9 @@ describe('remaining is what the next request can take', () => {
 
 describe('a clock that steps back stands still', () => {
   // The time the state last saw is the latest time it was written at (an admitted request or
-  // a refund); a clock reading earlier than that must answer as if it read that time. The
+  // a refund); a clock reading earlier than that must answer as if it read that time, until a
+  // write leaves the state all zeros (fresh, and dated no later than now): its time is then
+  // forgotten, as RedisStore deletes such a key, and the clock starts afresh. The
   // sliding window counter weighs its previous window more instead (documented), and the
   // sliding log keeps no time for a refund, so they are left out. Without queueing: whether a
   // wait fits in maxWaitMs depends on when the clock reads.
@@ -404,10 +406,11 @@ describe('a clock that steps back stands still', () => {
             for (const [i, op] of ops.entries()) {
               now = Math.max(0, now + op.dt)
               const at = Math.max(now, written)
+              const forgotten = (): boolean => raw.snapshot().every((v) => v === 0)
               if (op.refund) {
                 raw.refund(op.cost, now)
                 still.refund(op.cost, at)
-                written = at
+                written = forgotten() ? Number.NEGATIVE_INFINITY : at
                 continue
               }
               const got = raw.consume(op.cost, now, op.maxWaitMs)
@@ -418,7 +421,7 @@ describe('a clock that steps back stands still', () => {
               expect(pick(got), `op ${i} at ${now - base} (standing at ${at - base})`).toEqual(
                 pick(want),
               )
-              if (got.allowed && op.cost > 0) written = at
+              if (got.allowed && op.cost > 0) written = forgotten() ? Number.NEGATIVE_INFINITY : at
             }
           },
         ),
@@ -431,12 +434,29 @@ describe('a clock that steps back stands still', () => {
     const p = { limit: 10, windowMs: 1000, burst: 10 }
     const run = runner(algorithms['fixed-window'], p)
     expect(run.consume(10, 5500).allowed).toBe(true)
-    run.refund(10, 5600) // e.g. a request that is not counted by its outcome
+    run.refund(9, 5600) // e.g. requests that are not counted by their outcome
     // The clock steps back by 4 s: the state stands still in the window of 5 s.
-    expect(run.consume(10, 1600).allowed).toBe(true)
+    expect(run.consume(9, 1600).allowed).toBe(true)
     // Back at 5.7 s, in the same window as those 10 units: nothing is left.
     expect(run.consume(1, 5700)).toMatchObject({ allowed: false, remaining: 0 })
   })
+
+  it.each([
+    'token-bucket',
+    'gcra',
+    'leaky-bucket',
+    'fixed-window',
+    'sliding-window-counter',
+  ] as const)(
+    '%s: a write that leaves the state fresh forgets its time (RedisStore deletes the key)',
+    (name) => {
+      const p = { limit: 10, windowMs: 1000, burst: 10 }
+      const run = runner(algorithms[name], p)
+      expect(run.consume(10, 5500).allowed).toBe(true)
+      run.refund(10, 5600)
+      expect(run.snapshot().every((v) => v === 0)).toBe(true)
+    },
+  )
 })
 
 describe('whole units at large bursts', () => {

@@ -16,6 +16,18 @@ function shiftOf(stored: number, start: number, w: number): number {
   return start - stored < 2 * w ? 1 : 2
 }
 
+/**
+ * Record the counts of the window `start`. Two empty counts are written as the all-zero state,
+ * forgetting the window exactly when RedisStore deletes the key, so that a clock stepping back
+ * later finds a fresh state in both stores.
+ */
+function write(state: Float64Array, o: number, start: number, prev: number, curr: number): void {
+  const held = prev > 0 || curr > 0
+  state[o + START] = held ? start : 0
+  state[o + PREV] = prev
+  state[o + CURR] = curr
+}
+
 /** Milliseconds from now until the state is fresh, `elapsed` ms into its window. */
 function msUntilFresh(prev: number, curr: number, w: number, elapsed: number): number {
   if (curr > 0) return 2 * w - elapsed
@@ -67,11 +79,7 @@ export const slidingWindowCounter: Algorithm = {
       // What the next request estimates: the stored counts, summed as it will sum them.
       out.remaining = unitsLeft((prev * (w - elapsed)) / w + (curr + cost), p.limit)
       out.resetMs = msUntilFresh(prev, curr + cost, w, elapsed)
-      if (commit) {
-        state[o + START] = start
-        state[o + PREV] = prev
-        state[o + CURR] = curr + cost
-      }
+      if (commit) write(state, o, start, prev, curr + cost)
       return
     }
     out.allowed = false
@@ -98,9 +106,8 @@ export const slidingWindowCounter: Algorithm = {
     const aligned = Math.floor(nowMs / w) * w
     const shift = shiftOf(stored, aligned, w)
     const curr = shift === 0 ? state[o + CURR]! : 0
-    state[o + PREV] = shift === 0 ? state[o + PREV]! : shift === 1 ? state[o + CURR]! : 0
-    state[o + START] = shift === 0 ? stored : aligned
-    state[o + CURR] = curr > cost ? curr - cost : 0
+    const prev = shift === 0 ? state[o + PREV]! : shift === 1 ? state[o + CURR]! : 0
+    write(state, o, shift === 0 ? stored : aligned, prev, curr > cost ? curr - cost : 0)
   },
   idleAtMs(state, o, p) {
     const start = state[o + START]!

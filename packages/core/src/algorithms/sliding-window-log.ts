@@ -41,6 +41,16 @@ function firstAfter(
 }
 
 /**
+ * Empty the log of a write that leaves no entry inside the window: RedisStore deletes such a
+ * key, and a clock stepping back later must find a fresh state in both stores, not entries
+ * that are back in its window.
+ */
+function forget(state: Float64Array, o: number): void {
+  state[o + COUNT] = 0
+  state[o + HEAD] = 0
+}
+
+/**
  * Sliding window log: exact "no more than `limit` units in any window of `windowMs`". Each
  * admitted unit is logged with its timestamp in a ring of `limit` slots; a request passes
  * when the units logged in `(now - windowMs, now]` plus its cost stay within `limit`. A cost
@@ -82,6 +92,7 @@ export const slidingWindowLog: Algorithm = {
       out.retryAfterMs = 0
       out.remaining = size - after
       out.resetMs = units > 0 ? p.windowMs : inWindow > 0 ? last + p.windowMs - now : 0
+      if (commit && units === 0 && inWindow === 0) forget(state, o)
       if (commit && units > 0) {
         // Drop the expired entries, then append one entry per unit at `now`.
         const start = head + first < size ? head + first : head + first - size
@@ -106,11 +117,12 @@ export const slidingWindowLog: Algorithm = {
       out.retryAfterMs = leaving + p.windowMs - now
     }
   },
-  refund(state, o, _p, cost) {
+  refund(state, o, p, cost, nowMs) {
     // Forget the newest entries (there are no reservations to cancel, only slots to return).
     const count = state[o + COUNT]!
     const units = cost > EPSILON ? Math.ceil(cost - EPSILON) : 0
     state[o + COUNT] = count > units ? count - units : 0
+    if (slidingWindowLog.idleAtMs(state, o, p, nowMs) <= nowMs) forget(state, o)
   },
   idleAtMs(state, o, p) {
     const count = state[o + COUNT]!

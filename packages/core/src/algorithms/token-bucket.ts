@@ -1,9 +1,9 @@
 import type { Algorithm, AlgorithmResult } from './algorithm.js'
-import { drainedLevel, takeUnits } from './drain.js'
+import { drainedLevel, takeUnits, writeLevel } from './drain.js'
 
 // State layout: [used, lastMs]. `used` is capacity minus tokens, so the all-zero state is a
 // full bucket; it exceeds `burst` only while a reservation (debt) is outstanding.
-const USED = 0 // drainedLevel reads [level, lastMs] at these two offsets
+const USED = 0 // drainedLevel and writeLevel use [level, lastMs] at these two offsets
 const LAST = 1
 
 /**
@@ -27,19 +27,14 @@ export const tokenBucket: Algorithm = {
   stateSize: () => 2,
   consume(state, o, p, cost, nowMs, maxWaitMs, commit, out: AlgorithmResult) {
     const after = takeUnits(drainedLevel(state, o, p, nowMs), cost, p, maxWaitMs, out)
-    if (commit && after >= 0) {
-      state[o + USED] = after
-      state[o + LAST] = Math.max(state[o + LAST]!, nowMs)
-    }
+    if (commit && after >= 0) writeLevel(state, o, after, nowMs)
   },
   refund(state, o, p, cost, nowMs) {
     const used = drainedLevel(state, o, p, nowMs)
-    state[o + USED] = used > cost ? used - cost : 0
-    state[o + LAST] = Math.max(state[o + LAST]!, nowMs)
+    writeLevel(state, o, used > cost ? used - cost : 0, nowMs)
   },
   charge(state, o, p, cost, nowMs) {
-    state[o + USED] = drainedLevel(state, o, p, nowMs) + cost
-    state[o + LAST] = Math.max(state[o + LAST]!, nowMs)
+    writeLevel(state, o, drainedLevel(state, o, p, nowMs) + cost, nowMs)
   },
   idleAtMs(state, o, p) {
     return state[o + LAST]! + (state[o + USED]! * p.windowMs) / p.limit
