@@ -53,6 +53,15 @@ export interface Decision {
   /** True when the store failed or missed its deadline and the request passed unjudged. */
   readonly failedOpen: boolean
   /**
+   * The limiter's clock reading (epoch milliseconds) the decision was made with: `resetMs`,
+   * `retryAfterMs` and `waitMs` count from it, so `decidedAtMs + resetMs` is when the quota is
+   * back. Every time header derives from it, never from a later reading. When the store keeps
+   * its own clock (RedisStore with Redis's `TIME`), the durations are the store's and this is
+   * the limiter's reading just before it asked. 0 for a decision no rule counted (allow or deny
+   * list, no rule matched, failed open).
+   */
+  readonly decidedAtMs: number
+  /**
    * True when a rule refused because it bans the client (its `ban`): `retryAfterMs` is then
    * the time left in the ban. Absent otherwise.
    */

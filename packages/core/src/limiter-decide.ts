@@ -15,6 +15,7 @@ function baseDecision(failedOpen: boolean): Decision {
     rule: undefined,
     outcomes: Object.freeze([]),
     failedOpen,
+    decidedAtMs: 0,
   })
 }
 
@@ -74,15 +75,20 @@ export function validResults(results: unknown, n: number): results is readonly A
 /**
  * Combine the store's per-rule results into one decision: every enforced rule must admit
  * (all-or-nothing); shadow rules are reported but never refuse. Counts each rule's outcome.
+ * `nowMs` is the limiter's clock reading the store was asked with: the decision's
+ * `decidedAtMs`, which its durations count from.
  */
 export function judge(
   entries: readonly Entry[],
   results: readonly AlgorithmResult[],
-  banned?: readonly boolean[],
+  banned: readonly boolean[] | undefined,
+  nowMs: number,
 ): Decision {
   // A banned rule's outcome carries the ban: the general path marks it.
-  if (entries.length === 1 && banned?.[0] !== true) return judgeOne(entries[0]!, results[0]!)
-  return judgeMany(entries, results, banned)
+  if (entries.length === 1 && banned?.[0] !== true) {
+    return judgeOne(entries[0]!, results[0]!, nowMs)
+  }
+  return judgeMany(entries, results, banned, nowMs)
 }
 
 // Apart from judge() so that the one-rule path, the common one, stays small enough to inline
@@ -91,6 +97,7 @@ function judgeMany(
   entries: readonly Entry[],
   results: readonly AlgorithmResult[],
   banned: readonly boolean[] | undefined,
+  nowMs: number,
 ): Decision {
   const n = entries.length
   const outcomes: RuleOutcome[] = new Array<RuleOutcome>(n)
@@ -162,6 +169,7 @@ function judgeMany(
     rule: main?.rule,
     outcomes,
     failedOpen: false,
+    decidedAtMs: nowMs,
   }
   if (!gate && main?.banned === true)
     return countOutcomes(entries, { ...decision, banned: true }, drop)
@@ -193,7 +201,7 @@ function countOutcomes(entries: readonly Entry[], decision: Decision, drop: bool
  * `judge` for a request that one rule decides, the common case: the same decision, reached
  * without the loops and the working array of the general case.
  */
-function judgeOne(e: Entry, r: AlgorithmResult): Decision {
+function judgeOne(e: Entry, r: AlgorithmResult, nowMs: number): Decision {
   const rule = e.rule.rule
   const shadow = e.shadow
   const outcome: RuleOutcome = {
@@ -223,6 +231,7 @@ function judgeOne(e: Entry, r: AlgorithmResult): Decision {
       rule: undefined,
       outcomes: [outcome],
       failedOpen: false,
+      decidedAtMs: nowMs,
     }
   }
   if (outcome.allowed) {
@@ -241,6 +250,7 @@ function judgeOne(e: Entry, r: AlgorithmResult): Decision {
       rule,
       outcomes: [outcome],
       failedOpen: false,
+      decidedAtMs: nowMs,
     }
   }
   const over = rule.onLimit
@@ -259,5 +269,6 @@ function judgeOne(e: Entry, r: AlgorithmResult): Decision {
     rule,
     outcomes: [outcome],
     failedOpen: false,
+    decidedAtMs: nowMs,
   }
 }

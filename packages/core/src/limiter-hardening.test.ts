@@ -127,6 +127,7 @@ describe('headers carry whole numbers of at most 15 digits: never Infinity, NaN,
           rule,
           outcomes: [outcome],
           failedOpen: false,
+          decidedAtMs: 1_700_000_000_000,
         }
         expectSaneHeaders(d)
       }),

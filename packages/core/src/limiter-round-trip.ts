@@ -128,7 +128,7 @@ export class RoundTrip<Req> {
     let banned: readonly boolean[] | undefined
     if (banOwners) ({ results, banned } = applyBanChecks(answer, entries.length, banOwners))
     results = this.parts.holdings.joinQueues(entries, results)
-    const decision = judge(entries, results, banned)
+    const decision = judge(entries, results, banned, nowMs)
     this.parts.holdings.settle(decision, entries, results)
     const top = this.parts.top
     if (top !== undefined) {

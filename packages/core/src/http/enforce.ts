@@ -151,14 +151,7 @@ function setHeaders<C>(
         if (format !== 'ietf') {
           put(ctx, io, res, native, names[4], String(headerCount(decision.limit)))
           put(ctx, io, res, native, names[5], String(headerCount(decision.remaining)))
-          put(
-            ctx,
-            io,
-            res,
-            native,
-            names[6],
-            String(epochResetSeconds(decision.resetMs, Date.now())),
-          )
+          put(ctx, io, res, native, names[6], String(epochResetSeconds(decision)))
         }
       }
     }

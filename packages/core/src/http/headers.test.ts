@@ -28,6 +28,7 @@ const decision = (outcomes: RuleOutcome[], over: Partial<Decision> = {}): Decisi
   rule: outcomes[0]?.rule,
   outcomes,
   failedOpen: false,
+  decidedAtMs: 1_700_000_000_500,
   ...over,
 })
 
@@ -63,16 +64,15 @@ describe('formatHeaders', () => {
     expect(formatHeaders(tiny)).toContainEqual(['Retry-After', '1'])
   })
 
-  it('writes legacy fields on request, the reset as epoch seconds', () => {
+  it('writes legacy fields on request, the reset as epoch seconds from the decision', () => {
     const d = decision([outcome('per-ip')])
-    const nowMs = 1_700_000_000_500
-    expect(formatHeaders(d, { format: 'legacy', nowMs })).toEqual([
+    expect(formatHeaders(d, { format: 'legacy' })).toEqual([
       ['X-RateLimit-Limit', '100'],
       ['X-RateLimit-Remaining', '42'],
       // (1_700_000_000_500 + 16_200) / 1000, rounded up, as express-rate-limit rounds it.
       ['X-RateLimit-Reset', '1700000017'],
     ])
-    expect(formatHeaders(d, { format: 'both', nowMs })).toHaveLength(5)
+    expect(formatHeaders(d, { format: 'both' })).toHaveLength(5)
   })
 
   it("writes draft-7's combined fields, as express-rate-limit's standardHeaders: 'draft-7'", () => {

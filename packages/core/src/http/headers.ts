@@ -24,11 +24,6 @@ export const HEADER_FORMATS: readonly HeaderFormat[] = ['ietf', 'draft-7', 'lega
 export interface FormatHeadersOptions {
   /** @default 'ietf' */
   readonly format?: HeaderFormat | undefined
-  /**
-   * The wall-clock time in milliseconds, for `X-RateLimit-Reset` (epoch seconds).
-   * @default Date.now()
-   */
-  readonly nowMs?: number | undefined
 }
 
 /** A header name and value, ready for `res.setHeader`. */
@@ -46,14 +41,17 @@ export function retryAfterSeconds(retryAfterMs: number): number {
 }
 
 /**
- * The `X-RateLimit-Reset` value: the epoch second at which the quota is back, rounded up.
+ * The `X-RateLimit-Reset` value: the epoch second at which the quota is back, rounded up,
+ * counted from the instant the decision was made (`decidedAtMs`), never from a later reading:
+ * a millisecond that ticks between the decision and the header would otherwise push the value
+ * a second late whenever the reset falls on a whole second (a clock-aligned window).
  *
- * @param resetMs - milliseconds until the reset
- * @param nowMs - the wall-clock time
+ * @param decision - the decision (its `decidedAtMs` and `resetMs`)
  * @returns epoch seconds
  */
-export function epochResetSeconds(resetMs: number, nowMs: number): number {
-  return seconds(nowMs + (resetMs > 0 ? resetMs : 0))
+export function epochResetSeconds(decision: Decision): number {
+  const resetMs = decision.resetMs
+  return seconds(decision.decidedAtMs + (resetMs > 0 ? resetMs : 0))
 }
 
 /**
@@ -106,11 +104,10 @@ export function formatHeaders(
       out.push(['RateLimit-Policy', policy], ['RateLimit', limitField(decision)])
     }
     if (policy !== '' && format !== 'ietf') {
-      const nowMs = options.nowMs ?? Date.now()
       out.push(
         ['X-RateLimit-Limit', String(headerCount(decision.limit))],
         ['X-RateLimit-Remaining', String(headerCount(decision.remaining))],
-        ['X-RateLimit-Reset', String(epochResetSeconds(decision.resetMs, nowMs))],
+        ['X-RateLimit-Reset', String(epochResetSeconds(decision))],
       )
     }
   }

@@ -37,6 +37,7 @@ const decisionOf = (outcomes: RuleOutcome[]): Decision => ({
   rule: outcomes[0]?.rule,
   outcomes,
   failedOpen: false,
+  decidedAtMs: 0,
 })
 
 // Reference model: the header syntax written out plainly, one outcome at a time.

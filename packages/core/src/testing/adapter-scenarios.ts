@@ -81,22 +81,49 @@ export const adapterScenarios: readonly AdapterScenario[] = [
     ],
   },
   {
-    name: 'legacy and IETF headers together',
-    rules: [{ id: 'per-ip', limit: 5, window: '1m', algorithm: 'fixed-window' }],
+    name: 'legacy and IETF headers together; the epoch reset is the window end second',
+    rules: [{ id: 'per-ip', limit: 2, window: '1m', algorithm: 'fixed-window' }],
     options: { headers: 'both' },
+    // The clock starts on a minute (epoch second 1699999980): the window ends at 1700000040,
+    // counted from the limiter's clock when it decided, whatever the wall clock says then.
     steps: [
       {
         send: GET('/'),
         expect: {
           status: 200,
           headers: {
-            'ratelimit-policy': '"per-ip";q=5;w=60',
-            ratelimit: '"per-ip";r=4;t=60',
-            'x-ratelimit-limit': '5',
-            'x-ratelimit-remaining': '4',
-            // Epoch seconds, read from the wall clock: the limiter's injected clock is not it.
-            'x-ratelimit-reset': /^\d{10}$/,
+            'ratelimit-policy': '"per-ip";q=2;w=60',
+            ratelimit: '"per-ip";r=1;t=60',
+            'x-ratelimit-limit': '2',
+            'x-ratelimit-remaining': '1',
+            'x-ratelimit-reset': '1700000040',
           },
+        },
+      },
+      { advanceMs: 999 },
+      {
+        send: GET('/'),
+        expect: {
+          status: 200,
+          headers: {
+            ratelimit: '"per-ip";r=0;t=60',
+            'x-ratelimit-remaining': '0',
+            'x-ratelimit-reset': '1700000040',
+          },
+        },
+      },
+      { advanceMs: 1 },
+      {
+        send: GET('/'),
+        expect: {
+          status: 429,
+          headers: {
+            ratelimit: '"per-ip";r=0;t=59',
+            'retry-after': '59',
+            'x-ratelimit-remaining': '0',
+            'x-ratelimit-reset': '1700000040',
+          },
+          body: problem(429, ['per-ip'], 59),
         },
       },
     ],
