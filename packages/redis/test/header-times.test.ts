@@ -25,7 +25,7 @@ describe.skipIf(!available)('time headers of a RedisStore decision', () => {
       url: REDIS_URL,
       prefix,
       timeSource: () => local + skewMs,
-      callTimeoutMs: 2000,
+      callTimeoutMs: 10_000,
     })
     await store.ready
   })
@@ -56,6 +56,8 @@ describe.skipIf(!available)('time headers of a RedisStore decision', () => {
             rules: [{ id: 'w', algorithm: 'fixed-window', limit: 1, window: '10s' }],
             store,
             clock: () => local,
+            // A loaded machine must not make the decision fail open (it would carry no time).
+            decisionTimeoutMs: 10_000,
           })
           // A fresh client per run: its window starts empty.
           client++
