@@ -22,6 +22,7 @@ export const errorCodes = {
     'check() met an error outside the store (malformed request facts); the request passed unjudged',
   FG_WRN_KEY_BUILDER_FAILED:
     "a key builder threw or answered something that is not a key; the request had no value for that part and the rule's fallbackKey applied",
+  FG_WRN_LIMITER_CLOSED: 'check() or limit() was called after close(); the request passed unjudged',
   FG_WRN_KOA_PROXY_LEFTMOST_IP:
     'Koa trusts X-Forwarded-For (app.proxy) with maxIpsCount 0: the client picks its own IP',
   FG_WRN_FASTIFY_TRUST_PROXY_COUNT:

@@ -272,3 +272,27 @@ function judgeOne(e: Entry, r: AlgorithmResult, nowMs: number): Decision {
     decidedAtMs: nowMs,
   }
 }
+
+/**
+ * The refusal of a queued request that will not be served though its client is still there
+ * (the limiter closed while it waited): what a full queue answers, a 429 whose `retryAfterMs`
+ * is the wait it had, since its reservation was given back and its turn will come again then.
+ *
+ * @param queued - the queued decision
+ * @returns the refusal, with each waiting outcome refused the same way
+ */
+export function queueRefusal(queued: Decision): Decision {
+  const retryAfterMs = Math.max(1, queued.waitMs)
+  const outcomes = queued.outcomes.map((o) =>
+    o.waitMs > 0 ? { ...o, allowed: false, waitMs: 0, retryAfterMs: Math.max(1, o.waitMs) } : o,
+  )
+  return {
+    ...queued,
+    allowed: false,
+    action: 'reject',
+    status: 429,
+    waitMs: 0,
+    retryAfterMs,
+    outcomes,
+  }
+}

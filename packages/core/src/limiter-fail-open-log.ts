@@ -32,13 +32,17 @@ export class FailOpenLog {
 }
 
 export type FailOpenCode =
-  'FG_WRN_STORE_FAILED_OPEN' | 'FG_WRN_COST_INVALID' | 'FG_WRN_CHECK_FAILED_OPEN'
+  | 'FG_WRN_STORE_FAILED_OPEN'
+  | 'FG_WRN_COST_INVALID'
+  | 'FG_WRN_CHECK_FAILED_OPEN'
+  | 'FG_WRN_LIMITER_CLOSED'
 
 export const FAIL_OPEN_MESSAGES: Record<FailOpenCode, string> = {
   FG_WRN_STORE_FAILED_OPEN: 'store failed; request passed unjudged (fail-open)',
   FG_WRN_COST_INVALID:
     'request cost is not a finite, non-negative number; request passed uncounted (fail-open)',
   FG_WRN_CHECK_FAILED_OPEN: 'check() failed outside the store; request passed unjudged (fail-open)',
+  FG_WRN_LIMITER_CLOSED: 'limiter is closed; request passed unjudged (fail-open)',
 }
 
 /**

@@ -23,6 +23,15 @@ interface Lease {
   readonly refundIfFailed: HeldEntry[]
   /** When the request started, for rules that measure its latency (adaptive); else -1. */
   startedMs: number
+  /** A queued request's wait in `waitInQueue`, until it ends either way. */
+  wait?: Wait | undefined
+}
+
+/** One queued request waiting out its turn. */
+interface Wait {
+  readonly promise: Promise<boolean>
+  readonly timer: ReturnType<typeof setTimeout>
+  readonly settle: (admitted: boolean) => void
 }
 
 /**
@@ -53,6 +62,10 @@ export class Holdings {
    * request ended stays at 0 (see {@link Holdings.inFlightNow}).
    */
   private readonly inFlight = new Map<string, number>()
+  /** Leases of the requests waiting in `waitInQueue` now: close() ends them. */
+  private readonly waiting = new Set<Lease>()
+  /** Set by close(): the store is closing or closed, so nothing is given back to it any more. */
+  private closed = false
 
   constructor(
     private readonly store: Store,
@@ -259,12 +272,25 @@ export class Holdings {
   }
 
   refund(entries: readonly RefundEntry[]): void {
+    // A closed store has nothing to give back to: its state is gone (MemoryStore) or expires
+    // on its own (Redis), and the call would only fail.
+    if (this.closed) return
+    void this.refundNow(entries)
+  }
+
+  /** Give the entries back; resolves once the store has (a failure is logged, never thrown). */
+  private refundNow(entries: readonly RefundEntry[]): Promise<void> | undefined {
     try {
       const pending = this.store.refund(entries, this.clock())
-      if (pending) pending.catch((err: unknown) => this.logger.warn({ err }, 'store refund failed'))
+      if (pending) {
+        return pending.then(undefined, (err: unknown) =>
+          this.logger.warn({ err }, 'store refund failed'),
+        )
+      }
     } catch (err) {
       this.logger.warn({ err }, 'store refund failed')
     }
+    return undefined
   }
 
   private dropSlots(lease: Lease): void {
@@ -280,6 +306,13 @@ export class Holdings {
   release(decision: Decision, outcome?: RequestOutcome): void {
     const lease = this.leaseOf(decision)
     if (!lease || lease.released) return
+    // Released while still waiting its turn, or never served: the request used nothing of
+    // what was reserved for it, so all of it goes back (the adapters release a queued
+    // request whose client left as the wait ended as 'abandoned').
+    if (lease.wait !== undefined || (outcome === 'abandoned' && lease.charged.length > 0)) {
+      this.abandon(lease)
+      return
+    }
     lease.released = true
     this.leaveQueue(lease)
     this.dropSlots(lease)
@@ -300,28 +333,79 @@ export class Holdings {
     if (back.length > 0) this.refund(back)
   }
 
+  /**
+   * End a queued request that will not be served: free its place and slots, and give back
+   * every unit recorded for it (`charged` holds them all, slots and outcome-counted units
+   * included), into `batch` when close() sends them in one call, else at once. Its wait, if
+   * any, resolves false.
+   */
+  private abandon(lease: Lease, batch?: HeldEntry[]): void {
+    if (!lease.released) {
+      lease.released = true
+      this.leaveQueue(lease)
+      this.dropSlots(lease)
+      const back = stillHeld(lease.charged)
+      if (batch !== undefined) batch.push(...back)
+      else if (back.length > 0) this.refund(back)
+    }
+    this.endWait(lease, false)
+  }
+
+  /** Settle the lease's wait, if it has one: its timer and listeners go, its promise resolves. */
+  private endWait(lease: Lease, admitted: boolean): void {
+    const wait = lease.wait
+    if (wait === undefined) return
+    lease.wait = undefined
+    this.waiting.delete(lease)
+    clearTimeout(wait.timer)
+    wait.settle(admitted)
+  }
+
   waitInQueue(decision: Decision, signal?: AbortSignal): Promise<boolean> {
     const lease = this.leaseOf(decision)
     if (decision.action !== 'queue' || !lease) return Promise.resolve(decision.allowed)
-    return new Promise<boolean>((resolve) => {
-      const abandon = (): void => {
-        clearTimeout(timer)
-        if (!lease.released) {
-          lease.released = true
-          this.leaveQueue(lease)
-          this.dropSlots(lease)
-          const back = stillHeld(lease.charged)
-          if (back.length > 0) this.refund(back)
-        }
-        resolve(false)
+    // Released (its client left, or the limiter closed): it will not be served.
+    if (lease.released || this.closed) {
+      this.abandon(lease)
+      return Promise.resolve(false)
+    }
+    const onAbort = (): void => this.abandon(lease)
+    if (signal?.aborted) {
+      onAbort()
+      return Promise.resolve(false)
+    }
+    // Waited for twice: one wait, one timer; either signal ends it.
+    if (lease.wait !== undefined) {
+      signal?.addEventListener('abort', onAbort, { once: true })
+      return lease.wait.promise
+    }
+    let settle!: (admitted: boolean) => void
+    const promise = new Promise<boolean>((resolve) => {
+      settle = (admitted) => {
+        signal?.removeEventListener('abort', onAbort)
+        resolve(admitted)
       }
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', abandon)
-        this.leaveQueue(lease)
-        resolve(true)
-      }, decision.waitMs)
-      if (signal?.aborted) abandon()
-      else signal?.addEventListener('abort', abandon, { once: true })
     })
+    const timer = setTimeout(() => {
+      this.leaveQueue(lease)
+      this.endWait(lease, true)
+    }, decision.waitMs)
+    lease.wait = { promise, timer, settle }
+    this.waiting.add(lease)
+    signal?.addEventListener('abort', onAbort, { once: true })
+    return promise
+  }
+
+  /**
+   * End every wait (each resolves false) and give back what those requests reserved, in one
+   * store call awaited here: close() closes the store only after it. From then on nothing is
+   * given back (see {@link Holdings.refund}); slots still held stay with the store.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return
+    const back: HeldEntry[] = []
+    for (const lease of [...this.waiting]) this.abandon(lease, back)
+    this.closed = true
+    if (back.length > 0) await this.refundNow(back)
   }
 }

@@ -48,6 +48,8 @@ export interface RoundTripParts<Req> {
 export class RoundTrip<Req> {
   /** The caller's scratch entries are in use until the decision is reported. */
   busy = false
+  /** Set by the limiter's close(): no store call is made any more. */
+  closed = false
 
   constructor(readonly parts: RoundTripParts<Req>) {}
 
@@ -57,6 +59,8 @@ export class RoundTrip<Req> {
     reuse: boolean,
     facts: RequestFacts<Req> | undefined,
   ): Decision | Promise<Decision> {
+    // A closed limiter has no store to ask: the request passes unjudged, like a store failure.
+    if (this.closed) return this.failOpen(undefined, entries, facts, 'FG_WRN_LIMITER_CLOSED')
     const { store, reporter } = this.parts
     const bans = withBanChecks(entries)
     const asked = bans ? bans.all : entries

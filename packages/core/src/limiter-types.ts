@@ -25,7 +25,8 @@ export type DenyStatus = Extract<DecisionStatus, 403 | 404 | 429 | 503>
  * (`count`). A response that did not finish (the client went away) is `'failed'`.
  * `'abandoned'` is a request never served: its client left before the decision came back or
  * while it waited in a queue. It counts as `'failed'`, and no latency is measured for it, so
- * clients giving up under load cannot pull an adaptive rule's percentile down.
+ * clients giving up under load cannot pull an adaptive rule's percentile down; a queued
+ * request released so gives back every unit reserved for it.
  */
 export type RequestOutcome = 'succeeded' | 'failed' | 'abandoned'
 
@@ -134,7 +135,8 @@ export interface Limiter<Req = unknown> {
   release(decision: Decision, outcome?: RequestOutcome): void
   /**
    * Wait out a queued decision. Resolves true when the request may proceed; false when
-   * `signal` aborted first, in which case the reservation is refunded and the queue place freed.
+   * `signal` aborted first, the decision was released meanwhile, or the limiter closed, in
+   * which case the reservation is refunded and the queue place freed.
    */
   waitInQueue(decision: Decision, signal?: AbortSignal): Promise<boolean>
   /**
@@ -216,6 +218,10 @@ export interface Limiter<Req = unknown> {
    * @throws OptionsError (rejects) for a bad `units` or nothing keyed.
    */
   reward(key: ClientKey, units: number, options?: ClientRuleOptions): Promise<void>
-  /** Stop the rules source and close the store. */
+  /**
+   * Stop the rules source, end every queued wait (false) and give back what those requests
+   * reserved, then close the store. Afterwards `check` and `limit` pass unjudged
+   * (`failedOpen`) without a store call, and `release` sends nothing to the store.
+   */
   close(): Promise<void>
 }

@@ -395,8 +395,11 @@ class LimiterEngine<Req> implements Limiter<Req> {
   }
 
   async close(): Promise<void> {
+    this.roundTrip.closed = true
     this.source?.stop()
     this.watchdog?.stop()
+    // Queued requests are refused and their reservations given back while the store is open.
+    await this.holdings.close()
     await this.store.close?.()
   }
 }

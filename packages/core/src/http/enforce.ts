@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Decision } from '../decision.js'
+import { queueRefusal } from '../limiter-decide.js'
 import { draft7Fields, epochResetSeconds, retryAfterSeconds, type HeaderFormat } from './headers.js'
 import { headerCount } from './rate-limit-fields.js'
 import type { RequestFacts } from '../request-facts.js'
@@ -339,7 +340,7 @@ function apply<Req, C, R>(
       onceEnded(raw, res, () => limiter.release(decision, outcomeAtClose(req, res, settings)))
     } else onceEnded(raw, res, () => limiter.release(decision))
   }
-  if (action === 'queue') return queue(limiter, decision, ctx, io, res)
+  if (action === 'queue') return queue(limiter, decision, ctx, io, res, settings)
   return io.proceed(ctx)
 }
 
@@ -349,6 +350,7 @@ async function queue<Req, C, R>(
   ctx: C,
   io: HttpIo<C, R>,
   res: ServerResponse,
+  settings: EnforceSettings<Req>,
 ): Promise<R> {
   const raw = io.request(ctx)
   const aborter = new AbortController()
@@ -363,11 +365,18 @@ async function queue<Req, C, R>(
     stopWatching()
   }
   // A client that left while queued gets nothing written; its reservation was refunded.
-  if (!admitted || aborter.signal.aborted || closed(raw, res)) {
+  if (aborter.signal.aborted || closed(raw, res)) {
     limiter.release(decision, 'abandoned')
     return io.abandon(ctx)
   }
-  return io.proceed(ctx)
+  if (admitted) return io.proceed(ctx)
+  // Still there but not admitted (the limiter closed while it waited): answer, or the
+  // connection would wait forever for a response nobody writes.
+  const refusal = queueRefusal(decision)
+  if (!res.headersSent) setHeaders(ctx, io as HttpIo<C, unknown>, res, refusal, settings)
+  io.attach?.(ctx, rateLimitInfo(refusal))
+  const { body, json } = serializedProblem(refusal)
+  return io.reject(ctx, { status: body.status, body, json, decision: refusal })
 }
 
 /**
@@ -377,7 +386,8 @@ async function queue<Req, C, R>(
  *   nothing is checked or counted;
  * - allow → RateLimit headers, then `proceed`;
  * - queue → wait for the reservation (`limiter.waitInQueue`), then `proceed`; a client that
- *   disconnects meanwhile frees its place and nothing is written;
+ *   disconnects meanwhile frees its place and nothing is written; a wait the limiter ends
+ *   (`close()`) is answered as a refusal (429, `Retry-After` the wait it had);
  * - reject → `Retry-After` and RateLimit headers, then `reject` with a problem+json body;
  * - drop → destroy the socket; nothing is written and the handler never runs;
  * - failed open (store error or timeout) → `proceed` with no RateLimit headers.
