@@ -48,6 +48,32 @@ export const queueAndSlotScenarios: readonly AdapterScenario[] = [
     ],
   },
   {
+    name: 'queue: a request still waiting when the limiter closes is answered 429 with Retry-After, not left hanging',
+    rules: [
+      {
+        id: 'smooth',
+        limit: 4,
+        window: '1s',
+        burst: 1,
+        onLimit: { action: 'queue', maxWait: '1s', maxQueue: 1 },
+      },
+    ],
+    steps: [
+      { send: GET('/'), expect: { status: 200 } },
+      {
+        sendInBackground: GET('/'),
+        expect: {
+          status: 429,
+          headers: { 'retry-after': '1', 'content-type': PROBLEM_TYPE },
+          body: problem(429, ['smooth'], 1),
+        },
+      },
+      { act: (limiter) => limiter.close() },
+      { settle: true },
+      { handlerCalls: 1 },
+    ],
+  },
+  {
     name: 'queue: a client that leaves while queued frees its place and its tokens',
     rules: [
       {
