@@ -10,6 +10,11 @@ const state = {
   services: [],
   service: '',
   revision: undefined,
+  /**
+   * The set's version (its ETag without quotes): what a write is conditional on. Unlike the
+   * revision it names one state for good, even after the service lost its data and counts again.
+   */
+  version: undefined,
   rules: [],
   /** The id of the rule being edited, or '' for a new one; undefined when the editor is closed. */
   editing: undefined,
@@ -17,9 +22,10 @@ const state = {
   extra: {},
   /** The edited rule as it was when the editor opened (undefined for a new rule). */
   base: undefined,
-  /** The revision the editor's rule was loaded at: a save is conditional on it. */
+  /** The revision and version the editor's rule was loaded at: a save is conditional on the version. */
   editRevision: undefined,
-  /** Set while a save met someone else's change: { theirs, revision } until the user chooses. */
+  editVersion: undefined,
+  /** Set while a save met someone else's change: { theirs, revision, version } until the user chooses. */
   conflict: undefined,
   /** True while a save is in flight. */
   saving: false,
@@ -276,6 +282,7 @@ async function loadService() {
   if (!state.service) {
     state.rules = []
     state.revision = undefined
+    state.version = undefined
     renderRules()
     renderAudit([], false)
     return
@@ -290,6 +297,7 @@ async function loadService() {
     if (ticket !== state.loads.service) return
     state.rules = set.rules
     state.revision = set.revision
+    state.version = set.version
     const option = [...$('#service').options].find((o) => o.value === state.service)
     if (option)
       option.textContent = `${state.service} (${set.rules.length} rule${set.rules.length === 1 ? '' : 's'})`
@@ -300,7 +308,7 @@ async function loadService() {
         detail: {
           service: state.service,
           token: state.token,
-          revision: state.revision,
+          version: state.version,
           writable: canWrite(state.service),
         },
       }),
@@ -341,7 +349,7 @@ async function deleteRule(id) {
       'DELETE',
       `${servicePath(state.service)}/rules/${encodeURIComponent(id)}`,
       {
-        ifMatch: state.revision,
+        ifMatch: state.version,
       },
     )
     say(`Deleted rule ${id} (revision ${result.revision}).`)
@@ -557,6 +565,7 @@ function openEditor(rule) {
   state.editing = rule ? rule.id : ''
   state.base = rule ? structuredClone(rule) : undefined
   state.editRevision = state.revision
+  state.editVersion = state.version
   closeConflict()
   clearErrors()
   for (const name of [...FORM_FIELDS, 'maxWait', 'maxQueue']) {
@@ -592,7 +601,7 @@ async function saveRule(event) {
   event.preventDefault()
   // While a conflict is shown, only its two buttons decide: Save would overwrite unseen.
   if (state.conflict) return
-  await save(state.editRevision)
+  await save(state.editVersion)
 }
 
 async function save(ifMatch) {
@@ -656,10 +665,12 @@ async function showConflict(draft) {
   const id = draft.id ?? state.editing
   let theirs
   let revision
+  let version
   let changes = []
   try {
     const set = await api('GET', `${servicePath(state.service)}/rules`)
     revision = set.revision
+    version = set.version
     theirs = set.rules.find((r) => r.id === id)
     const audit = await api('GET', `${servicePath(state.service)}/audit?limit=50`)
     changes = audit.entries.filter((e) => e.revision > opened)
@@ -667,7 +678,7 @@ async function showConflict(draft) {
     saveMessage(`Not saved, and the current rules could not be read: ${explain(err)}`, true)
     return
   }
-  state.conflict = { theirs, revision }
+  state.conflict = { theirs, revision, version }
   $('#save').disabled = true
   $('#conflict-title').textContent =
     `${changes.length === 1 ? 'A change was' : `${changes.length} changes were`} made since you opened this rule (revision ${opened} → ${revision}):`
@@ -725,17 +736,18 @@ function closeConflict() {
 
 /** Save the draft over the colleague's change, knowingly: conditional on the revision shown. */
 async function overwrite() {
-  const { revision, theirs } = state.conflict
+  const { revision, version, theirs } = state.conflict
   closeConflict()
   // A new rule whose id a colleague created meanwhile: replacing theirs is what was asked.
   if (state.editing === '' && theirs !== undefined) state.editing = theirs.id
   state.editRevision = revision
-  await save(revision)
+  state.editVersion = version
+  await save(version)
 }
 
 /** Drop the draft and edit the rule as it is now on the service. */
 function takeTheirs() {
-  const { theirs, revision } = state.conflict
+  const { theirs, revision, version } = state.conflict
   closeConflict()
   saveMessage('')
   if (theirs === undefined) {
@@ -745,6 +757,7 @@ function takeTheirs() {
   }
   openEditor(theirs)
   state.editRevision = revision
+  state.editVersion = version
 }
 
 // --- audit trail -----------------------------------------------------------------------------

@@ -17,7 +17,8 @@ const SERIES = [
 const fleet = {
   service: '',
   token: '',
-  revision: undefined,
+  /** The set's version (its ETag without quotes) shown: enforcing a rule is conditional on it. */
+  version: undefined,
   /** Whether the token may change this service (admin.js asks GET /v1/me). */
   writable: false,
   /** uPlot instances by rule id, kept across refreshes so the page does not flicker. */
@@ -179,7 +180,7 @@ async function enforce(id, button, note) {
     // One merge patch: the rule loses `shadow`; the service writes the audit entry.
     await call('PATCH', `${servicePath(fleet.service)}/rules/${encodeURIComponent(id)}`, {
       body: { shadow: null },
-      ifMatch: fleet.revision,
+      ifMatch: fleet.version,
     })
     document.dispatchEvent(new CustomEvent('floodgate:rules-changed'))
   } catch (err) {
@@ -319,14 +320,14 @@ async function load() {
 }
 
 document.addEventListener('floodgate:service', (event) => {
-  const { service, token, revision, writable } = event.detail
+  const { service, token, version, writable } = event.detail
   if (service !== fleet.service) {
     for (const chart of fleet.charts.values()) chart.destroy()
     fleet.charts.clear()
     $('#fleet-rules').replaceChildren()
     delete $('#fleet-rules').dataset.shape
   }
-  Object.assign(fleet, { service, token, revision, writable })
+  Object.assign(fleet, { service, token, version, writable })
   clearTimeout(fleet.timer)
   void load()
 })

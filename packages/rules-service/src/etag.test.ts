@@ -1,33 +1,37 @@
 import { describe, expect, it } from 'vitest'
-import { etagOf, ifMatchRevisions, noneMatchHits } from './etag.js'
+import { etagOf, ifMatchTags, noneMatchHits, versionOf } from './etag.js'
 
 describe('etag', () => {
-  it('quotes the revision', () => {
-    expect(etagOf(0)).toBe('"0"')
-    expect(etagOf(42)).toBe('"42"')
+  const v3 = versionOf({ revision: 3, tag: 'ab12' })
+
+  it('quotes the revision and the tag', () => {
+    expect(versionOf({ revision: 0, tag: 'x' })).toBe('0-x')
+    expect(etagOf('42-cd')).toBe('"42-cd"')
   })
 
   it.each([
-    [undefined, 3, false],
-    ['"3"', 3, true],
-    ['W/"3"', 3, true],
-    ['"2", "3"', 3, true],
-    ['"2"', 3, false],
-    ['*', 3, true],
-    ['3', 3, false],
-  ])('If-None-Match %s against revision %i → %s', (header, revision, hit) => {
-    expect(noneMatchHits(header, revision)).toBe(hit)
+    [undefined, false],
+    ['"3-ab12"', true],
+    ['W/"3-ab12"', true],
+    ['"2-ff", "3-ab12"', true],
+    ['"2-ab12"', false],
+    // The same revision of another state: a set lost and provisioned again.
+    ['"3-ffff"', false],
+    ['"3"', false],
+    ['*', true],
+    ['3-ab12', false],
+  ])('If-None-Match %s against "3-ab12" → %s', (header, hit) => {
+    expect(noneMatchHits(header, v3)).toBe(hit)
   })
 
   it.each([
     [undefined, undefined],
     ['*', undefined],
-    ['"7"', [7]],
-    ['"7", "8"', [7, 8]],
-    ['W/"7"', []],
-    ['7', []],
-    ['"x"', []],
-  ])('If-Match %s → %j', (header, revisions) => {
-    expect(ifMatchRevisions(header)).toEqual(revisions)
+    ['"7-a"', ['"7-a"']],
+    ['"7-a", "8-b"', ['"7-a"', '"8-b"']],
+    ['W/"7-a"', []],
+    ['7-a', []],
+  ])('If-Match %s → %j', (header, list) => {
+    expect(ifMatchTags(header)).toEqual(list)
   })
 })

@@ -124,6 +124,7 @@ export function fleetOpenApi(h: OpenApiHelpers): {
         properties: {
           service: { type: 'string' },
           revision: { type: 'integer' },
+          version: { type: 'string' },
           bucketMs: { type: 'integer' },
           windowMs: { type: 'integer' },
           times: {

@@ -19,7 +19,11 @@ const json = (schema: Json, description: string, headers?: Json): Json => ({
   ...(headers ? { headers } : {}),
 })
 const etag: Json = {
-  ETag: { description: 'The set\'s revision, e.g. `"7"`', schema: { type: 'string' } },
+  ETag: {
+    description:
+      'The set\'s version in quotes, e.g. `"7-9c1f…"`: opaque, never reused, even when the data is lost and revisions start over',
+    schema: { type: 'string' },
+  },
 }
 
 const serviceParam: Json = {
@@ -53,7 +57,7 @@ const common = {
 const writeErrors = {
   ...common,
   '409': problem('A rule with this id exists'),
-  '412': problem('If-Match did not match the current revision'),
+  '412': problem("If-Match (or the body's version) did not name the current state of the set"),
   '413': problem('Body larger than the limit'),
   '415': problem('Body is not JSON'),
 }
@@ -61,8 +65,13 @@ const ruleResponse = (description: string): Json =>
   json(
     {
       type: 'object',
-      required: ['service', 'revision', 'rule'],
-      properties: { service: { type: 'string' }, revision: { type: 'integer' }, rule: ref('Rule') },
+      required: ['service', 'revision', 'version', 'rule'],
+      properties: {
+        service: { type: 'string' },
+        revision: { type: 'integer' },
+        version: { type: 'string' },
+        rule: ref('Rule'),
+      },
     },
     description,
     etag,
@@ -90,7 +99,7 @@ export function openApiDocument(): Json {
       title: 'Floodgate rules service',
       version: '1',
       description:
-        "Service owners manage rate-limiting rules; hosts poll `GET /v1/services/{service}/ruleset` with If-None-Match. Every change bumps the service's revision, which is also the ETag.",
+        "Service owners manage rate-limiting rules; hosts poll `GET /v1/services/{service}/ruleset` with If-None-Match. Every change bumps the service's revision and draws a new version (`<revision>-<random tag>`); the ETag is the version in quotes.",
     },
     security: [{ bearer: [] }],
     paths: {
@@ -186,7 +195,19 @@ export function openApiDocument(): Json {
                 schema: {
                   type: 'object',
                   required: ['rules'],
-                  properties: { rules: { type: 'array', items: ref('Rule') } },
+                  properties: {
+                    rules: { type: 'array', items: ref('Rule') },
+                    service: { type: 'string', description: "Must be the URL's, when given" },
+                    version: {
+                      type: 'string',
+                      description:
+                        'The version the set was read at: makes the write conditional, like If-Match',
+                    },
+                    revision: {
+                      type: 'integer',
+                      description: 'Ignored with `version`; alone it is refused (400)',
+                    },
+                  },
                 },
               },
             },
@@ -237,6 +258,7 @@ export function openApiDocument(): Json {
                 properties: {
                   service: { type: 'string' },
                   revision: { type: 'integer' },
+                  version: { type: 'string' },
                   deleted: { type: 'string' },
                 },
               },
@@ -295,10 +317,17 @@ export function openApiDocument(): Json {
         ...fleet.schemas,
         Ruleset: {
           type: 'object',
-          required: ['service', 'revision', 'rules'],
+          required: ['service', 'revision', 'version', 'rules'],
           properties: {
             service: { type: 'string' },
-            revision: { type: 'integer', description: 'Bumped by every change' },
+            revision: {
+              type: 'integer',
+              description: 'Bumped by every change; starts over at 0 if the data is lost',
+            },
+            version: {
+              type: 'string',
+              description: 'This state of the set, never reused: the ETag without its quotes',
+            },
             rules: { type: 'array', items: ref('Rule') },
           },
         },
@@ -307,6 +336,7 @@ export function openApiDocument(): Json {
           properties: {
             name: { type: 'string' },
             revision: { type: 'integer' },
+            version: { type: 'string' },
             rules: { type: 'integer' },
             updatedAt: { type: 'string', format: 'date-time' },
           },
@@ -316,6 +346,7 @@ export function openApiDocument(): Json {
           properties: {
             service: { type: 'string' },
             revision: { type: 'integer' },
+            version: { type: 'string' },
             created: { type: 'boolean' },
           },
         },
@@ -353,6 +384,7 @@ export function openApiDocument(): Json {
               description: 'Each invalid field as `path: message`',
             },
             revision: { type: 'integer', description: 'The current revision (412)' },
+            version: { type: 'string', description: 'The current version (412)' },
           },
         },
       },

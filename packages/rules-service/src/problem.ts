@@ -70,6 +70,8 @@ export interface ProblemBody {
   errors?: string[]
   /** The set's revision, when the problem is about it (412). */
   revision?: number
+  /** The set's current version (its ETag without quotes), when the problem is about it (412). */
+  version?: string
 }
 
 /** Base URI of problem types; each type has a section in docs/rules-service.md. */
@@ -82,16 +84,17 @@ export class ProblemError extends Error {
   readonly problem: ProblemType
   readonly errors: readonly string[] | undefined
   readonly revision: number | undefined
+  readonly version: string | undefined
 
   /**
    * @param problem - the problem type (picks the status and title)
    * @param detail - what was wrong with this request
-   * @param extra - validation issues or the current revision
+   * @param extra - validation issues or the current revision and version
    */
   constructor(
     problem: ProblemType,
     detail: string,
-    extra: { errors?: readonly string[]; revision?: number } = {},
+    extra: { errors?: readonly string[]; revision?: number; version?: string } = {},
   ) {
     super(detail)
     this.name = 'ProblemError'
@@ -99,6 +102,7 @@ export class ProblemError extends Error {
     this.status = TITLES[problem][0]
     this.errors = extra.errors
     this.revision = extra.revision
+    this.version = extra.version
   }
 
   /** @returns the response body */
@@ -106,6 +110,7 @@ export class ProblemError extends Error {
     return problemBody(this.problem, this.message, {
       ...(this.errors ? { errors: [...this.errors] } : {}),
       ...(this.revision !== undefined ? { revision: this.revision } : {}),
+      ...(this.version !== undefined ? { version: this.version } : {}),
     })
   }
 }
@@ -121,7 +126,7 @@ export class ProblemError extends Error {
 export function problemBody(
   problem: ProblemType,
   detail: string,
-  extra: Partial<Pick<ProblemBody, 'errors' | 'revision'>> = {},
+  extra: Partial<Pick<ProblemBody, 'errors' | 'revision' | 'version'>> = {},
 ): ProblemBody {
   const [status, title] = TITLES[problem]
   return { type: PROBLEM_BASE + problem, title, status, detail, ...extra }

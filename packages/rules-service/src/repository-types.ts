@@ -6,6 +6,11 @@ import type { RuleBody } from './rule-bodies.js'
 export interface Ruleset {
   service: string
   revision: number
+  /**
+   * This exact state of the set (`<revision>-<random tag>`; the ETag is it in quotes). Unlike
+   * the revision it is never reused, even when the data is lost and the revisions start over.
+   */
+  version: string
   rules: RuleBody[]
 }
 
@@ -13,6 +18,8 @@ export interface Ruleset {
 export interface ServiceSummary {
   name: string
   revision: number
+  /** As {@link Ruleset.version}. */
+  version: string
   rules: number
   updatedAt: string
 }
@@ -50,10 +57,12 @@ export interface AuditEntry {
  */
 export type RulesValidator = (rules: readonly unknown[]) => readonly string[]
 
-/** The outcome of a change: the new set plus what it changed. */
+/** The outcome of a change: the set's new version plus whether it changed. */
 export interface Change {
   /** The new revision (unchanged when the write changed nothing). */
   revision: number
+  /** The new version, as {@link Ruleset.version} (unchanged when the write changed nothing). */
+  version: string
   /** False when the write left the set as it was (no revision bump, no audit). */
   changed: boolean
 }

@@ -1,7 +1,8 @@
 import type { Db } from './db/db.js'
+import type { SetVersion } from './etag.js'
 
 /**
- * Every service's revision in memory, so a poll whose copy is current (a 304) runs no query.
+ * Every service's version (revision and tag) in memory, so a poll whose copy is current (a 304) runs no query.
  *
  * Exact only where this process sees every write: the cache is kept for PGlite, whose data one
  * process owns (the data directory's lock refuses a second one, and an in-memory database has
@@ -10,26 +11,27 @@ import type { Db } from './db/db.js'
  * have other instances writing the same tables, so there every poll asks the database.
  */
 export class RevisionCache {
-  readonly #revisions = new Map<string, number>()
+  readonly #versions = new Map<string, SetVersion>()
 
   /**
    * @param service - the service name
-   * @returns its last known revision, or undefined when not known (ask the database)
+   * @returns its last known version, or undefined when not known (ask the database)
    */
-  get(service: string): number | undefined {
-    return this.#revisions.get(service)
+  get(service: string): SetVersion | undefined {
+    return this.#versions.get(service)
   }
 
   /**
-   * Record a revision read from, or committed to, the database. A lower one than known is
+   * Record a version read from, or committed to, the database. A lower revision than known is
    * ignored: it comes from a read or write that finished before the latest commit.
    *
    * @param service - the service name
-   * @param revision - its revision
+   * @param version - its version
    */
-  note(service: string, revision: number): void {
-    const known = this.#revisions.get(service)
-    if (known === undefined || revision > known) this.#revisions.set(service, revision)
+  note(service: string, version: SetVersion): void {
+    const known = this.#versions.get(service)
+    if (known === undefined || version.revision > known.revision)
+      this.#versions.set(service, version)
   }
 }
 

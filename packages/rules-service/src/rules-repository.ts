@@ -1,4 +1,5 @@
 import type { Db, DbSession } from './db/db.js'
+import { etagOf, versionOf, type SetVersion } from './etag.js'
 import { ProblemError } from './problem.js'
 import { diffRules, mergePatch, orderChange, type RuleBody } from './rule-bodies.js'
 import type {
@@ -21,6 +22,11 @@ interface PlannedChange {
   /** The action recorded for rules whose body changed. */
   action: (before: RuleBody | undefined, after: RuleBody | undefined) => AuditAction
 }
+
+const toVersion = (row: { revision: unknown; tag: unknown }): SetVersion => ({
+  revision: Number(row.revision),
+  tag: String(row.tag),
+})
 
 const toIso = (value: unknown): string =>
   value instanceof Date ? value.toISOString() : new Date(String(value)).toISOString()
@@ -50,16 +56,18 @@ export class RulesRepository {
     const rows = await this.#db.query<{
       name: string
       revision: unknown
+      tag: unknown
       rules: unknown
       updated_at: unknown
     }>(
-      `SELECT s.name, s.revision, s.updated_at,
+      `SELECT s.name, s.revision, s.tag, s.updated_at,
         (SELECT count(*) FROM rules r WHERE r.service = s.name) AS rules
        FROM services s ORDER BY s.name`,
     )
     return rows.map((r) => ({
       name: r.name,
       revision: Number(r.revision),
+      version: versionOf(toVersion(r)),
       rules: Number(r.rules),
       updatedAt: toIso(r.updated_at),
     }))
@@ -72,29 +80,29 @@ export class RulesRepository {
    * @returns true when it was created
    */
   async ensureService(name: string): Promise<boolean> {
-    const rows = await this.#db.query(
-      'INSERT INTO services (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING name',
+    const rows = await this.#db.query<{ revision: unknown; tag: unknown }>(
+      'INSERT INTO services (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING revision, tag',
       [name],
     )
-    if (rows.length > 0) this.#revisions?.note(name, 0)
+    if (rows[0] !== undefined) this.#revisions?.note(name, toVersion(rows[0]))
     return rows.length > 0
   }
 
   /**
    * @param service - the service name
-   * @returns its revision, or undefined when there is no such service
+   * @returns its version (what its ETag names), or undefined when there is no such service
    */
-  async revision(service: string): Promise<number | undefined> {
+  async version(service: string): Promise<string | undefined> {
     const cached = this.#revisions?.get(service)
-    if (cached !== undefined) return cached
-    const rows = await this.#db.query<{ revision: unknown }>(
-      'SELECT revision FROM services WHERE name = $1',
+    if (cached !== undefined) return versionOf(cached)
+    const rows = await this.#db.query<{ revision: unknown; tag: unknown }>(
+      'SELECT revision, tag FROM services WHERE name = $1',
       [service],
     )
     if (rows[0] === undefined) return undefined
-    const revision = Number(rows[0].revision)
-    this.#revisions?.note(service, revision)
-    return revision
+    const version = toVersion(rows[0])
+    this.#revisions?.note(service, version)
+    return versionOf(version)
   }
 
   /**
@@ -104,8 +112,8 @@ export class RulesRepository {
    * @returns the set; throws a 404 problem for an unknown service
    */
   async ruleset(service: string): Promise<Ruleset> {
-    const rows = await this.#db.query<{ revision: unknown; body: RuleBody | null }>(
-      `SELECT s.revision, r.body FROM services s
+    const rows = await this.#db.query<{ revision: unknown; tag: unknown; body: RuleBody | null }>(
+      `SELECT s.revision, s.tag, r.body FROM services s
        LEFT JOIN rules r ON r.service = s.name
        WHERE s.name = $1 ORDER BY r.position`,
       [service],
@@ -114,6 +122,7 @@ export class RulesRepository {
     return {
       service,
       revision: Number(rows[0].revision),
+      version: versionOf(toVersion(rows[0])),
       rules: rows.flatMap((r) => (r.body === null ? [] : [r.body])),
     }
   }
@@ -123,11 +132,14 @@ export class RulesRepository {
    * @param id - the rule id
    * @returns the rule and the set's revision; 404 problems for an unknown service or rule
    */
-  async rule(service: string, id: string): Promise<{ revision: number; rule: RuleBody }> {
+  async rule(
+    service: string,
+    id: string,
+  ): Promise<{ revision: number; version: string; rule: RuleBody }> {
     const set = await this.ruleset(service)
     const rule = set.rules.find((r) => r.id === id)
     if (!rule) throw unknownRule(service, id)
-    return { revision: set.revision, rule }
+    return { revision: set.revision, version: set.version, rule }
   }
 
   /**
@@ -136,13 +148,13 @@ export class RulesRepository {
    * @param service - the service name
    * @param body - the rule
    * @param actor - who (the token's name), for the audit trail
-   * @param ifMatch - the revisions the writer accepts (If-Match), if any
+   * @param ifMatch - the ETags the writer accepts (If-Match), if any
    */
   create(
     service: string,
     body: RuleBody,
     actor: string,
-    ifMatch?: readonly number[],
+    ifMatch?: readonly string[],
   ): Promise<Change> {
     return this.#change(service, actor, ifMatch, (current) => {
       if (current.some((r) => r.id === body.id)) {
@@ -162,7 +174,7 @@ export class RulesRepository {
    * @param id - the rule id (the body's id must equal it)
    * @param body - the new rule
    * @param actor - who, for the audit trail
-   * @param ifMatch - the revisions the writer accepts (If-Match), if any
+   * @param ifMatch - the ETags the writer accepts (If-Match), if any
    * @returns the change, and whether the rule was created
    */
   async replace(
@@ -170,7 +182,7 @@ export class RulesRepository {
     id: string,
     body: RuleBody,
     actor: string,
-    ifMatch?: readonly number[],
+    ifMatch?: readonly string[],
   ): Promise<Change & { created: boolean }> {
     let created = false
     const change = await this.#change(service, actor, ifMatch, (current) => {
@@ -191,7 +203,7 @@ export class RulesRepository {
    * @param id - the rule id
    * @param patch - RFC 7396 merge patch
    * @param actor - who, for the audit trail
-   * @param ifMatch - the revisions the writer accepts (If-Match), if any
+   * @param ifMatch - the ETags the writer accepts (If-Match), if any
    * @param check - validates the patched body before the set is (400 problems)
    */
   patch(
@@ -199,7 +211,7 @@ export class RulesRepository {
     id: string,
     patch: Record<string, unknown>,
     actor: string,
-    ifMatch: readonly number[] | undefined,
+    ifMatch: readonly string[] | undefined,
     check: (patched: unknown) => RuleBody,
   ): Promise<Change> {
     return this.#change(service, actor, ifMatch, (current) => {
@@ -218,9 +230,9 @@ export class RulesRepository {
    * @param service - the service name
    * @param id - the rule id
    * @param actor - who, for the audit trail
-   * @param ifMatch - the revisions the writer accepts (If-Match), if any
+   * @param ifMatch - the ETags the writer accepts (If-Match), if any
    */
-  delete(service: string, id: string, actor: string, ifMatch?: readonly number[]): Promise<Change> {
+  delete(service: string, id: string, actor: string, ifMatch?: readonly string[]): Promise<Change> {
     return this.#change(service, actor, ifMatch, (current) => {
       if (!current.some((r) => r.id === id)) throw unknownRule(service, id)
       return { next: current.filter((r) => r.id !== id), action: () => 'delete' }
@@ -233,13 +245,13 @@ export class RulesRepository {
    * @param service - the service name
    * @param rules - the new set
    * @param actor - who, for the audit trail
-   * @param ifMatch - the revisions the writer accepts (If-Match), if any
+   * @param ifMatch - the ETags the writer accepts (If-Match), if any
    */
   replaceAll(
     service: string,
     rules: RuleBody[],
     actor: string,
-    ifMatch?: readonly number[],
+    ifMatch?: readonly string[],
   ): Promise<Change> {
     return this.#change(service, actor, ifMatch, () => ({
       next: rules,
@@ -259,7 +271,7 @@ export class RulesRepository {
     service: string,
     options: { limit?: number; before?: number; ruleId?: string } = {},
   ): Promise<AuditEntry[]> {
-    if ((await this.revision(service)) === undefined) throw unknownService(service)
+    if ((await this.version(service)) === undefined) throw unknownService(service)
     const rows = await this.#db.query<{
       id: unknown
       rule_id: string | null
@@ -292,41 +304,45 @@ export class RulesRepository {
   async #change(
     service: string,
     actor: string,
-    ifMatch: readonly number[] | undefined,
+    ifMatch: readonly string[] | undefined,
     plan: (current: RuleBody[]) => PlannedChange,
   ): Promise<Change> {
     const change = await this.#db.transaction(async (tx) => {
       // The row lock serialises writers of one service; readers are never blocked.
-      const locked = await tx.query<{ revision: unknown }>(
-        'SELECT revision FROM services WHERE name = $1 FOR UPDATE',
+      const locked = await tx.query<{ revision: unknown; tag: unknown }>(
+        'SELECT revision, tag FROM services WHERE name = $1 FOR UPDATE',
         [service],
       )
       if (locked[0] === undefined) throw unknownService(service)
-      const revision = Number(locked[0].revision)
-      if (ifMatch !== undefined && !ifMatch.includes(revision)) {
+      const current = toVersion(locked[0])
+      const { revision } = current
+      const version = versionOf(current)
+      if (ifMatch !== undefined && !ifMatch.includes(etagOf(version))) {
         throw new ProblemError(
           'precondition-failed',
-          `the rule set of ${JSON.stringify(service)} is at revision ${revision}, not ${ifMatch.join(' or ') || 'the one given'}; reload and retry`,
-          { revision },
+          `the rule set of ${JSON.stringify(service)} is at ${etagOf(version)} (revision ${revision}), not ${ifMatch.join(' or ') || 'the one given'}; reload and retry`,
+          { revision, version },
         )
       }
-      const current = (
+      const rules = (
         await tx.query<{ body: RuleBody }>(
           'SELECT body FROM rules WHERE service = $1 ORDER BY position',
           [service],
         )
       ).map((r) => r.body)
-      const { next, action } = plan(current)
+      const { next, action } = plan(rules)
       this.#check(next)
-      const entries = diffRules(current, next)
-      const order = orderChange(current, next)
-      if (entries.length === 0 && order === undefined) return { revision, changed: false }
+      const entries = diffRules(rules, next)
+      const order = orderChange(rules, next)
+      if (entries.length === 0 && order === undefined) return { current, changed: false }
       const nextRevision = revision + 1
-      await write(tx, service, current, next)
-      await tx.query('UPDATE services SET revision = $2, updated_at = now() WHERE name = $1', [
-        service,
-        nextRevision,
-      ])
+      await write(tx, service, rules, next)
+      // A new random tag with every revision: see migration 2.
+      const [updated] = await tx.query<{ tag: unknown }>(
+        `UPDATE services SET revision = $2, tag = DEFAULT, updated_at = now() WHERE name = $1
+         RETURNING tag`,
+        [service, nextRevision],
+      )
       for (const { id, before, after } of entries) {
         await tx.query(
           `INSERT INTO audit (service, rule_id, actor, action, revision, before, after)
@@ -351,11 +367,11 @@ export class RulesRepository {
           [service, actor, nextRevision, JSON.stringify(order.before), JSON.stringify(order.after)],
         )
       }
-      return { revision: nextRevision, changed: true }
+      return { current: { revision: nextRevision, tag: String(updated?.tag) }, changed: true }
     })
-    // Only once committed: a rolled-back write must not move the polls' revision.
-    this.#revisions?.note(service, change.revision)
-    return change
+    // Only once committed: a rolled-back write must not move the polls' version.
+    this.#revisions?.note(service, change.current)
+    return { ...change.current, version: versionOf(change.current), changed: change.changed }
   }
 
   /** Refuse a set that core would refuse, or that repeats an id. */

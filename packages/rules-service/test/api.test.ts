@@ -15,6 +15,8 @@ import { DATABASE_URL, TOKENS, dropSchema, postgresAvailable, uniqueSchema } fro
 // One suite, two storages: the same SQL and the same answers on embedded PGlite and on a
 // PostgreSQL server.
 const hasPostgres = await postgresAvailable()
+/** A set's version at `revision`: the revision and a random tag that no other state shares. */
+const at = (revision: number) => expect.stringMatching(new RegExp(`^${revision}-[0-9a-f]{32}$`))
 const pgSchema = uniqueSchema()
 
 interface Backend {
@@ -139,38 +141,41 @@ for (const backend of backends) {
       const service = await newService()
       const empty = await call('GET', `/v1/services/${service}/ruleset`, { token: TOKENS.reader })
       expect(empty.status).toBe(200)
-      expect(empty.body).toEqual({ service, revision: 0, rules: [] })
-      expect(empty.headers.etag).toBe('"0"')
+      expect(empty.body).toEqual({ service, revision: 0, version: at(0), rules: [] })
+      expect(empty.headers.etag).toBe(`"${empty.body!.version}"`)
 
       const created = await call('POST', `/v1/services/${service}/rules`, {
         token: TOKENS.admin,
         body: rule('api'),
       })
       expect(created.status).toBe(201)
-      expect(created.headers.etag).toBe('"1"')
+      expect(created.headers.etag).toBe(`"${created.body!.version}"`)
       expect(created.headers.location).toBe(`/v1/services/${service}/rules/api`)
-      expect(created.body).toEqual({ service, revision: 1, rule: rule('api') })
+      expect(created.body).toEqual({ service, revision: 1, version: at(1), rule: rule('api') })
 
       const set = await call('GET', `/v1/services/${service}/ruleset`, { token: TOKENS.reader })
-      expect(set.body).toEqual({ service, revision: 1, rules: [rule('api')] })
-      expect(set.headers.etag).toBe('"1"')
+      expect(set.body).toEqual({ service, revision: 1, version: at(1), rules: [rule('api')] })
+      expect(set.headers.etag).toBe(created.headers.etag)
 
       const same = await call('GET', `/v1/services/${service}/ruleset`, {
         token: TOKENS.reader,
-        headers: { 'if-none-match': '"1"' },
+        headers: { 'if-none-match': set.headers.etag! },
       })
       expect(same.status).toBe(304)
       expect(same.body).toBeUndefined()
-      expect(same.headers.etag).toBe('"1"')
+      expect(same.headers.etag).toBe(set.headers.etag)
 
-      const stale = await call('GET', `/v1/services/${service}/ruleset`, {
-        token: TOKENS.reader,
-        headers: { 'if-none-match': '"0"' },
-      })
-      expect(stale.status).toBe(200)
+      // An older state, and the bare revision (which alone names no state): both are stale.
+      for (const tag of [empty.headers.etag!, '"1"']) {
+        const stale = await call('GET', `/v1/services/${service}/ruleset`, {
+          token: TOKENS.reader,
+          headers: { 'if-none-match': tag },
+        })
+        expect(stale.status, tag).toBe(200)
+      }
 
       const one = await call('GET', `/v1/services/${service}/rules/api`, { token: TOKENS.reader })
-      expect(one.body).toEqual({ service, revision: 1, rule: rule('api') })
+      expect(one.body).toEqual({ service, revision: 1, version: at(1), rule: rule('api') })
       const list = await call('GET', `/v1/services/${service}/rules`, { token: TOKENS.reader })
       expect(list.body).toEqual(set.body)
     })
@@ -237,7 +242,7 @@ for (const backend of backends) {
       )
 
       const set = await call('GET', `/v1/services/${service}/ruleset`, { token: TOKENS.reader })
-      expect(set.body).toEqual({ service, revision: 0, rules: [] })
+      expect(set.body).toEqual({ service, revision: 0, version: at(0), rules: [] })
     })
 
     it("manages a rule's deny and allow lists; a bad CIDR is refused naming it, the set in force stays", async () => {
@@ -260,7 +265,12 @@ for (const backend of backends) {
         /^rules\[\d\]\.deny\.ips\[0\]: expected a prefix length from 0 to 32 after the '\/', got "198\.51\.100\.0\/33"$/m,
       )
       const set = await call('GET', `/v1/services/${service}/ruleset`, { token: TOKENS.reader })
-      expect(set.body).toEqual({ service, revision: 1, rules: [rule('api', lists)] })
+      expect(set.body).toEqual({
+        service,
+        revision: 1,
+        version: at(1),
+        rules: [rule('api', lists)],
+      })
     })
 
     it('answers malformed JSON, oversized bodies, non-JSON bodies and unknown routes with problems', async () => {
@@ -357,7 +367,7 @@ for (const backend of backends) {
       expect(extra.body!.detail).toMatch(/unknown field.*"force"/)
 
       const set = await call('GET', `${url}`, { token: TOKENS.reader })
-      expect(set.body).toEqual({ service, revision: 1, rules: [rule('a')] })
+      expect(set.body).toEqual({ service, revision: 1, version: at(1), rules: [rule('a')] })
 
       const replaced = await call('PUT', url, {
         token: TOKENS.admin,
@@ -370,13 +380,24 @@ for (const backend of backends) {
         rules: [rule('c'), rule('a')],
       })
 
-      // A set read with GET can be sent back: its revision makes the write conditional.
+      // A set read with GET can be sent back: its version makes the write conditional.
       const read = await call('GET', url, { token: TOKENS.reader })
       const stale = await call('PUT', url, {
         token: TOKENS.admin,
-        body: { ...read.body, revision: 1 },
+        body: { ...read.body, version: set.body!.version },
       })
       expect(stale.status).toBe(412)
+      // A revision alone names no state (it starts over when the data is lost): refused, not
+      // taken as a condition that could match another set, nor ignored.
+      const { version: _v, ...revisionOnly } = read.body!
+      const bare = await call('PUT', url, { token: TOKENS.admin, body: revisionOnly })
+      expect(bare.status).toBe(400)
+      expect(bare.body!.detail).toMatch(/revision alone/)
+      const badVersion = await call('PUT', url, {
+        token: TOKENS.admin,
+        body: { ...read.body, version: 2 },
+      })
+      expect(badVersion.status).toBe(400)
       const wrongService = await call('PUT', url, {
         token: TOKENS.admin,
         body: { ...read.body, service: 'other' },
@@ -384,11 +405,11 @@ for (const backend of backends) {
       expect(wrongService.status).toBe(400)
       const roundTrip = await call('PUT', url, { token: TOKENS.admin, body: read.body })
       expect(roundTrip.body).toMatchObject({ revision: 2, changed: false })
-      // With both, the header wins, `If-Match: *` (any revision) included.
-      for (const ifMatch of ['"2"', '*']) {
+      // With both, the header wins, `If-Match: *` (any version) included.
+      for (const ifMatch of [read.headers.etag!, '*']) {
         const headerWins = await call('PUT', url, {
           token: TOKENS.admin,
-          body: { ...read.body, revision: 1 },
+          body: { ...read.body, version: set.body!.version },
           headers: { 'if-match': ifMatch },
         })
         expect(headerWins.status, ifMatch).toBe(200)
@@ -418,6 +439,7 @@ for (const backend of backends) {
       expect(put.body).toEqual({
         service,
         revision: 2,
+        version: at(2),
         rule: { id: 'a', match: '/x', rate: '5/s' },
       })
 
@@ -451,6 +473,7 @@ for (const backend of backends) {
       expect(patched2.body).toEqual({
         service,
         revision: 4,
+        version: at(4),
         rule: { id: 'b', limit: 20, window: '1m', description: 'patched' },
       })
 
@@ -469,8 +492,8 @@ for (const backend of backends) {
 
       const deleted = await call('DELETE', `${url}/a`, { token: TOKENS.admin })
       expect(deleted.status).toBe(200)
-      expect(deleted.body).toEqual({ service, revision: 5, deleted: 'a' })
-      expect(deleted.headers.etag).toBe('"5"')
+      expect(deleted.body).toEqual({ service, revision: 5, version: at(5), deleted: 'a' })
+      expect(deleted.headers.etag).toBe(`"${deleted.body!.version}"`)
       expect((await call('GET', `${url}/a`, { token: TOKENS.reader })).status).toBe(404)
       expect((await call('DELETE', `${url}/a`, { token: TOKENS.admin })).status).toBe(404)
 
@@ -478,6 +501,7 @@ for (const backend of backends) {
       expect(set.body).toEqual({
         service,
         revision: 5,
+        version: at(5),
         rules: [{ id: 'b', limit: 20, window: '1m', description: 'patched' }],
       })
     })
@@ -485,20 +509,29 @@ for (const backend of backends) {
     it('honours If-Match: 412 when someone changed the set first', async () => {
       const service = await newService()
       const url = `/v1/services/${service}/rules`
+      const v0 = (await call('GET', url, { token: TOKENS.reader })).headers.etag!
       const first = await call('POST', url, {
         token: TOKENS.admin,
         body: rule('a'),
-        headers: { 'if-match': '"0"' },
+        headers: { 'if-match': v0 },
       })
       expect(first.status).toBe(201)
+      const v1 = first.headers.etag!
 
       const stale = await call('POST', url, {
         token: TOKENS.admin,
         body: rule('b'),
-        headers: { 'if-match': '"0"' },
+        headers: { 'if-match': v0 },
       })
       expect(stale.status).toBe(412)
-      expect(stale.body).toMatchObject({ status: 412, revision: 1 })
+      expect(stale.body).toMatchObject({ status: 412, revision: 1, version: v1.slice(1, -1) })
+      // The bare revision names no state: never a match.
+      const bare = await call('POST', url, {
+        token: TOKENS.admin,
+        body: rule('b'),
+        headers: { 'if-match': '"1"' },
+      })
+      expect(bare.status).toBe(412)
       for (const [method, path] of [
         ['PUT', `${url}/a`],
         ['PATCH', `${url}/a`],
@@ -507,13 +540,13 @@ for (const backend of backends) {
         const res = await call(method, path, {
           token: TOKENS.admin,
           ...(method === 'DELETE' ? {} : { body: method === 'PUT' ? rule('a') : { limit: 3 } }),
-          headers: { 'if-match': '"0"' },
+          headers: { 'if-match': v0 },
         })
         expect(res.status, method).toBe(412)
       }
       const weak = await call('DELETE', `${url}/a`, {
         token: TOKENS.admin,
-        headers: { 'if-match': 'W/"1"' },
+        headers: { 'if-match': `W/${v1}` },
       })
       expect(weak.status).toBe(412)
 
@@ -523,7 +556,7 @@ for (const backend of backends) {
           call('POST', url, {
             token: TOKENS.admin,
             body: rule(id),
-            headers: { 'if-match': '"1"' },
+            headers: { 'if-match': v1 },
           }),
         ),
       )
@@ -538,7 +571,7 @@ for (const backend of backends) {
       const current = await call('PATCH', `${url}/a`, {
         token: TOKENS.admin,
         body: { limit: 4 },
-        headers: { 'if-match': '"3"' },
+        headers: { 'if-match': `"0-x", ${star.headers.etag!}` },
       })
       expect(current.status).toBe(200)
       expect(current.body!.revision).toBe(4)
@@ -583,7 +616,8 @@ for (const backend of backends) {
       expect(services.body!.services.map((s: { name: string }) => s.name)).toEqual(['checkout'])
       const one = await call('GET', '/v1/services/checkout', { token: TOKENS.reader })
       expect(one.body).toMatchObject({ name: 'checkout', rules: 1 })
-      expect(one.headers.etag).toBe(`"${one.body!.revision}"`)
+      expect(one.headers.etag).toBe(`"${one.body!.version}"`)
+      expect(one.body!.version).toEqual(at(one.body!.revision))
       expect((await call('GET', '/v1/services/nope', { token: TOKENS.reader })).status).toBe(404)
       const all = await call('GET', '/v1/services', { token: TOKENS.admin })
       expect(all.body!.services.map((s: { name: string }) => s.name)).toContain(other)

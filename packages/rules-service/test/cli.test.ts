@@ -41,6 +41,7 @@ describe('floodgate-rules CLI', () => {
     expect(await set.json()).toEqual({
       service: 'checkout',
       revision: 1,
+      version: expect.stringMatching(/^1-[0-9a-f]{32}$/),
       rules: [{ id: 'api', match: '/api/**', rate: '100/1m' }],
     })
     second.child.kill('SIGTERM')

@@ -74,7 +74,12 @@ describe(`docs/${page}`, () => {
           const res = await fetch(`${again.url}/v1/services/checkout/ruleset`, {
             headers: { authorization: `Bearer ${TOKENS.reader}` },
           })
-          expect(await res.json()).toEqual({ service: 'checkout', revision: 0, rules: [] })
+          expect(await res.json()).toEqual({
+            service: 'checkout',
+            revision: 0,
+            version: expect.stringMatching(/^0-[0-9a-f]{32}$/),
+            rules: [],
+          })
         } finally {
           await again.stop()
         }
@@ -128,6 +133,8 @@ describe(`docs/${page}`, () => {
   describe('the curl walkthrough', () => {
     let app: RulesServiceApp
     let rules: string
+    /** The set's ETag, as the walkthrough reads it into $ETAG. */
+    let etag = ''
     // As `floodgate-rules serve --service checkout` with FLOODGATE_ADMIN_TOKEN, in memory.
     beforeAll(async () => {
       const { options } = parseCli(['serve', '--service', 'checkout'], {
@@ -147,9 +154,16 @@ describe(`docs/${page}`, () => {
       const rule = { id: 'api-per-user', match: '/api/**', key: 'user', rate: '100/1m' }
       const res = await fetch(rules, { method: 'POST', headers: json, body: JSON.stringify(rule) })
       expect(res.status).toBe(201)
-      expect(await res.json()).toEqual({ service: 'checkout', revision: 1, rule })
+      expect(await res.json()).toEqual({
+        service: 'checkout',
+        revision: 1,
+        version: expect.stringMatching(/^1-[0-9a-f]{32}$/),
+        rule,
+      })
       shows(`-d '${JSON.stringify(rule)}'`)
-      shows('# {"service":"checkout","revision":1,"rule":{"id":"api-per-user",…}}')
+      shows(
+        '# {"service":"checkout","revision":1,"version":"1-9c1f…","rule":{"id":"api-per-user",…}}',
+      )
     })
 
     it('answers /healthz after a database round trip', async () => {
@@ -162,13 +176,15 @@ describe(`docs/${page}`, () => {
       const ruleset = rules.replace(/rules$/, 'ruleset')
       const res = await fetch(ruleset)
       expect(res.status).toBe(200)
-      expect(res.headers.get('etag')).toBe('"1"')
-      expect((await fetch(ruleset, { headers: { 'if-none-match': '"1"' } })).status).toBe(304)
-      shows('# 200, ETag: "1"')
+      etag = res.headers.get('etag') ?? ''
+      expect(etag).toMatch(/^"1-[0-9a-f]{32}"$/)
+      expect((await fetch(ruleset, { headers: { 'if-none-match': etag } })).status).toBe(304)
+      shows('# 200, ETag: "1-9c1f…"')
+      shows('-H "If-None-Match: $ETAG"')
       shows('# 304 Not Modified')
     })
 
-    it('patches only if the set is still at revision 1', async () => {
+    it('patches only if the set is still as read', async () => {
       const patch = (revision: string) =>
         fetch(`${rules}/api-per-user`, {
           method: 'PATCH',
@@ -179,10 +195,11 @@ describe(`docs/${page}`, () => {
           },
           body: '{"rate":"200/1m"}',
         })
-      const res = await patch('"1"')
+      shows('-H "If-Match: $ETAG"')
+      const res = await patch(etag)
       expect(res.status).toBe(200)
       expect(await res.json()).toMatchObject({ revision: 2, rule: { rate: '200/1m' } })
-      const stale = await patch('"1"')
+      const stale = await patch(etag)
       expect(stale.status).toBe(412)
       expect(await stale.json()).toMatchObject({ revision: 2 })
     })

@@ -153,7 +153,10 @@ describe.skipIf(!built)(
 
     it('the curl creates the rule keyed by user', () => {
       // The service's own JSON log lines share the terminal: find curl's answer among them.
-      const answer = /\{"service":"checkout","revision":\d+,"rule":\{[^{}]*\}\}/.exec(output)?.[0]
+      const answer =
+        /\{"service":"checkout","revision":\d+,"version":"[^"]+","rule":\{[^{}]*\}\}/.exec(
+          output,
+        )?.[0]
       expect(answer, output).toBeDefined()
       expect(JSON.parse(answer!)).toMatchObject({
         service: 'checkout',

@@ -73,7 +73,7 @@ describe('POST /v1/services/:service/report', () => {
       rules: [{ id: 'api' }, { id: 'trial' }],
     })
     const etag = first.headers.etag as string
-    expect(etag).toMatch(/^"\d+"$/)
+    expect(etag).toMatch(/^"\d+-[0-9a-f]{32}"$/)
     const again = await post(report, { ...auth(TOKENS.reader), 'if-none-match': etag })
     expect(again.statusCode).toBe(304)
     expect(again.body).toBe('')

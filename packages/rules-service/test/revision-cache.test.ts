@@ -25,7 +25,7 @@ const IDS = ['a', 'b', 'c']
 const id = fc.constantFrom(...IDS)
 const limit = fc.integer({ min: 1, max: 2 })
 const via = fc.integer({ min: 0, max: 1 })
-// A stale write sends If-Match of an older revision: 412, nothing written.
+// A stale write sends If-Match of an older state (or none existed yet): 412, nothing written.
 const stale = fc.boolean()
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constantFrom('post', 'put', 'patch'), id, limit, via, stale }),
@@ -60,10 +60,10 @@ describe('the revision cache (PGlite)', () => {
 
   const auth = { authorization: `Bearer ${TOKENS.admin}` }
 
-  async function write(service: string, o: Op, revision: number): Promise<void> {
+  async function write(service: string, o: Op, older: string): Promise<void> {
     const app = cached[o.via]!
     const base = `/v1/services/${service}`
-    const ifMatch = 'stale' in o && o.stale ? { 'if-match': `"${revision - 1}"` } : {}
+    const ifMatch = 'stale' in o && o.stale ? { 'if-match': older } : {}
     const headers = { ...auth, ...ifMatch }
     const rule = (i: string, l: number) => ({ id: i, limit: l, window: '1m' })
     switch (o.kind) {
@@ -118,22 +118,24 @@ describe('the revision cache (PGlite)', () => {
   }
 
   /** Every poll a host could send, answered by each cached service and by the reference. */
-  async function expectSamePolls(service: string): Promise<number> {
+  async function expectSamePolls(service: string, older: string[]): Promise<string> {
     const truth = await uncached.inject({ url: `/v1/services/${service}/ruleset` })
     expect(truth.statusCode).toBe(200)
-    const revision = Number(JSON.parse(truth.body).revision)
+    const { revision, version } = JSON.parse(truth.body) as { revision: number; version: string }
     // Straight from the table, past every cache.
-    const [row] = await db.query<{ revision: unknown }>(
-      'SELECT revision FROM services WHERE name = $1',
+    const [row] = await db.query<{ revision: unknown; tag: unknown }>(
+      'SELECT revision, tag FROM services WHERE name = $1',
       [service],
     )
-    expect(Number(row!.revision)).toBe(revision)
+    expect(`${Number(row!.revision)}-${String(row!.tag)}`).toBe(version)
+    const etag = `"${version}"`
     const tags = [
       undefined,
+      etag,
+      ...older.slice(-2),
       `"${revision}"`,
-      `"${revision - 1}"`,
-      `"${revision + 1}"`,
-      `W/"${revision}"`,
+      `"${revision + 1}-${String(row!.tag)}"`,
+      `W/${etag}`,
       '*',
     ]
     for (const tag of tags) {
@@ -149,7 +151,7 @@ describe('the revision cache (PGlite)', () => {
         })
       }
     }
-    return revision
+    return etag
   }
 
   it('answers every poll as a service without the cache does, after any writes', async () => {
@@ -168,10 +170,13 @@ describe('the revision cache (PGlite)', () => {
           headers: auth,
         })
         expect(created.statusCode).toBe(201)
-        let revision = await expectSamePolls(service)
+        // Every ETag the service has answered, oldest first.
+        const seen = [await expectSamePolls(service, [])]
         for (const o of ops) {
-          await write(service, o, revision)
-          revision = await expectSamePolls(service)
+          // Stale: the state before the current one (or, with none yet, one that never was).
+          await write(service, o, seen.at(-2) ?? '"0-0"')
+          const etag = await expectSamePolls(service, seen)
+          if (etag !== seen.at(-1)) seen.push(etag)
         }
       }),
       { numRuns: 40 },

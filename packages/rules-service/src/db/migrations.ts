@@ -44,6 +44,16 @@ export const migrations: readonly Migration[] = [
       `CREATE INDEX audit_service_id ON audit (service, id DESC)`,
     ],
   },
+  {
+    id: 2,
+    name: 'services.tag: a random tag per revision, for ETags',
+    // Revisions start over when the data is lost; the tag, drawn anew by every write (`SET tag
+    // = DEFAULT`) and every new row, tells revision 1 of a new set from revision 1 of a lost one.
+    sql: [
+      `ALTER TABLE services ADD COLUMN tag text NOT NULL
+        DEFAULT replace(gen_random_uuid()::text, '-', '')`,
+    ],
+  },
 ]
 
 // Any constant works; it only has to be the same in every instance of the service.

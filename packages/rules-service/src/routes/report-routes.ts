@@ -51,11 +51,11 @@ export function reportRoutes(app: FastifyInstance, options: ReportRoutesOptions)
       if (err instanceof ReportError) throw new ProblemError('bad-request', err.message)
       throw err
     }
-    const revision = await repository.revision(service)
-    if (revision === undefined) throw unknownService(service)
+    const version = await repository.version(service)
+    if (version === undefined) throw unknownService(service)
     fleet.add(service, report)
-    reply.header('etag', etagOf(revision)).header('cache-control', 'no-cache')
-    if (noneMatchHits(request.headers['if-none-match'], revision)) {
+    reply.header('etag', etagOf(version)).header('cache-control', 'no-cache')
+    if (noneMatchHits(request.headers['if-none-match'], version)) {
       return reply.code(304).send()
     }
     return reply.send(await repository.ruleset(service))
@@ -71,6 +71,7 @@ export function reportRoutes(app: FastifyInstance, options: ReportRoutesOptions)
     return reply.header('cache-control', 'no-store').send({
       service,
       revision: set.revision,
+      version: set.version,
       ...view,
       rules: view.rules.map((r) => ({ ...r, shadow: shadow.get(r.id) ?? null })),
       // Rules in force that no host reported on in the history.

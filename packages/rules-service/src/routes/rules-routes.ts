@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { canRead, type Principal, type TokenRegistry } from '../auth.js'
 import { accessChecks } from './access.js'
-import { etagOf, ifMatchRevisions, noneMatchHits } from '../etag.js'
+import { etagOf, ifMatchTags, noneMatchHits } from '../etag.js'
 import { ProblemError } from '../problem.js'
 import { SERVICE_NAME } from '../service-name.js'
 import { unknownService } from '../unknown-service.js'
@@ -77,15 +77,21 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     )
   }
 
-  const sendWithEtag = (reply: FastifyReply, revision: number, status = 200): FastifyReply =>
-    reply.code(status).header('etag', etagOf(revision)).header('cache-control', 'no-cache')
+  const sendWithEtag = (reply: FastifyReply, version: string, status = 200): FastifyReply =>
+    reply.code(status).header('etag', etagOf(version)).header('cache-control', 'no-cache')
 
   /** Answer 304 when the client's copy is current; true when it did. */
-  const notModified = (request: FastifyRequest, reply: FastifyReply, revision: number): boolean => {
-    if (!noneMatchHits(request.headers['if-none-match'], revision)) return false
-    void sendWithEtag(reply, revision, 304).send()
+  const notModified = (request: FastifyRequest, reply: FastifyReply, version: string): boolean => {
+    if (!noneMatchHits(request.headers['if-none-match'], version)) return false
+    void sendWithEtag(reply, version, 304).send()
     return true
   }
+
+  /** What a write answers: the set's new revision and version. */
+  const versionFields = (change: Change) => ({
+    revision: change.revision,
+    version: change.version,
+  })
 
   // --- services -------------------------------------------------------------------------------
 
@@ -106,7 +112,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     if (summary === undefined) {
       throw unknownService(service)
     }
-    return sendWithEtag(reply, summary.revision).send(summary)
+    return sendWithEtag(reply, summary.version).send(summary)
   })
 
   app.put<{ Params: ServiceParams }>('/v1/services/:service', async (request, reply) => {
@@ -121,9 +127,10 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     }
     const created = await repository.ensureService(request.params.service)
     const set = await repository.ruleset(request.params.service)
-    return sendWithEtag(reply, set.revision, created ? 201 : 200).send({
+    return sendWithEtag(reply, set.version, created ? 201 : 200).send({
       service: set.service,
       revision: set.revision,
+      version: set.version,
       created,
     })
   })
@@ -137,11 +144,11 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     const service = serviceParam(request.params)
     reader(request, reply, service)
     // The poll path: a current client costs one indexed lookup, never the rules themselves.
-    const revision = await repository.revision(service)
-    if (revision === undefined) throw unknownService(service)
-    if (notModified(request, reply, revision)) return reply
+    const version = await repository.version(service)
+    if (version === undefined) throw unknownService(service)
+    if (notModified(request, reply, version)) return reply
     const set = await repository.ruleset(service)
-    return sendWithEtag(reply, set.revision).send(set)
+    return sendWithEtag(reply, set.version).send(set)
   }
   app.get<{ Params: ServiceParams }>('/v1/services/:service/ruleset', getSet)
   app.get<{ Params: ServiceParams }>('/v1/services/:service/rules', getSet)
@@ -154,7 +161,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       throw new ProblemError('bad-request', 'expected a JSON object { "rules": [ … ] } as the body')
     }
     const extra = Object.keys(body).filter(
-      (k) => k !== 'rules' && k !== 'service' && k !== 'revision',
+      (k) => k !== 'rules' && k !== 'service' && k !== 'revision' && k !== 'version',
     )
     if (extra.length > 0)
       throw new ProblemError(
@@ -167,24 +174,29 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
         `the body is for service ${JSON.stringify(body.service)}, the URL for ${JSON.stringify(service)}`,
       )
     }
-    // A set read with GET carries its revision: sending it back makes the write conditional,
-    // like If-Match, which wins when both are present, `If-Match: *` (any revision) included.
-    if (
-      body.revision !== undefined &&
-      (typeof body.revision !== 'number' || !Number.isInteger(body.revision))
-    ) {
+    // A set read with GET carries its version: sending it back makes the write conditional,
+    // like If-Match, which wins when both are present, `If-Match: *` (any version) included.
+    if (body.version !== undefined && typeof body.version !== 'string') {
       throw new ProblemError(
         'bad-request',
-        `revision: expected an integer, got ${JSON.stringify(body.revision)}`,
+        `version: expected a string, got ${JSON.stringify(body.version)}`,
       )
     }
     const header = request.headers['if-match']
+    // A revision alone cannot condition a write: it starts over when the data is lost, so it
+    // could match another set. Refused rather than ignored, which would write unconditionally.
+    if (header === undefined && body.version === undefined && body.revision !== undefined) {
+      throw new ProblemError(
+        'bad-request',
+        'revision: a revision alone cannot make a write conditional (revisions start over when the data is lost); send the set as read, with its "version", or an If-Match header with its ETag — or leave both out to write unconditionally',
+      )
+    }
     const ifMatch =
       header !== undefined
-        ? ifMatchRevisions(header)
-        : body.revision === undefined
+        ? ifMatchTags(header)
+        : body.version === undefined
           ? undefined
-          : [body.revision]
+          : [`"${body.version}"`]
     const rules = body.rules as unknown[]
     const issues = rules.every(isObject) ? validate(rules) : ['rules: expected an array of objects']
     if (issues.length > 0)
@@ -196,9 +208,9 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       ifMatch,
     )
     logChange(request, service, principal, change, 'replace-all', '*')
-    return sendWithEtag(reply, change.revision).send({
+    return sendWithEtag(reply, change.version).send({
       service,
-      revision: change.revision,
+      ...versionFields(change),
       rules,
       changed: change.changed,
     })
@@ -214,23 +226,23 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       service,
       rule,
       principal.name,
-      ifMatchRevisions(request.headers['if-match']),
+      ifMatchTags(request.headers['if-match']),
     )
     logChange(request, service, principal, change, 'create', rule.id)
-    return sendWithEtag(reply, change.revision, 201)
+    return sendWithEtag(reply, change.version, 201)
       .header(
         'location',
         `/v1/services/${encodeURIComponent(service)}/rules/${encodeURIComponent(rule.id)}`,
       )
-      .send({ service, revision: change.revision, rule })
+      .send({ service, ...versionFields(change), rule })
   })
 
   app.get<{ Params: RuleParams }>('/v1/services/:service/rules/:id', async (request, reply) => {
     const service = serviceParam(request.params)
     reader(request, reply, service)
-    const { revision, rule } = await repository.rule(service, request.params.id)
-    if (notModified(request, reply, revision)) return reply
-    return sendWithEtag(reply, revision).send({ service, revision, rule })
+    const { revision, version, rule } = await repository.rule(service, request.params.id)
+    if (notModified(request, reply, version)) return reply
+    return sendWithEtag(reply, version).send({ service, revision, version, rule })
   })
 
   app.put<{ Params: RuleParams }>('/v1/services/:service/rules/:id', async (request, reply) => {
@@ -242,12 +254,12 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       rule.id,
       rule,
       principal.name,
-      ifMatchRevisions(request.headers['if-match']),
+      ifMatchTags(request.headers['if-match']),
     )
     logChange(request, service, principal, change, change.created ? 'create' : 'replace', rule.id)
-    return sendWithEtag(reply, change.revision, change.created ? 201 : 200).send({
+    return sendWithEtag(reply, change.version, change.created ? 201 : 200).send({
       service,
-      revision: change.revision,
+      ...versionFields(change),
       rule,
     })
   })
@@ -263,13 +275,13 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       request.params.id,
       request.body,
       principal.name,
-      ifMatchRevisions(request.headers['if-match']),
+      ifMatchTags(request.headers['if-match']),
       (candidate) => (patched = checkRule(candidate, request.params.id)),
     )
     logChange(request, service, principal, change, 'patch', request.params.id)
-    return sendWithEtag(reply, change.revision).send({
+    return sendWithEtag(reply, change.version).send({
       service,
-      revision: change.revision,
+      ...versionFields(change),
       rule: patched,
     })
   })
@@ -281,12 +293,12 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       service,
       request.params.id,
       principal.name,
-      ifMatchRevisions(request.headers['if-match']),
+      ifMatchTags(request.headers['if-match']),
     )
     logChange(request, service, principal, change, 'delete', request.params.id)
-    return sendWithEtag(reply, change.revision).send({
+    return sendWithEtag(reply, change.version).send({
       service,
-      revision: change.revision,
+      ...versionFields(change),
       deleted: request.params.id,
     })
   })
