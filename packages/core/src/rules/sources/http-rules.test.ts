@@ -6,6 +6,7 @@ import {
   type ServerResponse,
 } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import fc from 'fast-check'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { FloodgateError, OptionsError, RulesValidationError } from '../../errors.js'
 import type { Logger } from '../../logger.js'
@@ -406,5 +407,22 @@ describe('jitteredDelay', () => {
     [1, 1, 0, 1],
   ])('interval %i, jitter %d, random %d → %i', (interval, jitter, random, expected) => {
     expect(jitteredDelay(interval, jitter, random)).toBe(expected)
+  })
+
+  // Past setTimeout's ceiling Node waits 1 ms instead: an interval near it stretched by jitter
+  // (2^31 - 1 with 0.1 gave 2,362,232,012) polled the service about every millisecond.
+  it('stays a delay setTimeout honours, for every interval and jitter the options accept', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (interval, jitter, random) => {
+          const delay = jitteredDelay(interval, jitter, random)
+          expect(delay).toBeGreaterThanOrEqual(1)
+          expect(delay).toBeLessThanOrEqual(2 ** 31 - 1)
+        },
+      ),
+    )
   })
 })

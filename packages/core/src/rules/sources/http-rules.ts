@@ -67,14 +67,15 @@ export interface HttpRulesSource extends RulesSource {
  * @param intervalMs - The nominal interval.
  * @param jitter - The fraction, from 0 to 1.
  * @param random - A number in [0, 1), `Math.random` by default.
- * @returns Whole milliseconds, at least 1.
+ * @returns Whole milliseconds, at least 1 and at most 2^31 - 1 (setTimeout's ceiling).
  */
 export function jitteredDelay(
   intervalMs: number,
   jitter: number,
   random: number = Math.random(),
 ): number {
-  return Math.max(1, Math.round(intervalMs * (1 + jitter * (2 * random - 1))))
+  // Capped at setTimeout's ceiling, past which Node waits 1 ms instead.
+  return Math.min(MAX_MS, Math.max(1, Math.round(intervalMs * (1 + jitter * (2 * random - 1)))))
 }
 
 /**
