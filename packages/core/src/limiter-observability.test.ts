@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { createHash } from 'node:crypto'
 import { describe, expect, it, vi } from 'vitest'
 import type { Decision } from './decision.js'
@@ -272,6 +273,95 @@ describe('limiter.observe', () => {
       expect(storeCall.mock.calls[0]?.[1]).toBe(true)
     } finally {
       vi.useRealTimers()
+    }
+  })
+
+  it('ends one subscription per unsubscribe, whatever objects are subscribed how often', () => {
+    // A pool of observer objects, subscribed and unsubscribed in any order, some more than
+    // once, some unsubscribed twice: each object is told of a queued request once per
+    // subscription still open.
+    const op = fc.oneof(
+      fc.record({ sub: fc.integer({ min: 0, max: 2 }) }),
+      fc.record({ unsub: fc.nat({ max: 20 }) }),
+    )
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 30 }), (ops) => {
+        const { limiter, check } = clocked([
+          {
+            id: 'q',
+            limit: 1,
+            window: '1s',
+            onLimit: { action: 'queue', maxWait: '5s', maxQueue: 5 },
+          },
+        ])
+        const calls = [0, 0, 0]
+        const pool = calls.map((_, i) => ({ queued: () => void calls[i]!++ }))
+        const subs: { of: number; stop: () => void; open: boolean }[] = []
+        for (const o of ops) {
+          if ('sub' in o) subs.push({ of: o.sub, stop: limiter.observe(pool[o.sub]!), open: true })
+          else if (subs.length > 0) {
+            const s = subs[o.unsub % subs.length]!
+            s.stop()
+            s.open = false
+          }
+        }
+        check()
+        check()
+        const open = calls.map((_, i) => subs.filter((s) => s.open && s.of === i).length)
+        expect(calls).toEqual(open)
+      }),
+    )
+  })
+
+  it('catches a rejected promise from an async observer or onDecision, like a throw', async () => {
+    const memory = new MemoryStore()
+    const store: Store = {
+      consume: (entries, now) =>
+        Promise.resolve(memory.consume(entries, now).map((r) => ({ ...r }))),
+      refund: (entries, now) => memory.refund(entries, now),
+    }
+    const log = { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() }
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown): void => void unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      const limiter = createLimiter({
+        rules: [
+          {
+            id: 'q',
+            limit: 1,
+            window: '1s',
+            onLimit: { action: 'queue', maxWait: '5s', maxQueue: 5 },
+          },
+        ],
+        store,
+        logger: { ...log, child: () => log },
+        // An async callback where a void one is typed: the case under test.
+        // eslint-disable-next-line @typescript-eslint/no-misused-promises, @typescript-eslint/require-await
+        onDecision: async () => {
+          throw new Error('audit sink down')
+        },
+      })
+      limiter.observe({
+        // eslint-disable-next-line @typescript-eslint/no-misused-promises
+        queued: async () => Promise.reject(new Error('queued bug')),
+        // A thenable that is not a Promise is caught too.
+        storeCall: () =>
+          ({
+            then: (_: unknown, reject: (e: unknown) => void) => reject(new Error('store bug')),
+          }) as never,
+      })
+      expect((await limiter.check(facts())).allowed).toBe(true)
+      expect((await limiter.check(facts())).action).toBe('queue')
+      await new Promise((resolve) => setImmediate(resolve))
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(unhandled).toEqual([])
+      const messages = log.warn.mock.calls.map(([, m]) => m as string)
+      expect(messages).toContain('onDecision rejected; ignored')
+      expect(messages).toContain('observer.queued rejected; ignored')
+      expect(messages).toContain('observer.storeCall rejected; ignored')
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
     }
   })
 

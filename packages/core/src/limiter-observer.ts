@@ -1,8 +1,9 @@
 /**
  * What a metrics exporter learns from a limiter as it happens, besides `counters()` (which it
  * reads when scraped). Every method is optional; a limiter with no observer that wants store
- * timings reads no clock for them. Methods must not throw (a throw is logged and ignored) and
- * should be quick: they run on the request path.
+ * timings reads no clock for them. Methods should not throw (a throw, or the rejection of a
+ * promise a method returns, is logged and ignored) and should be quick: they run on the request
+ * path.
  */
 export interface LimiterObserver {
   /**

@@ -46,7 +46,7 @@ export class DecisionReport<Req> {
     }
     if (this.onDecision && facts !== undefined) {
       try {
-        this.onDecision(decision, facts)
+        this.settled(this.onDecision(decision, facts), 'onDecision')
       } catch (err) {
         this.logger.warn({ err }, 'onDecision threw; ignored')
       }
@@ -61,12 +61,19 @@ export class DecisionReport<Req> {
     const fields = observer as Readonly<Record<string, unknown>>
     checkFunction('observer.queued', fields.queued)
     checkFunction('observer.storeCall', fields.storeCall)
-    if (fields.queued) this.queueObservers = [...this.queueObservers, observer]
-    if (fields.storeCall) this.storeObservers = [...this.storeObservers, observer]
+    const queues = fields.queued !== undefined
+    const stores = fields.storeCall !== undefined
+    if (queues) this.queueObservers = [...this.queueObservers, observer]
+    if (stores) this.storeObservers = [...this.storeObservers, observer]
     this.timeStore = this.storeObservers.length > 0 && this.store.synchronous !== true
+    let subscribed = true
     return () => {
-      this.queueObservers = this.queueObservers.filter((x) => x !== observer)
-      this.storeObservers = this.storeObservers.filter((x) => x !== observer)
+      if (!subscribed) return
+      subscribed = false
+      // One entry of this subscription only: the same object may be subscribed again, and
+      // each subscription ends by its own function.
+      if (queues) this.queueObservers = withoutOne(this.queueObservers, observer)
+      if (stores) this.storeObservers = withoutOne(this.storeObservers, observer)
       this.timeStore = this.storeObservers.length > 0 && this.store.synchronous !== true
     }
   }
@@ -74,7 +81,7 @@ export class DecisionReport<Req> {
   private notifyQueued(ruleId: string, waitMs: number): void {
     for (const o of this.queueObservers) {
       try {
-        o.queued!(ruleId, waitMs)
+        this.settled(o.queued!(ruleId, waitMs), 'observer.queued')
       } catch (err) {
         this.logger.warn({ err }, 'observer.queued threw; ignored')
       }
@@ -85,10 +92,33 @@ export class DecisionReport<Req> {
     const durationMs = performance.now() - startedMs
     for (const o of this.storeObservers) {
       try {
-        o.storeCall!(durationMs, ok)
+        this.settled(o.storeCall!(durationMs, ok), 'observer.storeCall')
       } catch (err) {
         this.logger.warn({ err }, 'observer.storeCall threw; ignored')
       }
     }
   }
+
+  /**
+   * What a callback returned. Its type says void, but an async function fits that type: its
+   * promise's rejection, left alone, is an unhandled rejection, which ends a Node process. So a
+   * thenable is caught and logged like a throw. One comparison when the callback returns nothing.
+   */
+  private settled(answer: unknown, what: string): void {
+    if (answer === undefined || answer === null) return
+    const then = (answer as { then?: unknown }).then
+    if (typeof then !== 'function') return
+    const warn = (err: unknown): void => this.logger.warn({ err }, `${what} rejected; ignored`)
+    try {
+      ;(then as PromiseLike<unknown>['then']).call(answer, undefined, warn)
+    } catch (err) {
+      warn(err)
+    }
+  }
+}
+
+/** The list without one occurrence of `x` (a new array: a dispatch under way keeps its own). */
+function withoutOne<T>(list: readonly T[], x: T): readonly T[] {
+  const i = list.indexOf(x)
+  return i < 0 ? list : [...list.slice(0, i), ...list.slice(i + 1)]
 }

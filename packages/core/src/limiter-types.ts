@@ -78,7 +78,10 @@ export interface LimiterOptions<Req = unknown> {
    * or a new rule set), which goes to stderr, one line each
    */
   readonly logger?: Logger | undefined
-  /** Called with every decision, for metrics and audit. Must not throw. */
+  /**
+   * Called with every decision, for metrics and audit, on the request path. A throw, or the
+   * rejection of a promise it returns, is logged as a warning and ignored.
+   */
   readonly onDecision?: ((decision: Decision, facts: RequestFacts<Req>) => void) | undefined
   /**
    * At most one fail-open log line per this interval; the line counts the ones it stands for.
@@ -175,7 +178,8 @@ export interface Limiter<Req = unknown> {
   topClients(ruleId: string, options?: TopClientsQuery): readonly TopClient[]
   /**
    * Subscribe to what `counters()` cannot tell: queue waits and store call timings (for a
-   * metrics exporter). Returns the function that unsubscribes.
+   * metrics exporter). Returns the function that ends this subscription (only this one, also
+   * when the same object is subscribed twice; later calls do nothing).
    * @throws OptionsError when `observer` is not an object of functions
    */
   observe(observer: LimiterObserver): () => void
