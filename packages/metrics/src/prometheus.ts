@@ -209,6 +209,7 @@ export function prometheusMetrics(
   // type and get(), which LabelledHistogram has.
   registry.registerMetric(queueWait as unknown as Metric)
   registry.registerMetric(storeLatency as unknown as Metric)
+  const ours = Object.values(names).map((name) => [name, registry.getSingleMetric(name)] as const)
 
   const latencyOk = storeLatency.seriesFor('ok')
   const latencyError = storeLatency.seriesFor('error')
@@ -234,7 +235,11 @@ export function prometheusMetrics(
       if (stop === undefined) return
       stop()
       stop = undefined
-      for (const name of Object.values(names)) registry.removeSingleMetric(name)
+      // Only the metrics still ours: after registry.clear() (a hot reload) a name may belong
+      // to a newer exporter, whose metrics must stay.
+      for (const [name, metric] of ours) {
+        if (registry.getSingleMetric(name) === metric) registry.removeSingleMetric(name)
+      }
     },
   }
 }

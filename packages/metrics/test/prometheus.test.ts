@@ -257,6 +257,24 @@ describe('prometheusMetrics', () => {
     expect(names).toContain('api_in_flight')
   })
 
+  it('close() leaves the metrics of a newer exporter that took its names after registry.clear()', async () => {
+    // A hot reload: clear the registry, export the new limiter, then close the old exporter.
+    const registry = new Registry()
+    const old = prometheusMetrics(createLimiter({ rules: [queueRule] }), { registry })
+    registry.clear()
+    const limiter = createLimiter({ rules: [{ id: 'fresh', limit: 5, window: '1m' }] })
+    const current = prometheusMetrics(limiter, { registry })
+    old.close()
+    await limiter.check(facts)
+    const m = parseExposition(await registry.metrics())
+    expect([...m.keys()].filter((n) => n.startsWith('floodgate_'))).toHaveLength(8)
+    expect(
+      valueOf(m, 'floodgate_rule_decisions_total', { rule: 'fresh', outcome: 'allowed' }),
+    ).toBe(1)
+    current.close()
+    expect(await registry.metrics()).not.toContain('floodgate_')
+  })
+
   it('refuses bad arguments with errors naming them', () => {
     const limiter = createLimiter()
     const registry = new Registry()
