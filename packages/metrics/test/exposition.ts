@@ -16,7 +16,7 @@ export interface Sample {
 
 const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*'
 const LABEL = '[a-zA-Z_][a-zA-Z0-9_]*'
-const SAMPLE = new RegExp(`^(${NAME})(?:\\{(.*)\\})? (\\S+)(?: (-?\\d+))?$`)
+const SAMPLE = new RegExp(`^(${NAME})(?:\\{(.*)\\})? (\\S+)(?: (-?\\d+))?$`, 's')
 const LABEL_PAIR = new RegExp(`^(${LABEL})="((?:[^"\\\\\\n]|\\\\[\\\\"n])*)"(,|$)`)
 const SUFFIXES: Readonly<Record<string, readonly string[]>> = {
   histogram: ['_bucket', '_sum', '_count'],
