@@ -110,6 +110,31 @@ describe('limiter.topClients', () => {
     expect(limiter.topClients('per-key')).toEqual([])
   })
 
+  it('does not bring back the summary of a rule replaced while a refusal was in flight', async () => {
+    // An asynchronous store: the refusals are decided under the old rules, after the swap.
+    const memory = new MemoryStore()
+    let gate: Promise<void> = Promise.resolve()
+    const store: Store = {
+      consume: async (entries, now) => {
+        const results = memory.consume(entries, now).map((r) => ({ ...r }))
+        await gate
+        return results
+      },
+      refund: (entries, now) => memory.refund(entries, now),
+    }
+    const shadow: RuleInput = { ...byKey, id: 'trial', shadow: true }
+    const limiter = createLimiter({ rules: [byKey, shadow], store })
+    await limiter.check(facts(asClient('k')))
+    let open!: () => void
+    gate = new Promise((resolve) => (open = resolve))
+    const late = limiter.check(facts(asClient('k')))
+    limiter.updateRules([{ id: 'other', limit: 5, window: '1s' }])
+    open()
+    expect((await late).allowed).toBe(false)
+    expect(limiter.topClients('per-key')).toEqual([])
+    expect(limiter.topClients('trial')).toEqual([])
+  })
+
   it('refuses bad options and queries with errors naming them', () => {
     const make = (topClients: unknown) => () =>
       createLimiter({ topClients: topClients as LimiterOptions['topClients'] })

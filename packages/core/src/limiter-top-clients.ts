@@ -69,7 +69,15 @@ export class TopClientsTracker {
   private readonly clearKeys: boolean
   private readonly salt: string
 
-  constructor(options: TopClientsOptions | undefined) {
+  /**
+   * @param options - the `topClients` option
+   * @param inForce - whether a rule id is in force now: a request decided under rules since
+   *   replaced (in flight across the swap) must not bring back a summary `keepOnly` dropped
+   */
+  constructor(
+    options: TopClientsOptions | undefined,
+    private readonly inForce: (ruleId: string) => boolean,
+  ) {
     checkObject('topClients', options)
     const o = options ?? {}
     checkKnownKeys('topClients', o, ['size', 'clearKeys', 'salt'])
@@ -85,6 +93,9 @@ export class TopClientsTracker {
   refused(ruleId: string, key: string): void {
     let s = this.summaries.get(ruleId)
     if (s === undefined) {
+      // Asked only when a rule has no summary yet: its first refusal, or a late one of a
+      // rule no longer in force, which is not counted.
+      if (!this.inForce(ruleId)) return
       s = new SpaceSaving(this.size)
       this.summaries.set(ruleId, s)
     }

@@ -158,7 +158,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
       clock,
       runtimes: () => this.registry.allRuntimes(),
     }
-    this.top = o.topClients === false ? undefined : new TopClientsTracker(o.topClients)
+    this.top =
+      o.topClients === false
+        ? undefined
+        : new TopClientsTracker(o.topClients, (id) => this.registry.ruleIds().has(id))
     this.reporter = new DecisionReport(this.store, this.logger, onDecision)
     this.roundTrip = new RoundTrip({
       store: this.store,
