@@ -94,7 +94,10 @@ export interface RetryOptions {
    * @default Date.now
    */
   readonly clock?: (() => number) | undefined
-  /** Called before each wait; use it to log or count retries. */
+  /**
+   * Called before each wait; use it to log or count retries. If it throws, the call rejects
+   * with its error (the refused response's body is cancelled all the same).
+   */
   readonly onRetry?: ((event: RetryEvent) => void) | undefined
   /**
    * Cancels the current attempt and any wait. Combined with `init.signal` when both are set.

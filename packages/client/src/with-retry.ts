@@ -152,19 +152,23 @@ async function fetchWithRetries(
     const backoffMs = backoffDelayMs(attempt - 1, o)
     const delayMs = Math.max(asked ?? 0, Math.min(backoffMs, left))
 
-    const refusedLocally = response instanceof LocallyRefusedResponse
-    o.onRetry?.({
-      attempt,
-      delayMs,
-      backoffMs,
-      serverWaitMs: asked,
-      response,
-      error,
-      refusedLocally,
-      method,
-      url,
-    })
-    if (response !== undefined) await discardBody(response)
+    try {
+      o.onRetry?.({
+        attempt,
+        delayMs,
+        backoffMs,
+        serverWaitMs: asked,
+        response,
+        error,
+        refusedLocally: response instanceof LocallyRefusedResponse,
+        method,
+        url,
+      })
+    } finally {
+      // Freed even when the hook throws; not awaited, so an abort is heard during the wait
+      // however long a stream takes to cancel.
+      if (response !== undefined) void discardBody(response)
+    }
     await waitFor(delayMs, o.sleep, signal)
   }
 }
