@@ -89,9 +89,10 @@ async function sendAttempt(
   init: RequestInit | undefined,
   signal: AbortSignal | undefined,
 ): Promise<Response> {
-  if (throttle === undefined) return fetchImpl(input(), init)
-  // An aborted call rejects with its reason, as fetch would, rather than count as a request.
+  // An aborted call rejects with its reason before anything is sent or counted, even through
+  // a fetch that ignores its signal.
   if (signal?.aborted) throw signal.reason
+  if (throttle === undefined) return fetchImpl(input(), init)
   if (!throttle.admit()) return new LocallyRefusedResponse()
   const response = await fetchImpl(input(), init)
   if (!THROTTLED_STATUSES.has(response.status)) throttle.accepted()
@@ -125,6 +126,9 @@ async function fetchWithRetries(
   // attempt gets a fresh copy (clone tees the stream, buffering it for the retries).
   const nextInput = (): FetchInput => (request?.body ? request.clone() : input)
   const started = o.clock()
+  // The waits so far: the budget counts at least them, so a wall clock stepped back (an NTP
+  // correction, a test's clock) cannot hand out the same budget twice.
+  let waited = 0
 
   for (let attempt = 1; ; attempt++) {
     let response: Response | undefined
@@ -144,7 +148,7 @@ async function fetchWithRetries(
     if (attempt >= o.maxAttempts) return giveUp()
 
     const now = o.clock()
-    const left = o.maxTotalMs - (now - started)
+    const left = o.maxTotalMs - Math.max(now - started, waited)
     const asked = response === undefined ? undefined : serverWaitMs(response.headers, now)
     // Waiting less than the server asked only earns another refusal; if its ask does not fit
     // in the budget, hand the caller the refusal now instead of failing later.
@@ -169,6 +173,7 @@ async function fetchWithRetries(
       // however long a stream takes to cancel.
       if (response !== undefined) void discardBody(response)
     }
+    waited += delayMs
     await waitFor(delayMs, o.sleep, signal)
   }
 }

@@ -325,6 +325,26 @@ describe('fetchWithRetry against a real server', () => {
     expect(seen).toHaveLength(0)
   })
 
+  it('an already aborted signal sends nothing even through a fetch that ignores signals', async () => {
+    const reason = new Error('shutting down')
+    const controller = new AbortController()
+    controller.abort(reason)
+    let calls = 0
+    const deafFetch = (): Promise<Response> => {
+      calls++
+      return Promise.resolve(new Response('ok'))
+    }
+    for (const adaptiveThrottle of [false, true]) {
+      const api = withRetry(deafFetch, opts({ adaptiveThrottle }))
+      await expect(api(`${base}/a`, { signal: controller.signal })).rejects.toBe(reason)
+      // Not retryable (POST) takes the other path: it must check too.
+      await expect(api(`${base}/a`, { method: 'POST', signal: controller.signal })).rejects.toBe(
+        reason,
+      )
+    }
+    expect(calls).toBe(0)
+  })
+
   describe('network errors', () => {
     let deadUrl: string
     beforeAll(async () => {
