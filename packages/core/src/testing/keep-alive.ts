@@ -145,9 +145,10 @@ export function describeKeepAliveProperty(
               const answered = (n: number): boolean =>
                 parseResponses(conn.data(), methods).responses.length >= n || conn.closed()
               // Node itself misorders a pipelined `Expect: 100-continue` queued behind another
-              // response: its 100 Continue lands between the final response's head and body (seen
-              // on a bare node:http server whose handler ends with a Buffer). Clients do not pipeline such requests, so
-              // a pipelined sequence sends that body without the Expect header.
+              // response: its 100 Continue lands between the final response's head and body
+              // (seen on a bare node:http server whose handler ends with a Buffer). Clients do
+              // not pipeline such requests, so a pipelined sequence sends that body without the
+              // Expect header.
               const wire = (s: Shape): string => (s === 'expect' ? SHAPES.post : SHAPES[s])
               if (pipelined) conn.socket.write(shapes.map(wire).join(''))
               else {
