@@ -107,6 +107,58 @@ describe('parseRetryAfter', () => {
     headers.append('retry-after', '7')
     expect(serverWaitMs(headers, NOW)).toBe(7000)
   })
+
+  it('reads an RFC 850 two-digit year as a date at most 50 years ahead, comparing whole dates (property)', () => {
+    // On 2026-11-22, 22-Nov-76 is 1976 (a past date: no wait), not 2076.
+    expect(parseRetryAfter('Sunday, 22-Nov-76 00:00:09 GMT', NOW)).toBe(0)
+    const months = [
+      'Jan',
+      'Feb',
+      'Mar',
+      'Apr',
+      'May',
+      'Jun',
+      'Jul',
+      'Aug',
+      'Sep',
+      'Oct',
+      'Nov',
+      'Dec',
+    ]
+    const pad = (n: number, width = 2): string => String(n).padStart(width, '0')
+    // Reference: of the two full years with those digits around now, the latest whose date
+    // exists and is no more than 50 years (by the calendar) after now; read through ISO text.
+    const iso = (year: number, mo: number, d: number, t: string): number =>
+      Date.parse(`+${pad(year, 6)}-${pad(mo + 1)}-${pad(d)}T${t}Z`)
+    fc.assert(
+      fc.property(
+        fc.integer({ min: Date.UTC(1970, 0, 1), max: Date.UTC(2199, 11, 31) }),
+        fc.integer({ min: 0, max: 99 }),
+        fc.integer({ min: 0, max: 11 }),
+        fc.integer({ min: 1, max: 29 }),
+        fc.integer({ min: 0, max: 86_399 }),
+        (nowMs, yy, mo, d, secs) => {
+          const t = `${pad(Math.floor(secs / 3600))}:${pad(Math.floor(secs / 60) % 60)}:${pad(secs % 60)}`
+          const now = new Date(nowMs)
+          const base = now.getUTCFullYear() - (now.getUTCFullYear() % 100) + yy
+          const limit = iso(
+            now.getUTCFullYear() + 50,
+            now.getUTCMonth(),
+            now.getUTCDate(),
+            now.toISOString().slice(11, 23),
+          )
+          const exists = (y: number): boolean =>
+            new Date(iso(y, mo, 1, '00:00:00')).getUTCMonth() === mo &&
+            new Date(iso(y, mo, d, '00:00:00')).getUTCMonth() === mo
+          const year = [base, base - 100].find((y) => exists(y) && iso(y, mo, d, t) <= limit)
+          const header = `Sunday, ${pad(d)}-${months[mo]}-${pad(yy)} ${t} GMT`
+          const expected = year === undefined ? undefined : Math.max(0, iso(year, mo, d, t) - nowMs)
+          expect(parseRetryAfter(header, nowMs)).toBe(expected)
+        },
+      ),
+      { numRuns: 2000 },
+    )
+  })
 })
 
 describe('parseRateLimit', () => {

@@ -38,20 +38,35 @@ function gmt(
   // A leap second (60) is allowed (RFC 9110 §5.6.7); any other out-of-range field is not.
   if (h > 23 || m > 59 || s > 60) return undefined
   const monthIndex = MONTHS.indexOf(month.toLowerCase())
-  const midnight = new Date(Date.UTC(year, monthIndex, day))
+  // setUTCFullYear, because Date.UTC reads the years 0-99 as 1900-1999.
+  const midnight = new Date(0)
+  midnight.setUTCFullYear(year, monthIndex, day)
   if (midnight.getUTCDate() !== day || midnight.getUTCMonth() !== monthIndex) return undefined
   return midnight.getTime() + ((h * 60 + m) * 60 + s) * 1000
 }
 
 /**
- * An RFC 850 two-digit year: the year with those last digits that is not more than 50 years
- * in the future (RFC 9110 §5.6.7).
+ * Epoch ms of an RFC 850 date, whose year has two digits: the date in this century, or in the
+ * last one when that appears more than 50 years in the future (RFC 9110 §5.6.7). The whole
+ * date is compared, not the year: on 2026-11-22, `22-Nov-76 00:00:09` is 1976.
  */
-function fullYear(twoDigits: number, nowMs: number): number {
+function rfc850Date(
+  twoDigits: number,
+  month: string,
+  day: number,
+  h: number,
+  m: number,
+  s: number,
+  nowMs: number,
+): number | undefined {
   const thisYear = new Date(nowMs).getUTCFullYear()
-  let year = thisYear - (thisYear % 100) + twoDigits
-  if (year > thisYear + 50) year -= 100
-  return year
+  const year = thisYear - (thisYear % 100) + twoDigits
+  const fiftyYearsOn = new Date(nowMs)
+  fiftyYearsOn.setUTCFullYear(thisYear + 50)
+  const ms = gmt(year, month, day, h, m, s)
+  // A 29 Feb that this century's year lacks (2100) is read in the last century's (2000).
+  if (ms !== undefined && ms <= fiftyYearsOn.getTime()) return ms
+  return gmt(year - 100, month, day, h, m, s)
 }
 
 /** The delay one member asks for, in ms, and its length in `text`; undefined when unreadable. */
@@ -67,7 +82,7 @@ function readMember(
     if (form === 'delta') return [Number(g[0]) * 1000, m[0].length]
     if (form === 'imf') dateMs = gmt(+g[2]!, g[1]!, +g[0]!, +g[3]!, +g[4]!, +g[5]!)
     else if (form === 'rfc850') {
-      dateMs = gmt(fullYear(+g[2]!, nowMs), g[1]!, +g[0]!, +g[3]!, +g[4]!, +g[5]!)
+      dateMs = rfc850Date(+g[2]!, g[1]!, +g[0]!, +g[3]!, +g[4]!, +g[5]!, nowMs)
     } else dateMs = gmt(+g[5]!, g[0]!, +g[1]!, +g[2]!, +g[3]!, +g[4]!)
     return [dateMs === undefined ? undefined : Math.max(0, dateMs - nowMs), m[0].length]
   }
