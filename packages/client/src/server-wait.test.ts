@@ -162,6 +162,27 @@ describe('parseRetryAfter', () => {
 })
 
 describe('parseRateLimit', () => {
+  it('reads policies whose quoted names hold any of \\ " , ; = (property)', () => {
+    // A name as a structured-field string: backslash and quote escaped (RFC 8941 §3.3.3).
+    const sfString = (name: string): string => `"${name.replace(/[\\"]/g, (c) => `\\${c}`)}"`
+    const name = fc.stringMatching(/^[ -~]{0,12}$/)
+    fc.assert(
+      fc.property(
+        name,
+        name,
+        fc.integer({ min: 0, max: 3 }),
+        fc.integer({ min: 1, max: 1000 }),
+        fc.integer({ min: 1, max: 1000 }),
+        (a, b, rA, tA, tB) => {
+          const header = `${sfString(a)};r=${rA};t=${tA}, ${sfString(b)};r=0;t=${tB}`
+          expect(parseRateLimit(header)).toBe((rA === 0 ? Math.max(tA, tB) : tB) * 1000)
+        },
+      ),
+      { numRuns: 1000 },
+    )
+    expect(parseRateLimit('"a\\\\";r=0;t=5, "b";r=0;t=9')).toBe(9000)
+  })
+
   it.each([
     ['"default";r=0;t=17', 17_000],
     ['"default";r=3;t=17', undefined],

@@ -128,14 +128,22 @@ export function parseRetryAfter(value: string | null, nowMs: number): number | u
   return wait
 }
 
-/** Splits a structured-field list on commas outside double quotes. */
+/**
+ * Splits a structured-field list on a separator outside double quotes. Inside quotes a
+ * backslash escapes the next character (RFC 8941 §3.3.3), so `"a\\"` ends at its last quote.
+ */
 function splitMembers(value: string, separator: string): string[] {
   const out: string[] = []
   let current = ''
   let quoted = false
   for (let i = 0; i < value.length; i++) {
     const ch = value[i]!
-    if (ch === '"' && value[i - 1] !== '\\') quoted = !quoted
+    if (quoted && ch === '\\') {
+      current += value.slice(i, i + 2)
+      i++
+      continue
+    }
+    if (ch === '"') quoted = !quoted
     if (ch === separator && !quoted) {
       out.push(current.trim())
       current = ''
