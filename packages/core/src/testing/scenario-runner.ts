@@ -250,7 +250,7 @@ export function describeAdapterScenarios(
           rules: scenario.rules,
           store,
           clock: () => now,
-          decisionTimeoutMs: scenario.timeoutMs ?? 50,
+          decisionTimeoutMs: scenario.timeoutMs ?? 10_000,
         })
         let calls = 0
         let openGate: () => void = () => {}

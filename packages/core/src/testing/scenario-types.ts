@@ -179,6 +179,11 @@ export interface AdapterScenario {
    * wrong types, in turn (synchronously or as a promise).
    */
   readonly store?: 'memory' | 'throwing' | 'hanging' | 'garbage' | 'garbage-async'
+  /**
+   * The limiter's `decisionTimeoutMs`, for the rows that test the deadline. Unset: 10 s, so
+   * a store answering over a real socket on a busy machine is never failed open by the
+   * deadline in a row about something else.
+   */
   readonly timeoutMs?: number
   /**
    * Limiter options beyond rules, store and clock: allow and deny lists, unmatched requests,
