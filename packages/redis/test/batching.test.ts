@@ -154,7 +154,14 @@ describe.skipIf(!available)('RedisStore batches the requests of one event-loop t
   // a check phase, it is due in the next one, after the timers. Both must drop it.
   for (const phase of ['poll', 'check'] as const) {
     it(`drops a batch unsent when a blocked event loop made it miss the deadline (${phase} phase): it fails and counts nothing`, async () => {
-      const fast = new RedisStore({ client, prefix, timeSource: 'caller', callTimeoutMs: 30 })
+      // Long enough that the last call, a round trip on a starved machine, meets it.
+      const deadlineMs = 1000
+      const fast = new RedisStore({
+        client,
+        prefix,
+        timeSource: 'caller',
+        callTimeoutMs: deadlineMs,
+      })
       const rule = testRule('fixed-window', 5, 60_000)
       const key = `blocked-${phase}`
       const e: ConsumeEntry[] = [{ rule, key, cost: 1, maxWaitMs: 0, shadow: false }]
@@ -167,7 +174,7 @@ describe.skipIf(!available)('RedisStore batches the requests of one event-loop t
       )
       const pending = [fast.consume(e, 0), fast.consume(e, 0)]
       // A handler that hogs the CPU past the deadline before the batch could leave.
-      const until = performance.now() + 60
+      const until = performance.now() + deadlineMs + 20
       while (performance.now() < until);
       const settled = await Promise.allSettled([first, ...pending])
       for (const r of settled)
