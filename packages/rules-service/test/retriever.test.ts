@@ -59,6 +59,10 @@ describe('a host polling the rules service', () => {
   const INTERVAL_MS = 100
   // Bounds for waiting on a condition, not timing assertions: generous for a loaded CI machine.
   const DEADLINE_MS = 10_000
+  // A poll's own deadline, tested by the stalled-service case: long enough that a poll of a
+  // healthy service on a starved machine never hits it (a timeout there is a warning, and
+  // changes which poll applies a change).
+  const POLL_TIMEOUT_MS = 2000
   let service: RunningRulesService
   let proxy: Awaited<ReturnType<typeof faultProxy>>
   let host: FastifyInstance
@@ -116,7 +120,7 @@ describe('a host polling the rules service', () => {
     const source = httpRules(rulesUrl(), {
       intervalMs: INTERVAL_MS,
       jitter: 0.1,
-      timeoutMs: 300,
+      timeoutMs: POLL_TIMEOUT_MS,
       headers: { authorization: `Bearer ${TOKENS.reader}` },
       fetch: async (input, init) => {
         attempts++
@@ -166,7 +170,11 @@ describe('a host polling the rules service', () => {
 
   it('costs a 304 per poll while nothing changes', async () => {
     const before = statuses.filter((s) => s === 304).length
-    await waitFor(() => statuses.filter((s) => s === 304).length >= before + 3, 'three 304 polls')
+    await waitFor(
+      () => statuses.filter((s) => s === 304).length >= before + 3,
+      'three 304 polls',
+      DEADLINE_MS,
+    )
     expect(statuses.filter((s) => s >= 400)).toEqual([])
   })
 
@@ -207,7 +215,7 @@ describe('a host polling the rules service', () => {
 
     proxy.mode = 'slow'
     await waitFor(() => warnings.length === 2, 'the stall to be noticed', DEADLINE_MS)
-    expect(warnings[1]).toMatch(/within 300 ms/)
+    expect(warnings[1]).toMatch(new RegExp(`within ${POLL_TIMEOUT_MS} ms`))
     seen = attempts
     await waitFor(() => attempts >= seen + 2, 'two more polls', DEADLINE_MS)
     expect(warnings).toHaveLength(2)
