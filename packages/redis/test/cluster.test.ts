@@ -25,6 +25,10 @@ async function eventually(probe: () => Promise<boolean>, ms: number): Promise<vo
   }
 }
 
+// No test here is about the deadline: long enough that a round trip on a busy machine meets it
+// (at 50 ms, checks of a healthy cluster failed open, and were counted as passed).
+const DEADLINE_MS = 2000
+
 describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas)', () => {
   let cluster: RedisClusterFixture
   let store: RedisStore
@@ -36,7 +40,7 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
     cluster = await RedisClusterFixture.start({ primaries: 3, replicas: 1 }).catch(() =>
       RedisClusterFixture.start({ primaries: 3, replicas: 1 }),
     )
-    store = createRedisStore({ cluster: cluster.seeds, callTimeoutMs: 200 })
+    store = createRedisStore({ cluster: cluster.seeds, callTimeoutMs: DEADLINE_MS })
     await store.ready
     admin = new Redis(cluster.nodes[0]!.port, '127.0.0.1', { maxRetriesPerRequest: 0 })
     admin.on('error', () => {})
@@ -50,6 +54,7 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
   it('decides several rules of one client in one slot, all or nothing', async () => {
     const limiter = createLimiter({
       store,
+      decisionTimeoutMs: DEADLINE_MS,
       rules: [
         {
           id: 'wide',
@@ -97,6 +102,7 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
 
     const limiter = createLimiter({
       store,
+      decisionTimeoutMs: DEADLINE_MS,
       rules: [
         { id: 'r1', limit: 2, window: '1m', key: ['header:x-api-key'] },
         { id: 'r2', algorithm: 'gcra', limit: 5, window: '1m', key: ['header:x-api-key'] },
@@ -118,6 +124,7 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
     expect(hashTag('10.9.9.9')).not.toBe(hashTag('key-b'))
     const limiter = createLimiter({
       store,
+      decisionTimeoutMs: DEADLINE_MS,
       rules: [
         { id: 'per-ip', limit: 10, window: '1m', key: ['ip'] },
         { id: 'per-key', limit: 2, window: '1m', key: ['header:x-api-key'] },
@@ -130,6 +137,7 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
     // Only the two admitted requests stay charged to the ip rule.
     const ipOnly = createLimiter({
       store,
+      decisionTimeoutMs: DEADLINE_MS,
       rules: [{ id: 'per-ip', limit: 10, window: '1m', key: ['ip'] }],
     })
     expect((await ipOnly.check(facts('10.9.9.9'))).remaining).toBe(7)
@@ -138,6 +146,7 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
   it('reloads the script on every node after SCRIPT FLUSH', async () => {
     const limiter = createLimiter({
       store,
+      decisionTimeoutMs: DEADLINE_MS,
       rules: [{ id: 'flush', limit: 100, window: '1m', key: ['ip'] }],
     })
     for (let i = 0; i < 20; i++) await limiter.check(facts(`10.1.0.${i}`))
@@ -157,7 +166,7 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
   it('a primary killed under load: its slots fail open until the replica takes over, then limiting resumes', async () => {
     const limiter = createLimiter({
       store,
-      decisionTimeoutMs: 200,
+      decisionTimeoutMs: DEADLINE_MS,
       rules: [
         {
           id: 'failover',
