@@ -18,9 +18,6 @@ import { RedisServer, redisBinariesAvailable } from './helpers/redis-server.js'
 // operator, lost in a failover. These tests delete keys at random between operations on a
 // redis-server of their own and check that a loss only ever forgets history.
 
-// This file's redis-servers take loopback ports from this range only.
-process.env.FG_TEST_PORTS = '7600-7699'
-
 const binaries = redisBinariesAvailable()
 if (!binaries && process.env.CI === 'true') throw new Error('redis-server is required under CI')
 

@@ -12,24 +12,40 @@ export function redisBinariesAvailable(): boolean {
   return probe.status === 0 && cli.status === 0
 }
 
+/** Ports this process already handed out: a server may not have bound its port yet. */
+const handedOut = new Set<number>()
+
 /**
  * A free loopback TCP port (bound then released): any the system picks, or one of
  * `FG_TEST_PORTS` (`7300-7399`) when set, for machines where each test run owns a range.
+ * Never one this process handed out before, so the nodes of one cluster, started together,
+ * never draw the same port.
  */
 export async function freePort(): Promise<number> {
   const range = /^(\d+)-(\d+)$/.exec(process.env.FG_TEST_PORTS ?? '')
-  if (!range) return bindable(0)
+  if (!range) {
+    for (;;) {
+      const port = await bindable(0)
+      if (!handedOut.has(port)) return handOut(port)
+    }
+  }
   const [low, high] = [Number(range[1]), Number(range[2])]
   const start = low + Math.floor(Math.random() * (high - low + 1))
   for (let i = 0; i <= high - low; i++) {
     const port = low + ((start - low + i) % (high - low + 1))
+    if (handedOut.has(port)) continue
     try {
-      return await bindable(port)
+      return handOut(await bindable(port))
     } catch {
       // taken: try the next one
     }
   }
   throw new Error(`no free port in FG_TEST_PORTS ${process.env.FG_TEST_PORTS}`)
+}
+
+function handOut(port: number): number {
+  handedOut.add(port)
+  return port
 }
 
 /** Bind `port` (0: any) on loopback, release it, and return the port bound. */
@@ -78,7 +94,7 @@ export class RedisServer {
   }
 
   async start(): Promise<void> {
-    this.proc = spawn(
+    const proc = spawn(
       'redis-server',
       [
         '--port',
@@ -95,7 +111,10 @@ export class RedisServer {
       ],
       { stdio: 'ignore' },
     )
-    await waitForPing(this.port)
+    this.proc = proc
+    // Another process may have bound the port since freePort released it: then this server
+    // exits at once, and a PING could be answered by the other one.
+    await waitForPing(this.port, proc)
   }
 
   /** SIGKILL: the process dies mid-flight, as a crashed Redis would. */
@@ -120,10 +139,15 @@ export class RedisServer {
   }
 }
 
-/** Resolve once a Redis answers PING on the port (bounded: 5 s). */
-export async function waitForPing(port: number): Promise<void> {
+/**
+ * Resolve once a Redis answers PING on the port (bounded: 5 s). With `owner`, only the
+ * redis-server that process runs counts: its exit, or another server's answer, is an error.
+ */
+export async function waitForPing(port: number, owner?: ChildProcess): Promise<void> {
   const deadline = Date.now() + 5000
   for (;;) {
+    if (owner && (owner.exitCode !== null || owner.signalCode !== null))
+      throw new Error(`redis-server for port ${port} exited before answering: port taken?`)
     const c = new Redis(port, '127.0.0.1', {
       lazyConnect: true,
       retryStrategy: () => null,
@@ -131,15 +155,20 @@ export async function waitForPing(port: number): Promise<void> {
       enableOfflineQueue: false,
     })
     c.on('error', () => {})
+    let pid: string | undefined
     try {
       await c.connect()
       await c.ping()
-      return
+      if (!owner) return
+      pid = /process_id:(\d+)/.exec(await c.info('server'))?.[1]
     } catch (err) {
       if (Date.now() > deadline) throw err
       await new Promise((r) => setTimeout(r, 20))
+      continue
     } finally {
       c.disconnect()
     }
+    if (Number(pid) === owner.pid) return
+    throw new Error(`port ${port} is served by another redis-server (pid ${pid})`)
   }
 }
