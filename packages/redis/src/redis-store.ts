@@ -17,6 +17,7 @@ import {
 } from '@floodgate/core/algorithms'
 import { BatchQueue, type ScriptCall } from './batch-queue.js'
 import { RedisConnection, warnUnsafeClient, type RedisClient } from './connection.js'
+import { OwedReleases } from './owed-releases.js'
 import { RecordedLimits } from './recorded-limits.js'
 import { checkPrefix, hashTag } from './redis-key.js'
 import { tailedScript, type TailedScript } from './script-frame.js'
@@ -75,6 +76,8 @@ export class RedisStore implements Store {
   private readonly isCluster: boolean
   private readonly queue: BatchQueue
   private readonly recorded: RecordedLimits
+  /** Concurrency slots whose taking or release a dropped connection cut off. */
+  private readonly owed: OwedReleases
   /**
    * The name of the next concurrency slot this store takes: counted up from a random start,
    * so the names of a fleet's hosts do not meet (see `scripts/concurrency.ts`).
@@ -109,6 +112,11 @@ export class RedisStore implements Store {
     this.client = this.connection.client
     this.isCluster = this.connection.isCluster
     this.recorded = new RecordedLimits(this.client, prefix, timeoutMs)
+    this.owed = new OwedReleases(
+      leaseMs,
+      () => this.connection.connected,
+      (entry, now) => this.releaseRedis([entry], now),
+    )
     this.queue = new BatchQueue({
       prefix,
       timeoutMs,
@@ -198,30 +206,43 @@ export class RedisStore implements Store {
   /** Give units back (a released concurrency slot, an abandoned reservation). Never rejects. */
   async refund(entries: readonly RefundEntry[], nowMs: number): Promise<void> {
     if (entries.length === 0) return
-    await this.refundRedis(entries, this.now(nowMs))
-    // The units may have been charged there while Redis was failing; a refund of units that
+    if (!this.fallback) return this.refundRedis(entries, this.now(nowMs))
+    // A slot goes back to the store that gave it: Redis names every slot it gives, the
+    // fallback none. Sent to both, the release of a slot the fallback gave would also free the
+    // oldest slot in Redis, one a request still running holds.
+    const isSlot = (e: RefundEntry): boolean => e.rule.algorithm.name === 'concurrency'
+    const redis = entries.filter((e) => !isSlot(e) || e.lease !== undefined)
+    if (redis.length > 0) await this.refundRedis(redis, this.now(nowMs))
+    // Rate units may have been charged there while Redis was failing; a refund of units that
     // were never charged leaves a fresh state fresh.
-    if (this.fallback) await this.fallback.refund(entries, nowMs)
+    const local = entries.filter((e) => !isSlot(e) || e.lease === undefined)
+    if (local.length > 0) await this.fallback.refund(local, nowMs)
   }
 
   private async refundRedis(entries: readonly RefundEntry[], now: string): Promise<void> {
-    const list = entries.map((e) => ({ ...e, maxWaitMs: 0, shadow: false }))
     try {
-      if (!this.isCluster) await this.queue.enqueue('r', now, list)
-      else
-        await Promise.all(
-          groupByTag(list).map((g) =>
-            this.queue.enqueue(
-              'r',
-              now,
-              g.map((i) => list[i]!),
-            ),
-          ),
-        )
+      await this.releaseRedis(entries, now)
     } catch (err) {
-      // The units stay charged until the state's TTL: stricter for a while, never looser.
+      // The units stay charged until the state's TTL: stricter for a while, never looser. A
+      // named concurrency slot is released again once Redis answers (see OwedReleases).
       this.report(err, 'redis store refund failed')
     }
+  }
+
+  /** Give units back in Redis; rejects when Redis fails or misses the deadline. */
+  private async releaseRedis(entries: readonly RefundEntry[], now: string): Promise<void> {
+    const list = entries.map((e) => ({ ...e, maxWaitMs: 0, shadow: false }))
+    if (!this.isCluster) await this.queue.enqueue('r', now, list)
+    else
+      await Promise.all(
+        groupByTag(list).map((g) =>
+          this.queue.enqueue(
+            'r',
+            now,
+            g.map((i) => list[i]!),
+          ),
+        ),
+      )
   }
 
   /**
@@ -311,6 +332,7 @@ export class RedisStore implements Store {
    */
   async close(): Promise<void> {
     this.recorded.close()
+    this.owed.close()
     await this.fallback?.close?.()
     await this.connection.close()
   }
@@ -362,6 +384,21 @@ export class RedisStore implements Store {
 
   /** Run one batch's script: its keys, then the ARGV `wire-format.ts` lays out. */
   private call(call: ScriptCall): Promise<unknown> {
+    const requests = call.packed.requests
+    if (!OwedReleases.touchesSlots(requests)) return this.send(call)
+    // Whether the script can reach Redis: one that cannot took no slot.
+    const sent = this.connection.connected
+    let reply: Promise<unknown>
+    try {
+      reply = this.send(call)
+    } catch (err) {
+      reply = Promise.reject(err instanceof Error ? err : new Error(String(err)))
+    }
+    reply.catch(() => this.owed.owe(requests, sent, call.now))
+    return reply
+  }
+
+  private send(call: ScriptCall): Promise<unknown> {
     const down = this.connection.unavailable()
     if (down) return Promise.reject(down)
     const argv =

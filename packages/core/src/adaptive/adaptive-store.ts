@@ -190,7 +190,12 @@ export class AdaptiveStore implements Store {
     }
     if (!refused) return results
     for (const e of taken) gateOf(this.gates, e).release(e.key, e.cost, e.rule.rule.id)
-    const charged = others.filter((_, j) => answer[j]!.allowed)
+    // Each with the name its store gave the slot, if any: a release frees that slot only.
+    const charged: RefundEntry[] = []
+    others.forEach((e, j) => {
+      const r = answer[j]!
+      if (r.allowed) charged.push({ rule: e.rule, key: e.key, cost: e.cost, lease: r.lease })
+    })
     if (charged.length > 0) {
       try {
         void Promise.resolve(this.inner.refund(charged, nowMs)).catch(() => {})
