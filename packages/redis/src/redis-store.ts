@@ -347,13 +347,16 @@ export class RedisStore implements Store {
    * single script can touch. Each slot decides its own entries atomically, in parallel; when
    * one slot refuses, the units the other slots recorded are refunded. Between the two calls
    * another request may find those units taken: stricter for a moment, never over-admitting.
+   * When one slot's call fails, the request passes unjudged and nobody would release what the
+   * others recorded: the concurrency slots they took are given back (rate units stay charged,
+   * as for a late answer: the request did pass).
    */
   private async consumeSplit(
     entries: readonly ConsumeEntry[],
     groups: number[][],
     now: string,
   ): Promise<readonly AlgorithmResult[]> {
-    const parts = await Promise.all(
+    const settled = await Promise.allSettled(
       groups.map((g) =>
         this.queue.enqueue(
           'c',
@@ -362,24 +365,38 @@ export class RedisStore implements Store {
         ),
       ),
     )
-    const results: AlgorithmResult[] = new Array<AlgorithmResult>(entries.length)
+    // Each entry's result, where its slot's call answered.
+    const results: (AlgorithmResult | undefined)[] = new Array<AlgorithmResult>(entries.length)
+    let failure: PromiseRejectedResult | undefined
     let allowed = true
-    groups.forEach((g, gi) =>
+    groups.forEach((g, gi) => {
+      const part = settled[gi]!
+      if (part.status === 'rejected') return void (failure ??= part)
       g.forEach((entryIndex, k) => {
-        const r = parts[gi]![k]!
+        const r = part.value[k]!
         results[entryIndex] = r
         if (!entries[entryIndex]!.shadow && !r.allowed) allowed = false
-      }),
-    )
-    if (allowed) return results
+      })
+    })
+    if (failure === undefined && allowed) return results as AlgorithmResult[]
     const undo: RefundEntry[] = []
     groups.forEach((g) => {
-      // A group recorded only if none of its own non-shadow entries refused.
-      const recorded = g.every((i) => entries[i]!.shadow || results[i]!.allowed)
-      if (recorded) for (const i of g) if (results[i]!.allowed) undo.push(entries[i]!)
+      // A group recorded only if its call answered and none of its non-shadow entries refused.
+      const recorded = g.every((i) => results[i] && (entries[i]!.shadow || results[i].allowed))
+      if (!recorded) return
+      for (const i of g) {
+        if (!results[i]!.allowed) continue
+        if (failure === undefined || entries[i]!.rule.algorithm.name === 'concurrency') {
+          undo.push(entries[i]!)
+        }
+      }
     })
+    if (failure !== undefined) {
+      if (undo.length > 0) void this.refundRedis(undo, now)
+      throw failure.reason
+    }
     if (undo.length > 0) await this.refundRedis(undo, now)
-    return results
+    return results as AlgorithmResult[]
   }
 
   /** Run one batch's script: its keys, then the ARGV `wire-format.ts` lays out. */

@@ -143,6 +143,52 @@ describe.skipIf(!binaries)('RedisStore on Redis Cluster (3 primaries, 3 replicas
     expect((await ipOnly.check(facts('10.9.9.9'))).remaining).toBe(7)
   })
 
+  it('a request spanning slots whose call to one primary fails gives back the slots the other calls took', async () => {
+    // The request passes unjudged, so nobody releases what the healthy primary recorded: a
+    // concurrency slot there stayed taken for its whole lease (60 s).
+    const slot = {
+      id: 'span-slots',
+      algorithm: 'concurrency' as const,
+      limit: 1,
+      key: ['ip' as const],
+    }
+    const limiter = createLimiter({
+      store,
+      rules: [slot, { id: 'span-key', limit: 100, window: '1m', key: ['header:x-api-key'] }],
+    })
+    const ipOnly = createLimiter({ store, rules: [slot] })
+    const ip = '10.9.8.1'
+    const primaryOf = async (k: string, stateId: string): Promise<number> => {
+      const slotNo = Number(await admin.cluster('KEYSLOT', redisKey('fg', k, stateId)))
+      return (await cluster.primaryOf(slotNo, cluster.nodes[0]!)).port
+    }
+    const ipPort = await primaryOf(ip, '')
+    let apiKey = ''
+    let keyPort = ipPort
+    for (let i = 0; keyPort === ipPort; i++) {
+      apiKey = `span-${i}`
+      keyPort = await primaryOf(apiKey, '')
+    }
+    const paused = new Redis(keyPort, '127.0.0.1', { maxRetriesPerRequest: 0 })
+    paused.on('error', () => {})
+    try {
+      await paused.client('PAUSE', 600, 'ALL')
+      const d = await limiter.check(facts(ip, apiKey))
+      expect(d.allowed && d.failedOpen).toBe(true)
+      limiter.release(d)
+    } finally {
+      // The pause outlives the request; the next tests need that primary.
+      const unpause = new Redis(keyPort, '127.0.0.1', { maxRetriesPerRequest: 0 })
+      await unpause.client('UNPAUSE')
+      unpause.disconnect()
+      paused.disconnect()
+    }
+    await eventually(async () => {
+      const state = await ipOnly.get(ip).catch(() => [])
+      return state[0]?.remaining === 1
+    }, 3000)
+  })
+
   it('reloads the script on every node after SCRIPT FLUSH', async () => {
     const limiter = createLimiter({
       store,
