@@ -256,6 +256,37 @@ describe('adaptive rule beside other rules: all-or-nothing', () => {
   })
 })
 
+describe('slots the store named', () => {
+  it('are given back by name when the gate refuses after the store admitted the others', async () => {
+    // A store that names each slot (RedisStore) frees by name only; a release without the
+    // name freed the oldest slot instead, one a request still running holds.
+    const memory = new MemoryStore()
+    let names = 0
+    const refunds: RefundEntry[] = []
+    const store: Store = {
+      consume: (entries: readonly ConsumeEntry[], nowMs: number) =>
+        Promise.resolve(
+          (memory.consume(entries, nowMs) as AlgorithmResult[]).map((r, i) =>
+            entries[i]!.rule.algorithm.name === 'concurrency' && r.allowed
+              ? { ...r, lease: ++names }
+              : { ...r },
+          ),
+        ),
+      refund: (entries: readonly RefundEntry[], nowMs: number) => {
+        refunds.push(...entries)
+        return memory.refund(entries, nowMs)
+      },
+    }
+    const conc: RuleInput = { id: 'conc', algorithm: 'concurrency', limit: 10, key: ['ip'] }
+    const { limiter } = setup({}, {}, { store }, [conc])
+    // Four requests look at a gate of 3 before any store answer comes back: the 4th is refused
+    // by the gate after the store gave it slot 4.
+    const ds = await Promise.all([1, 2, 3, 4].map(() => Promise.resolve(limiter.check(facts()))))
+    expect(ds.map((d) => d.allowed)).toEqual([true, true, true, false])
+    expect(refunds.map((e) => [e.rule.rule.id, e.lease])).toEqual([['conc', 4]])
+  })
+})
+
 describe('fairness at the gate', () => {
   it('refuses a client over its fair share within the reserve, while a newcomer passes', () => {
     const { limiter, check } = setup({ initialLimit: 10, reserve: 0.3 })
