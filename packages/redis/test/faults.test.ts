@@ -277,7 +277,7 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
 
   it('a concurrency slot whose answer or release was lost to a dropped connection is freed once Redis is back, exactly once', async () => {
     // Redis may have taken (or kept) the slot while the host never learned it: the script ran
-    // and its reply was lost (the request passed unjudged, or the fallback decided it), or the
+    // and its reply was lost or late (the request passed unjudged, or the fallback decided it), or the
     // release never reached Redis (held in a stalled link, or sent while reconnecting). Left
     // alone the slot stays taken for the whole lease (60 s): a limiter that throttles because
     // Redis failed. Slots held through the fault by other requests must stay held.
@@ -287,7 +287,12 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
         fc.integer({ min: 1, max: 3 }),
         fc.nat(2),
         fc.integer({ min: 1, max: 3 }),
-        fc.constantFrom('answer' as const, 'release' as const, 'release-reconnecting' as const),
+        fc.constantFrom(
+          'answer' as const,
+          'late' as const,
+          'release' as const,
+          'release-reconnecting' as const,
+        ),
         fc.boolean(),
         async (limit, liveWanted, inFlight, lost, withFallback) => {
           const live = Math.min(liveWanted, limit - 1)
@@ -312,6 +317,13 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
               proxy.setMode('drop-replies')
               held = await checks(n)
               expect(held.every((d) => d.allowed && d.failedOpen === !withFallback)).toBe(true)
+            } else if (lost === 'late') {
+              // Answered after the deadline: the store gives back the slots Redis took.
+              proxy.setDelay(80)
+              held = await checks(n)
+              expect(held.every((d) => d.allowed && d.failedOpen === !withFallback)).toBe(true)
+              await new Promise((r) => setTimeout(r, 400))
+              proxy.setDelay(0)
             } else {
               held = await checks(n)
               expect(held.every((d) => d.allowed && !d.failedOpen)).toBe(true)
@@ -337,6 +349,7 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
             ])
           } finally {
             proxy.setMode('pass')
+            proxy.setDelay(0)
             await limiter.close()
           }
         },
