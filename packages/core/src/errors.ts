@@ -18,6 +18,8 @@ export const errorCodes = {
   FG_WRN_DOUBLE_MOUNT: 'the same limiter ran twice on one request; the second mount was skipped',
   FG_WRN_COST_INVALID: 'a route cost function threw or returned an invalid cost',
   FG_ERR_STORE_ANSWER_INVALID: 'the store answered something other than one result per entry',
+  FG_ERR_STORE_FULL:
+    'a penalty or ban found the store full of state that is not fresh and was not recorded',
   FG_WRN_CHECK_FAILED_OPEN:
     'check() met an error outside the store (malformed request facts); the request passed unjudged',
   FG_WRN_KEY_BUILDER_FAILED:

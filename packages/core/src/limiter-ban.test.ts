@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import type { Decision } from './decision.js'
 import { RulesValidationError } from './errors.js'
 import { createLimiter } from './limiter.js'
@@ -21,14 +21,16 @@ function clocked(rules: RuleInput[], store: Store = new MemoryStore()) {
   return { limiter, check, advance: (ms: number) => (now += ms), at: () => now }
 }
 
+const LOGIN: RuleInput = {
+  id: 'login',
+  limit: 2,
+  window: '1s',
+  algorithm: 'fixed-window',
+  ban: { after: 3, within: '1m', for: '15m' },
+}
+
 describe('ban: the penalty box', () => {
-  const rule: RuleInput = {
-    id: 'login',
-    limit: 2,
-    window: '1s',
-    algorithm: 'fixed-window',
-    ban: { after: 3, within: '1m', for: '15m' },
-  }
+  const rule = LOGIN
 
   it('bans after N refusals within the period, for the block duration', () => {
     const { check, advance } = clocked([rule])
@@ -218,6 +220,157 @@ describe('ban: property against a reference model', () => {
         },
       ),
       { numRuns: 200 },
+    )
+  })
+})
+
+describe('ban under a full MemoryStore', () => {
+  const login: RuleInput = { ...LOGIN, window: '1m' }
+  // Four keys: client A's window state, then three other clients' windows fill the store.
+  function full() {
+    const store = new MemoryStore({ maxKeys: 4 })
+    const t = clocked([login], store)
+    return { store, ...t }
+  }
+
+  it('a new client refused because the store is full is not labeled banned', () => {
+    const { store, check } = full()
+    for (let i = 1; i <= 4; i++) expect(check(`198.51.100.${i}`).allowed).toBe(true)
+    const d = check('198.51.100.9')
+    expect(store.overflowed).toBe(1)
+    expect(d).toMatchObject({ allowed: false, retryAfterMs: 1000 })
+    expect(d.banned).toBeUndefined()
+  })
+
+  it('a client with state and room left is decided as usual when the store is full', () => {
+    const { check } = full()
+    expect(check('198.51.100.1')).toMatchObject({ allowed: true, remaining: 1 })
+    for (let i = 2; i <= 9; i++) check(`198.51.100.${i}`)
+    expect(check('198.51.100.1')).toMatchObject({ allowed: true, remaining: 0 })
+  })
+
+  it('a refusal the full store cannot count does not start a ban', () => {
+    const { check } = full()
+    check('198.51.100.1')
+    check('198.51.100.1')
+    for (let i = 2; i <= 9; i++) check(`198.51.100.${i}`)
+    // Refused by its window; its refusal count has no room: a plain refusal, twice.
+    for (let i = 0; i < 2; i++) {
+      const d = check('198.51.100.1')
+      // The fixed window ends 20 s on (its windows start at multiples of a minute).
+      expect(d).toMatchObject({ allowed: false, retryAfterMs: 20_000 })
+      expect(d.banned).toBeUndefined()
+    }
+  })
+
+  it('a ban the full store has no room for is not announced, and the log says why', () => {
+    let now = 1_000_000
+    const warn = vi.fn()
+    const store = new MemoryStore({ maxKeys: 3 })
+    const limiter = createLimiter({
+      rules: [{ ...login, ban: { after: 2, within: '1m', for: '15m' } }],
+      clock: () => now,
+      store,
+      logger: { debug: vi.fn(), info: vi.fn(), warn, error: vi.fn() },
+    })
+    const check = (ip: string): Decision => limiter.check(facts(ip)) as Decision
+    check('198.51.100.1')
+    check('198.51.100.1')
+    expect(check('198.51.100.1').banned).toBeUndefined() // refusal 1: window + count, two keys
+    check('198.51.100.2') // the third key: full of state that is not fresh
+    // Refusal 2 earns the ban, which has no room: a plain refusal, logged.
+    const refused = check('198.51.100.1')
+    expect(refused).toMatchObject({ allowed: false, retryAfterMs: 20_000 })
+    expect(refused.banned).toBeUndefined()
+    expect(warn).toHaveBeenCalledWith(
+      expect.objectContaining({
+        code: 'FG_WRN_BAN_NOT_RECORDED',
+        err: expect.objectContaining({ code: 'FG_ERR_STORE_FULL' }),
+      }),
+      expect.any(String),
+    )
+    now += 5 * 60_000
+    expect(check('198.51.100.1').allowed).toBe(true)
+  })
+
+  it('every ban it announces is in force, and none comes before `after` refusals (property)', () => {
+    const step = fc.oneof(
+      fc.record({
+        t: fc.constant('request' as const),
+        client: fc.nat(3),
+        times: fc.integer({ min: 1, max: 4 }),
+      }),
+      fc.record({
+        t: fc.constant('flood' as const),
+        keys: fc.integer({ min: 1, max: 6 }),
+        each: fc.integer({ min: 1, max: 6 }),
+      }),
+      fc.record({ t: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 1500 }) }),
+    )
+    fc.assert(
+      fc.property(
+        fc.record({
+          limit: fc.integer({ min: 1, max: 3 }),
+          windowMs: fc.constantFrom(100, 1000, 5000),
+          after: fc.integer({ min: 1, max: 4 }),
+          withinMs: fc.constantFrom(500, 2000, 10_000),
+          forMs: fc.constantFrom(300, 3000, 20_000),
+        }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.array(step, { minLength: 1, maxLength: 60 }),
+        (p, maxKeys, steps) => {
+          const store = new MemoryStore({ maxKeys })
+          const { check, advance, at } = clocked(
+            [
+              {
+                id: 'r',
+                algorithm: 'fixed-window',
+                limit: p.limit,
+                window: p.windowMs,
+                ban: { after: p.after, within: p.withinMs, for: p.forMs },
+              },
+            ],
+            store,
+          )
+          const refused = new Map<string, number[]>()
+          const bannedUntil = new Map<string, number>()
+          const request = (ip: string): void => {
+            const now = at()
+            const d = check(ip)
+            const until = bannedUntil.get(ip) ?? -Infinity
+            if (now < until) {
+              expect(d, `${ip} at ${now}, banned until ${until}`).toMatchObject({
+                allowed: false,
+                banned: true,
+              })
+            }
+            if (d.allowed) return
+            const times = (refused.get(ip) ?? []).filter((t) => now - t <= p.withinMs)
+            times.push(now)
+            refused.set(ip, times)
+            if (d.banned === true && now >= until) {
+              expect(times.length, `${ip} banned at ${now} after ${times.length} refusals`).toBe(
+                Math.max(times.length, p.after),
+              )
+              bannedUntil.set(ip, now + p.forMs)
+            }
+          }
+          let flood = 0
+          for (const s of steps) {
+            if (s.t === 'tick') advance(s.ms)
+            else if (s.t === 'request') {
+              for (let j = 0; j < s.times; j++) request(`203.0.113.${s.client + 1}`)
+            } else {
+              for (let k = 0; k < s.keys; k++) {
+                const ip = `2001:db8:${(flood++).toString(16)}::1`
+                for (let j = 0; j < s.each; j++) request(ip)
+              }
+            }
+            expect(store.size).toBeLessThanOrEqual(maxKeys)
+          }
+        },
+      ),
+      { numRuns: 600 },
     )
   })
 })

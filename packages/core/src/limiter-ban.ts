@@ -67,7 +67,9 @@ export function applyBanChecks(
  * Count the refusals of banning rules and start the bans they earn. Each refusal is one unit
  * of the rule's refusals state (a sliding log of `after` units over `within`); the refusal
  * that takes the last unit, or finds none, starts a ban: the block state is reset and charged
- * into one unit of debt, which lasts `for`.
+ * into one unit of debt, which lasts `for`. A refusal the store made for want of room
+ * (`storeFull`) is not the rule's and is not counted; nor does a count the store had no room
+ * to record start a ban.
  *
  * @returns The indexes of the entries whose rule now bans the client (synchronously with a
  * synchronous store).
@@ -76,12 +78,15 @@ export function recordRefusals(
   store: Store,
   entries: readonly Entry[],
   outcomes: readonly RuleOutcome[],
+  results: readonly AlgorithmResult[],
   nowMs: number,
 ): number[] | Promise<number[]> | undefined {
+  // Read before the store call below: a synchronous store reuses its result objects.
   const counted: number[] = []
   for (let i = 0; i < entries.length; i++) {
     const o = outcomes[i]!
-    if (entries[i]!.rule.ban && !o.allowed && o.banned !== true) counted.push(i)
+    if (!entries[i]!.rule.ban || o.allowed || o.banned === true) continue
+    if (results[i]?.storeFull !== true) counted.push(i)
   }
   if (counted.length === 0) return undefined
   // Shadow entries are recorded each on its own: one full log must not stop another's count.
@@ -95,7 +100,7 @@ export function recordRefusals(
   const startBans = (results: readonly AlgorithmResult[]): number[] | Promise<number[]> => {
     const earned = counted.filter((_, j) => {
       const r = results[j]
-      return r !== undefined && (!r.allowed || r.remaining === 0)
+      return r !== undefined && r.storeFull !== true && (!r.allowed || r.remaining === 0)
     })
     if (earned.length === 0) return earned
     const blocks: StateEntry[] = earned.map((i) => ({

@@ -28,6 +28,18 @@ function clocked(rules: RuleInput[], over: Partial<LimiterOptions> = {}) {
 }
 
 describe('limiter.get / reset / penalty / reward', () => {
+  it('penalty rejects with FG_ERR_STORE_FULL when a full MemoryStore has no room for it', async () => {
+    const store = new MemoryStore({ maxKeys: 1 })
+    const { limiter, check } = clocked([{ id: 'per-ip', limit: 3, window: '1m' }], { store })
+    check({ ip: '198.51.100.1' })
+    await expect(limiter.penalty('203.0.113.7', 10)).rejects.toMatchObject({
+      code: 'FG_ERR_STORE_FULL',
+    })
+    // A client that has state is charged as usual.
+    await limiter.penalty('198.51.100.1', 10)
+    expect(check({ ip: '198.51.100.1' }).allowed).toBe(false)
+  })
+
   it('get reads what remains without charging', async () => {
     const { limiter, check } = clocked([{ id: 'per-ip', limit: 3, window: '1s' }])
     check()

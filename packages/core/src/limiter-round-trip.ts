@@ -144,13 +144,14 @@ export class RoundTrip<Req> {
       }
     }
     if (decision.allowed || !banOwners) return this.parts.reporter.report(decision, facts)
-    return this.startBans(decision, entries, facts, nowMs)
+    return this.startBans(decision, entries, results, facts, nowMs)
   }
 
   /** Count the refusals of banning rules; the refusal that earns a ban answers as banned. */
   private startBans(
     decision: Decision,
     entries: readonly Entry[],
+    results: readonly AlgorithmResult[],
     facts: RequestFacts<Req> | undefined,
     nowMs: number,
   ): Decision | Promise<Decision> {
@@ -159,7 +160,7 @@ export class RoundTrip<Req> {
     const own = entries.map((e) => ({ ...e }))
     let earned: number[] | Promise<number[]> | undefined
     try {
-      earned = recordRefusals(this.parts.store, own, decision.outcomes, nowMs)
+      earned = recordRefusals(this.parts.store, own, decision.outcomes, results, nowMs)
     } catch (err) {
       banFailed(logger, err)
       return reporter.report(decision, facts)

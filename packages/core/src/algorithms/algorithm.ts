@@ -54,6 +54,12 @@ export interface AlgorithmResult {
    * holds. Undefined otherwise.
    */
   lease?: number
+  /**
+   * Set by a store that had no room for this key's state (MemoryStore full at `maxKeys`): the
+   * refusal is the store's, not the rule's, and nothing was recorded, so the limiter does not
+   * count it toward a ban. Undefined otherwise.
+   */
+  storeFull?: boolean | undefined
 }
 
 /** A fresh result object, for callers that need their own. */

@@ -137,6 +137,47 @@ describe('MemoryStore eviction under key pressure', () => {
     expect(store.consume(one('c'), 2)[0]!.allowed).toBe(true)
   })
 
+  it('a cost-0 entry (a ban check) of a key with no state takes no room and reads as fresh', () => {
+    const store = new MemoryStore({ maxKeys: 1 })
+    const rule = testRule('token-bucket', 1, 60_000)
+    const ask = (key: string, cost: number): ConsumeEntry => ({
+      rule,
+      key,
+      cost,
+      maxWaitMs: 0,
+      shadow: false,
+    })
+    expect(store.consume([ask('a', 1)], 0)[0]!.allowed).toBe(true)
+    // Full of state that is not fresh: a new key's cost-0 entry is still answered as fresh.
+    expect(store.consume([ask('b', 0)], 0)[0]).toMatchObject({ allowed: true, remaining: 1 })
+    expect(store.consume([ask('b', 0), ask('a', 0)], 0).map((r) => r.remaining)).toEqual([1, 0])
+    expect(store.size).toBe(1)
+    expect(store.overflowed).toBe(0)
+    // A new key that asks for something is refused, flagged as the store's refusal.
+    expect(store.consume([ask('b', 1)], 0)[0]).toMatchObject({ allowed: false, storeFull: true })
+    expect(store.consume([ask('a', 0)], 0)[0]!.storeFull).toBeUndefined()
+  })
+
+  it('penalize tells when a new key had no room, and charges the keys that had', () => {
+    const store = new MemoryStore({ maxKeys: 2 })
+    const rule = testRule('token-bucket', 1, 60_000)
+    store.consume([{ rule, key: 'a', cost: 1, maxWaitMs: 0, shadow: false }], 0)
+    store.charge(rule, 'b', 1, 0)
+    expect(() =>
+      store.penalize(
+        [
+          { rule, key: 'a', cost: 2 },
+          { rule, key: 'c', cost: 2 },
+        ],
+        0,
+      ),
+    ).toThrow(expect.objectContaining({ code: 'FG_ERR_STORE_FULL' }))
+    expect(store.peek([{ rule, key: 'a' }], 0)[0]!.retryAfterMs).toBe(120_000)
+    // charge (SyncedStore's units) still drops what has no room, as documented.
+    expect(() => store.charge(rule, 'c', 1, 0)).not.toThrow()
+    expect(store.overflowed).toBe(2)
+  })
+
   it('caps maxKeys below the Map ceiling of 2^24 entries, so the cap is never a RangeError', () => {
     expect(MAX_KEYS_CEILING).toBeLessThan(2 ** 24)
     expect(() => new MemoryStore({ maxKeys: MAX_KEYS_CEILING })).not.toThrow()

@@ -4,6 +4,7 @@ import {
   type AlgorithmParams,
   type AlgorithmResult,
 } from '../algorithms/algorithm.js'
+import { FloodgateError } from '../errors.js'
 import { checkPositiveInt, misuseError } from '../options/checks.js'
 import type { CompiledRule } from '../rules/compiled-rules.js'
 import type { ConsumeEntry, RefundEntry, StateEntry, Store } from './store.js'
@@ -193,10 +194,15 @@ export class MemoryStore implements Store {
     return t
   }
 
-  /** Slot of the key, allocated when new; -1 when the store is full of non-fresh state. */
-  private slotFor(t: RuleTable, key: string, nowMs: number): number {
+  /**
+   * Slot of the key, allocated when new; -1 when the store is full of non-fresh state. A key
+   * with no state asked for nothing (`cost` 0, such as a ban check) gets the fresh slot 0,
+   * which is read and never written: it has nothing to record, so it takes no room.
+   */
+  private slotFor(t: RuleTable, key: string, nowMs: number, cost = 1): number {
     const found = t.find(key)
     if (found >= 0) return found
+    if (cost === 0) return 0
     this.keyCount -= t.sweepIdle(SWEEP_PER_INSERT, nowMs, this.pinned)
     if (this.keyCount >= this.maxKeys && !this.makeRoom(t, nowMs)) {
       this.overflowed++
@@ -228,6 +234,7 @@ export class MemoryStore implements Store {
     out.waitMs = 0
     out.remaining = 0
     out.retryAfterMs = STORE_FULL_RETRY_MS
+    out.storeFull = true
   }
 
   private result(i: number): AlgorithmResult {
@@ -236,6 +243,8 @@ export class MemoryStore implements Store {
       r = newResult()
       this.results[i] = r
     }
+    // Only a refusal for want of room carries the flag; a reused result drops it.
+    if (r.storeFull === true) r.storeFull = undefined
     return r
   }
 
@@ -246,7 +255,7 @@ export class MemoryStore implements Store {
       // One rule: the algorithm's own commit is already all-or-nothing.
       const e = entries[0]!
       const t = this.table(e.rule)
-      const slot = this.slotFor(t, e.key, nowMs)
+      const slot = this.slotFor(t, e.key, nowMs, e.cost)
       if (slot < 0) {
         this.storeFull(t, e, nowMs, this.result(0))
         return this.results
@@ -258,7 +267,7 @@ export class MemoryStore implements Store {
         e.cost,
         nowMs,
         e.maxWaitMs,
-        true,
+        slot > 0,
         this.result(0),
       )
       return this.results
@@ -271,13 +280,15 @@ export class MemoryStore implements Store {
       for (let i = 0; i < n; i++) {
         const e = entries[i]!
         const t = (tables[i] = this.table(e.rule))
-        const slot = (slots[i] = this.slotFor(t, e.key, nowMs))
+        const slot = (slots[i] = this.slotFor(t, e.key, nowMs, e.cost))
         const r = this.result(i)
         if (slot < 0) {
           this.storeFull(t, e, nowMs, r)
         } else {
-          this.pinTables[this.pinCount] = t
-          this.pinSlots[this.pinCount++] = slot
+          if (slot > 0) {
+            this.pinTables[this.pinCount] = t
+            this.pinSlots[this.pinCount++] = slot
+          }
           t.algorithm.consume(
             t.slab,
             slot * t.stride,
@@ -298,7 +309,8 @@ export class MemoryStore implements Store {
     if (!gate) return this.results
     for (let i = 0; i < n; i++) {
       const e = entries[i]!
-      if (slots[i]! < 0 || (e.shadow && !this.results[i]!.allowed)) continue
+      // Slot 0 is the fresh state a cost-0 entry read: nothing to record.
+      if (slots[i]! <= 0 || (e.shadow && !this.results[i]!.allowed)) continue
       const t = tables[i]!
       t.algorithm.consume(
         t.slab,
@@ -335,6 +347,11 @@ export class MemoryStore implements Store {
    * GCRA can).
    */
   charge(rule: CompiledRule, key: string, cost: number, nowMs: number): void {
+    this.charged(rule, key, cost, nowMs)
+  }
+
+  /** {@link MemoryStore.charge}, answering whether the units were recorded. */
+  private charged(rule: CompiledRule, key: string, cost: number, nowMs: number): boolean {
     const t = this.table(rule)
     if (!t.algorithm.charge) {
       throw misuseError(
@@ -344,8 +361,9 @@ export class MemoryStore implements Store {
     const slot = this.slotFor(t, key, nowMs)
     // Full of non-fresh state: this key has no state here, and requests from it are refused
     // until room frees, so the charge has nothing to add to until then.
-    if (slot < 0) return
+    if (slot < 0) return false
     t.algorithm.charge(t.slab, slot * t.stride, t.params, cost, nowMs)
+    return true
   }
 
   /** Each entry's state as a request of cost 0 would find it; nothing changes. */
@@ -373,11 +391,22 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * Charge each entry's units into debt (see {@link MemoryStore.charge}).
+   * Charge each entry's units into debt (see {@link MemoryStore.charge}). Unlike `charge`, a
+   * penalty (or a ban) is not dropped in silence when the store is full: the caller is told,
+   * so a ban that has no room is not announced as started.
    * @throws OptionsError for a rule whose algorithm cannot carry debt.
+   * @throws FloodgateError `FG_ERR_STORE_FULL` when a client with no state of the rule found
+   * the store full of state that is not fresh (the entries that had room are charged).
    */
   penalize(entries: readonly RefundEntry[], nowMs: number): void {
-    for (const e of entries) this.charge(e.rule, e.key, e.cost, nowMs)
+    let dropped = 0
+    for (const e of entries) if (!this.charged(e.rule, e.key, e.cost, nowMs)) dropped++
+    if (dropped > 0) {
+      throw new FloodgateError(
+        'FG_ERR_STORE_FULL',
+        `MemoryStore is full (maxKeys ${this.maxKeys}) of state that is not fresh: ${dropped} of ${entries.length} charges had no room and were not recorded`,
+      )
+    }
   }
 
   retain(stateIds: ReadonlySet<string>): void {
