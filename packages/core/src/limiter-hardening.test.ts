@@ -492,3 +492,53 @@ describe('a decision belongs to the limiter that made it', () => {
     expect((a.check(facts) as Decision).allowed).toBe(true)
   })
 })
+
+describe('a flood of distinct clients, paths and header values', () => {
+  it('keeps the store, counters, top clients and held slots bounded', () => {
+    let now = 1_000_000
+    const store = new MemoryStore({ maxKeys: 64 })
+    const limiter = createLimiter({
+      rules: [
+        {
+          id: 'per-ip',
+          limit: 2,
+          window: '1m',
+          algorithm: 'fixed-window',
+          ban: { after: 2, within: '1m', for: '10m' },
+        },
+        { id: 'per-key', key: 'header:x-api-key', limit: 1, window: '1m' },
+        { id: 'slots', key: 'header:x-api-key', algorithm: 'concurrency', limit: 1 },
+        {
+          id: 'smooth',
+          match: { paths: ['/q/*'] },
+          limit: 1,
+          window: '1s',
+          onLimit: { action: 'queue', maxWait: '5s', maxQueue: 2 },
+        },
+      ],
+      store,
+      clock: () => now,
+      topClients: { size: 8 },
+    })
+    let refused = 0
+    for (let i = 0; i < 5000; i++) {
+      const d = limiter.check({
+        method: 'GET',
+        path: i % 2 === 0 ? `/q/${i}` : `/p/${i}`,
+        ip: `2001:db8:${(i % 4096).toString(16)}::${i}`,
+        headers: { 'x-api-key': `k${i}` },
+      }) as Decision
+      if (!d.allowed) refused++
+      limiter.release(d)
+      if (i % 500 === 0) now += 10
+    }
+    expect(refused).toBeGreaterThan(0)
+    expect(store.size).toBeLessThanOrEqual(64)
+    const counters = limiter.counters()
+    expect([...counters.byRule.keys()].sort()).toEqual(['per-ip', 'per-key', 'slots', 'smooth'])
+    expect(counters.inFlight.size).toBe(0)
+    for (const id of ['per-ip', 'per-key', 'smooth']) {
+      expect(limiter.topClients(id, { limit: 100 }).length).toBeLessThanOrEqual(8)
+    }
+  })
+})
