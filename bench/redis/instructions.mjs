@@ -8,8 +8,9 @@
 // warm up, then instrumentation is switched on for BENCH_CALLS calls sent one at a time, on 500
 // keys (16 per call for a batch) that already exist, and the total is divided by the calls and
 // by the decisions per call. The figure is the whole command in Redis: reading it, running the
-// script, replying. Besides RedisStore's own script (captured from a real store, for a lone
-// request and for a batch of 16, what 64 requests in flight send), it weighs the floors: an
+// script, replying. Besides RedisStore's own scripts (captured from a real store, for a lone
+// request of each algorithm, beside the general script given the same call, and for a batch
+// of 16, what 64 requests in flight send), it weighs the floors: an
 // empty script, the commands the script needs (TIME, GET, SET PX, with the TTL given as a
 // string: Lua formats a number through glibc's float printer) and nothing else, per key for a
 // batch, and rate-limit-redis's commands.
@@ -86,7 +87,22 @@ while (client.status !== 'ready') {
 // one turn, as 64 in flight do: the first goes at once, the other BATCH wait and go as one
 // batch (an EVALSHA; the script is the same, its algorithms are).
 const BATCH = 16
+// Every algorithm, each weighed for one lone request (limits never reached; a concurrency
+// slot is never released, so its keys hold a few leases each; the log's state holds a slot
+// per unit of its limit), with the script RedisStore sends it (the lone script) and with the
+// general script (captured from a refund, which goes there).
+const ALGORITHMS = [
+  ['token-bucket', '1h'],
+  ['fixed-window', '1h'],
+  ['gcra', '1h'],
+  ['leaky-bucket', '1h'],
+  ['sliding-window-counter', '1h'],
+  ['sliding-window-log', '1h', 100],
+  ['concurrency', undefined],
+]
 const frames = []
+const sha = (s) => createHash('sha1').update(s).digest('hex')
+const scriptBySha = new Map()
 {
   const spy = new Redis({
     port: PORT,
@@ -108,8 +124,12 @@ const frames = []
         pos = eol + 4 + len
       }
       // eval(sha), script or sha, numkeys, keys…, argv…: strings but the last (the packed batch).
+      // The command is named evalsha whichever it writes.
+      const lua = args[1].toString()
+      const evaluated = args[0].toString().toLowerCase() === 'eval'
+      if (evaluated) scriptBySha.set(sha(lua), lua)
       frames.push({
-        lua: args[1].toString(),
+        lua: evaluated ? lua : scriptBySha.get(lua),
         args: args.slice(2).map((a, i, all) => (i === all.length - 1 ? a : a.toString())),
       })
     }
@@ -120,20 +140,30 @@ const frames = []
   const [rule] = limiter.compileRules([
     { id: 'tb', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' },
   ]).rules
-  const entry = (key) => [{ rule, key, cost: 1, maxWaitMs: 0, shadow: false }]
+  const entry = (key, r = rule) => [{ rule: r, key, cost: 1, maxWaitMs: 0, shadow: false }]
   await store.consume(entry('k'), 0)
   await Promise.all(Array.from({ length: BATCH + 1 }, (_, j) => store.consume(entry(`k${j}`), 0)))
+  // One lone request of each algorithm, then one refund (the general script's).
+  for (const other of limiter.compileRules(
+    ALGORITHMS.map(([algorithm, window, limit = 1_000_000_000]) => ({
+      id: algorithm,
+      algorithm,
+      limit,
+      window,
+    })),
+  ).rules) {
+    await store.consume(entry('k', other), 0)
+    await store.refund(entry('k', other), 0)
+  }
   await limiter.close()
   spy.disconnect()
 }
-const [decide] = frames
 const batch = frames.find((f) => Number(f.args[0]) === BATCH)
 if (!batch) throw new Error(`expected a batch of ${BATCH}`)
+const lones = frames.slice(-2 * ALGORITHMS.length)
 const argvOf = (frame) => frame.args.slice(1 + Number(frame.args[0]))
-const decideArgs = argvOf(decide)
 const batchArgs = argvOf(batch)
 
-const sha = (s) => createHash('sha1').update(s).digest('hex')
 let contenderIndex = 0
 const script = (name, lua, args = [], keys = 1) => {
   const prefix = `fgbench-cg:${contenderIndex++}:`
@@ -168,7 +198,6 @@ end
 return { totalHits, timeToExpire }`,
     ['0', '3600000'],
   ),
-  script("RedisStore's script, one token-bucket rule", decide.lua, decideArgs),
   script(
     `\`TIME\`, then \`GET\` and \`SET … PX\` per key, ${BATCH} keys`,
     `redis.call('TIME') for j = 1, #KEYS do redis.call('GET', KEYS[j]) end ${setEach} return 1`,
@@ -181,7 +210,14 @@ return { totalHits, timeToExpire }`,
     [],
     BATCH,
   ),
-  script(`RedisStore's script, a batch of ${BATCH} requests`, decide.lua, batchArgs, BATCH),
+  script(`RedisStore's script, a batch of ${BATCH} requests`, batch.lua, batchArgs, BATCH),
+  ...ALGORITHMS.flatMap(([algorithm], i) => {
+    const [lone, general] = [lones[2 * i], lones[2 * i + 1]]
+    return [
+      script(`RedisStore's script, one ${algorithm} rule`, lone.lua, argvOf(lone)),
+      script(`the general script, the same ${algorithm} call`, general.lua, argvOf(lone)),
+    ]
+  }),
 ]
 
 const counts = []
