@@ -23,6 +23,8 @@ export const BATCH_REQUESTS = 16
 export interface ScriptCall {
   /** The script's algorithm set ('token-bucket', 'fixed-window,token-bucket', …). */
   readonly id: string
+  /** The batch is one request that consumes one entry (the store's lone script decides it). */
+  readonly lone: boolean
   /** `nowMs` as the script's first ARGV ('' for Redis TIME). */
   readonly now: string
   /** Every entry's Redis key, in the order of the packed entries. */
@@ -271,9 +273,10 @@ export class BatchQueue {
     batch.sent = true
     this.inFlight++
     const packed = new PackedBatch(batch.requests, batch.bytes, batch.algorithms)
+    const lone = batch.keys.length === 1 && batch.requests[0]!.mode === 'c'
     let call: Promise<unknown>
     try {
-      call = this.options.call({ id: batch.id, now: batch.now, keys: batch.keys, packed })
+      call = this.options.call({ id: batch.id, lone, now: batch.now, keys: batch.keys, packed })
     } catch (err) {
       // Sent from a setImmediate, a synchronous throw would be uncaught: fail the batch instead.
       call = Promise.reject(err instanceof Error ? err : new Error(String(err)))

@@ -9,7 +9,6 @@ import {
 } from '@floodgate/core/options'
 import {
   scopeLogger,
-  type AlgorithmName,
   type AlgorithmResult,
   type ConsumeEntry,
   type RefundEntry,
@@ -23,7 +22,7 @@ import { checkPrefix, hashTag } from './redis-key.js'
 import { tailedScript, type TailedScript } from './script-frame.js'
 import { throttledWarn } from './throttled-warn.js'
 import type { RedisStoreOptions, TimeSource } from './redis-store-options.js'
-import { decideScript } from './scripts/decide-script.js'
+import { decideScript, loneScript } from './scripts/decide-script.js'
 import type { WireEntry, WireMode } from './wire-format.js'
 
 export type { RedisStoreOptions, TimeSource } from './redis-store-options.js'
@@ -71,6 +70,8 @@ export class RedisStore implements Store {
   private readonly warn: ReturnType<typeof throttledWarn>
   /** Script callers by algorithm set ('token-bucket', 'fixed-window,token-bucket', …). */
   private readonly scripts = new Map<string, TailedScript>()
+  /** The lone scripts' callers, by algorithm (see {@link loneScript}). */
+  private readonly loneScripts = new Map<string, TailedScript>()
   /** The ARGV before the packed batch when Redis is the clock (see `wire-format.ts`). */
   private readonly redisClockArgv: readonly string[]
   private readonly isCluster: boolean
@@ -422,15 +423,24 @@ export class RedisStore implements Store {
       call.now === ''
         ? this.redisClockArgv
         : [call.now, String(CALLER_CLOCK_TTL_SLACK_MS), String(this.leaseMs)]
-    return this.script(call.id, call.packed.algorithms)(call.keys, argv, call.packed)
+    return this.script(call)(call.keys, argv, call.packed)
   }
 
-  /** The script of an algorithm set (see {@link ScriptCall.id}), defined on first use. */
-  private script(id: string, algorithms: readonly AlgorithmName[]): TailedScript {
-    let fn = this.scripts.get(id)
+  /**
+   * The script of a call, defined on first use: the lone script of its algorithm for one
+   * request that consumes one entry, else the decide script of its algorithm set (see
+   * {@link ScriptCall.id}).
+   */
+  private script(call: ScriptCall): TailedScript {
+    const scripts = call.lone ? this.loneScripts : this.scripts
+    let fn = scripts.get(call.id)
     if (fn) return fn
-    fn = tailedScript(this.client, decideScript(algorithms))
-    this.scripts.set(id, fn)
+    const algorithms = call.packed.algorithms
+    fn = tailedScript(
+      this.client,
+      call.lone ? loneScript(algorithms[0]!) : decideScript(algorithms),
+    )
+    scripts.set(call.id, fn)
     return fn
   }
 
