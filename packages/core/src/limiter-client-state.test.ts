@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { Decision } from './decision.js'
-import { OptionsError } from './errors.js'
+import { FloodgateError, OptionsError } from './errors.js'
 import { createLimiter, type LimiterOptions } from './limiter.js'
 import type { RequestFacts } from './request-facts.js'
 import type { RuleInput } from './rules/schema.js'
@@ -284,5 +284,45 @@ describe('a rule with match: false beside an HTTP rule', () => {
     expect(d.outcomes.map((o) => o.rule.id)).toEqual(['http'])
     expect(sync(limiter.limit('u1', { rule: 'route-events' })).allowed).toBe(true)
     expect(sync(limiter.limit('u1', { rule: 'route-events' })).allowed).toBe(false)
+  })
+})
+
+describe('limiter.get on a store that answers garbage', () => {
+  it('rejects with FG_ERR_STORE_ANSWER_INVALID, never a TypeError from reading it (property)', async () => {
+    // A proxy or server that is not Redis, a broken link: RedisStore's peek resolves what it
+    // could not decode as no results at all.
+    const garbage = fc.oneof(
+      fc.constant(undefined),
+      fc.constant(null),
+      fc.array(fc.constant(undefined), { maxLength: 3 }),
+      fc.array(fc.constant(null), { maxLength: 3 }),
+      fc.array(fc.record({ allowed: fc.boolean(), limit: fc.constant(Number.NaN) }), {
+        maxLength: 3,
+      }),
+    )
+    await fc.assert(
+      fc.asyncProperty(garbage, fc.boolean(), async (answer, banned) => {
+        const memory = new MemoryStore()
+        const store: Store = {
+          consume: (entries, nowMs) => memory.consume(entries, nowMs),
+          refund: (entries, nowMs) => memory.refund(entries, nowMs),
+          peek: () => Promise.resolve(answer as never),
+          reset: (entries) => memory.reset(entries),
+          penalize: (entries, nowMs) => memory.penalize(entries, nowMs),
+        }
+        const rule: RuleInput = { id: 'r', limit: 5, window: '1m' }
+        const limiter = createLimiter({
+          store,
+          rules: [banned ? { ...rule, ban: { after: 2, within: '1m', for: '1h' } } : rule],
+        })
+        const err: unknown = await limiter.get('203.0.113.7').then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+        expect(err).toBeInstanceOf(FloodgateError)
+        expect((err as FloodgateError).code).toBe('FG_ERR_STORE_ANSWER_INVALID')
+      }),
+      { numRuns: 200 },
+    )
   })
 })

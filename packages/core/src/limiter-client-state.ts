@@ -1,4 +1,7 @@
 import type { Clock } from './clock.js'
+import { FloodgateError } from './errors.js'
+import { validResults } from './limiter-decide.js'
+import { describeAnswer } from './limiter-entry.js'
 import type { AlgorithmResult } from './algorithms/algorithm.js'
 import { keyFromParts, partFromKey, type ClientKey } from './keys/build-key.js'
 import { variantOf, type LimitState } from './limiter-limits.js'
@@ -223,6 +226,14 @@ export async function getState(
     }
   }
   const answer: readonly AlgorithmResult[] = await peek(asked, ctx.clock())
+  // Read field by field below: garbage (a server that is not the store's, a broken link) must
+  // fail with what it is, not with a TypeError from reading it.
+  if (!validResults(answer, asked.length)) {
+    throw new FloodgateError(
+      'FG_ERR_STORE_ANSWER_INVALID',
+      `get: store answered ${describeAnswer(answer)} for ${asked.length} entries; expected one result per entry`,
+    )
+  }
   return states.map((s, i) => {
     const r = answer[i]!
     const at = blocks.get(s.target)
