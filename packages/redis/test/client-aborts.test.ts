@@ -7,6 +7,7 @@ import { createRedisStore } from '@floodgate/redis'
 import { startExpress } from '../../express/test/harness.js'
 import { startFastify } from '../../fastify/test/harness.js'
 import { startKoa } from '../../koa/test/harness.js'
+import { eventually } from './helpers/eventually.js'
 import { FaultProxy } from './helpers/fault-proxy.js'
 import { RedisServer, redisBinariesAvailable } from './helpers/redis-server.js'
 
@@ -45,14 +46,6 @@ function send(url: string, path: string, leaveAfterMs: number | null): Promise<n
     req.end()
     if (leaveAfterMs !== null) setTimeout(() => req.destroy(), leaveAfterMs)
   })
-}
-
-async function eventually(probe: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 25))
-  }
 }
 
 describe.skipIf(!binaries)('clients leaving at any moment, on RedisStore', () => {

@@ -4,6 +4,7 @@ import { createLimiter, type Decision } from '@floodgate/core'
 import { type RequestFacts } from '@floodgate/core/http'
 import { createRedisStore, redisKey, type RedisStore } from '@floodgate/redis'
 import { hashTag } from '../src/redis-key.js'
+import { eventually } from './helpers/eventually.js'
 import { RedisClusterFixture } from './helpers/redis-cluster.js'
 import { redisBinariesAvailable } from './helpers/redis-server.js'
 
@@ -16,14 +17,6 @@ const facts = (ip: string, apiKey?: string): RequestFacts => ({
   ip,
   headers: apiKey === undefined ? {} : { 'x-api-key': apiKey },
 })
-
-async function eventually(probe: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 // No test here is about the deadline: long enough that a round trip on a busy machine meets it
 // (at 50 ms, checks of a healthy cluster failed open, and were counted as passed).

@@ -5,6 +5,7 @@ import { MemoryStore, createLimiter, type Decision, type Limiter } from '@floodg
 import { type RequestFacts } from '@floodgate/core/http'
 import { testRule } from '@floodgate/core/testing'
 import { createRedisStore, createSyncedStore, type RedisStore } from '@floodgate/redis'
+import { eventually } from './helpers/eventually.js'
 import { FaultProxy } from './helpers/fault-proxy.js'
 import { RedisServer, freePort, redisBinariesAvailable } from './helpers/redis-server.js'
 
@@ -22,15 +23,6 @@ const rules = [
     key: ['ip' as const],
   },
 ]
-
-/** Poll (bounded) until `probe` holds; for reconnects, whose timing the test cannot know. */
-async function eventually(probe: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
 
 // Deadlines: where a test is not about the deadline, one a round trip on a busy machine meets;
 // where it is, one still long enough for the healthy checks before the fault (at 50 ms they
@@ -309,14 +301,18 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
           const live = Math.min(liveWanted, limit - 1)
           const n = Math.min(inFlight, limit - live)
           const ip = `10.8.${run++}.1`
-          const s = await store(withFallback ? { fallback: new MemoryStore() } : {})
+          // A deadline a loaded machine keeps for the requests that must be judged.
+          const s = await store({
+            callTimeoutMs: 150,
+            ...(withFallback ? { fallback: new MemoryStore() } : {}),
+          })
           const rule = {
             id: 'slots',
             algorithm: 'concurrency' as const,
             limit,
             key: ['ip' as const],
           }
-          const limiter = createLimiter({ rules: [rule], store: s })
+          const limiter = createLimiter({ rules: [rule], store: s, decisionTimeoutMs: 1000 })
           const check = (): Promise<Decision> => Promise.resolve(limiter.check(facts(ip)))
           const checks = (k: number): Promise<Decision[]> =>
             Promise.all(Array.from({ length: k }, check))
@@ -330,10 +326,10 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
               expect(held.every((d) => d.allowed && d.failedOpen === !withFallback)).toBe(true)
             } else if (lost === 'late') {
               // Answered after the deadline: the store gives back the slots Redis took.
-              proxy.setDelay(80)
+              proxy.setDelay(200)
               held = await checks(n)
               expect(held.every((d) => d.allowed && d.failedOpen === !withFallback)).toBe(true)
-              await new Promise((r) => setTimeout(r, 400))
+              await new Promise((r) => setTimeout(r, 1000))
               proxy.setDelay(0)
             } else {
               held = await checks(n)
