@@ -10,6 +10,8 @@ export interface Entry extends ConsumeEntry {
   key: string
   cost: number
   maxWaitMs: number
+  /** Set just before the store call for an entry that queues (see `Holdings.markFullQueues`). */
+  queueFull?: boolean
   shadow: boolean
   rt: RuleRuntime
   /**

@@ -1,6 +1,6 @@
 import type { Clock } from './clock.js'
 import type { Decision } from './decision.js'
-import type { AlgorithmResult } from './algorithms/algorithm.js'
+import { refuseReservation, type AlgorithmResult } from './algorithms/algorithm.js'
 import { refundOf, type Entry } from './limiter-entry.js'
 import type { Logger } from './logger.js'
 import type { CompiledRule } from './rules/compiled-rules.js'
@@ -98,6 +98,26 @@ export class Holdings {
     return k
   }
 
+  /**
+   * Before the store call: mark each queueing entry whose client's queue is full now, so the
+   * store refuses a wait at once instead of reserving units to be given back. A queue that
+   * fills while the call is in flight is still caught by {@link Holdings.joinQueues}. No work
+   * while nobody waits.
+   */
+  markFullQueues(entries: readonly Entry[]): void {
+    const queued = this.queued
+    const any = queued.size > 0
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!
+      if (e.maxWaitMs <= 0) continue
+      const onLimit = e.rt.compiled.rule.onLimit
+      e.queueFull =
+        any &&
+        onLimit.action === 'queue' &&
+        (queued.get(`${e.rt.compiled.stateId}\u0000${e.key}`) ?? 0) >= onLimit.maxQueue
+    }
+  }
+
   leavePlace(k: string): void {
     const left = (this.queued.get(k) ?? 1) - 1
     if (left > 0) this.queued.set(k, left)
@@ -112,8 +132,8 @@ export class Holdings {
    * would have queued it.
    *
    * An entry whose queue is full is refused instead (`retryAfterMs`: its wait, when the same
-   * request could pass without queueing). The store already charged the request's reservation
-   * by then, so what it recorded is given back: every entry when an enforced entry is refused
+   * request could pass without queueing). When the queue filled while the store call was in
+   * flight (or the store ignores `queueFull`), the store already charged the reservation by then, so what it recorded is given back: every entry when an enforced entry is refused
    * (the request is refused, all-or-nothing), only the refused entry when it is a shadow one.
    *
    * @returns the results to judge: `results` itself when every queue had room
@@ -138,7 +158,9 @@ export class Holdings {
       e.place = this.takePlace(e.rt.compiled, e.key, onLimit.maxQueue)
       if (e.place !== undefined) continue
       out ??= results.slice()
-      out[i] = { ...r, allowed: false, waitMs: 0, retryAfterMs: Math.max(1, r.waitMs) }
+      const full = { ...r }
+      refuseReservation(full)
+      out[i] = full
       if (!e.shadow) refused = true
     }
     if (out === undefined) return results

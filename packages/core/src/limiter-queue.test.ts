@@ -5,6 +5,7 @@ import { createLimiter } from './limiter.js'
 import type { RequestFacts } from './request-facts.js'
 import type { RuleInput } from './rules/schema.js'
 import { MemoryStore } from './stores/memory-store.js'
+import type { Store } from './stores/store.js'
 import { asyncMemoryStore } from './testing/async-memory-store.js'
 
 const facts = (cost = 1): RequestFacts => ({
@@ -115,6 +116,99 @@ describe('queueing does not depend on whether the store answers synchronously', 
                 }
               }
             }
+          } finally {
+            vi.useRealTimers()
+          }
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+})
+
+describe('a client whose queue is already full costs the store no reservation', () => {
+  const reserving = ['token-bucket', 'gcra', 'fixed-window', 'leaky-bucket'] as const
+
+  /** A MemoryStore that counts its calls, and (as a store unaware of full queues) may drop the flag. */
+  function counted(ignoreQueueFull: boolean) {
+    const memory = new MemoryStore()
+    const calls = { consume: 0, refund: 0 }
+    const store: Store = {
+      synchronous: true,
+      consume: (entries, now) => {
+        calls.consume++
+        const asked = ignoreQueueFull ? entries.map((e) => ({ ...e, queueFull: false })) : entries
+        return memory.consume(asked, now)
+      },
+      refund: (entries, now) => {
+        calls.refund++
+        memory.refund(entries, now)
+      },
+    }
+    return { store, calls }
+  }
+
+  // Everything a decision says but its rules (each limiter compiles its own) and its lease.
+  const seen = ({ rule, outcomes, ...d }: Decision): unknown =>
+    JSON.parse(
+      JSON.stringify({
+        ...d,
+        rule: rule?.id,
+        outcomes: outcomes.map((o) => ({ ...o, rule: o.rule.id })),
+      }),
+    )
+
+  it('one store call per request and the same decisions as reserving then giving back (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...reserving),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 100, max: 3000 }),
+        fc.boolean(),
+        fc.array(
+          fc.record({
+            advanceMs: fc.integer({ min: 0, max: 700 }),
+            cost: fc.integer({ min: 1, max: 3 }),
+          }),
+          { minLength: 1, maxLength: 20 },
+        ),
+        (algorithm, limit, maxQueue, maxWaitMs, withShadow, steps) => {
+          let now = 1_000_000
+          const rules: RuleInput[] = [
+            {
+              id: 'q',
+              algorithm,
+              limit,
+              window: '1s',
+              onLimit: { action: 'queue', maxWait: maxWaitMs, maxQueue },
+            },
+          ]
+          // A shadow rule beside it: the request is decided by two entries at once.
+          if (withShadow) rules.push({ ...rules[0]!, id: 's', shadow: true, limit: 1 })
+          const fresh = counted(false)
+          const old = counted(true)
+          const limiter = createLimiter({ rules, store: fresh.store, clock: () => now })
+          const reference = createLimiter({ rules, store: old.store, clock: () => now })
+          vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+          try {
+            for (const [i, step] of steps.entries()) {
+              now += step.advanceMs
+              // Queued requests whose wait is over leave their queue.
+              vi.advanceTimersByTime(step.advanceMs)
+              const got = limiter.check(facts(step.cost)) as Decision
+              const want = reference.check(facts(step.cost)) as Decision
+              expect(seen(got), `request ${i}`).toEqual(seen(want))
+              expect(fresh.calls.consume, `request ${i}`).toBe(i + 1)
+              for (const [l, d] of [
+                [limiter, got],
+                [reference, want],
+              ] as const) {
+                void l.waitInQueue(d, new AbortController().signal)
+              }
+            }
+            // Nothing was reserved to be given back.
+            expect(fresh.calls.refund).toBe(0)
           } finally {
             vi.useRealTimers()
           }

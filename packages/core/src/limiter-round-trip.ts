@@ -64,6 +64,7 @@ export class RoundTrip<Req> {
     const { store, reporter } = this.parts
     const bans = withBanChecks(entries)
     const asked = bans ? bans.all : entries
+    this.parts.holdings.markFullQueues(entries)
     let results: readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
     // Store timings only when an observer asks for them: no clock read otherwise.
     const startedMs = reporter.timeStore ? performance.now() : -1

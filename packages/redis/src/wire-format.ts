@@ -155,7 +155,9 @@ export function encodeRequests(
       view.setFloat64(o + ENTRY_OFFSET.window_ms, rule.params.windowMs || 0, true)
       view.setFloat64(o + ENTRY_OFFSET.burst, rule.params.burst, true)
       view.setFloat64(o + ENTRY_OFFSET.cost, e.cost, true)
-      view.setFloat64(o + ENTRY_OFFSET.max_wait, e.maxWaitMs, true)
+      // Negative: the client's queue is full (the script refuses a wait instead of reserving).
+      const full = e.maxWaitMs > 0 && 'queueFull' in e && e.queueFull === true
+      view.setFloat64(o + ENTRY_OFFSET.max_wait, full ? -e.maxWaitMs : e.maxWaitMs, true)
       view.setFloat64(o + ENTRY_OFFSET.shadow, e.shadow ? 1 : 0, true)
       view.setFloat64(
         o + ENTRY_OFFSET.size,

@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { MemoryStore, createLimiter, type Decision, type Limiter } from '@floodgate/core'
-import { type RequestFacts } from '@floodgate/core/http'
+import { formatHeaders, type RequestFacts } from '@floodgate/core/http'
 import { testRule } from '@floodgate/core/testing'
 import { createRedisStore, createSyncedStore, type RedisStore } from '@floodgate/redis'
 import { eventually } from './helpers/eventually.js'
@@ -67,6 +67,67 @@ describe.skipIf(!binaries)('RedisStore under faults (a redis-server owned by the
       Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
     // The first call on a connection is EVAL (it loads the script), every later one EVALSHA.
     expect(calls('evalsha') + calls('eval')).toBe(40)
+    await limiter.close()
+  })
+
+  it('a client whose queue is already full costs one Redis command, not a reservation and its refund', async () => {
+    const s = await store({ timeSource: 'caller', callTimeoutMs: 2000 })
+    const queueing = [
+      {
+        id: 'q',
+        algorithm: 'token-bucket' as const,
+        limit: 1,
+        window: '1s',
+        onLimit: { action: 'queue' as const, maxWait: '5s', maxQueue: 1 },
+      },
+    ]
+    const limiter = createLimiter({
+      rules: queueing,
+      store: s,
+      clock: () => 1_000_000,
+      decisionTimeoutMs: 2000,
+    })
+    // Script calls: a decision and a refund are one each (the first on a connection is EVAL).
+    const stats = async (): Promise<number> => {
+      const text = await admin.info('commandstats')
+      const calls = (name: string): number =>
+        Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(text)?.[1] ?? 0)
+      return calls('evalsha') + calls('eval')
+    }
+    // A refund is sent from the next setImmediate; a PING on the store's own connection after
+    // it is answered after it.
+    const settled = async (): Promise<void> => {
+      await new Promise((resolve) => setImmediate(resolve))
+      await s.client.ping()
+    }
+    expect(await limiter.check(facts('10.9.0.1'))).toMatchObject({ action: 'allow' })
+    const queued = await limiter.check(facts('10.9.0.1'))
+    expect(queued).toMatchObject({ action: 'queue', waitMs: 1000 })
+    await admin.config('RESETSTAT')
+    const full = await limiter.check(facts('10.9.0.1'))
+    await settled()
+    expect(await stats()).toBe(1)
+    // The answer of a full queue: its wait (behind the one queued) as the retry hint.
+    expect(full).toMatchObject({
+      allowed: false,
+      action: 'reject',
+      status: 429,
+      retryAfterMs: 2000,
+    })
+    expect(formatHeaders(full).find(([name]) => name === 'Retry-After')?.[1]).toBe('2')
+    // A queue that fills while both calls are in flight: the second reservation is given back.
+    expect(await limiter.check(facts('10.9.0.2'))).toMatchObject({ action: 'allow' })
+    await admin.config('RESETSTAT')
+    const both = await Promise.all([
+      limiter.check(facts('10.9.0.2')),
+      limiter.check(facts('10.9.0.2')),
+    ])
+    expect(both.map((d) => d.action).sort()).toEqual(['queue', 'reject'])
+    await settled()
+    // The decisions (one call, or two when the store does not batch them), then the refund of
+    // the reservation the second found no place for.
+    expect([2, 3]).toContain(await stats())
+    limiter.release(queued, 'abandoned')
     await limiter.close()
   })
 

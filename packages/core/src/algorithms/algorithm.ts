@@ -62,6 +62,17 @@ export interface AlgorithmResult {
   storeFull?: boolean | undefined
 }
 
+/**
+ * Turn an admission that would wait (a reservation) into the refusal of a full queue: the
+ * request may come back once its wait is over. Admissions without a wait are left as they are.
+ */
+export function refuseReservation(out: AlgorithmResult): void {
+  if (!out.allowed || out.waitMs <= 0) return
+  out.allowed = false
+  out.retryAfterMs = Math.max(1, out.waitMs)
+  out.waitMs = 0
+}
+
 /** A fresh result object, for callers that need their own. */
 export function newResult(): AlgorithmResult {
   return { allowed: false, waitMs: 0, limit: 0, remaining: 0, resetMs: 0, retryAfterMs: 0 }

@@ -1,5 +1,6 @@
 import {
   newResult,
+  refuseReservation,
   type Algorithm,
   type AlgorithmParams,
   type AlgorithmResult,
@@ -260,16 +261,17 @@ export class MemoryStore implements Store {
         this.storeFull(t, e, nowMs, this.result(0))
         return this.results
       }
-      t.algorithm.consume(
-        t.slab,
-        slot * t.stride,
-        t.params,
-        e.cost,
-        nowMs,
-        e.maxWaitMs,
-        slot > 0,
-        this.result(0),
-      )
+      const r = this.result(0)
+      // A full queue: decide without recording, and record only an admission without a wait.
+      const full = e.queueFull === true
+      const off = slot * t.stride
+      t.algorithm.consume(t.slab, off, t.params, e.cost, nowMs, e.maxWaitMs, slot > 0 && !full, r)
+      if (full) {
+        refuseReservation(r)
+        if (r.allowed && slot > 0) {
+          t.algorithm.consume(t.slab, off, t.params, e.cost, nowMs, e.maxWaitMs, true, r)
+        }
+      }
       return this.results
     }
     const tables: RuleTable[] = new Array<RuleTable>(n)
@@ -299,6 +301,7 @@ export class MemoryStore implements Store {
             false,
             r,
           )
+          if (e.queueFull === true) refuseReservation(r)
         }
         if (!e.shadow && !r.allowed) gate = false
       }

@@ -13,6 +13,13 @@ export interface ConsumeEntry {
    * has room is the limiter's concern: it gives the reservation back when it has none.
    */
   readonly maxWaitMs: number
+  /**
+   * The client's queue for this rule had no free place when the request was sent: answer as
+   * with `maxWaitMs`, but refuse a request that would have to wait instead of reserving for it
+   * (see `refuseReservation`), so that no reservation is taken only to be given back. A store
+   * that ignores it stays correct: the limiter then gives the reservation back.
+   */
+  readonly queueFull?: boolean | undefined
   /** Shadow entries are decided and recorded but never gate the request. */
   readonly shadow: boolean
 }

@@ -1,6 +1,10 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AlgorithmName, AlgorithmResult } from '../algorithms/algorithm.js'
+import {
+  refuseReservation,
+  type AlgorithmName,
+  type AlgorithmResult,
+} from '../algorithms/algorithm.js'
 import type { CompiledRule } from '../rules/compiled-rules.js'
 import type { ConsumeEntry, Store } from '../stores/store.js'
 import { createLimiter } from '../limiter.js'
@@ -146,6 +150,54 @@ export function describeStoreConformance(
         expect((await consume(store, [entry(rule, key)], 2))[0]!.allowed).toBe(true)
       })
     }
+
+    it('an entry whose queue is full is refused where it would wait and then records nothing (property)', async () => {
+      const reserving = (['token-bucket', 'gcra', 'fixed-window', 'leaky-bucket'] as const).filter(
+        (a) => !skip.has(a),
+      )
+      if (reserving.length === 0) return
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...reserving),
+          fc.integer({ min: 1, max: 5 }),
+          fc.integer({ min: 0, max: 6 }),
+          fc.integer({ min: 0, max: 1500 }),
+          fc.integer({ min: 1, max: 4 }),
+          fc.integer({ min: 1, max: 3000 }),
+          fc.boolean(),
+          async (algorithm, limit, before, gapMs, cost, maxWaitMs, shadowBeside) => {
+            const rule = testRule(algorithm, limit, 1000, {
+              onLimit: { action: 'queue', maxWaitMs, maxQueue: 1 },
+            })
+            const beside = testRule('token-bucket', 1, 1000, { shadow: true })
+            // Three clients with one history: reserving, queue full, untouched.
+            const [a, b, c] = [freshKey(), freshKey(), freshKey()]
+            for (const k of [a, b, c]) {
+              if (before > 0) await consume(store, [entry(rule, k, before, { maxWaitMs })], 0)
+            }
+            const ask = (k: string, queueFull: boolean) => {
+              const e = entry(rule, k, cost, { maxWaitMs, queueFull })
+              return consume(store, shadowBeside ? [e, entry(beside, k)] : [e], gapMs)
+            }
+            const [reserved] = await ask(a, false)
+            const [full] = await ask(b, true)
+            const want = { ...reserved! }
+            refuseReservation(want)
+            delete want.lease
+            expect({ ...full!, lease: undefined, storeFull: undefined }).toEqual({
+              ...want,
+              lease: undefined,
+              storeFull: undefined,
+            })
+            // Refused: b is where c is. Admitted at once: b is where a is.
+            const [next] = await consume(store, [entry(rule, b, 1)], gapMs)
+            const [same] = await consume(store, [entry(rule, want.allowed ? a : c, 1)], gapMs)
+            expect(next).toEqual(same)
+          },
+        ),
+        { numRuns },
+      )
+    })
 
     it('a reservation admits with a wait, goes into debt, and is paid back', async () => {
       const rule = testRule('token-bucket', 10, 1000, {

@@ -107,10 +107,16 @@ const loadState = (key: string, size: string): string => `
 const entryLocals = (shadow: string): string =>
   ENTRY_FIELDS.map((f) => (f.name === 'shadow' ? shadow : f.name)).join(', ')
 
+/** Lua that reads the sign of `max_wait`: negative says the client's queue is full. */
+const queueFullFlag = `local full = max_wait < 0
+  if full then max_wait = -max_wait end`
+
 /**
  * Lua that reads the next packed entry at `pos` into locals (`alg`, its numbers, `key`),
  * advancing `pos` and the key index `k`; the shadow flag goes to the local named `shadow`.
- * The locals and the unpack format come from the wire format's one list of entry fields.
+ * The locals and the unpack format come from the wire format's one list of entry fields. A
+ * negative `max_wait` says the client's queue is full (`queueFull`): `full` is set and
+ * `max_wait` made positive.
  */
 const readEntry = (shadow: string): string => {
   const locals = entryLocals(shadow)
@@ -120,8 +126,13 @@ const readEntry = (shadow: string): string => {
   local alg = ALG[ai]
   if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. ai) end
   k = k + 1
-  local key = KEYS[k]`
+  local key = KEYS[k]
+  ${queueFullFlag}`
 }
+
+/** Lua mirroring core's `refuseReservation`: an admission that would wait becomes a refusal. */
+const refuseReservation = (out: string): string =>
+  `if ${out}[1] == 1 and ${out}[2] > 0 then ${out}[1] = 0; ${out}[6] = max(1, ${out}[2]); ${out}[2] = 0 end`
 
 /**
  * Lua that writes state `s` back under `key` with a TTL of its useful life (the algorithm's
@@ -176,7 +187,14 @@ local slack = tonumber(ARGV[${ARGV.ttlSlack}])`
  * all-or-nothing (a refusal writes nothing), shadow or not.
  */
 const consumeOne = (alg: string): string => `
-    ${alg}('c', s, limit, window_ms, burst, cost, now, max_wait, true, out, lease)
+    if full then
+      -- The client's queue is full: record only an admission that does not wait.
+      ${alg}('c', s, limit, window_ms, burst, cost, now, max_wait, false, out, lease)
+      ${refuseReservation('out')}
+      if out[1] == 1 then ${alg}('c', s, limit, window_ms, burst, cost, now, max_wait, true, out, lease) end
+    else
+      ${alg}('c', s, limit, window_ms, burst, cost, now, max_wait, true, out, lease)
+    end
     if out[1] == 1 then
       ${storeState(alg, 'key', 'limit, window_ms, burst', 'out')}
     end`
@@ -268,7 +286,7 @@ while pos <= nblob do
       local e = {
         alg = alg, limit = limit, window_ms = window_ms, burst = burst, cost = cost,
         max_wait = max_wait, shadow = shadow == 1, key = key, out = { 0, 0, 0, 0, 0, 0 },
-        lease = lease,
+        lease = lease, full = full,
       }
       local owner = first_of[key]
       if owner then
@@ -287,6 +305,7 @@ while pos <= nblob do
       for i = 1, n do
         local e = E[i]
         e.alg('c', e.s, e.limit, e.window_ms, e.burst, e.cost, now, e.max_wait, false, e.out)
+        if e.full then ${refuseReservation('e.out')} end
         if not e.shadow and e.out[1] == 0 then ok = false end
       end
       if ok then
@@ -359,6 +378,7 @@ if n ~= 1 or m ~= ${WIRE_MODES.indexOf('c')} then
   return redis.error_reply('floodgate: the lone script takes one consume of one entry')
 end
 local key = KEYS[1]
+${queueFullFlag}
 local out = { 0, 0, 0, 0, 0, 0 }
 ${loadState('key', 'size')}
 ${consumeOne('alg')}
