@@ -70,7 +70,9 @@ export interface RetryOptions {
    */
   readonly retryNonIdempotent?: boolean | undefined
   /**
-   * Retry network errors (connection refused or reset, DNS failure) of retryable methods.
+   * Retry transient network errors (connection refused, reset or timed out, DNS failure) of
+   * retryable methods. Other thrown errors (an invalid URL, an unsupported protocol, a header
+   * or body fetch refuses, an abort) fail at once with the original error.
    * @default true
    */
   readonly retryNetworkErrors?: boolean | undefined

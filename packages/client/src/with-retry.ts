@@ -1,6 +1,7 @@
 import { LocallyRefusedResponse, THROTTLED_STATUSES } from './adaptive-throttle.js'
 import type { AdaptiveThrottle } from './adaptive-throttle.js'
 import { backoffDelayMs } from './backoff.js'
+import { isTransientNetworkError } from './network-errors.js'
 import {
   resolveOptions,
   type FetchInput,
@@ -136,7 +137,10 @@ async function fetchWithRetries(
     try {
       response = await sendAttempt(fetchImpl, o.throttle, nextInput, callInit, signal)
     } catch (err) {
+      // Only a failure of the connection may pass next time: an invalid URL, an unsupported
+      // protocol or a request fetch refuses would fail again, so it fails now.
       if (signal?.aborted || isAbortError(err) || !o.retryNetworkErrors) throw err
+      if (!isTransientNetworkError(err)) throw err
       error = err
     }
     if (response !== undefined && !o.retryOn.has(response.status)) return response
