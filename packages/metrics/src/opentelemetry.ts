@@ -4,7 +4,12 @@
  * @module @floodgate/metrics/opentelemetry
  */
 import { checkMethods, optionError } from '@floodgate/core/options'
-import { metrics, type BatchObservableCallback, type Meter } from '@opentelemetry/api'
+import {
+  createNoopMeter,
+  metrics,
+  type BatchObservableCallback,
+  type Meter,
+} from '@opentelemetry/api'
 import { MeterNames } from './meter-names.js'
 import {
   adaptiveByLabel,
@@ -45,6 +50,13 @@ const PREFIX_PATTERN = /^[a-zA-Z][a-zA-Z0-9_.\-/]*$/
 /** The instrument names in use per meter, across every exporter of this module. */
 const meterNames = new MeterNames()
 
+const NOOP_METER_PROTOTYPE: unknown = Object.getPrototypeOf(createNoopMeter())
+
+/** Whether the meter is the OpenTelemetry API's no-op meter (no SDK registered, or given). */
+function isNoopMeter(meter: Meter): boolean {
+  return Object.getPrototypeOf(meter) === NOOP_METER_PROTOTYPE
+}
+
 /**
  * Export a limiter's metrics through an OpenTelemetry meter:
  *
@@ -68,7 +80,8 @@ const meterNames = new MeterNames()
  * @returns the exporter; `close()` stops observing (instruments cannot be deleted in
  *   OpenTelemetry: they stop reporting)
  * @throws OptionsError for a bad limiter or option, or when an open exporter already made an
- *   instrument of the same name on the meter (use another prefix or meter per limiter)
+ *   instrument of the same name on the meter (use another prefix or meter per limiter); never
+ *   for the no-op meter the API answers without an SDK, which records nothing
  * @example
  * openTelemetryMetrics(limiter, { meter: metrics.getMeter('my-service') })
  */
@@ -103,7 +116,9 @@ export function openTelemetryMetrics(
     queueWait: `${prefix}queue.wait`,
     storeLatency: `${prefix}store.latency`,
   }
-  const release = meterNames.claim(meter, Object.values(names))
+  // Without an SDK every getMeter answers the same no-op meter: it records nothing, so its
+  // instruments cannot collide, and claiming names on it would refuse a second limiter.
+  const release = isNoopMeter(meter) ? () => {} : meterNames.claim(meter, Object.values(names))
   const labels = new RuleLabels(common.maxRules)
 
   const decisions = meter.createObservableCounter(names.decisions, {

@@ -7,6 +7,7 @@ import {
   type Histogram,
   type MetricData,
 } from '@opentelemetry/sdk-metrics'
+import { createNoopMeter } from '@opentelemetry/api'
 import { describe, expect, it } from 'vitest'
 import { openTelemetryMetrics } from '@floodgate/metrics/opentelemetry'
 import { asyncMemoryStore } from '@floodgate/core/testing'
@@ -198,6 +199,17 @@ describe('openTelemetryMetrics with an in-memory reader', () => {
 })
 
 describe('openTelemetryMetrics: two limiters on one meter', () => {
+  it('without an SDK (the no-op meter every getMeter answers), two exporters with the default prefix coexist', () => {
+    const a = createLimiter({ rules: [{ id: 'r', limit: 10, window: '1m' }] })
+    const b = createLimiter({ rules: [{ id: 'r', limit: 10, window: '1m' }] })
+    // No meter provider registered: both fall back to the one no-op meter, which records nothing.
+    const first = openTelemetryMetrics(a)
+    const second = openTelemetryMetrics(b)
+    // The same for a no-op meter given explicitly.
+    const third = openTelemetryMetrics(b, { meter: createNoopMeter() })
+    for (const e of [first, second, third]) e.close()
+  })
+
   it('refuses a second exporter whose instruments the meter already has, and allows it after close()', async () => {
     const reader = new OnDemandReader()
     const provider = new MeterProvider({ readers: [reader] })
