@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { fetchWithRetry, withRetry } from '@floodgate/client'
 import type { RetryEvent, RetryOptions } from '@floodgate/client'
+import { refusedUrl } from './refused-url.js'
 
 interface Scripted {
   status: number
@@ -348,13 +349,7 @@ describe('fetchWithRetry against a real server', () => {
   describe('network errors', () => {
     let deadUrl: string
     beforeAll(async () => {
-      // A port that was just free: connecting to it is refused.
-      const probe = createServer()
-      probe.listen(0, '127.0.0.1')
-      await once(probe, 'listening')
-      deadUrl = `http://127.0.0.1:${(probe.address() as AddressInfo).port}/a`
-      probe.close()
-      await once(probe, 'close')
+      deadUrl = await refusedUrl()
     })
 
     it('retries idempotent methods, then throws the last error', async () => {

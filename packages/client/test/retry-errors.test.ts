@@ -5,6 +5,7 @@ import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { withRetry } from '@floodgate/client'
 import type { FetchInput, RetryOptions } from '@floodgate/client'
+import { refusedUrl } from './refused-url.js'
 
 // No real waits: every retry's sleep returns at once.
 const opts = (extra: RetryOptions = {}): RetryOptions => ({
@@ -37,13 +38,7 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 describe('errors that would fail again are not retried (real fetch)', () => {
   let deadUrl: string
   beforeAll(async () => {
-    // A port that was just free: connecting to it is refused.
-    const probe = createServer()
-    probe.listen(0, '127.0.0.1')
-    await once(probe, 'listening')
-    deadUrl = `http://127.0.0.1:${(probe.address() as AddressInfo).port}/a`
-    probe.close()
-    await once(probe, 'close')
+    deadUrl = await refusedUrl()
   })
 
   it.each([
