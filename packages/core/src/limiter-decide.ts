@@ -1,6 +1,8 @@
 import type { AlgorithmResult } from './algorithms/algorithm.js'
 import type { Decision, DecisionAction, DecisionReason, RuleOutcome } from './decision.js'
 import type { Entry } from './limiter-entry.js'
+import { FloodgateError } from './errors.js'
+import { describeValue } from './options/checks.js'
 
 function baseDecision(failedOpen: boolean): Decision {
   return Object.freeze({
@@ -55,11 +57,21 @@ export const FAILED_OPEN: Decision = baseDecision(true)
 const isCount = (v: unknown): boolean => typeof v === 'number' && v >= 0 && v <= Number.MAX_VALUE
 
 /**
- * Whether a store's answer is one well-formed result per entry: a boolean verdict and finite,
- * non-negative numbers. Anything else (a broken or hostile store) makes the request fail open
- * instead of reaching the decision or a header.
+ * Whether a store's answer is one well-formed result per entry: a boolean verdict, finite,
+ * non-negative numbers, and a wait no longer than the entry allows (`maxWaitMs`, 0 for a rule
+ * that does not queue). Anything else (a broken or hostile store) makes the request fail open
+ * instead of reaching the decision, a header or a queue timer.
+ *
+ * @param entries - the entries the store was asked about
+ * @param banChecks - how many ban checks (which never wait) were asked after them
  */
-export function validResults(results: unknown, n: number): results is readonly AlgorithmResult[] {
+export function validResults(
+  results: unknown,
+  entries: readonly { readonly maxWaitMs: number }[],
+  banChecks = 0,
+): results is readonly AlgorithmResult[] {
+  const asked = entries.length
+  const n = asked + banChecks
   if (!Array.isArray(results) || results.length !== n) return false
   for (let i = 0; i < n; i++) {
     const r: unknown = results[i]
@@ -68,8 +80,58 @@ export function validResults(results: unknown, n: number): results is readonly A
     if (typeof a.allowed !== 'boolean') return false
     if (!isCount(a.limit) || !isCount(a.remaining) || !isCount(a.resetMs)) return false
     if (!isCount(a.retryAfterMs) || !isCount(a.waitMs)) return false
+    // A longer wait would hold the request past what its rule allows (and past 2^31 - 1 ms a
+    // timer fires at once).
+    if (a.waitMs > (i < asked ? entries[i]!.maxWaitMs : 0)) return false
   }
   return true
+}
+
+const FIELDS = ['limit', 'remaining', 'resetMs', 'retryAfterMs', 'waitMs'] as const
+
+/**
+ * The error for an answer `validResults` refused, naming its first fault (the length, a result
+ * that is not an object, a field and its value, a wait past the entry's `maxWaitMs`). Made only
+ * when the answer is refused; a field that throws when read is named as such.
+ */
+export function invalidAnswer(
+  results: unknown,
+  entries: readonly { readonly maxWaitMs: number }[],
+  banChecks = 0,
+): FloodgateError {
+  const asked = entries.length
+  const n = asked + banChecks
+  const fail = (why: string): FloodgateError =>
+    new FloodgateError('FG_ERR_STORE_ANSWER_INVALID', `store answered ${why}`)
+  if (!Array.isArray(results))
+    return fail(`${describeValue(results)}, not an array of ${n} results`)
+  if (results.length !== n) return fail(`${results.length} results for ${n} entries`)
+  for (let i = 0; i < n; i++) {
+    try {
+      const r: unknown = results[i]
+      if (typeof r !== 'object' || r === null) return fail(`${describeValue(r)} as result ${i}`)
+      const a = r as Record<string, unknown>
+      if (typeof a.allowed !== 'boolean') {
+        return fail(`allowed ${describeValue(a.allowed)} in result ${i}, not a boolean`)
+      }
+      for (const f of FIELDS) {
+        if (!isCount(a[f])) {
+          return fail(
+            `${f} ${describeValue(a[f])} in result ${i}, not a finite number of at least 0`,
+          )
+        }
+      }
+      const maxWaitMs = i < asked ? entries[i]!.maxWaitMs : 0
+      if ((a.waitMs as number) > maxWaitMs) {
+        return fail(
+          `waitMs ${a.waitMs as number} in result ${i}, past the entry's maxWaitMs (${maxWaitMs})`,
+        )
+      }
+    } catch {
+      return fail(`result ${i} with a field that throws when read`)
+    }
+  }
+  return fail('results that changed while they were read')
 }
 
 /**

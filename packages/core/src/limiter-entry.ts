@@ -31,11 +31,6 @@ export function isCost(v: unknown): v is number {
   return typeof v === 'number' && v >= 0 && v <= Number.MAX_VALUE
 }
 
-export function describeAnswer(v: unknown): string {
-  if (Array.isArray(v)) return `an array of ${v.length}`
-  return v === null ? 'null' : typeof v
-}
-
 /** An entry whose limit a limit function is still choosing. */
 export interface PendingPick {
   readonly index: number

@@ -1,7 +1,6 @@
 import type { AlgorithmResult } from './algorithms/algorithm.js'
 import type { Clock } from './clock.js'
 import type { Decision } from './decision.js'
-import { FloodgateError } from './errors.js'
 import {
   isThenable,
   isTimeout,
@@ -17,8 +16,8 @@ import {
   recordRefusals,
   withBanChecks,
 } from './limiter-ban.js'
-import { FAILED_OPEN, judge, validResults } from './limiter-decide.js'
-import { describeAnswer, refundOf, type Entry } from './limiter-entry.js'
+import { FAILED_OPEN, invalidAnswer, judge, validResults } from './limiter-decide.js'
+import { refundOf, type Entry } from './limiter-entry.js'
 import { FAIL_OPEN_MESSAGES, type FailOpenCode, type FailOpenLog } from './limiter-fail-open-log.js'
 import type { Holdings } from './limiter-holdings.js'
 import type { DecisionReport } from './limiter-report.js'
@@ -101,7 +100,7 @@ export class RoundTrip<Req> {
    * the concurrency slots it recorded, or they would stay taken until their lease expires.
    */
   undoLateAnswer(entries: Entry[], results: readonly AlgorithmResult[]): void {
-    if (!validResults(results, entries.length)) return
+    if (!validResults(results, entries)) return
     const slots: RefundEntry[] = []
     entries.forEach((e, i) => {
       const r = results[i]!
@@ -121,12 +120,8 @@ export class RoundTrip<Req> {
     banOwners: readonly number[] | undefined,
     nowMs: number,
   ): Decision | Promise<Decision> {
-    const asked = entries.length + (banOwners?.length ?? 0)
-    if (!validResults(answer, asked)) {
-      const err = new FloodgateError(
-        'FG_ERR_STORE_ANSWER_INVALID',
-        `store answered ${describeAnswer(answer)} for ${asked} entries; expected one result per entry`,
-      )
+    if (!validResults(answer, entries, banOwners?.length)) {
+      const err = invalidAnswer(answer, entries, banOwners?.length)
       return this.failOpen(err, entries, facts)
     }
     let results = answer
@@ -230,7 +225,7 @@ class AwaitedDecision<Req> implements DeadlineHandlers<Decision> {
     const own = this.entries
     if (this.banOwners !== undefined) {
       // A banned client was charged nothing: there is nothing to give back.
-      if (!validResults(r, own.length + this.banOwners.length)) return
+      if (!validResults(r, own, this.banOwners.length)) return
       if (r.slice(own.length).some((b) => !b.allowed)) return
       this.trip.undoLateAnswer(own, r.slice(0, own.length))
     } else {

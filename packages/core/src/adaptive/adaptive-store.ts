@@ -1,8 +1,7 @@
 import { newResult, type AlgorithmResult } from '../algorithms/algorithm.js'
 import { FloodgateError } from '../errors.js'
 import { isThenable } from '../limiter-deadline.js'
-import { validResults } from '../limiter-decide.js'
-import { describeAnswer } from '../limiter-entry.js'
+import { invalidAnswer, validResults } from '../limiter-decide.js'
 import type { ConsumeEntry, RefundEntry, StateEntry, Store } from '../stores/store.js'
 import type { AdaptiveGate } from './adaptive-gate.js'
 import { isAdaptive, type AdaptiveGates } from './adaptive-gates.js'
@@ -143,12 +142,7 @@ export class AdaptiveStore implements Store {
     const merge = (a: readonly AlgorithmResult[]): readonly AlgorithmResult[] => {
       // Checked as the limiter checks it, before any slot is taken: an answer the limiter
       // would then refuse (and fail open on) must not leave slots taken behind it.
-      if (!validResults(a, others.length)) {
-        throw new FloodgateError(
-          'FG_ERR_STORE_ANSWER_INVALID',
-          `store answered ${describeAnswer(a)} for ${others.length} entries`,
-        )
-      }
+      if (!validResults(a, asked)) throw invalidAnswer(a, asked)
       let othersAdmit = true
       for (let j = 0; j < others.length; j++) {
         const r = { ...a[j]! }
