@@ -1,9 +1,6 @@
 import type { Clock } from './clock.js'
-import { FloodgateError } from './errors.js'
-import { validResults } from './limiter-decide.js'
-import { describeAnswer } from './limiter-entry.js'
-import type { AlgorithmResult } from './algorithms/algorithm.js'
 import { keyFromParts, partFromKey, type ClientKey } from './keys/build-key.js'
+import { invalidAnswer, validResults } from './limiter-decide.js'
 import { variantOf, type LimitState } from './limiter-limits.js'
 import type { RuleRuntime } from './limiter-rules.js'
 import { storeName } from './limiter-rules.js'
@@ -206,6 +203,9 @@ export function eventStateOf(rt: RuleRuntime, key: ClientKey): CompiledRule {
   return tiers ? tiers.stateOf(partFromKey(key, tiers.by)).compiled : rt.compiled
 }
 
+/** No entries of their own: `validResults` then reads every result as one that never waits. */
+const NEVER_WAITS: readonly { readonly maxWaitMs: number }[] = []
+
 /** `limiter.get`: each rule's view of the client, read without charging. */
 export async function getState(
   ctx: ClientStateContext,
@@ -225,14 +225,10 @@ export async function getState(
       asked.push({ rule: ban.block, key: t.key })
     }
   }
-  const answer: readonly AlgorithmResult[] = await peek(asked, ctx.clock())
-  // Read field by field below: garbage (a server that is not the store's, a broken link) must
-  // fail with what it is, not with a TypeError from reading it.
-  if (!validResults(answer, asked.length)) {
-    throw new FloodgateError(
-      'FG_ERR_STORE_ANSWER_INVALID',
-      `get: store answered ${describeAnswer(answer)} for ${asked.length} entries; expected one result per entry`,
-    )
+  const answer: unknown = await peek(asked, ctx.clock())
+  // A state read waits for nothing: every entry's maxWaitMs is 0.
+  if (!validResults(answer, NEVER_WAITS, asked.length)) {
+    throw invalidAnswer(answer, NEVER_WAITS, asked.length)
   }
   return states.map((s, i) => {
     const r = answer[i]!

@@ -154,3 +154,39 @@ describe('a custom store that breaks the contract of consume()', () => {
     }
   })
 })
+
+describe('a custom store that breaks the contract of peek()', () => {
+  it('limiter.get rejects with FG_ERR_STORE_ANSWER_INVALID, naming the fault, on any answer but one well-formed result per state; never hands out its numbers (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.array(hostileResult, { minLength: 1, maxLength: 1 }),
+          fc.array(hostileResult, { maxLength: 3 }),
+          fc.constantFrom(null, undefined, 'ok', {}),
+        ),
+        fc.boolean(),
+        async (answer, async) => {
+          const store: Store = {
+            consume: (entries) => entries.map(() => fine()),
+            refund: () => undefined,
+            peek: () => (async ? Promise.resolve(answer) : answer) as readonly AlgorithmResult[],
+          }
+          const limiter = createLimiter({ rules: [RULES.reject], store })
+          const valid = Array.isArray(answer) && answer.length === 1 && wellFormed(answer[0], 0)
+          const got = limiter.get('203.0.113.7')
+          if (valid) {
+            const [state] = await got
+            const r = answer[0] as AlgorithmResult
+            expect(state).toMatchObject({ limit: r.limit, remaining: r.remaining })
+          } else {
+            await expect(got).rejects.toMatchObject({
+              code: 'FG_ERR_STORE_ANSWER_INVALID',
+              message: expect.stringMatching(/^store answered .+/) as unknown,
+            })
+          }
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+})
