@@ -83,3 +83,17 @@ export class OptionsError extends FloodgateError {
     this.name = 'OptionsError'
   }
 }
+
+/**
+ * Anything thrown or rejected with, as an Error; never throws itself. A value thrown by code
+ * Floodgate calls (a store, a rules source's fetch) may be a Proxy whose `toString` or
+ * prototype throws: converting it must not turn the failure being handled into a new one.
+ */
+export function toError(e: unknown): Error {
+  try {
+    if (e instanceof Error) return e
+    return new Error(String(e))
+  } catch {
+    return new Error('a value that cannot be read as text')
+  }
+}

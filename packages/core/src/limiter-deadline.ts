@@ -1,5 +1,5 @@
 import type { AlgorithmResult } from './algorithms/algorithm.js'
-import { FloodgateError } from './errors.js'
+import { FloodgateError, toError } from './errors.js'
 
 /** How a store's asynchronous answer ends up: a decision either way. */
 export interface DeadlineHandlers<T> {
@@ -236,7 +236,7 @@ export function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
       },
       (err: unknown) => {
         clearTimeout(timer)
-        reject(err instanceof Error ? err : new Error(String(err)))
+        reject(toError(err))
       },
     )
   })

@@ -190,3 +190,39 @@ describe('a custom store that breaks the contract of peek()', () => {
     )
   })
 })
+
+describe('a custom store that rejects with a value that cannot be read as text', () => {
+  const unhandled = collectUnhandledRejections()
+
+  it("a ban's reset or penalize rejecting with a Proxy whose toString throws: check() still answers the refusal, nothing is left unhandled", async () => {
+    // Typed as an Error for the rejection: what the store rejects with is its own choice.
+    const unreadable = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('read boom')
+        },
+      },
+    ) as Error
+    const store: Store = {
+      consume: (entries) =>
+        entries.map((e) =>
+          e.cost === 0 ? fine() : { ...fine(), allowed: false, retryAfterMs: 5 },
+        ),
+      refund: () => undefined,
+      reset: () => Promise.reject(unreadable),
+      penalize: () => Promise.reject(unreadable),
+    }
+    const limiter = createLimiter({
+      rules: [{ id: 'b', limit: 1, window: '1m', ban: { after: 1, within: '1m', for: '1m' } }],
+      store,
+    })
+    const d = await Promise.race([
+      limiter.check(facts),
+      new Promise<'hung'>((r) => setTimeout(() => r('hung'), 500)),
+    ])
+    expect(d).toMatchObject({ allowed: false, status: 429 })
+    await new Promise((r) => setTimeout(r, 10))
+    expect(unhandled).toEqual([])
+  })
+})

@@ -2,14 +2,14 @@ import { createHash } from 'node:crypto'
 import { watch, type FSWatcher } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { basename, dirname, extname } from 'node:path'
-import { FloodgateError } from '../../errors.js'
+import { FloodgateError, toError } from '../../errors.js'
 import { checkIntInRange, refusedOption } from '../../options/checks.js'
 import { scopeLogger, type Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
 import { parseRulesDocument } from '../schema-document.js'
 import { isInstalled } from './optional-peer.js'
 import { decodeText } from './decode-text.js'
-import { FailureLog, SourceRuns, toError, type RulesSource } from './rules-source.js'
+import { FailureLog, SourceRuns, type RulesSource } from './rules-source.js'
 
 /** Options of {@link fileRules}. */
 export interface FileRulesOptions {

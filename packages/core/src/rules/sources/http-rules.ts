@@ -1,4 +1,4 @@
-import { FloodgateError } from '../../errors.js'
+import { FloodgateError, toError } from '../../errors.js'
 import { checkIntInRange, checkNumberInRange, optionError } from '../../options/checks.js'
 
 // setTimeout's ceiling.
@@ -13,7 +13,7 @@ import {
   type HostReportOptions,
 } from './host-report.js'
 import { decodeText } from './decode-text.js'
-import { FailureLog, SourceRuns, toError, type RulesSource } from './rules-source.js'
+import { FailureLog, SourceRuns, type RulesSource } from './rules-source.js'
 
 /** Options of {@link httpRules}. */
 export interface HttpRulesOptions {
@@ -87,7 +87,7 @@ function untilAborted<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => {
       const reason: unknown = signal.reason
-      reject(reason instanceof Error ? reason : new Error(String(reason)))
+      reject(toError(reason))
     }
     if (signal.aborted) return onAbort()
     signal.addEventListener('abort', onAbort, { once: true })
@@ -98,7 +98,7 @@ function untilAborted<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
       },
       (err: unknown) => {
         signal.removeEventListener('abort', onAbort)
-        reject(err instanceof Error ? err : new Error(String(err)))
+        reject(toError(err))
       },
     )
   })

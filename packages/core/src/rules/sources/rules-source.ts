@@ -107,8 +107,3 @@ export class FailureLog {
     this.onRecovered()
   }
 }
-
-/** Wraps anything thrown into an Error. */
-export function toError(e: unknown): Error {
-  return e instanceof Error ? e : new Error(String(e))
-}
