@@ -1,7 +1,7 @@
 import type { AlgorithmResult } from './algorithms/algorithm.js'
 import type { Decision, RuleOutcome } from './decision.js'
 import type { Entry } from './limiter-entry.js'
-import type { Logger } from './logger.js'
+import type { FailOpenLog } from './limiter-fail-open-log.js'
 import { BAN_CHARGE } from './rules/ban-states.js'
 import type { ConsumeEntry, RefundEntry, StateEntry, Store } from './stores/store.js'
 
@@ -165,6 +165,6 @@ export function bannedDecision(
 }
 
 /** Log a failure to count refusals or start a ban; the decision stands as it was. */
-export function banFailed(logger: Logger, err: unknown): void {
-  logger.warn({ err, code: 'FG_WRN_BAN_NOT_RECORDED' }, 'could not record a refusal for a ban')
+export function banFailed(log: FailOpenLog, err: unknown): void {
+  log.warn({ err, code: 'FG_WRN_BAN_NOT_RECORDED' }, 'could not record a refusal for a ban')
 }

@@ -2,7 +2,7 @@ import type { Clock } from './clock.js'
 import type { Decision } from './decision.js'
 import { refuseReservation, type AlgorithmResult } from './algorithms/algorithm.js'
 import { refundOf, type Entry } from './limiter-entry.js'
-import type { Logger } from './logger.js'
+import type { FailOpenLog } from './limiter-fail-open-log.js'
 import type { CompiledRule } from './rules/compiled-rules.js'
 import type { RefundEntry, Store } from './stores/store.js'
 import type { RequestOutcome } from './limiter-types.js'
@@ -47,6 +47,9 @@ type Leased = Record<symbol, Lease | undefined>
 const NO_ENTRIES: HeldEntry[] = []
 const NO_KEYS: string[] = []
 
+const REFUND_FAILED =
+  'store refund failed; what the request held stays taken until its state expires or refills'
+
 /** Receives the latency of a request that held adaptive slots, when it is released. */
 export type LatencySink = (slots: readonly RefundEntry[], latencyMs: number, nowMs: number) => void
 
@@ -70,7 +73,8 @@ export class Holdings {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
-    private readonly logger: Logger,
+    /** Where a failed refund is told: throttled, since a broken store fails every release. */
+    private readonly refundLog: FailOpenLog,
     private readonly latency?: LatencySink | undefined,
     /** Set when the store drops the state of rules that leave: nothing goes back to a dropped state. */
     private readonly generations?: StateGenerations | undefined,
@@ -305,14 +309,16 @@ export class Holdings {
     try {
       const pending = this.store.refund(entries, this.clock())
       if (pending) {
-        return pending.then(undefined, (err: unknown) =>
-          this.logger.warn({ err }, 'store refund failed'),
-        )
+        return pending.then(undefined, (err: unknown) => this.refundFailed(err))
       }
     } catch (err) {
-      this.logger.warn({ err }, 'store refund failed')
+      this.refundFailed(err)
     }
     return undefined
+  }
+
+  private refundFailed(err: unknown): void {
+    this.refundLog.warn({ err, code: 'FG_WRN_STORE_REFUND_FAILED' }, REFUND_FAILED)
   }
 
   private dropSlots(lease: Lease): void {

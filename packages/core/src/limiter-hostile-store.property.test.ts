@@ -226,3 +226,93 @@ describe('a custom store that rejects with a value that cannot be read as text',
     expect(unhandled).toEqual([])
   })
 })
+
+/** Things a broken store throws or rejects with: errors and values that are not errors. */
+// Typed as Errors for the rejections: what a store rejects with is its own choice.
+const thrown = (): Error[] =>
+  [
+    new Error('refund boom'),
+    null,
+    undefined,
+    'text',
+    new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('read boom')
+        },
+      },
+    ),
+  ] as unknown as Error[]
+
+describe('a custom store whose side calls fail, on every request', () => {
+  const unhandled = collectUnhandledRejections()
+
+  it('a refund (a slot released) that throws or rejects, whatever it throws, is logged once per failOpenLogIntervalMs with the count of the others, under FG_WRN_STORE_REFUND_FAILED', async () => {
+    for (const err of thrown()) {
+      for (const async of [false, true]) {
+        let now = 1_000_000
+        const log = logger()
+        const store: Store = {
+          consume: (entries) => entries.map(() => fine()),
+          refund: () => {
+            if (async) return Promise.reject(err)
+            throw err
+          },
+        }
+        const limiter = createLimiter({
+          rules: [{ id: 'slots', algorithm: 'concurrency', limit: 5 }],
+          store,
+          logger: log,
+          clock: () => now,
+          failOpenLogIntervalMs: 1000,
+        })
+        for (let i = 0; i < 20; i++) limiter.release(await limiter.check(facts))
+        await new Promise((r) => setTimeout(r, 0))
+        expect(log.warn).toHaveBeenCalledTimes(1)
+        expect(log.warn.mock.calls[0]![0]).toMatchObject({ code: 'FG_WRN_STORE_REFUND_FAILED' })
+        now += 1000
+        limiter.release(await limiter.check(facts))
+        await new Promise((r) => setTimeout(r, 0))
+        expect(log.warn).toHaveBeenCalledTimes(2)
+        expect(log.warn.mock.calls[1]![0]).toMatchObject({ suppressed: 19 })
+        expect(limiter.counters().total.failedOpen).toBe(0)
+      }
+    }
+    expect(unhandled).toEqual([])
+  })
+
+  it('a ban whose refusals cannot be recorded (penalize or reset throws or rejects) is logged once per failOpenLogIntervalMs under FG_WRN_BAN_NOT_RECORDED; every refusal stands', async () => {
+    for (const err of thrown()) {
+      for (const async of [false, true]) {
+        const log = logger()
+        const fail = (): Promise<void> => {
+          if (async) return Promise.reject(err)
+          throw err
+        }
+        const store: Store = {
+          // The ban check (cost 0) finds no ban; the request and its counted refusal are refused.
+          consume: (entries) =>
+            entries.map((e) =>
+              e.cost === 0 ? fine() : { ...fine(), allowed: false, retryAfterMs: 5 },
+            ),
+          refund: () => undefined,
+          reset: fail,
+          penalize: fail,
+        }
+        const limiter = createLimiter({
+          rules: [{ id: 'b', limit: 1, window: '1m', ban: { after: 1, within: '1m', for: '1m' } }],
+          store,
+          logger: log,
+          clock: () => 1_000_000,
+        })
+        for (let i = 0; i < 20; i++) {
+          expect(await limiter.check(facts)).toMatchObject({ allowed: false, status: 429 })
+        }
+        expect(log.warn).toHaveBeenCalledTimes(1)
+        expect(log.warn.mock.calls[0]![0]).toMatchObject({ code: 'FG_WRN_BAN_NOT_RECORDED' })
+      }
+    }
+    expect(unhandled).toEqual([])
+  })
+})

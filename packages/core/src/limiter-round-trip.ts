@@ -22,7 +22,6 @@ import { FAIL_OPEN_MESSAGES, type FailOpenCode, type FailOpenLog } from './limit
 import type { Holdings } from './limiter-holdings.js'
 import type { DecisionReport } from './limiter-report.js'
 import type { TopClientsTracker } from './limiter-top-clients.js'
-import type { Logger } from './logger.js'
 import type { RequestFacts } from './request-facts.js'
 import type { RefundEntry, Store } from './stores/store.js'
 
@@ -36,7 +35,8 @@ export interface RoundTripParts<Req> {
   readonly holdings: Holdings
   readonly top: TopClientsTracker | undefined
   readonly failOpenLog: FailOpenLog
-  readonly logger: Logger
+  /** Where a failure to count a refusal for a ban is told (throttled). */
+  readonly banLog: FailOpenLog
   readonly reporter: DecisionReport<Req>
 }
 
@@ -151,14 +151,14 @@ export class RoundTrip<Req> {
     facts: RequestFacts<Req> | undefined,
     nowMs: number,
   ): Decision | Promise<Decision> {
-    const { reporter, logger } = this.parts
+    const { reporter, banLog } = this.parts
     // Copies: the entry objects may be reused by the next check.
     const own = entries.map((e) => ({ ...e }))
     let earned: number[] | Promise<number[]> | undefined
     try {
       earned = recordRefusals(this.parts.store, own, decision.outcomes, results, nowMs)
     } catch (err) {
-      banFailed(logger, err)
+      banFailed(banLog, err)
       return reporter.report(decision, facts)
     }
     if (earned === undefined) return reporter.report(decision, facts)
@@ -167,7 +167,7 @@ export class RoundTrip<Req> {
     return withTimeout(earned, this.parts.timeoutMs)
       .then((e) => reporter.report(bannedDecision(decision, own, e), facts))
       .catch((err: unknown) => {
-        banFailed(logger, err)
+        banFailed(banLog, err)
         return reporter.report(decision, facts)
       })
   }

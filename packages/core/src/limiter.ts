@@ -145,10 +145,13 @@ class LimiterEngine<Req> implements Limiter<Req> {
       generations,
       keyFailed,
     )
+    // A log each: a store failing every refund must not hide its failing bans, nor either the
+    // requests passed unjudged.
+    const logOf = (): FailOpenLog => new FailOpenLog(this.logger, clock, failOpenLogIntervalMs)
     this.holdings = new Holdings(
       this.store,
       clock,
-      this.logger,
+      logOf(),
       (slots, ms, nowMs) => this.gates.sample(slots, ms, nowMs),
       generations,
     )
@@ -171,7 +174,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
       holdings: this.holdings,
       top: this.top,
       failOpenLog,
-      logger: this.logger,
+      banLog: logOf(),
       reporter: this.reporter,
     })
     if (isRulesSource(rules)) {
