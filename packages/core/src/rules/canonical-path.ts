@@ -2,16 +2,20 @@
  * The one place a request target becomes the path rules are matched on. Two spellings of one
  * resource must meet the same rules, whatever the framework routes on: Express and Koa route
  * an absolute-form target (`http://x/login`) as `/login`, and Fastify routes `/%6Cogin` as
- * `/login`; every framework decodes `/users/%6De` to the parameter `me`.
+ * `/login` and `/a%21b` as `/a!b`; every framework decodes `/users/%6De` to the parameter
+ * `me` and `/users/%40me` to `@me`.
  *
- * The canonical form (RFC 3986 §6.2.2 normalisation, applied to the path only):
+ * The canonical form (each character in one spelling, applied to the path only):
  *
  * 1. An absolute-form target (`scheme://authority/path`) loses its scheme and authority; an
  *    empty path is `/`.
  * 2. The query string and fragment are cut off.
- * 3. A percent-encoded unreserved character (`A-Z a-z 0-9 - . _ ~`) is decoded: `%6D` is `m`.
- * 4. Every other percent-encoding stays encoded, its hex digits upper-cased: `%2f` is `%2F`,
- *    so an encoded slash never splits a segment, and `%c3%a9` is `%C3%A9`.
+ * 3. A percent-encoded printable ASCII character other than `/ ? # %` is decoded: `%6D` is
+ *    `m`, `%40` is `@`, `%3A` is `:`. Unlike RFC 3986 §6.2.2, which keeps reserved characters
+ *    encoded, this reads them as the frameworks do: a parameter gets `@me` from both spellings.
+ * 4. `%2F`, `%3F`, `%23` and `%25` stay encoded, as does every encoding of a space, a control
+ *    or a non-ASCII byte, hex digits upper-cased: `%2f` is `%2F`, so an encoded slash never
+ *    splits a segment, and `%c3%a9` is `%C3%A9`.
  * 5. A character that should have been encoded (a space, a non-ASCII letter) is encoded as
  *    UTF-8, so a rule written `/café` and the target `/caf%C3%A9` agree.
  *
@@ -23,16 +27,10 @@
 
 const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/
 
-function isUnreserved(c: number): boolean {
-  return (
-    (c >= 65 && c <= 90) || // A-Z
-    (c >= 97 && c <= 122) || // a-z
-    (c >= 48 && c <= 57) || // 0-9
-    c === 45 || // -
-    c === 46 || // .
-    c === 95 || // _
-    c === 126 // ~
-  )
+// Whether an encoded byte is read as its character: printable ASCII, but for the four whose
+// encoding means something else than the character would (a segment, query, fragment or escape).
+function decodes(c: number): boolean {
+  return c > 32 && c < 127 && c !== 47 /* / */ && c !== 63 /* ? */ && c !== 35 /* # */ && c !== 37
 }
 
 function hexValue(c: number): number {
@@ -94,9 +92,7 @@ function respell(target: string): string {
       const byte = hi * 16 + lo
       out +=
         path.slice(from, i) +
-        (isUnreserved(byte)
-          ? String.fromCharCode(byte)
-          : '%' + path.slice(i + 1, i + 3).toUpperCase())
+        (decodes(byte) ? String.fromCharCode(byte) : '%' + path.slice(i + 1, i + 3).toUpperCase())
       i += 2
       from = i + 1
     } else if (c <= 32 || c === 127 || c >= 128 || c === 35 || c === 63) {

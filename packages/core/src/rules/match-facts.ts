@@ -10,7 +10,7 @@ export interface MatchFacts {
   readonly method: string
   /**
    * The path as the client sent it (a query string may be left on). Rules match its canonical
-   * form (`canonicalPath`: no scheme and host, unreserved characters decoded), which the matcher
+   * form (`canonicalPath`: no scheme and host, printable characters decoded), which the matcher
    * computes once per distinct path, so adapters need not.
    */
   readonly path: string

@@ -63,10 +63,18 @@ export function checkPathPattern(input: string): { pattern: string } | { error: 
 /** Compiles a pattern already accepted by {@link checkPathPattern}. */
 export function compilePattern(pattern: string): PatternSegment[] {
   if (pattern === '/') return []
-  return canonicalPath(pattern)
+  // Kinds are read as written, before decoding: `%3Aid` and `%2A` are the characters `:id` and
+  // `*`, literals like any other, never a parameter or a wildcard.
+  return pattern
     .slice(1)
     .split('/')
-    .map((s) => (s === '**' ? REST : s === '*' || s.startsWith(':') ? ONE : s.toLowerCase()))
+    .map((s) =>
+      s === '**'
+        ? REST
+        : s === '*' || s.startsWith(':')
+          ? ONE
+          : canonicalPath(`/${s}`).slice(1).toLowerCase(),
+    )
 }
 
 /**

@@ -43,12 +43,18 @@ const big = { limit: 1_000_000, window: '1m' } as const
 export const spellingRules: readonly RuleInput[] = [
   { id: 'login', match: 'POST /login', ...big },
   { id: 'me', match: '/users/me', ...big },
+  // `@`, `:` and the sub-delimiters: every framework hands `%40me` to `:id` as `@me`.
+  { id: 'handle', match: "/users/@me!$&'()+,=:", ...big },
+  { id: 'odd', match: 'POST /users/"a"<b>[c]{d}|e^f`g\\h', ...big },
   { id: 'user', match: 'POST /users/:id', ...big },
   { id: 'admin', match: '/admin/**', ...big },
   { id: 'all', ...big },
 ]
 
-const UNRESERVED = /[A-Za-z0-9._~-]/
+// Every printable ASCII character but `/`, `?`, `#` and `%`: the frameworks hand a parameter
+// the same value for each, whether sent as is or percent-encoded.
+const ENCODABLE = /[!-~]/
+const STRUCTURAL = /[/?#%]/
 
 function hex(c: string): string {
   return c.charCodeAt(0).toString(16).padStart(2, '0')
@@ -59,6 +65,8 @@ const basePath = fc.constantFrom(
   ['POST', '/login'] as const,
   ['GET', '/users/me'] as const,
   ['POST', '/users/me'] as const,
+  ['GET', "/users/@me!$&'()+,=:"] as const,
+  ['POST', '/users/"a"<b>[c]{d}|e^f`g\\h'] as const,
   ['GET', '/users/42'] as const,
   ['POST', '/users/a%2Fb'] as const,
   ['POST', '/users/caf%C3%A9'] as const,
@@ -67,7 +75,7 @@ const basePath = fc.constantFrom(
 )
 
 /**
- * Random spellings of a path: unreserved characters percent-encoded in either hex case, other
+ * Random spellings of a path: printable characters other than `/ ? # %` percent-encoded in either hex case, other
  * encodings in either case, absolute-form, a trailing slash, repeated slashes, dot segments,
  * upper-case letters, query strings, and `;` parameters.
  */
@@ -79,7 +87,7 @@ export function spellingOf(path: string): fc.Arbitrary<string> {
       const enc = path.slice(i, i + 3)
       chars.push(fc.constantFrom(enc.toUpperCase(), enc.toLowerCase()))
       i += 2
-    } else if (UNRESERVED.test(c)) {
+    } else if (ENCODABLE.test(c) && !STRUCTURAL.test(c)) {
       const alternatives = [c, `%${hex(c).toUpperCase()}`, `%${hex(c).toLowerCase()}`]
       if (c.toUpperCase() !== c) alternatives.push(c.toUpperCase())
       chars.push(fc.constantFrom(...alternatives))
@@ -210,6 +218,14 @@ export function describeSpellingProperty(
           const encoded = await rulesFor('POST', '/users/%6De')
           expect(plain.body).toBe(encoded.body)
           expect(encoded.rules).toEqual(['all', 'me', 'user'])
+        })
+
+        it('applies a literal rule under a parameter route to its spelling with `@`, `:` and sub-delimiters encoded', async () => {
+          const plain = await rulesFor('GET', "/users/@me!$&'()+,=:")
+          const encoded = await rulesFor('GET', '/users/%40me%21%24%26%27%28%29%2B%2C%3D%3a')
+          expect(encoded.body).toBe(plain.body)
+          expect(plain.rules).toEqual(['all', 'handle'])
+          expect(encoded.rules).toEqual(['all', 'handle'])
         })
 
         it('applies a literal rule under a parameter route to a target with `;` parameters that reaches it', async () => {
