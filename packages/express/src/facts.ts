@@ -1,5 +1,6 @@
-// Uses from @floodgate/core: RequestFacts (what the limiter reads about a request).
-import { pathOf, type HeaderBag, type RequestFacts } from '@floodgate/core/http'
+// Uses from @floodgate/core: RequestFacts (what the limiter reads about a request), pathOf and
+// originLength (the path of a request target).
+import { originLength, pathOf, type HeaderBag, type RequestFacts } from '@floodgate/core/http'
 import type { Request } from 'express'
 
 /**
@@ -20,12 +21,18 @@ export class ExpressFacts implements RequestFacts<Request> {
   }
 
   /**
-   * The full path, also under a router mounted at a prefix (`req.path` would drop the prefix).
-   * Passed as sent: the rule matcher reads its canonical form (`canonicalPath`) once per
-   * distinct path, so `POST http://x/login` and `/%6Cogin` meet the rules of `/login`.
+   * The full path Express routes: `req.baseUrl + req.url`, which is `req.originalUrl` unless a
+   * middleware rewrote `req.url` (a `/v2` prefix stripped), so a rewritten target meets the
+   * rules of the handler it reaches. Under a router mounted at a prefix `req.url` is what is
+   * left after `req.baseUrl` (`req.path` alone would drop the prefix), its absolute-form origin
+   * kept. Passed as sent otherwise: the rule matcher reads its canonical form
+   * (`canonicalPath`) once per distinct path, so `POST http://x/login` and `/%6Cogin` meet the
+   * rules of `/login`.
    */
   get path(): string {
-    return pathOf(this.request.originalUrl)
+    const { baseUrl, url } = this.request
+    const path = pathOf(url)
+    return baseUrl ? baseUrl + path.slice(originLength(path)) : path
   }
 
   /** The route pattern when mounted on a route (`/users/:id`); unknown in app-level middleware. */

@@ -1,5 +1,11 @@
-// Uses from @floodgate/core: RequestFacts, CompiledRules (per-route rules compiled at startup).
-import type { CompiledRules, HeaderBag, RequestFacts } from '@floodgate/core/http'
+// Uses from @floodgate/core: RequestFacts, CompiledRules (per-route rules compiled at startup),
+// originLength (where an absolute-form target's path starts).
+import {
+  originLength,
+  type CompiledRules,
+  type HeaderBag,
+  type RequestFacts,
+} from '@floodgate/core/http'
 import type { FastifyRequest } from 'fastify'
 
 /**
@@ -51,16 +57,4 @@ export class FastifyFacts implements RequestFacts<FastifyRequest> {
   get host(): string | undefined {
     return this.request.hostname.toLowerCase()
   }
-}
-
-/**
- * The length of an absolute-form target's `scheme://authority` (0 for an origin-form path):
- * the router reads the path from the first `/` after `://`, as Fastify's router does.
- */
-function originLength(url: string): number {
-  if (url.charCodeAt(0) === 47 /* / */) return 0
-  const scheme = url.indexOf('://')
-  if (scheme < 0) return 0
-  const slash = url.indexOf('/', scheme + 3)
-  return slash < 0 ? url.length : slash
 }

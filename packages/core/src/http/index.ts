@@ -24,7 +24,7 @@ export {
   exposedHeaderNames,
   checkExposeHeaders,
 } from './expose-headers.js'
-export { firstCheck, pathOf, prepareMount, type Mount } from './mount.js'
+export { firstCheck, originLength, pathOf, prepareMount, type Mount } from './mount.js'
 export {
   defaultOutcome,
   enforce,

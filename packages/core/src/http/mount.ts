@@ -166,3 +166,20 @@ export function pathOf(url: string): string {
   const q = url.indexOf('?')
   return q < 0 ? url : url.slice(0, q)
 }
+
+/**
+ * The length of an absolute-form target's `scheme://authority` (0 for an origin-form path):
+ * its path starts at the first `/` after `://`, as Express's and Fastify's routers read it.
+ *
+ * @param url - a request target as received (`req.url`)
+ * @returns where the path starts; the whole length when the target has no path
+ * @example
+ * originLength('http://x/login') // 8
+ */
+export function originLength(url: string): number {
+  if (url.charCodeAt(0) === 47 /* / */) return 0
+  const scheme = url.indexOf('://')
+  if (scheme < 0) return 0
+  const slash = url.indexOf('/', scheme + 3)
+  return slash < 0 ? url.length : slash
+}
