@@ -7,7 +7,7 @@ import {
   type KeyFn,
 } from './keys/build-key.js'
 import type { RequestFacts } from './request-facts.js'
-import { BUCKET_ALGORITHMS, limitTooLarge } from './rules/algorithm-catalog.js'
+import { BUCKET_ALGORITHMS, bucketOutOfRange, limitTooLarge } from './rules/algorithm-catalog.js'
 import { stateIdOf } from './rules/compile-rules.js'
 import type { CompiledRule } from './rules/compiled-rules.js'
 import type { KeyPart, RuleTier } from './rules/rule.js'
@@ -163,6 +163,8 @@ function readAnswer(base: CompiledRule, answer: unknown): RuleTier | undefined |
   const capacity = bucket ? (burst ?? limit) : limit
   // A capacity below the rule's cost could never admit a request.
   if (capacity < rule.cost) return undefined
+  const queueMs = rule.onLimit.action === 'queue' ? rule.onLimit.maxWaitMs : 0
+  if (bucketOutOfRange(rule.algorithm, limit, windowMs, capacity, queueMs)) return undefined
   return { limit, windowMs, burst: capacity }
 }
 

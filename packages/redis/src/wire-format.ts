@@ -1,5 +1,10 @@
 import { Buffer } from 'node:buffer'
-import type { AlgorithmResult, ConsumeEntry, RefundEntry } from '@floodgate/core/algorithms'
+import {
+  exactRate,
+  type AlgorithmResult,
+  type ConsumeEntry,
+  type RefundEntry,
+} from '@floodgate/core/algorithms'
 
 /**
  * The one definition of what RedisStore sends its script and reads back. The encoder below
@@ -40,7 +45,10 @@ const TYPE_BYTES = { B: 1, d: 8, h: 2 } as const
  * The fields of a packed entry, in order. `name` is the Lua local the script unpacks each
  * into; `shadow` is 1 or 0; `size` is the state's size in doubles, 0 for a state of variable
  * size (concurrency leases), which tells the script to take what is stored; `lease` names the
- * concurrency slot a consume takes or a refund gives back (0: unnamed).
+ * concurrency slot a consume takes or a refund gives back (0: unnamed). For the buckets
+ * (token bucket, GCRA, leaky bucket) `limit` and `window_ms` carry the rate's exact grid
+ * (core's `exactRate`: steps drained per millisecond, steps per unit), the numbers they decide
+ * on, so that the script does not work out a gcd on every call.
  */
 export const ENTRY_FIELDS = [
   { name: 'ai', type: 'B' },
@@ -151,8 +159,16 @@ export function encodeRequests(
       const rule = e.rule
       const name = rule.algorithm.name
       view.setUint8(o + ENTRY_OFFSET.ai, single ? 1 : algorithms.indexOf(name) + 1)
-      view.setFloat64(o + ENTRY_OFFSET.limit, rule.params.limit, true)
-      view.setFloat64(o + ENTRY_OFFSET.window_ms, rule.params.windowMs || 0, true)
+      const { limit, windowMs } = rule.params
+      if (name === 'token-bucket' || name === 'gcra' || name === 'leaky-bucket') {
+        // The buckets decide in whole steps of the rate's exact grid: they get it, not the rate.
+        const rate = exactRate(limit, windowMs)
+        view.setFloat64(o + ENTRY_OFFSET.limit, rate.perMs, true)
+        view.setFloat64(o + ENTRY_OFFSET.window_ms, rate.scale, true)
+      } else {
+        view.setFloat64(o + ENTRY_OFFSET.limit, limit, true)
+        view.setFloat64(o + ENTRY_OFFSET.window_ms, windowMs || 0, true)
+      }
       view.setFloat64(o + ENTRY_OFFSET.burst, rule.params.burst, true)
       view.setFloat64(o + ENTRY_OFFSET.cost, e.cost, true)
       // Negative: the client's queue is full (the script refuses a wait instead of reserving).

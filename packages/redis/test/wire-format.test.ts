@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AlgorithmName, ConsumeEntry } from '@floodgate/core/algorithms'
+import { exactRate, type AlgorithmName, type ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { decideScript } from '../src/scripts/decide-script.js'
 import {
@@ -61,10 +61,14 @@ const arbRequest = fc.record({
 /** What the script must read for an entry: the model the packed bytes are checked against. */
 function expected(e: ConsumeEntry): Record<string, number> {
   const { rule } = e
+  const name = rule.algorithm.name
+  // The buckets get their rate's exact grid (steps per ms, steps per unit) instead.
+  const bucket = name === 'token-bucket' || name === 'gcra' || name === 'leaky-bucket'
+  const { perMs, scale } = exactRate(rule.params.limit, rule.params.windowMs)
   return {
-    ai: indexOf(rule.algorithm.name),
-    limit: rule.params.limit,
-    window_ms: rule.params.windowMs,
+    ai: indexOf(name),
+    limit: bucket ? perMs : rule.params.limit,
+    window_ms: bucket ? scale : rule.params.windowMs,
     burst: rule.params.burst,
     cost: e.cost,
     max_wait: e.maxWaitMs,

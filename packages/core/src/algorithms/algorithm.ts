@@ -141,22 +141,22 @@ export const EPSILON = 1e-9
 
 /**
  * Whole units a request may still take when `used` units of `capacity` are taken: the largest
- * `n >= 0` with `used + n × step <= (capacity + EPSILON) × step`, which is the admission test
- * itself (`step` is 1, or GCRA's emission interval, its test being in milliseconds), so a
- * request of `remaining` units passes and one of `remaining + 1` does not.
- * `floor(capacity - used / step + EPSILON)` alone can be one off: once the numbers are large (a
- * limit of a billion) or `used` carries float noise, the subtraction rounds differently from
- * the test's addition, and EPSILON is below the spacing of the floats it is added to. That
- * estimate is confirmed by the test and, when off, moved by at most two steps each way. Runs
- * on every decision: no closure. Lua scripts mirror it.
+ * `n >= 0` with `used + n × step <= capacity × step + tol`, which is the admission test itself
+ * (`step` is 1, or the bucket algorithms' steps per unit, their test being counted in steps),
+ * so a request of `remaining` units passes and one of `remaining + 1` does not. The estimate
+ * `floor((capacity × step + tol - used) / step)` alone can be one off: once the numbers are
+ * large (a limit of a billion) or `used` carries float noise, the subtraction rounds
+ * differently from the test's addition. It is confirmed by the test and, when off, moved by at
+ * most two steps each way. Runs on every decision: no closure. Lua scripts mirror it.
  *
  * @param used - what is taken, as the next request's admission test will see it
  * @param capacity - the most units that can be taken
  * @param step - what one unit adds to `used` (default 1)
+ * @param tol - the admission test's slack, in the unit of `used` (default EPSILON)
  */
-export function unitsLeft(used: number, capacity: number, step = 1): number {
-  const room = (capacity + EPSILON) * step
-  let n = Math.floor(capacity - used / step + EPSILON)
+export function unitsLeft(used: number, capacity: number, step = 1, tol: number = EPSILON): number {
+  const room = capacity * step + tol
+  let n = Math.floor((room - used) / step)
   if (!(n > 0)) n = 0
   if (used + (n + 1) * step > room && (n === 0 || used + n * step <= room)) return n
   for (let i = 0; i < 2 && n > 0 && used + n * step > room; i++) n--

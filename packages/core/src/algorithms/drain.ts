@@ -1,26 +1,42 @@
-import { EPSILON, unitsLeft, type AlgorithmParams, type AlgorithmResult } from './algorithm.js'
+import {
+  unitsLeft,
+  type Algorithm,
+  type AlgorithmParams,
+  type AlgorithmResult,
+} from './algorithm.js'
+import { MAX_EXACT_SCALED, exactRate, wholeSteps, type ExactRate } from './exact-rate.js'
 
 /**
  * Arithmetic shared by the algorithms that drain at `limit` per `windowMs` (token bucket,
- * leaky bucket) and by every algorithm that can reserve. The Redis Lua ports mirror it.
+ * GCRA, leaky bucket) and by every algorithm that can reserve. The Redis Lua ports mirror it.
+ *
+ * The buckets decide in steps of `1 / rate.scale` units (see `exactRate`): every balance,
+ * cost and drain is then a whole number, and so exact, where a balance in units is a fraction
+ * that a double only approximates. The state still stores the balance in its own unit (units,
+ * or GCRA's milliseconds ahead), `factor` steps each, and reads it back to the nearest whole
+ * step, so the stored format is unchanged.
  */
 
 /**
- * A level stored as `[level, lastMs]` at `(state, o)`, drained since `lastMs`: a token
- * bucket's used tokens, a leaky bucket's water. A clock that went backwards drains nothing.
+ * The balance of a `[value, lastMs]` state at `(state, o)`, in steps (`value × factor`),
+ * drained since `lastMs` at `rate.perMs` steps per millisecond: a token bucket's used tokens,
+ * GCRA's schedule ahead, a leaky bucket's water. A clock that went backwards drains nothing.
  */
-export function drainedLevel(
+export function drainedSteps(
   state: Float64Array,
   o: number,
-  p: AlgorithmParams,
+  factor: number,
+  rate: ExactRate,
   nowMs: number,
 ): number {
-  const level = state[o]!
-  if (level <= 0) return 0
+  const value = state[o]!
+  if (!(value > 0)) return 0
+  const steps = wholeSteps(value * factor)
   const elapsed = nowMs - state[o + 1]!
-  if (elapsed <= 0) return level
-  const drained = (elapsed * p.limit) / p.windowMs
-  return drained >= level - EPSILON ? 0 : level - drained
+  if (!(elapsed > 0)) return steps
+  // Past 2^53 the product is inexact, but then far above any balance kept exactly.
+  const drained = elapsed * rate.perMs
+  return drained >= steps - rate.tol ? 0 : steps - drained
 }
 
 /**
@@ -41,12 +57,27 @@ export function writeLevel(state: Float64Array, o: number, value: number, nowMs:
 }
 
 /**
- * Milliseconds for `units` to drain, rounded up. `EPSILON` comes off first so that the answer
- * is the first whole millisecond at which the `<= capacity + EPSILON` admission test passes:
- * without it an exact boundary computed a hair high (float noise) would round one ms too far.
+ * Milliseconds for `steps` to drain, rounded up: the first whole millisecond at which the
+ * admission test (`<= capacity + tol`) passes. Exact for whole steps below 2^53, where
+ * `ceil(steps / perMs)` of a correctly rounded quotient is the exact ceiling.
  */
-export function msToDrain(units: number, p: AlgorithmParams): number {
-  return units > EPSILON ? Math.ceil(((units - EPSILON) * p.windowMs) / p.limit) : 0
+export function stepsToMs(steps: number, rate: ExactRate): number {
+  return steps > rate.tol ? Math.ceil((steps - rate.tol) / rate.perMs) : 0
+}
+
+/**
+ * The epoch millisecond from which a `[value, lastMs]` state of `factor` steps per value is
+ * fresh again, a whole number: a fraction of a millisecond added to an epoch time rounds to
+ * the nearest 2^-12 ms and could fall before the drain is done.
+ */
+export function idleAtSteps(
+  state: Float64Array,
+  o: number,
+  factor: number,
+  rate: ExactRate,
+): number {
+  const value = state[o]!
+  return value > 0 ? state[o + 1]! + stepsToMs(wholeSteps(value * factor), rate) : state[o + 1]!
 }
 
 /**
@@ -59,27 +90,54 @@ export function refusalRetryMs(waitMs: number, maxWaitMs: number, fits: boolean)
 }
 
 /**
- * Decide a request of `cost` units on a bucket with `used` units taken (a token bucket's
- * balance, or GCRA's schedule counted in units), writing every field of `out`.
- *
- * @returns the units taken after the request when it is admitted (to be recorded), else -1
+ * The value to store for an admitted balance of `after` steps (`after / factor`), writing
+ * `remaining` and `resetMs` from what the next request reads back from it: within the exact
+ * range that is `after` again; past it, or with a fractional cost, it may be a few float steps
+ * off, and the answers must hold for that request.
  */
-export function takeUnits(
+export function admittedValue(
+  after: number,
+  factor: number,
+  p: AlgorithmParams,
+  rate: ExactRate,
+  out: AlgorithmResult,
+): number {
+  const value = after / factor
+  // A whole number of steps within the exact range reads back as itself: skip the round trip.
+  const next =
+    Number.isInteger(after) && after <= MAX_EXACT_SCALED ? after : wholeSteps(value * factor)
+  out.remaining = unitsLeft(next, p.burst, rate.scale, rate.tol)
+  out.resetMs = stepsToMs(next, rate)
+  return value
+}
+
+/**
+ * Decide a request of `cost` units on a bucket with `used` steps taken (a token bucket's
+ * balance, or GCRA's schedule; `factor` steps per stored value), writing every field of `out`.
+ *
+ * @returns the value to store when the request is admitted, else -1
+ */
+export function takeSteps(
   used: number,
   cost: number,
   p: AlgorithmParams,
+  rate: ExactRate,
+  factor: number,
   maxWaitMs: number,
   out: AlgorithmResult,
 ): number {
-  const after = used + cost
+  const cap = p.burst * rate.scale
+  const room = cap + rate.tol
+  const need = cost * rate.scale
+  const after = used + need
   out.limit = p.burst
-  if (after <= p.burst + EPSILON) {
+  if (after <= room) {
     out.allowed = true
     out.waitMs = 0
     out.retryAfterMs = 0
   } else {
-    const waitMs = msToDrain(after - p.burst, p)
-    if (maxWaitMs > 0 && waitMs <= maxWaitMs && cost <= p.burst + EPSILON) {
+    const waitMs = stepsToMs(after - cap, rate)
+    if (maxWaitMs > 0 && waitMs <= maxWaitMs && need <= room) {
       out.allowed = true
       out.waitMs = waitMs
       out.retryAfterMs = 0
@@ -87,13 +145,49 @@ export function takeUnits(
       out.allowed = false
       out.waitMs = 0
       // A cost above the capacity never passes; the hint is then only a back-off.
-      out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, cost <= p.burst + EPSILON)
-      out.remaining = unitsLeft(used, p.burst)
-      out.resetMs = msToDrain(used, p)
+      out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, need <= room)
+      out.remaining = unitsLeft(used, p.burst, rate.scale, rate.tol)
+      out.resetMs = stepsToMs(used, rate)
       return -1
     }
   }
-  out.remaining = unitsLeft(after, p.burst)
-  out.resetMs = msToDrain(after, p)
-  return after
+  return admittedValue(after, factor, p, rate, out)
+}
+
+/** The methods a bucket of `[value, lastMs]` shares: the token bucket's, GCRA's. */
+export type StepBucket = Pick<Algorithm, 'consume' | 'refund' | 'idleAtMs'> &
+  Required<Pick<Algorithm, 'charge'>>
+
+/**
+ * The token bucket's decisions over a `[value, lastMs]` state whose value is units taken
+ * (`inMs` false: `scale` steps each) or, for GCRA, milliseconds of schedule ahead (`inMs`
+ * true: `perMs` steps each). The two algorithms differ only in that unit.
+ */
+export function stepBucket(inMs: boolean): StepBucket {
+  return {
+    consume(state, o, p, cost, nowMs, maxWaitMs, commit, out) {
+      const rate = exactRate(p.limit, p.windowMs)
+      const factor = inMs ? rate.perMs : rate.scale
+      const used = drainedSteps(state, o, factor, rate, nowMs)
+      const value = takeSteps(used, cost, p, rate, factor, maxWaitMs, out)
+      if (commit && value >= 0) writeLevel(state, o, value, nowMs)
+    },
+    refund(state, o, p, cost, nowMs) {
+      const rate = exactRate(p.limit, p.windowMs)
+      const factor = inMs ? rate.perMs : rate.scale
+      const used = drainedSteps(state, o, factor, rate, nowMs)
+      const back = cost * rate.scale
+      writeLevel(state, o, used > back ? (used - back) / factor : 0, nowMs)
+    },
+    charge(state, o, p, cost, nowMs) {
+      const rate = exactRate(p.limit, p.windowMs)
+      const factor = inMs ? rate.perMs : rate.scale
+      const used = drainedSteps(state, o, factor, rate, nowMs)
+      writeLevel(state, o, (used + cost * rate.scale) / factor, nowMs)
+    },
+    idleAtMs(state, o, p) {
+      const rate = exactRate(p.limit, p.windowMs)
+      return idleAtSteps(state, o, inMs ? rate.perMs : rate.scale, rate)
+    },
+  }
 }

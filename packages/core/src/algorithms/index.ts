@@ -18,6 +18,7 @@ export {
   tokenBucket,
 } from './registry.js'
 export { CONCURRENCY_RETRY_AFTER_MS } from './concurrency.js'
+export { MAX_EXACT_SCALED, exactRate, type ExactRate } from './exact-rate.js'
 export type { ConsumeEntry, RefundEntry, StateEntry, Store } from '../stores/store.js'
 export type { CompiledBan, CompiledRule } from '../rules/compiled-rules.js'
 export { stateIdOf } from '../rules/compile-rules.js'

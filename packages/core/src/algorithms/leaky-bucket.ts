@@ -1,11 +1,14 @@
-import { EPSILON, unitsLeft, type Algorithm } from './algorithm.js'
-import { drainedLevel, msToDrain, writeLevel } from './drain.js'
+import { unitsLeft, type Algorithm } from './algorithm.js'
+import { admittedValue, drainedSteps, stepBucket, stepsToMs, writeLevel } from './drain.js'
+import { exactRate } from './exact-rate.js'
 
 // State layout: [level, lastMs]. `level` is the water in the bucket (units admitted and not
 // yet drained); all zeros is an empty bucket. It never exceeds `burst`: in shaper mode a
 // queued request waits inside the bucket instead of going into debt.
-const LEVEL = 0
-const LAST = 1
+// drainedSteps and writeLevel use [level, lastMs] at offsets 0 and 1.
+
+// A refund and the idle time are the token bucket's: water and balance are counted alike.
+const tokenBucketMethods = stepBucket(false)
 
 /**
  * Leaky bucket: a bucket of capacity `burst` that drains at a constant `limit` per
@@ -24,44 +27,40 @@ const LAST = 1
  * Pick it with `onLimit: queue` in front of something that needs an even rate (a payment
  * gateway, a third-party API with a strict per-second quota, a database writer).
  *
- * Formulas: `level' = max(0, level - elapsed × limit / windowMs)` (0 within `EPSILON`),
- * `after = level' + cost`, a full bucket when `after > burst + EPSILON`;
- * shaper `waitMs = ceil((level' - EPSILON) × windowMs / limit)`;
- * `resetMs = ceil((after - EPSILON) × windowMs / limit)`; `remaining` = the largest whole `n` with `after + n <= burst + EPSILON`.
+ * Formulas, in the token bucket's steps (see its formulas): `S' = max(0, S - elapsed × perMs)`,
+ * `after = S' + cost × scale`, a full bucket when `after > burst × scale + tol`;
+ * shaper `waitMs = ceil((S' - tol) / perMs)`; `resetMs = ceil((after - tol) / perMs)`;
+ * `remaining` = the largest whole `n` with `after + n × scale <= burst × scale + tol`.
  */
 export const leakyBucket: Algorithm = {
   name: 'leaky-bucket',
   canReserve: true,
   stateSize: () => 2,
   consume(state, o, p, cost, nowMs, maxWaitMs, commit, out) {
-    const level = drainedLevel(state, o, p, nowMs)
-    const after = level + cost
+    const rate = exactRate(p.limit, p.windowMs)
+    const level = drainedSteps(state, o, rate.scale, rate, nowMs)
+    const cap = p.burst * rate.scale
+    const after = level + cost * rate.scale
     out.limit = p.burst
     out.waitMs = 0
-    const overflowMs = after > p.burst + EPSILON ? msToDrain(after - p.burst, p) : 0
+    const overflowMs = after > cap + rate.tol ? stepsToMs(after - cap, rate) : 0
     // In shaper mode the request leaves when the water ahead of it has drained.
-    const queueMs = maxWaitMs > 0 ? msToDrain(level, p) : 0
+    const queueMs = maxWaitMs > 0 ? stepsToMs(level, rate) : 0
     if (overflowMs === 0 && queueMs <= maxWaitMs) {
       out.allowed = true
       out.waitMs = queueMs
       out.retryAfterMs = 0
-      out.remaining = unitsLeft(after, p.burst)
-      out.resetMs = msToDrain(after, p)
-      if (commit) writeLevel(state, o, after, nowMs)
+      const value = admittedValue(after, rate.scale, p, rate, out)
+      if (commit) writeLevel(state, o, value, nowMs)
       return
     }
     out.allowed = false
     // The same request passes once it fits in the bucket and (shaper) its wait fits in maxWaitMs.
     const shaperMs = maxWaitMs > 0 ? Math.ceil(queueMs - maxWaitMs) : 0
     out.retryAfterMs = Math.max(1, overflowMs, shaperMs)
-    out.remaining = unitsLeft(level, p.burst)
-    out.resetMs = msToDrain(level, p)
+    out.remaining = unitsLeft(level, p.burst, rate.scale, rate.tol)
+    out.resetMs = stepsToMs(level, rate)
   },
-  refund(state, o, p, cost, nowMs) {
-    const level = drainedLevel(state, o, p, nowMs)
-    writeLevel(state, o, level > cost ? level - cost : 0, nowMs)
-  },
-  idleAtMs(state, o, p) {
-    return state[o + LAST]! + (state[o + LEVEL]! * p.windowMs) / p.limit
-  },
+  refund: tokenBucketMethods.refund,
+  idleAtMs: tokenBucketMethods.idleAtMs,
 }

@@ -1,5 +1,12 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import {
+  ExactBucket,
+  exactBases,
+  exactParams,
+  exactSteps,
+  stepCost,
+} from '../testing/exact-bucket-model.js'
 import { referenceModel } from '../testing/reference-models.js'
 import type { Algorithm, AlgorithmParams } from './algorithm.js'
 import { runner, saneResult } from './harness.test-util.js'
@@ -511,6 +518,61 @@ describe('whole units at large bursts', () => {
           },
         ),
         { numRuns: NUM_RUNS * 2 },
+      )
+    },
+  )
+})
+
+describe('exact at every size within the documented range', () => {
+  // Two-sided against integer arithmetic (BigInt): never admits what the exact bucket refuses,
+  // never refuses what it admits, and every time and count it answers is the exact one, for
+  // any window up to the longest, any limit up to 2^53 and any burst with
+  // burst × windowMs / gcd(limit, windowMs) up to 2^50. The balance is fractional whenever the
+  // refill is not a whole number of units per millisecond; stored as a double of units with
+  // an EPSILON of 1e-9 it drifted past 2^24, and a token bucket of 508,271,373 per 7 ms with a
+  // burst of 2e10 refused a cost of exactly what was left.
+  it('token bucket: the reported case', () => {
+    const p = { limit: 508_271_373, windowMs: 7, burst: 20_000_000_000 }
+    const run = runner(algorithms['token-bucket'], p)
+    const model = new ExactBucket('token-bucket', p)
+    const base = 1_763_776_543_210
+    for (const [dt, cost] of [
+      [0, 17_461_401_615],
+      [4, 230_927_445],
+    ] as const) {
+      expect(run.consume(cost, base + dt).allowed).toBe(model.consume(cost, base + dt).allowed)
+    }
+    const left = model.left(base + 7)
+    expect(left).toBe(2_815_942_313)
+    expect(run.consume(left, base + 7)).toMatchObject(model.consume(left, base + 7))
+  })
+
+  it.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)(
+    '%s: answers what the exact bucket answers, and is never idle before it',
+    (name) => {
+      fc.assert(
+        fc.property(
+          exactParams.chain(({ p, maxWaitMs }) =>
+            fc.tuple(fc.constant(p), exactSteps(p, maxWaitMs), exactBases),
+          ),
+          ([p, steps, base]) => {
+            const run = runner(algorithms[name], p)
+            const model = new ExactBucket(name, p)
+            let now = base
+            for (const step of steps) {
+              now += step.dtMs
+              const cost = stepCost(step, model, p, now)
+              const want = model.consume(cost, now, step.maxWaitMs)
+              const got = run.consume(cost, now, step.maxWaitMs)
+              expect({ ...got, limit: undefined }, `cost ${cost} at ${now}`).toEqual({
+                ...want,
+                limit: undefined,
+              })
+              expect(Math.ceil(run.idleAtMs(now))).toBeGreaterThanOrEqual(model.idleAtMs())
+            }
+          },
+        ),
+        { numRuns: NUM_RUNS * 4 },
       )
     },
   )

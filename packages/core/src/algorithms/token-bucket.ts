@@ -1,10 +1,8 @@
-import type { Algorithm, AlgorithmResult } from './algorithm.js'
-import { drainedLevel, takeUnits, writeLevel } from './drain.js'
+import type { Algorithm } from './algorithm.js'
+import { stepBucket } from './drain.js'
 
 // State layout: [used, lastMs]. `used` is capacity minus tokens, so the all-zero state is a
 // full bucket; it exceeds `burst` only while a reservation (debt) is outstanding.
-const USED = 0 // drainedLevel and writeLevel use [level, lastMs] at these two offsets
-const LAST = 1
 
 /**
  * Token bucket: a bucket of `burst` tokens refilled at `limit` per `windowMs`; a request
@@ -16,27 +14,17 @@ const LAST = 1
  * Con: a full bucket admits `burst` requests at once, so the peak rate is not smoothed.
  * Pick it as the default for APIs, and whenever operations differ in cost.
  *
- * Formulas (the Redis scripts mirror them): `used' = max(0, used - elapsed * limit / windowMs)`
- * (0 when within `EPSILON`), `after = used' + cost`, allowed when `after <= burst + EPSILON`;
- * `waitMs = ceil((after - burst - EPSILON) * windowMs / limit)`;
- * `resetMs = ceil((after - EPSILON) * windowMs / limit)`; `remaining` = the largest whole `n` with `after + n <= burst + EPSILON`.
+ * Formulas (the Redis scripts mirror them), counted in steps of `1 / scale` units where
+ * `scale = windowMs / g`, `perMs = limit / g`, `g = gcd(limit, windowMs)`, so that whole costs
+ * keep every number whole: `S = round(used × scale)`, `S' = max(0, S - elapsed × perMs)`,
+ * `after = S' + cost × scale`, allowed when `after <= burst × scale + tol`;
+ * `waitMs = ceil((after - burst × scale - tol) / perMs)`; `resetMs = ceil((after - tol) / perMs)`;
+ * `remaining` = the largest whole `n` with `after + n × scale <= burst × scale + tol`. The state
+ * stores `after / scale` (units). `tol` is EPSILON units, at most a quarter step.
  */
 export const tokenBucket: Algorithm = {
   name: 'token-bucket',
   canReserve: true,
   stateSize: () => 2,
-  consume(state, o, p, cost, nowMs, maxWaitMs, commit, out: AlgorithmResult) {
-    const after = takeUnits(drainedLevel(state, o, p, nowMs), cost, p, maxWaitMs, out)
-    if (commit && after >= 0) writeLevel(state, o, after, nowMs)
-  },
-  refund(state, o, p, cost, nowMs) {
-    const used = drainedLevel(state, o, p, nowMs)
-    writeLevel(state, o, used > cost ? used - cost : 0, nowMs)
-  },
-  charge(state, o, p, cost, nowMs) {
-    writeLevel(state, o, drainedLevel(state, o, p, nowMs) + cost, nowMs)
-  },
-  idleAtMs(state, o, p) {
-    return state[o + LAST]! + (state[o + USED]! * p.windowMs) / p.limit
-  },
+  ...stepBucket(false),
 }

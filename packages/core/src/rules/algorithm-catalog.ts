@@ -1,5 +1,6 @@
 import type { Algorithm, AlgorithmName } from '../algorithms/algorithm.js'
 import { concurrency } from '../algorithms/concurrency.js'
+import { MAX_EXACT_SCALED, exactRate } from '../algorithms/exact-rate.js'
 import { algorithms } from '../algorithms/registry.js'
 import type { RuleAlgorithm } from './rule.js'
 
@@ -39,6 +40,44 @@ export const MAX_SLIDING_LOG_LIMIT = 10_000
  */
 export function limitTooLarge(algorithm: RuleAlgorithm, limit: number): boolean {
   return algorithm === 'sliding-window-log' && limit > MAX_SLIDING_LOG_LIMIT
+}
+
+/** What {@link bucketOutOfRange} found: the field to name and what it expects. */
+export interface RangeProblem {
+  readonly field: 'burst' | 'maxWait'
+  readonly expected: string
+}
+
+/**
+ * Whether a bucket's numbers are past the range its arithmetic is exact in: it counts in
+ * steps of `1 / scale` unit (`scale = windowMs / gcd(limit, windowMs)`), and keeps at most
+ * 2^50 of them exactly; a queued request's debt adds up to `maxWaitMs` of drain on top of the
+ * burst. One check for every place a limit comes from: a rule, a tier, a limit function's
+ * answer. Undefined when within range (and for the algorithms that are not buckets).
+ */
+export function bucketOutOfRange(
+  algorithm: RuleAlgorithm,
+  limit: number,
+  windowMs: number,
+  burst: number,
+  maxWaitMs: number,
+): RangeProblem | undefined {
+  if (!BUCKET_ALGORITHMS.has(algorithm)) return undefined
+  const { scale, perMs } = exactRate(limit, windowMs)
+  const most = Math.floor(MAX_EXACT_SCALED / scale)
+  const rate = `${limit} per ${windowMs} ms`
+  const why = `${algorithm} at ${rate} counts in steps of 1/${scale} unit, exact up to 2^50 steps`
+  if (burst > most) {
+    return { field: 'burst', expected: `a burst of at most ${most}: ${why}` }
+  }
+  const room = Math.floor((MAX_EXACT_SCALED - burst * scale) / perMs)
+  if (maxWaitMs > room) {
+    return {
+      field: 'maxWait',
+      expected: `a maxWait of at most ${room} ms with a burst of ${burst}: a queued request's debt adds maxWait of refill to the burst, and ${why}`,
+    }
+  }
+  return undefined
 }
 
 /** Whether a refused request can reserve capacity (needed by the `queue` action). */

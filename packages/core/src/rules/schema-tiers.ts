@@ -1,5 +1,10 @@
 import type { RuleAlgorithm, RuleTier } from './rule.js'
-import { BUCKET_ALGORITHMS, MAX_SLIDING_LOG_LIMIT, limitTooLarge } from './algorithm-catalog.js'
+import {
+  BUCKET_ALGORITHMS,
+  MAX_SLIDING_LOG_LIMIT,
+  bucketOutOfRange,
+  limitTooLarge,
+} from './algorithm-catalog.js'
 import { E, type TierInput } from './schema-fields.js'
 import type { Checker } from './schema-issues.js'
 
@@ -12,13 +17,13 @@ export interface Capacity {
 /**
  * One tier completed: its window defaults to the rule's, its burst to its limit. Problems of
  * the tier are named under `tiers.values.<name>` (`at`); a cost it could never pass under the
- * rule's `cost` (`rule`).
+ * rule's `cost`, or a queue wait its bucket cannot keep exactly (`rule`).
  */
 export function resolveTier(
   at: Checker,
   rule: Checker,
   t: TierInput,
-  r: Capacity & { readonly windowMs: number | undefined },
+  r: Capacity & { readonly windowMs: number | undefined; readonly maxWaitMs: number },
 ): RuleTier | undefined {
   const concurrency = r.algorithm === 'concurrency'
   let limit = t.limit
@@ -70,6 +75,16 @@ export function resolveTier(
       r.cost,
       ['cost'],
     )
+  }
+  const range = bucketOutOfRange(r.algorithm, limit, windowMs ?? 0, burst, r.maxWaitMs)
+  if (range?.field === 'burst') {
+    const field = t.burst !== undefined ? 'burst' : t.rate !== undefined ? 'rate' : 'limit'
+    at.expected(range.expected, field === 'rate' ? t.rate!.text : burst, [field])
+    return undefined
+  }
+  if (range) {
+    rule.expected(range.expected, r.maxWaitMs, ['onLimit', 'maxWait'])
+    return undefined
   }
   return Object.freeze({ limit, windowMs: windowMs ?? 0, burst })
 }

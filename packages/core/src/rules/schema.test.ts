@@ -123,6 +123,16 @@ describe('parseRules: defaults and normalisation', () => {
       { limit: 10_000 },
     ],
     ['window at the timer limit', { ...base, window: 2 ** 31 - 1 }, { windowMs: 2 ** 31 - 1 }],
+    [
+      'bucket at the edge of its exact range',
+      { ...base, limit: 1_000_000, window: 2 ** 31 - 1, burst: 524_288 },
+      { burst: 524_288 },
+    ],
+    [
+      'bucket of 2^50 units refilled by whole units per ms',
+      { ...base, limit: 1000 * 2 ** 40, window: '1s', burst: 2 ** 50 },
+      { burst: 2 ** 50 },
+    ],
   ])('%s', (_name, input, expected) => {
     const [rule] = parseRules([input])
     expect(rule).toMatchObject(expected)
@@ -251,6 +261,48 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
       'negative cost',
       [{ ...base, cost: -1 }],
       ['rules[0].cost: expected a positive number, got -1'],
+    ],
+    [
+      // 1e6 per 2^31 - 1 ms (a prime) counts in steps of 1/2147483647 unit; 2^50 of them
+      // are 524,288 units. Past that a balance is a float rounding, not a count.
+      'bucket burst past its exact range (from the limit)',
+      [{ ...base, limit: 1_000_000, window: 2 ** 31 - 1 }],
+      [
+        'rules[0].limit: expected a burst of at most 524288: token-bucket at 1000000 per 2147483647 ms counts in steps of 1/2147483647 unit, exact up to 2^50 steps, got 1000000',
+      ],
+    ],
+    [
+      'bucket burst past its exact range',
+      [{ ...base, algorithm: 'gcra', limit: 7, window: '1d', burst: 2 ** 40 }],
+      [
+        'rules[0].burst: expected a burst of at most 13031248: gcra at 7 per 86400000 ms counts in steps of 1/86400000 unit, exact up to 2^50 steps, got 1099511627776',
+      ],
+    ],
+    [
+      'bucket queue wait past its exact range',
+      [
+        {
+          ...base,
+          algorithm: 'leaky-bucket',
+          limit: 1e12,
+          onLimit: { action: 'queue', maxWait: '1h' },
+        },
+      ],
+      [
+        "rules[0].onLimit.maxWait: expected a maxWait of at most 1124899 ms with a burst of 1000000000000: a queued request's debt adds maxWait of refill to the burst, and leaky-bucket at 1000000000000 per 1000 ms counts in steps of 1/1 unit, exact up to 2^50 steps, got 3600000",
+      ],
+    ],
+    [
+      'tier burst past its exact range',
+      [
+        {
+          ...base,
+          tiers: { by: 'user', values: { big: { limit: 3, window: '1d', burst: 2 ** 30 } } },
+        },
+      ],
+      [
+        'rules[0].tiers.values.big.burst: expected a burst of at most 39093746: token-bucket at 3 per 86400000 ms counts in steps of 1/28800000 unit, exact up to 2^50 steps, got 1073741824',
+      ],
     ],
     [
       'sliding log above 10k',

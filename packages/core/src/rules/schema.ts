@@ -4,6 +4,7 @@ import {
   BUCKET_ALGORITHMS,
   MAX_SLIDING_LOG_LIMIT,
   canReserve,
+  bucketOutOfRange,
   limitTooLarge,
 } from './algorithm-catalog.js'
 import { ruleJsonSchema, rulesJsonSchema } from './rule-json-schema.js'
@@ -66,6 +67,7 @@ function checkRule(input: unknown, c: Checker): Rule | Bad {
   const ownWindowMs = v.rate?.windowMs ?? v.window
   const cost = v.cost ?? 1
   const costKnown = !failed.has('cost')
+  const queueMs = v.onLimit?.action === 'queue' ? v.onLimit.maxWaitMs : 0
   // The tiers, when they and the fields they depend on passed.
   let ruleTiers: RuleTiers | undefined
   let defaultTier: RuleTier | undefined
@@ -77,7 +79,12 @@ function checkRule(input: unknown, c: Checker): Rule | Bad {
     let ok = windowKnown
     for (const [name, input] of Object.entries(t.values)) {
       const at = c.at('tiers', 'values', name)
-      const r = { algorithm, cost: costKnown ? cost : undefined, windowMs: ownWindowMs }
+      const r = {
+        algorithm,
+        cost: costKnown ? cost : undefined,
+        windowMs: ownWindowMs,
+        maxWaitMs: queueMs,
+      }
       // Without the rule's window known, a tier that borrows it cannot be judged.
       if (!windowKnown && input.window === undefined && input.rate === undefined) continue
       const tier = resolveTier(at, c, input, r)
@@ -161,6 +168,20 @@ function checkRule(input: unknown, c: Checker): Rule | Bad {
       ['cost'],
     )
   }
+  // Past the range a bucket's arithmetic is exact in, it would decide by float rounding.
+  const range =
+    defaultTier === undefined &&
+    algorithm &&
+    ownLimit !== undefined &&
+    ownWindowMs !== undefined &&
+    ownCapacity !== undefined &&
+    capacityKnown
+      ? bucketOutOfRange(algorithm, ownLimit, ownWindowMs, ownCapacity, queueMs)
+      : undefined
+  if (range?.field === 'burst') {
+    const field = v.burst !== undefined ? 'burst' : v.rate !== undefined ? 'rate' : 'limit'
+    c.expected(range.expected, field === 'rate' ? v.rate!.text : ownCapacity, [field])
+  } else if (range) c.expected(range.expected, queueMs, ['onLimit', 'maxWait'])
   const countMode: CountMode = v.count ?? 'all'
   if (countMode !== 'all' && algorithm === 'concurrency') {
     c.expected(

@@ -8,6 +8,7 @@ import {
 import type { CompiledRule } from '../rules/compiled-rules.js'
 import type { ConsumeEntry, Store } from '../stores/store.js'
 import { createLimiter } from '../limiter.js'
+import { ExactBucket, exactBases, exactParams, exactSteps, stepCost } from './exact-bucket-model.js'
 import { referenceModels } from './reference-models.js'
 import { testRule } from './test-rule.js'
 import { vectors } from './vectors.js'
@@ -414,6 +415,40 @@ export function describeStoreConformance(
                   await store.refund([{ rule, key, cost }], now)
                   ref.refund(cost, now)
                 }
+              }
+            },
+          ),
+          { numRuns },
+        )
+      })
+    }
+
+    for (const name of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
+      if (skip.has(name)) continue
+      it(`${name}: exact at every size within the documented range (BigInt model)`, async () => {
+        await fc.assert(
+          fc.asyncProperty(
+            exactParams.chain(({ p, maxWaitMs }) =>
+              fc.tuple(fc.constant(p), exactSteps(p, maxWaitMs), exactBases),
+            ),
+            async ([p, steps, base]) => {
+              const rule = testRule(name, p.limit, p.windowMs, { burst: p.burst })
+              const model = new ExactBucket(name, p)
+              const key = freshKey()
+              let now = base
+              for (const step of steps) {
+                now += step.dtMs
+                const cost = stepCost(step, model, p, now)
+                const [got] = await consume(
+                  store,
+                  [entry(rule, key, cost, { maxWaitMs: step.maxWaitMs })],
+                  now,
+                )
+                const want = model.consume(cost, now, step.maxWaitMs)
+                expect({ ...got, limit: undefined }, `cost ${cost} at ${now}`).toEqual({
+                  ...want,
+                  limit: undefined,
+                })
               }
             },
           ),

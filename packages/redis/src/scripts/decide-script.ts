@@ -19,7 +19,8 @@ import {
 /**
  * Each algorithm's Lua: a function expression `(op, s, limit, window_ms, burst, cost, now,
  * max_wait, commit, out)` (concurrency takes the entry's `lease` name too) that writes its answer into the array `out` (allowed 1/0, waitMs,
- * limit, remaining, resetMs, retryAfterMs), which doubles as the script's reply.
+ * limit, remaining, resetMs, retryAfterMs), which doubles as the script's reply. The buckets
+ * receive their rate as core's `exactRate` (see `encodeRequests`) in `limit` and `window_ms`.
  */
 const ALGORITHM_LUA: Readonly<Record<AlgorithmName, string>> = {
   'token-bucket': tokenBucketLua,
@@ -41,13 +42,14 @@ local EPSILON = 1e-9
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 -- The longest TTL set (2^62 ms): Redis refuses an expiry past 2^63 - 1 ms.
 local MAX_TTL = ${MAX_TTL_MS}
--- core's unitsLeft: the largest whole n >= 0 with used + n * step <= (capacity + EPSILON) * step
--- (the admission test; step 1, or GCRA's emission interval); the estimate is confirmed by the
--- test, and moved by at most two steps each way when off.
-local function units_left(used, capacity, step)
+-- core's unitsLeft: the largest whole n >= 0 with used + n * step <= capacity * step + tol
+-- (the admission test; step 1, or the buckets' steps per unit); the estimate is confirmed by
+-- the test, and moved by at most two steps each way when off.
+local function units_left(used, capacity, step, tol)
   step = step or 1
-  local room = (capacity + EPSILON) * step
-  local n = floor(capacity - used / step + EPSILON)
+  tol = tol or EPSILON
+  local room = capacity * step + tol
+  local n = floor((room - used) / step)
   if not (n > 0) then n = 0 end
   if used + (n + 1) * step > room and (n == 0 or used + n * step <= room) then return n end
   for _ = 1, 2 do
@@ -59,6 +61,8 @@ local function units_left(used, capacity, step)
   if n > 0 and used + n * step <= room then return n end
   return 0
 end
+-- core's wholeSteps: the relative rounding a bucket's balance read back may carry
+local WHOLE_SLACK = 2 ^ -51
 `
 
 /** What only the concurrency algorithm reads: parsing the lease costs every other call. */

@@ -1,0 +1,42 @@
+/**
+ * Lua shared by the bucket ports (token bucket, GCRA, leaky bucket), inlined where it is used:
+ * a helper function would be a closure allocated on every script call.
+ */
+
+/**
+ * Lua that snaps the local `v` (a bucket's balance in steps, read back from its stored double)
+ * to its whole number of steps when within its rounding, as core's `wholeSteps` does.
+ */
+export const snapWholeStepsLua = (v: string): string => `
+  do
+    local below = floor(${v})
+    local whole = below
+    if ${v} - below >= 0.5 then whole = below + 1 end
+    local off = ${v} - whole
+    if off < 0 then off = -off end
+    if off <= ${v} * WHOLE_SLACK then ${v} = whole end
+  end`
+
+/**
+ * Lua for the start of a bucket's function (core's `drainedSteps`): the TTL answer ('i'), the
+ * slack `tol`, and the local `v` set to the state's balance in steps (`factor` per stored
+ * value), drained since `s[2]` at `per_ms` steps per millisecond.
+ */
+export const drainedStepsLua = (v: string, factor: 'scale' | 'per_ms'): string => `
+  -- the life left, for the TTL only (rounded up, plus slack): the stored value's own sum is
+  -- within a float step of the exact one, and cheaper than reading it back to a whole step
+  if op == 'i' then return (s[2] - now) + (s[1] * ${factor}) / per_ms end
+  local tol = EPSILON * scale
+  if tol > 0.25 then tol = 0.25 end
+  -- drainedSteps
+  local ${v} = 0
+  if s[1] > 0 then
+    ${v} = s[1] * ${factor}${snapWholeStepsLua(v)}
+  end
+  if ${v} > 0 then
+    local elapsed = now - s[2]
+    if elapsed > 0 then
+      local drained = elapsed * per_ms
+      if drained >= ${v} - tol then ${v} = 0 else ${v} = ${v} - drained end
+    end
+  end`
