@@ -153,10 +153,18 @@ export const EPSILON = 1e-9
  * @param capacity - the most units that can be taken
  * @param step - what one unit adds to `used` (default 1)
  * @param tol - the admission test's slack, in the unit of `used` (default EPSILON)
+ * @param perStep - `1 / step` (rounded), given with any `step` other than 1
  */
-export function unitsLeft(used: number, capacity: number, step = 1, tol: number = EPSILON): number {
+export function unitsLeft(
+  used: number,
+  capacity: number,
+  step = 1,
+  tol: number = EPSILON,
+  perStep = 1,
+): number {
   const room = capacity * step + tol
-  let n = Math.floor((room - used) / step)
+  // A product, not a quotient, for the estimate: it is confirmed below either way.
+  let n = Math.floor((room - used) * perStep)
   if (!(n > 0)) n = 0
   if (used + (n + 1) * step > room && (n === 0 || used + n * step <= room)) return n
   for (let i = 0; i < 2 && n > 0 && used + n * step > room; i++) n--

@@ -106,7 +106,7 @@ export function admittedValue(
   // A whole number of steps within the exact range reads back as itself: skip the round trip.
   const next =
     Number.isInteger(after) && after <= MAX_EXACT_SCALED ? after : wholeSteps(value * factor)
-  out.remaining = unitsLeft(next, p.burst, rate.scale, rate.tol)
+  out.remaining = unitsLeft(next, p.burst, rate.scale, rate.tol, rate.perStep)
   out.resetMs = stepsToMs(next, rate)
   return value
 }
@@ -146,7 +146,7 @@ export function takeSteps(
       out.waitMs = 0
       // A cost above the capacity never passes; the hint is then only a back-off.
       out.retryAfterMs = refusalRetryMs(waitMs, maxWaitMs, need <= room)
-      out.remaining = unitsLeft(used, p.burst, rate.scale, rate.tol)
+      out.remaining = unitsLeft(used, p.burst, rate.scale, rate.tol, rate.perStep)
       out.resetMs = stepsToMs(used, rate)
       return -1
     }

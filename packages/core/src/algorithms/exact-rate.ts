@@ -10,6 +10,8 @@ import { EPSILON } from './algorithm.js'
 export interface ExactRate {
   /** Steps per unit: `windowMs / gcd(limit, windowMs)`. */
   readonly scale: number
+  /** `1 / scale`, rounded: for estimates that are confirmed by the exact test. */
+  readonly perStep: number
   /** Steps drained per millisecond: `limit / gcd(limit, windowMs)`. */
   readonly perMs: number
   /**
@@ -29,7 +31,14 @@ export const MAX_EXACT_SCALED: number = 2 ** 50
 
 // The last rate asked for: a store calls with the same params many times in a row, and the
 // gcd (a few modulo steps) is then not redone. One object, written in place: no allocation.
-const last = { limit: Number.NaN, windowMs: Number.NaN, scale: 1, perMs: 1, tol: EPSILON }
+const last = {
+  limit: Number.NaN,
+  windowMs: Number.NaN,
+  scale: 1,
+  perStep: 1,
+  perMs: 1,
+  tol: EPSILON,
+}
 
 /**
  * The exact grid of a rate (see {@link ExactRate}). The object returned is reused by the next
@@ -59,6 +68,7 @@ export function exactRate(limit: number, windowMs: number): ExactRate {
     last.limit = limit
     last.windowMs = windowMs
     last.scale = scale
+    last.perStep = 1 / scale
     last.perMs = perMs
     last.tol = Math.min(EPSILON * scale, 0.25)
   }

@@ -58,7 +58,7 @@ export const leakyBucket: Algorithm = {
     // The same request passes once it fits in the bucket and (shaper) its wait fits in maxWaitMs.
     const shaperMs = maxWaitMs > 0 ? Math.ceil(queueMs - maxWaitMs) : 0
     out.retryAfterMs = Math.max(1, overflowMs, shaperMs)
-    out.remaining = unitsLeft(level, p.burst, rate.scale, rate.tol)
+    out.remaining = unitsLeft(level, p.burst, rate.scale, rate.tol, rate.perStep)
     out.resetMs = stepsToMs(level, rate)
   },
   refund: tokenBucketMethods.refund,
