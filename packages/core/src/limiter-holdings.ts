@@ -137,8 +137,9 @@ export class Holdings {
    *
    * An entry whose queue is full is refused instead (`retryAfterMs`: its wait, when the same
    * request could pass without queueing). When the queue filled while the store call was in
-   * flight (or the store ignores `queueFull`), the store already charged the reservation by then, so what it recorded is given back: every entry when an enforced entry is refused
-   * (the request is refused, all-or-nothing), only the refused entry when it is a shadow one.
+   * flight (or the store ignores `queueFull`), the store already charged the reservation by
+   * then, so what it recorded is given back: every entry when an enforced entry is refused (the
+   * request is refused, all-or-nothing), only the refused entry when it is a shadow one.
    *
    * @returns the results to judge: `results` itself when every queue had room
    */
