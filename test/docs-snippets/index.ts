@@ -129,15 +129,20 @@ export class SnippetRunner {
   /**
    * Run `snippet` as a module and return its exports. `before` is prepended (the setup that a
    * fragment shown in the docs takes for granted: an `app`, some `rules`) and `after` appended
-   * (typically `export { app }`, so the test can check what the snippet built).
+   * (typically `export { app }`, so the test can check what the snippet built). `set` adds
+   * options to calls the snippet makes: `{ 'createLimiter({ rules, store': 'decisionTimeoutMs:
+   * 5_000' }` runs `createLimiter({ rules, store, decisionTimeoutMs: 5_000 })`, for a setting
+   * the page leaves at its default but the test cannot (a production deadline on a loaded CI
+   * machine). Each key must occur exactly once in the snippet, and lines stay where they are.
    */
   async run(
     snippet: Snippet,
-    around: { before?: string; after?: string } = {},
+    around: { before?: string; after?: string; set?: Readonly<Record<string, string>> } = {},
   ): Promise<Record<string, unknown>> {
     const name = `${snippet.page.replace(/\W/g, '-')}-${this.files.length + 1}.ts`
     const file = join(this.folder(), name)
-    const source = [around.before, snippet.code, around.after].filter((s) => s !== undefined)
+    const code = withOptions(snippet, around.set ?? {})
+    const source = [around.before, code, around.after].filter((s) => s !== undefined)
     // `export {}` makes every file a module, so fragments never share a global scope.
     writeFileSync(file, [...source, 'export {}\n'].join('\n'))
     const setupLines = around.before === undefined ? 0 : around.before.split('\n').length
@@ -164,6 +169,21 @@ export class SnippetRunner {
       rmSync(this.dir, { recursive: true, force: true })
     this.dir = undefined
   }
+}
+
+/** `snippet`'s code with `, value` inserted after each key of `set` (see {@link SnippetRunner.run}). */
+function withOptions(snippet: Snippet, set: Readonly<Record<string, string>>): string {
+  let code = snippet.code
+  for (const [at, value] of Object.entries(set)) {
+    const count = code.split(at).length - 1
+    if (count !== 1)
+      throw new Error(
+        `docs/${snippet.page}: \`${at}\` occurs ${count} times in the snippet, not once`,
+      )
+    if (value.includes('\n')) throw new Error(`set: the option for \`${at}\` must be one line`)
+    code = code.replace(at, () => `${at}, ${value}`)
+  }
+  return code
 }
 
 /**

@@ -42,6 +42,12 @@ describe.skipIf(!available)(`docs/${page} on Redis`, () => {
       const host = await runner.run(redisStore!, {
         before: rules,
         after: 'export { store, limiter }',
+        // The page's 50 ms defaults are a production deadline; on a loaded 2-core CI machine a
+        // round trip can take longer, and a fail-open here would say nothing about the page.
+        set: {
+          'createRedisStore({ url: process.env.REDIS_URL': 'callTimeoutMs: 5_000',
+          'createLimiter({ rules, store': 'decisionTimeoutMs: 5_000',
+        },
       })
       hosts.push(host as unknown as (typeof hosts)[number])
     }
