@@ -8,8 +8,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -19,8 +18,9 @@ import { IS_CI, waitFor } from './helpers.js'
 
 // The README's rules-service quick start, run as written: its shell blocks in bash (the real
 // `npx floodgate-rules serve` on PGlite, the real curl), then its host snippet in Koa, against
-// that service. Two changes only: port 8080 becomes a free port, and the serve line is sent
-// to the background so the next block can run, as a second terminal would.
+// that service. Two changes only: port 8080 becomes port 0 (the port the service then reports,
+// read from its "listening" line, goes where 8080 was in the other blocks), and the serve line
+// is sent to the background so the next block can run, as a second terminal would.
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const PACKAGE = new URL('..', import.meta.url)
 const BIN = fileURLToPath(new URL('../bin/floodgate-rules.js', import.meta.url))
@@ -47,14 +47,6 @@ function quickStart(): { sh: string[]; ts: Snippet } {
   return { sh, ts: { page: 'README.md', lang: 'ts', line: ts[0]!.line, code: ts[0]!.code } }
 }
 
-async function freePort(): Promise<number> {
-  const server: Server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
-
 describe.skipIf(!built)(
   'README quick start: rules service, a rule keyed by user, a Koa host',
   () => {
@@ -69,20 +61,27 @@ describe.skipIf(!built)(
     const stderr: string[] = []
 
     beforeAll(async () => {
-      port = await freePort()
       dir = mkdtempSync(join(tmpdir(), 'floodgate-quick-start-'))
       // A project with @floodgate/rules-service installed: npx finds its bin there.
       writeFileSync(join(dir, 'package.json'), '{ "name": "quick-start", "private": true }\n')
       mkdirSync(join(dir, 'node_modules', '.bin'), { recursive: true })
       symlinkSync(BIN, join(dir, 'node_modules', '.bin', 'floodgate-rules'))
-      const [serve, create] = sh.map((block) => block.replaceAll('8080', String(port)))
-      const background = serve!.replace(/^(npx floodgate-rules serve[^#\n]*?)\s*(#.*)?$/m, '$1 &')
-      expect(background).toMatch(/ &$/m)
+      // The service picks its own port: no other process can take it between a pick and the
+      // bind. The serve line's output goes to the test as before, and to a file the shell reads
+      // the port from.
+      const [serve, create] = sh.map((block) => block.replaceAll('8080', '$PORT'))
+      const background = serve!
+        .replace('--port $PORT', '--port 0')
+        .replace(/^(npx floodgate-rules serve[^#\n]*?)\s*(#.*)?$/m, '$1 2>&1 | tee serve.log &')
+      expect(background).toMatch(/--port 0 .*&$/m)
       const script = [
         'set -e',
         background,
-        // Wait (bounded) for the service, as a person waits for its "listening" line.
-        `for i in $(seq 1 300); do curl -sf http://127.0.0.1:${port}/healthz >/dev/null && break; sleep 0.1; done`,
+        // Wait (bounded) for the "listening" line, as a person does, and read the port off it.
+        'PORT=',
+        `for i in $(seq 1 600); do PORT=$(grep -o '"url":"http://127.0.0.1:[0-9]*' serve.log 2>/dev/null | grep -o '[0-9]*$' || true); [ -n "$PORT" ] && break; sleep 0.1; done`,
+        'echo "QUICK-START-PORT=$PORT"',
+        `for i in $(seq 1 300); do curl -sf http://127.0.0.1:$PORT/healthz >/dev/null && break; sleep 0.1; done`,
         create,
         'echo',
         'echo QUICK-START-CREATED',
@@ -106,6 +105,8 @@ describe.skipIf(!built)(
         'the service and the curl',
         60_000,
       )
+      port = Number(/QUICK-START-PORT=(\d+)/.exec(output)?.[1])
+      expect(port, output).toBeGreaterThan(0)
     }, 90_000)
 
     afterAll(async () => {
