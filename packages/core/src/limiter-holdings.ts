@@ -25,6 +25,8 @@ interface Lease {
   startedMs: number
   /** A queued request's wait in `waitInQueue`, until it ends either way. */
   wait?: Wait | undefined
+  /** Frees the queue places of a queued decision nobody waits for or releases. */
+  placeTimer?: ReturnType<typeof setTimeout> | undefined
 }
 
 /** One queued request waiting out its turn. */
@@ -46,6 +48,12 @@ type Leased = Record<symbol, Lease | undefined>
 // Shared empty lists for the fields a lease of one concurrency slot never fills (never pushed to).
 const NO_ENTRIES: HeldEntry[] = []
 const NO_KEYS: string[] = []
+
+/**
+ * How long after its wait ends a queued decision that nobody waited for or released keeps its
+ * queue places (docs/limiter.md#queueing): long enough for a caller that waits late.
+ */
+const QUEUE_PLACE_GRACE_MS = 1000
 
 const REFUND_FAILED =
   'store refund failed; what the request held stays taken until its state expires or refills'
@@ -294,7 +302,10 @@ export class Holdings {
         if (o.waitMs > 0 && e.place !== undefined) lease.queueKeys.push(e.place)
       }
     }
-    if (lease) (decision as unknown as Leased)[this.lease] = lease
+    if (lease) {
+      ;(decision as unknown as Leased)[this.lease] = lease
+      if (lease.queueKeys.length > 0) this.expirePlaces(lease, decision.waitMs)
+    }
     return lease
   }
 
@@ -330,6 +341,19 @@ export class Holdings {
     if (lease.queueKeys.length === 0) return
     for (const k of lease.queueKeys) this.leavePlace(k)
     lease.queueKeys.length = 0
+    clearTimeout(lease.placeTimer)
+    lease.placeTimer = undefined
+  }
+
+  /**
+   * A caller of check() may neither wait on a queued decision nor release it: its places go
+   * back once its wait and a grace are over, else its client's queue stays full for good.
+   * Unreferenced, so it never keeps the process alive; leaveQueue clears it, and a place left
+   * here is not left again by a later wait or release (the lease's queueKeys are emptied).
+   */
+  private expirePlaces(lease: Lease, waitMs: number): void {
+    lease.placeTimer = setTimeout(() => this.leaveQueue(lease), waitMs + QUEUE_PLACE_GRACE_MS)
+    lease.placeTimer.unref?.()
   }
 
   release(decision: Decision, outcome?: RequestOutcome): void {
@@ -420,6 +444,9 @@ export class Holdings {
       this.endWait(lease, true)
     }, decision.waitMs)
     lease.wait = { promise, timer, settle }
+    // From here the wait's own timer frees the places.
+    clearTimeout(lease.placeTimer)
+    lease.placeTimer = undefined
     this.waiting.add(lease)
     signal?.addEventListener('abort', onAbort, { once: true })
     return promise

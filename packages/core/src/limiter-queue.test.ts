@@ -218,3 +218,56 @@ describe('a client whose queue is already full costs the store no reservation', 
     )
   })
 })
+
+describe('a queued decision nobody waits for or releases', () => {
+  it('gives its queue place back once its wait and a grace of 1 s are over, and only once whatever the caller does later (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 3 }),
+        fc.array(fc.constantFrom('nothing', 'release', 'abandoned', 'wait'), {
+          minLength: 3,
+          maxLength: 3,
+        }),
+        async (maxQueue, late) => {
+          vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+          try {
+            let now = 0
+            const limiter = createLimiter({
+              rules: [queueRule({ onLimit: { action: 'queue', maxWait: '10s', maxQueue } })],
+              clock: () => now,
+            })
+            const take = (): Decision => limiter.check(facts()) as Decision
+            expect(take().action).toBe('allow')
+            const left: Decision[] = []
+            for (let i = 0; i < maxQueue; i++) left.push(take())
+            expect(left.map((d) => d.action)).toEqual(left.map(() => 'queue'))
+            // Left alone: neither waited for nor released.
+            const after = Math.max(...left.map((d) => d.waitMs)) + 1000
+            now += after
+            vi.advanceTimersByTime(after)
+            expect(take().action).toBe('allow')
+            const queued: Decision[] = []
+            for (let i = 0; i < maxQueue; i++) queued.push(take())
+            expect(queued.map((d) => d.action)).toEqual(queued.map(() => 'queue'))
+            // A late release or wait of the old decisions frees nothing a second time.
+            const waits: Promise<boolean>[] = []
+            left.forEach((d, i) => {
+              const what = late[i]
+              if (what === 'release') limiter.release(d)
+              else if (what === 'abandoned') limiter.release(d, 'abandoned')
+              else if (what === 'wait') waits.push(limiter.waitInQueue(d))
+            })
+            expect(take()).toMatchObject({ action: 'reject' })
+            for (const d of queued) limiter.release(d)
+            vi.runAllTimers()
+            await Promise.all(waits)
+            await limiter.close()
+          } finally {
+            vi.useRealTimers()
+          }
+        },
+      ),
+      { numRuns: 60 },
+    )
+  })
+})
