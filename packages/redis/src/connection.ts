@@ -113,8 +113,8 @@ export class RedisConnection {
   /** Whether the client is a Redis Cluster. */
   readonly isCluster: boolean
   /**
-   * Resolves once the client is connected (at once if it already is); never rejects. On a
-   * Cluster, once the slot map is known and every primary's connection is up too, so the
+   * Resolves once the client is connected (at once if it already is), or once it has ended
+   * without connecting (closed first); never rejects. On a Cluster, once the slot map is known and every primary's connection is up too, so the
    * first calls are answered rather than refused by a node still connecting.
    */
   readonly ready: Promise<void>
@@ -293,10 +293,22 @@ function checkUsable(client: RedisClient): void {
   }
 }
 
-/** Resolves when `client` is ready (at once if it is); never rejects. */
+/**
+ * Resolves when `client` is ready (at once if it is), or when it ends first (closed before it
+ * ever connected, or given up on reconnecting): nothing would wake a waiter after that. Never
+ * rejects; whichever event comes first removes the other's listener.
+ */
 function whenReady(client: RedisClient): Promise<void> {
-  if (client.status === 'ready') return Promise.resolve()
-  return new Promise<void>((resolve) => client.once('ready', () => resolve()))
+  if (client.status === 'ready' || client.status === 'end') return Promise.resolve()
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      client.off('ready', done)
+      client.off('end', done)
+      resolve()
+    }
+    client.once('ready', done)
+    client.once('end', done)
+  })
 }
 
 /**

@@ -52,7 +52,8 @@ export class RedisStore implements Store {
   /** The ioredis client in use. */
   readonly client: RedisClient
   /**
-   * Resolves once the client is connected (at once if it already is); never rejects. Calls
+   * Resolves once the client is connected (at once if it already is), or once the client has
+   * ended without connecting (the store was closed first); never rejects. Calls
    * made before fail at once (no offline queue), so the limiter fails open until then:
    * await it at startup when the first requests must already be limited. Reading it connects
    * a `lazyConnect` client that nothing connected yet.

@@ -61,7 +61,8 @@ export class SyncedStore implements Store {
   /** The ioredis client in use. */
   readonly client: RedisClient
   /**
-   * Resolves once the client is connected; never rejects. Until then decisions are local only.
+   * Resolves once the client is connected, or once it has ended without connecting (the store
+   * was closed first); never rejects. Until then decisions are local only.
    * Reading it connects a `lazyConnect` client that nothing connected yet.
    */
   get ready(): Promise<void> {

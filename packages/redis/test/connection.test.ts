@@ -187,3 +187,30 @@ describe.skipIf(!available)('a client passed in, by state', () => {
     for (const c of [subscriber, monitor, base]) c.disconnect()
   })
 })
+
+describe('ready, for a store closed before it ever connected', () => {
+  // Nothing listens on this port (in this suite's private range): the client never connects.
+  const nowhere = 'redis://127.0.0.1:7951'
+  const settled = <T>(p: Promise<T>): Promise<T | 'still pending'> =>
+    Promise.race([
+      p,
+      new Promise<'still pending'>((r) => setTimeout(() => r('still pending'), 2000).unref()),
+    ])
+
+  it('resolves, and leaves no ready or end listener on the closed client, whether read before or after close()', async () => {
+    for (const make of [createRedisStore, createSyncedStore]) {
+      for (const readFirst of [true, false]) {
+        const store = make({ url: nowhere, logger: capturing() })
+        const readyBefore = readFirst ? store.ready : undefined
+        await store.close()
+        const ready = readyBefore ?? store.ready
+        expect(await settled(ready.then(() => 'settled'))).toBe('settled')
+        expect(store.client.status).toBe('end')
+        // No one-time listener is left waiting (the store's own lasting one stays).
+        const once = (event: string): number =>
+          store.client.rawListeners(event).filter((l) => 'listener' in l).length
+        expect([once('ready'), once('end')]).toEqual([0, 0])
+      }
+    }
+  })
+})
