@@ -49,6 +49,8 @@ export const errorCodes = {
     'the ioredis client passed to a Redis store queues or resends commands when Redis goes away',
   FG_WRN_REPORT_REFUSED: "the rules service refused this host's report; the host polls without it",
   FG_WRN_SKIP_INVALID: "the adapter's skip threw; the request was checked",
+  FG_WRN_STORE_RECORD_MALFORMED:
+    "a shared store's record of limit function answers held something else; read as none",
   FG_WRN_STORE_REFUND_FAILED:
     'the store failed to give back what a request held (a concurrency slot, a reservation, units counted by outcome)',
 } as const

@@ -45,6 +45,8 @@ export class RecordedLimits {
     private readonly client: RedisClient,
     private readonly prefix: string,
     private readonly timeoutMs: number,
+    /** The store's throttled warning, for a record key that holds something else. */
+    private readonly warn: (fields: Record<string, unknown>, message: string) => void,
   ) {}
 
   private key(ruleStateId: string): string {
@@ -85,13 +87,30 @@ export class RecordedLimits {
     return this.client.eval(RECORD_SCRIPT, 1, key, member, String(ttl))
   }
 
-  /** Every answer recorded for the rule, by any host; rejects when Redis fails or is late. */
+  /**
+   * Every answer recorded for the rule, by any host. A key holding something other than a set
+   * of them (written by something else) reads as none, with a warning. Rejects when Redis
+   * fails or is late.
+   */
   async read(ruleStateId: string): Promise<RuleTier[]> {
-    // Small: each host adds at most 64 answers per rule (MAX_LIMIT_VARIANTS).
-    const members = await this.within(this.client.smembers(this.key(ruleStateId)))
+    let members: unknown
+    try {
+      // Small: each host adds at most 64 answers per rule (MAX_LIMIT_VARIANTS).
+      members = await this.within(this.client.smembers(this.key(ruleStateId)))
+    } catch (err) {
+      if (!(err instanceof Error && err.message.startsWith('WRONGTYPE'))) throw err
+      members = undefined
+    }
+    if (!Array.isArray(members)) {
+      this.warn(
+        { code: 'FG_WRN_STORE_RECORD_MALFORMED', key: this.key(ruleStateId) },
+        'the record of limit function answers in Redis is not a set of them; read as none',
+      )
+      return []
+    }
     const out: RuleTier[] = []
     for (const m of members) {
-      const limits = parse(m)
+      const limits = typeof m === 'string' ? parse(m) : undefined
       if (limits) out.push(limits)
     }
     return out

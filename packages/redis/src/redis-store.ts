@@ -113,7 +113,7 @@ export class RedisStore implements Store {
     if (options.client) warnUnsafeClient(options.client, options.logger, 'floodgate-redis')
     this.client = this.connection.client
     this.isCluster = this.connection.isCluster
-    this.recorded = new RecordedLimits(this.client, prefix, timeoutMs)
+    this.recorded = new RecordedLimits(this.client, prefix, timeoutMs, this.warn)
     this.owed = new OwedReleases(
       leaseMs,
       () => this.connection.connected,

@@ -111,9 +111,9 @@ export class SyncedStore implements Store {
     this.timeoutMs = o.timeoutMs
     this.clock = o.clock
     this.exchange = new SyncExchange(this.connection, o)
-    this.recorded = new RecordedLimits(this.client, o.prefix, o.timeoutMs)
     this.log = scopeLogger(o.logger, 'floodgate-synced')
     this.warn = throttledWarn(this.log)
+    this.recorded = new RecordedLimits(this.client, o.prefix, o.timeoutMs, this.warn)
     this.schedule()
   }
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest'
-import { createLimiter, type Decision } from '@floodgate/core'
+import { createLimiter, type Decision, type Store } from '@floodgate/core'
 import { createRedisStore, createSyncedStore } from '@floodgate/redis'
 import { RECORD_RENEW_MS, RecordedLimits, recordTtlMs } from '../src/recorded-limits.js'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
@@ -30,6 +30,19 @@ async function ttls(admin: Redis, under: string): Promise<Map<string, number>> {
   return out
 }
 
+/** A limiter whose rule a limit function raises to 5 for plan 'pro', on a ready store. */
+async function perPlanLimiter(store: Store & { readonly ready: Promise<void> }) {
+  const limiter = createLimiter<{ plan: string }>({
+    rules: [{ id: 'per-plan', limit: 1, window: '1m', algorithm: 'token-bucket' }],
+    store,
+    decisionTimeoutMs: 2000,
+    limits: { 'per-plan': (req) => (req.plan === 'pro' ? 5 : undefined) },
+  })
+  onTestFinished(() => limiter.close())
+  await store.ready
+  return limiter
+}
+
 describe.skipIf(!available)('recorded limit function answers (real Redis)', () => {
   const admin = new Redis(REDIS_URL)
   afterAll(async () => {
@@ -43,14 +56,7 @@ describe.skipIf(!available)('recorded limit function answers (real Redis)', () =
       const store = synced
         ? createSyncedStore({ url: REDIS_URL, prefix: under, syncMs: 60_000 })
         : createRedisStore({ url: REDIS_URL, prefix: under, callTimeoutMs: 2000 })
-      const limiter = createLimiter<{ plan: string }>({
-        rules: [{ id: 'per-plan', limit: 1, window: '1m', algorithm: 'token-bucket' }],
-        store,
-        decisionTimeoutMs: 2000,
-        limits: { 'per-plan': (req) => (req.plan === 'pro' ? 5 : undefined) },
-      })
-      onTestFinished(() => limiter.close())
-      await store.ready
+      const limiter = await perPlanLimiter(store)
       for (const plan of ['pro', 'free']) {
         const d: Decision = await limiter.check({
           method: 'GET',
@@ -72,7 +78,7 @@ describe.skipIf(!available)('recorded limit function answers (real Redis)', () =
   it('a record lives past its last renewal as long as the states of its answers, and a renewal restores it (property)', async () => {
     const client = new Redis(REDIS_URL)
     onTestFinished(() => client.disconnect())
-    const records = new RecordedLimits(client, `${prefix}:renew`, 2000)
+    const records = new RecordedLimits(client, `${prefix}:renew`, 2000, () => {})
     onTestFinished(() => records.close())
     let run = 0
     await fc.assert(
@@ -106,7 +112,7 @@ describe.skipIf(!available)('recorded limit function answers (real Redis)', () =
   it('a record that vanished (evicted, deleted) is written again, with its TTL, by the next renewal', async () => {
     const client = new Redis(REDIS_URL)
     onTestFinished(() => client.disconnect())
-    const records = new RecordedLimits(client, `${prefix}:lost`, 2000)
+    const records = new RecordedLimits(client, `${prefix}:lost`, 2000, () => {})
     onTestFinished(() => records.close())
     const limits = { limit: 5, windowMs: 1000, burst: 5 }
     await records.record('rule', limits)
@@ -116,6 +122,32 @@ describe.skipIf(!available)('recorded limit function answers (real Redis)', () =
     await records.renew()
     expect(await records.read('rule')).toEqual([limits])
     expect(await admin.pttl(key)).toBeGreaterThan(recordTtlMs(limits) - 10_000)
+  })
+
+  it('garbage of another type at the record key: get and reset treat it as no record, log it, and throw nothing', async () => {
+    const under = `${prefix}:garbage`
+    const warned: unknown[] = []
+    const logger = {
+      ...{ debug: () => {}, info: () => {}, error: () => {} },
+      warn: (fields: unknown) => void warned.push(fields),
+    }
+    const store = createRedisStore({ url: REDIS_URL, prefix: under, callTimeoutMs: 2000, logger })
+    const limiter = await perPlanLimiter(store)
+    const facts = { method: 'GET', path: '/', ip: '203.0.113.7', headers: {} }
+    expect((await limiter.check({ ...facts, request: { plan: 'pro' } })).failedOpen).toBe(false)
+    await eventually(async () => [...(await ttls(admin, under)).keys()].some(isRecord))
+    const key = [...(await ttls(admin, under)).keys()].find(isRecord)!
+    for (const write of [() => admin.set(key, 'garbage'), () => admin.rpush(key, 'null')]) {
+      await admin.unlink(key)
+      await write()
+      const got = await limiter.get({ ip: '203.0.113.7' })
+      expect(got.length).toBeGreaterThan(0)
+      await limiter.reset({ ip: '203.0.113.7' })
+    }
+    // Logged (at most once per 10 s, like other Redis trouble).
+    expect(warned).toContainEqual(
+      expect.objectContaining({ code: 'FG_WRN_STORE_RECORD_MALFORMED' }),
+    )
   })
 })
 
