@@ -114,8 +114,9 @@ export class RedisConnection {
   readonly isCluster: boolean
   /**
    * Resolves once the client is connected (at once if it already is), or once it has ended
-   * without connecting (closed first); never rejects. On a Cluster, once the slot map is known and every primary's connection is up too, so the
-   * first calls are answered rather than refused by a node still connecting.
+   * without connecting (closed first); never rejects. On a Cluster, once the slot map is known
+   * and every primary's connection is up too, so the first calls are answered rather than
+   * refused by a node still connecting.
    */
   readonly ready: Promise<void>
   /** Whether Floodgate created the client, and so closes it. */

@@ -46,7 +46,7 @@ export class OwedReleases {
     private readonly release: (entry: RefundEntry, now: string) => Promise<unknown>,
   ) {}
 
-  /** Whether a call with these requests takes (`c`) or frees (`r`) a named slot; allocates nothing. */
+  /** Whether a call with these requests takes (`c`) or frees (`r`) a named slot (no allocation). */
   static touchesSlots(requests: Requests): boolean {
     for (const req of requests) {
       if (req.mode !== 'c' && req.mode !== 'r') continue
