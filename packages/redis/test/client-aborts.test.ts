@@ -1,7 +1,9 @@
 import { request as httpRequest } from 'node:http'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { IncomingMessage } from 'node:http'
 import { createLimiter } from '@floodgate/core'
+import type { Store } from '@floodgate/core'
 import type { AdapterHarness, ScenarioRoute } from '@floodgate/core/testing'
 import { createRedisStore } from '@floodgate/redis'
 import { startExpress } from '../../express/test/harness.js'
@@ -28,24 +30,72 @@ const ROUTES: ScenarioRoute[] = [
   { method: 'GET', path: '/slow', slow: true },
 ]
 
-/** One request: its path, and when (ms after sending) its client leaves; null: it stays. */
+/**
+ * One request: its path, and when its client leaves: ms after sending, 'sent' as soon as its
+ * bytes are out (before the server has read them), null: it stays.
+ */
+type Leave = number | 'sent' | null
 interface Client {
   readonly slow: boolean
-  readonly leaveAfterMs: number | null
+  readonly leaveAfterMs: Leave
 }
 
-/** Send a GET; resolves with the status, or 0 when the client left first. */
-function send(url: string, path: string, leaveAfterMs: number | null): Promise<number> {
+/** A request sent: its status (0 when the client left first), and whether its bytes went out. */
+interface Sent {
+  readonly status: number
+  /** The whole request reached the socket, so the server sees it, however late. */
+  readonly delivered: boolean
+}
+
+/** Send a GET, leaving after `leaveAfterMs` unless null. */
+function send(url: string, path: string, leaveAfterMs: Leave): Promise<Sent> {
   return new Promise((resolve) => {
+    let delivered = false
     const req = httpRequest(`${url}${path}`, { agent: false }, (res) => {
       res.resume()
-      res.on('end', () => resolve(res.statusCode ?? 0))
-      res.on('error', () => resolve(0))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, delivered: true }))
+      res.on('error', () => resolve({ status: 0, delivered: true }))
     })
-    req.on('error', () => resolve(0))
+    req.on('finish', () => {
+      delivered = true
+      if (leaveAfterMs === 'sent') req.destroy()
+    })
+    req.on('error', () => resolve({ status: 0, delivered }))
     req.end()
-    if (leaveAfterMs !== null) setTimeout(() => req.destroy(), leaveAfterMs)
+    if (typeof leaveAfterMs === 'number') setTimeout(() => req.destroy(), leaveAfterMs)
   })
+}
+
+/**
+ * The store, with a count of its consume and refund calls still unanswered: while one is out,
+ * a slot may yet be taken or given back.
+ */
+function counting(store: Store): { readonly store: Store; readonly pending: () => number } {
+  let pending = 0
+  const track = <T>(answer: T): T => {
+    if (answer instanceof Promise) {
+      pending++
+      void answer.then(
+        () => pending--,
+        () => pending--,
+      )
+    }
+    return answer
+  }
+  // Every other member is the store's own, called on the store itself.
+  const wrapped = new Proxy(store, {
+    get(target, name) {
+      if (name === 'consume') {
+        return (...args: Parameters<Store['consume']>) => track(target.consume(...args))
+      }
+      if (name === 'refund') {
+        return (...args: Parameters<Store['refund']>) => track(target.refund(...args))
+      }
+      const value: unknown = Reflect.get(target, name, target)
+      return typeof value === 'function' ? (value as () => unknown).bind(target) : value
+    },
+  })
+  return { store: wrapped, pending: () => pending }
 }
 
 describe.skipIf(!binaries)('clients leaving at any moment, on RedisStore', () => {
@@ -69,7 +119,9 @@ describe.skipIf(!binaries)('clients leaving at any moment, on RedisStore', () =>
           fc.array(
             fc.record({
               slow: fc.boolean(),
-              leaveAfterMs: fc.option(fc.constantFrom(0, 2, 8, 20, 40), { nil: null }),
+              leaveAfterMs: fc.option(fc.constantFrom<Leave>('sent', 0, 2, 8, 20, 40), {
+                nil: null,
+              }),
             }),
             { minLength: 1, maxLength: 8 },
           ),
@@ -80,13 +132,15 @@ describe.skipIf(!binaries)('clients leaving at any moment, on RedisStore', () =>
               callTimeoutMs: 1000,
             })
             await store.ready
+            const counted = counting(store)
             const limiter = createLimiter({
-              store,
+              store: counted.store,
               rules: [{ id: 'slots', algorithm: 'concurrency', limit, key: ['ip'] }],
               // The store's deadline, not the limiter's 50 ms: a loaded machine must not turn
               // the decisions this test counts into unjudged ones.
               decisionTimeoutMs: 1000,
             })
+            const arrived: IncomingMessage[] = []
             // For the whole run: a delay changed while bytes are on their way reorders them.
             proxy.setDelay(storeDelayMs)
             const app = await harness.start({
@@ -97,14 +151,23 @@ describe.skipIf(!binaries)('clients leaving at any moment, on RedisStore', () =>
               // A slow handler works for 30 ms: clients leave before, during or after.
               enter: (route) =>
                 route.slow ? new Promise((r) => setTimeout(r, 30)) : Promise.resolve(),
-              beforeLimiter: () => Promise.resolve(),
+              beforeLimiter: (req: IncomingMessage) => {
+                arrived.push(req)
+                return Promise.resolve()
+              },
             })
             try {
-              const statuses = await Promise.all(
+              const sent = await Promise.all(
                 clients.map((c) => send(app.url, c.slow ? '/slow' : '/', c.leaveAfterMs)),
               )
-              for (const s of statuses) expect([0, 200, 429]).toContain(s)
+              for (const s of sent) expect([0, 200, 429]).toContain(s.status)
+              // A client may be gone before the server even reads its request: wait until every
+              // request sent has arrived and ended, and no store call is out, before reading.
+              const delivered = sent.filter((s) => s.delivered).length
               await eventually(async () => {
+                if (arrived.length < delivered) return false
+                if (arrived.some((req) => req.socket.destroyed !== true)) return false
+                if (counted.pending() > 0 || limiter.counters().inFlight.size > 0) return false
                 const [state] = await limiter.get('127.0.0.1')
                 return state?.remaining === limit
               }, 3000)
