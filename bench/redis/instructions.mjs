@@ -13,8 +13,14 @@
 // of 16, what 64 requests in flight send), it weighs the floors: an
 // empty script, the commands the script needs (TIME, GET, SET PX, with the TTL given as a
 // string: Lua formats a number through glibc's float printer) and nothing else, per key for a
-// batch, and rate-limit-redis's commands.
-// Env: BENCH_CALLS (3000), BENCH_REDIS_PORT (a free port).
+// batch (one MGET, then SET PX or PSETEX per key, 16 and 64 keys), and rate-limit-redis's
+// commands.
+// The general script is also weighed for batches of 1, 4, 16 and 64 one-rule requests (built
+// from the captured batch's first request; RedisStore sends at most 16 per call, 64 shows where
+// the per-decision cost tends), with fewer calls for the larger batches (at least 500).
+// Env: BENCH_CALLS (3000), BENCH_REDIS_PORT (a free port), BENCH_ONLY (a regular expression:
+// only the scripts whose name matches).
+import { Buffer } from 'node:buffer'
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
@@ -25,6 +31,7 @@ import { Redis } from 'ioredis'
 import { ensureBuilt } from '../ensure-built.mjs'
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000)
+const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined
 const WARMUP = 500
 for (const cmd of ['valgrind', 'callgrind_control', 'redis-server']) {
   if (spawnSync(cmd, ['--version']).status !== 0) {
@@ -164,12 +171,19 @@ const lones = frames.slice(-2 * ALGORITHMS.length)
 const argvOf = (frame) => frame.args.slice(1 + Number(frame.args[0]))
 const batchArgs = argvOf(batch)
 
+// A batch of `size` one-rule requests: the captured batch's first request, repeated.
+const BATCH_SIZES = [1, 4, 16, 64]
+const firstRequest = batchArgs[3].subarray(0, batchArgs[3].length / BATCH)
+const batchOf = (size) => [...batchArgs.slice(0, 3), Buffer.concat(Array(size).fill(firstRequest))]
+
 let contenderIndex = 0
 const script = (name, lua, args = [], keys = 1) => {
   const prefix = `fgbench-cg:${contenderIndex++}:`
   return {
     name,
     decisions: keys,
+    // Larger batches need fewer calls for as many decisions.
+    calls: keys <= 4 ? CALLS : Math.max(500, Math.round((CALLS * 4) / keys)),
     setup: () => client.script('LOAD', lua),
     call: (i) =>
       client.evalsha(
@@ -181,6 +195,7 @@ const script = (name, lua, args = [], keys = 1) => {
   }
 }
 const setEach = `for j = 1, #KEYS do redis.call('SET', KEYS[j], '0123456789abcdef', 'PX', '3600000') end`
+const psetexEach = `for j = 1, #KEYS do redis.call('PSETEX', KEYS[j], '3600000', '0123456789abcdef') end`
 const contenders = [
   script('`return 1` (any EVALSHA)', 'return 1'),
   script(
@@ -204,13 +219,29 @@ return { totalHits, timeToExpire }`,
     [],
     BATCH,
   ),
-  script(
-    `\`TIME\`, one \`MGET\`, then \`SET … PX\` per key, ${BATCH} keys`,
-    `redis.call('TIME') redis.call('MGET', unpack(KEYS)) ${setEach} return 1`,
-    [],
-    BATCH,
-  ),
   script(`RedisStore's script, a batch of ${BATCH} requests`, batch.lua, batchArgs, BATCH),
+  ...BATCH_SIZES.map((size) =>
+    script(
+      `the general script, a batch of ${size} one-rule requests`,
+      batch.lua,
+      batchOf(size),
+      size,
+    ),
+  ),
+  ...[16, 64].flatMap((keys) => [
+    script(
+      `\`TIME\`, one \`MGET\`, then \`SET … PX\` per key, ${keys} keys`,
+      `redis.call('TIME') redis.call('MGET', unpack(KEYS)) ${setEach} return 1`,
+      [],
+      keys,
+    ),
+    script(
+      `\`TIME\`, one \`MGET\`, then \`PSETEX\` per key, ${keys} keys`,
+      `redis.call('TIME') redis.call('MGET', unpack(KEYS)) ${psetexEach} return 1`,
+      [],
+      keys,
+    ),
+  ]),
   ...ALGORITHMS.flatMap(([algorithm], i) => {
     const [lone, general] = [lones[2 * i], lones[2 * i + 1]]
     return [
@@ -222,11 +253,12 @@ return { totalHits, timeToExpire }`,
 
 const counts = []
 for (const c of contenders) {
+  if (ONLY && !ONLY.test(c.name)) continue
   await c.setup()
   for (let i = 0; i < WARMUP; i++) await c.call(i)
   ctl('--zero')
   ctl('--instr=on')
-  for (let i = 0; i < CALLS; i++) await c.call(i)
+  for (let i = 0; i < c.calls; i++) await c.call(i)
   ctl('--instr=off')
   ctl(`--dump=c${counts.length}`)
   counts.push(c)
@@ -247,14 +279,14 @@ const version = (await client.info('server')).match(/redis_version:(\S+)/)[1]
 console.log(`### Redis instructions per script call, one call in flight`)
 console.log()
 console.log(
-  `redis-server ${version} under callgrind, ${CALLS} calls one at a time after ${WARMUP} to warm up, 500 keys.`,
+  `redis-server ${version} under callgrind, ${CALLS} calls one at a time (batches of more than 4: fewer, at least 500) after ${WARMUP} to warm up, 500 keys.`,
 )
 console.log()
 console.log('| script | decisions / call | k instructions / call | k instructions / decision |')
 console.log('| --- | ---: | ---: | ---: |')
-counts.forEach(({ name, decisions }, i) => {
+counts.forEach(({ name, decisions, calls }, i) => {
   const total = byTrigger.get(`c${i}`)
-  const per = (n) => (total === undefined ? 'no dump' : (total / CALLS / n / 1000).toFixed(1))
+  const per = (n) => (total === undefined ? 'no dump' : (total / calls / n / 1000).toFixed(1))
   console.log(`| ${name} | ${decisions} | ${per(1)} | ${per(decisions)} |`)
 })
 client.disconnect()
