@@ -1,0 +1,245 @@
+import fc from 'fast-check'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AlgorithmName, ConsumeEntry } from '@floodgate/core/algorithms'
+import { testRule } from '@floodgate/core/testing'
+import { createRedisStore } from '@floodgate/redis'
+import { decideScript, scriptAlgorithms } from '../src/scripts/decide-script.js'
+import { encodeBatch, type WireMode, type WireRequest } from '../src/wire-format.js'
+import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+import { RedisServer, redisBinariesAvailable } from './helpers/redis-server.js'
+
+// The general script reads every key of a batch with one MGET and writes each key it changed
+// once, at the end of the call. Redis runs a script atomically, so that must answer, store and
+// expire exactly what the same requests store when each is a call of its own.
+
+const available = await redisAvailable()
+const binaries = redisBinariesAvailable()
+const prefix = uniquePrefix('batch-writes')
+
+/** Calls of each command Redis ran, scripts' inner commands included. */
+async function commandCalls(redis: Redis): Promise<Record<string, number>> {
+  const info = await redis.info('commandstats')
+  const calls: Record<string, number> = {}
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[m[1]!] = Number(m[2])
+  return calls
+}
+
+describe.skipIf(!binaries && process.env.CI !== 'true')('a batch in Redis', () => {
+  let server: RedisServer
+  let admin: Redis
+  beforeAll(async () => {
+    server = await RedisServer.start()
+    admin = new Redis(server.port, '127.0.0.1')
+  })
+  afterAll(async () => {
+    admin?.disconnect()
+    await server?.stop()
+  })
+
+  it('reads its keys with one MGET and writes a key several requests touch once', async () => {
+    const store = createRedisStore({ url: server.url, prefix: 'bw', timeSource: 'caller' })
+    const rule = testRule('token-bucket', 100, 1000)
+    const entry = (key: string): ConsumeEntry[] => [
+      { rule, key, cost: 1, maxWaitMs: 0, shadow: false },
+    ]
+    try {
+      await store.ready
+      await store.consume(entry('warm'), 0)
+      await admin.config('RESETSTAT')
+      // The first leaves alone (the lone script: GET, SET); the other 16 share one call:
+      // 8 on one key, 8 on keys of their own.
+      const keys = [
+        'opener',
+        ...Array(8).fill('hot'),
+        ...Array.from({ length: 8 }, (_, i) => `k${i}`),
+      ]
+      const results = await Promise.all(keys.map((k) => store.consume(entry(k), 0)))
+      expect(results.map(([r]) => r!.remaining)).toEqual([
+        99,
+        ...Array.from({ length: 8 }, (_, i) => 99 - i),
+        ...Array(8).fill(99),
+      ])
+      const calls = await commandCalls(admin)
+      // A state is written with SET … PX or PSETEX: the same write.
+      const writes = (calls.set ?? 0) + (calls.psetex ?? 0)
+      expect({ get: calls.get, mget: calls.mget, writes }).toEqual({
+        get: 1,
+        mget: 1,
+        writes: 1 + 1 + 8,
+      })
+    } finally {
+      await store.close()
+    }
+  })
+})
+
+/** A request as the property draws it. */
+interface Drawn {
+  mode: WireMode
+  entries: { key: number; alg: number; cost: number; maxWaitMs: number; shadow: boolean }[]
+}
+
+describe.skipIf(!available)('the general script, a batch against one call per request', () => {
+  let admin: Redis
+  beforeAll(() => {
+    admin = new Redis(REDIS_URL)
+  })
+  afterAll(async () => {
+    await deletePrefix(admin, prefix)
+    admin.disconnect()
+  })
+
+  // Every mode, keys shared between requests and within one, states of any kind beforehand
+  // (none, Floodgate's, a string of the wrong size, a hash): the batch's reply, every key's
+  // value and its TTL must be what the requests give one call each, in order, at the same now.
+  it('answers, stores and expires exactly what the requests do one call each', async () => {
+    const algorithms: AlgorithmName[][] = [
+      ['token-bucket'],
+      ['gcra'],
+      ['fixed-window', 'token-bucket'],
+      ['concurrency', 'sliding-window-log'],
+      ['leaky-bucket', 'sliding-window-counter'],
+    ]
+    let n = 0
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...algorithms),
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(
+          fc.constantFrom<'none' | 'short' | 'hash' | 'used'>('none', 'short', 'hash', 'used'),
+          {
+            minLength: 3,
+            maxLength: 3,
+          },
+        ),
+        fc.array(
+          fc.record({
+            mode: fc.constantFrom<WireMode>('c', 'c', 'c', 'r', 'p', 'x', 'f'),
+            entries: fc.array(
+              fc.record({
+                key: fc.integer({ min: 0, max: 2 }),
+                alg: fc.nat(),
+                cost: fc.constantFrom(1, 1, 2, 0, 0.5),
+                maxWaitMs: fc.constantFrom(0, 0, 300),
+                shadow: fc.boolean(),
+              }),
+              { minLength: 1, maxLength: 3 },
+            ),
+          }),
+          { minLength: 1, maxLength: 20 },
+        ),
+        async (names, limit, starts, drawn: Drawn[]) => {
+          const sorted = scriptAlgorithms(names)
+          const lua = decideScript(sorted)
+          const rules = sorted.map((a) => testRule(a, limit, 1000))
+          const run = ++n
+          // A client key and a rule make a Redis key, as in the store (a rule's own stateId).
+          const keyOf = (side: string, key: number, rule: number): string =>
+            `${prefix}:${run}:${side}:${key}:${rule}`
+          // Penalize is for the token bucket and GCRA only.
+          const penalizes = (a: AlgorithmName): boolean => a === 'token-bucket' || a === 'gcra'
+          const requests = drawn.map((d) => {
+            const entries = d.entries.map((e) => ({ ...e, rule: rules[e.alg % rules.length]! }))
+            const mode =
+              d.mode === 'f' && !entries.every((e) => penalizes(e.rule.algorithm.name))
+                ? 'c'
+                : d.mode
+            return {
+              request: {
+                mode,
+                entries: entries.map((e, i) => ({
+                  rule: e.rule,
+                  key: String(e.key),
+                  cost: e.cost,
+                  maxWaitMs: e.maxWaitMs,
+                  shadow: e.shadow,
+                  lease: i + 1,
+                })),
+              } satisfies WireRequest,
+              keys: entries.map((e) => [e.key, e.alg % rules.length] as const),
+            }
+          })
+          const now = 1_763_000_000_000
+          // Each side's keys start alike.
+          for (const side of ['batch', 'alone']) {
+            for (const [key, start] of starts.entries()) {
+              for (const [i, rule] of rules.entries()) {
+                const k = keyOf(side, key, i)
+                if (start === 'short') await admin.set(k, 'xyz')
+                if (start === 'hash') await admin.hset(k, 'f', '1')
+                if (start === 'used') {
+                  const e = { rule, key: String(key), cost: 1, maxWaitMs: 0, shadow: false }
+                  const packed = encodeBatch([{ mode: 'c', entries: [e] }], sorted)
+                  await admin.callBuffer(
+                    'EVAL',
+                    lua,
+                    1,
+                    k,
+                    String(now - 100),
+                    '60000',
+                    '60000',
+                    packed,
+                  )
+                }
+              }
+            }
+          }
+          const argv = (packed: Buffer): (string | Buffer)[] => [
+            String(now),
+            '60000',
+            '60000',
+            packed,
+          ]
+          const batchKeys = requests.flatMap((r) =>
+            r.keys.map(([key, i]) => keyOf('batch', key, i)),
+          )
+          const batchReply = (await admin.callBuffer(
+            'EVAL',
+            lua,
+            batchKeys.length,
+            ...batchKeys,
+            ...argv(
+              encodeBatch(
+                requests.map((r) => r.request),
+                sorted,
+              ),
+            ),
+          )) as Buffer
+          const aloneReplies: Buffer[] = []
+          for (const r of requests) {
+            const keys = r.keys.map(([key, i]) => keyOf('alone', key, i))
+            aloneReplies.push(
+              (await admin.callBuffer(
+                'EVAL',
+                lua,
+                keys.length,
+                ...keys,
+                ...argv(encodeBatch([r.request], sorted)),
+              )) as Buffer,
+            )
+          }
+          expect(batchReply).toEqual(Buffer.concat(aloneReplies))
+          for (let key = 0; key < 3; key++) {
+            for (let i = 0; i < rules.length; i++) {
+              const [b, a] = [keyOf('batch', key, i), keyOf('alone', key, i)]
+              const [tb, ta] = [await admin.pttl(b), await admin.pttl(a)]
+              expect(await admin.type(b), `type of ${key}`).toBe(await admin.type(a))
+              if ((await admin.type(a)) === 'string') {
+                expect(await admin.getBuffer(b), `value of ${key}`).toEqual(
+                  await admin.getBuffer(a),
+                )
+              }
+              // -1: no TTL (a hash never written), -2: no key; else the same up to the time
+              // between the two calls.
+              if (ta < 0) expect(tb, `ttl of ${key}`).toBe(ta)
+              else expect(Math.abs(ta - tb), `ttl of ${key}: ${ta} ${tb}`).toBeLessThanOrEqual(50)
+            }
+          }
+        },
+      ),
+      { numRuns: Number(process.env.FG_RUNS ?? 30) },
+    )
+    // Hundreds of round trips: not about a deadline, and slow on a loaded machine.
+  }, 120_000)
+})
