@@ -11,7 +11,7 @@ import {
 import { RedisConnection, warnUnsafeClient, type RedisClient } from './connection.js'
 import { RecordedLimits } from './recorded-limits.js'
 import { throttledWarn } from './throttled-warn.js'
-import { adoptFleetLevel, holdBack } from './synced/fleet-share.js'
+import { adoptFleetLevel, holdBack, sharedRetryAfterMs } from './synced/fleet-share.js'
 import { resolveSyncedOptions, type SyncedStoreOptions } from './synced/options.js'
 import {
   checkShareable,
@@ -136,14 +136,7 @@ export class SyncedStore implements Store {
     }
     const results = this.memory.consume(entries, nowMs)
     for (let i = 0; i < entries.length; i++) {
-      if (!entries[i]!.shadow && !results[i]!.allowed) {
-        // Refused while the fleet had room elsewhere: ask for a fresh share at once.
-        for (const e of entries) {
-          const t = this.keys.find(e.rule, e.key)
-          if (t && t.share < 1 && t.room > EPSILON) this.markUrgent(t)
-        }
-        return results // nothing was recorded
-      }
+      if (!entries[i]!.shadow && !results[i]!.allowed) return this.refused(entries, results, nowMs)
     }
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!
@@ -158,6 +151,22 @@ export class SyncedStore implements Store {
       t.fullAtMs = Math.max(t.fullAtMs, nowMs) + e.cost * interval(e.rule)
     }
     return results
+  }
+
+  /** Nothing was recorded: say when each refused entry could pass at this host's share. */
+  private refused(
+    entries: readonly ConsumeEntry[],
+    results: readonly AlgorithmResult[],
+    nowMs: number,
+  ): readonly AlgorithmResult[] {
+    return results.map((r, i) => {
+      const e = entries[i]!
+      const t = this.keys.find(e.rule, e.key)
+      if (!t?.known || t.share >= 1) return r
+      // Refused while the fleet had room elsewhere: ask for a fresh share at once.
+      if (t.room > EPSILON) this.markUrgent(t)
+      return r.allowed ? r : { ...r, retryAfterMs: sharedRetryAfterMs(t, r.retryAfterMs, nowMs) }
+    })
   }
 
   /** Give units back locally at once; the fleet gets them back with the next sync. */

@@ -12,10 +12,12 @@ const RESET = Number.MAX_SAFE_INTEGER
 
 /**
  * The local bucket refills at the rule's rate, but this host is owed only its share of the
- * fleet's refill: charge back the rest of what it refilled since the last adjustment. And a
- * local bucket that refilled to full while no sync said otherwise holds only its share of a
- * full fleet bucket, so that hosts that all meet a burst after a pause spend one bucket
- * between them, not one each.
+ * fleet's refill: charge back the rest of what it refilled since the last adjustment. A debt
+ * learned at a sync is the exception: every host holds all of it and pays it back at the full
+ * rate, as the fleet bucket does, and only the refill after it is shared (else N hosts would
+ * each take the whole refill from then until the next round). And a local bucket that refilled
+ * to full while no sync said otherwise holds only its share of a full fleet bucket, so that
+ * hosts that all meet a burst after a pause spend one bucket between them, not one each.
  *
  * @param memory - The host's local store.
  * @param t - A key whose fleet level is known and which other hosts share (`share < 1`).
@@ -32,7 +34,7 @@ export function holdBack(memory: MemoryStore, t: Tracked, nowMs: number): boolea
     t.fullAtMs = nowMs + held * step
     return true
   }
-  if (refilled > 0 && t.room > 0) {
+  if (refilled > 0) {
     const back = ((1 - t.share) * refilled) / step
     memory.charge(t.rule, t.key, back, nowMs)
     t.fullAtMs += back * step
@@ -72,6 +74,25 @@ export function adoptFleetLevel(
   const target = mine + t.pending
   memory.refund([{ rule: t.rule, key: t.key, cost: RESET }], nowMs)
   if (target > EPSILON) memory.charge(t.rule, t.key, target, nowMs)
-  t.fullAtMs = nowMs + Math.max(0, target) * interval(t.rule)
-  t.adjustedMs = nowMs
+  const step = interval(t.rule)
+  t.fullAtMs = nowMs + Math.max(0, target) * step
+  // A bucket in debt pays it back at the full rate, as the fleet bucket does (every host holds
+  // the same debt); the refill past it is shared like any other.
+  t.adjustedMs = nowMs + Math.max(0, target - burst) * step
+}
+
+/**
+ * When a request this host refused could pass here. The local bucket answers as if it refilled
+ * at the rule's rate, which it does only until the debt it learned is paid back; past that it
+ * refills at its share of the rate, so the rest of the wait is longer by `1 / share`.
+ *
+ * @param t - A key whose fleet level is known.
+ * @param retryAfterMs - The local bucket's answer.
+ * @param nowMs - The decision's time (after {@link holdBack} ran for it).
+ * @returns The wait at this host's share of the refill.
+ */
+export function sharedRetryAfterMs(t: Tracked, retryAfterMs: number, nowMs: number): number {
+  const atFullRate = Math.max(0, t.adjustedMs - nowMs)
+  if (t.share >= 1 || retryAfterMs <= atFullRate) return retryAfterMs
+  return Math.ceil(atFullRate + (retryAfterMs - atFullRate) / t.share)
 }

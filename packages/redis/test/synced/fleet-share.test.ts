@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { MemoryStore } from '@floodgate/core'
 import type { CompiledRule } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
-import { adoptFleetLevel, holdBack } from '../../src/synced/fleet-share.js'
+import { adoptFleetLevel, holdBack, sharedRetryAfterMs } from '../../src/synced/fleet-share.js'
 import { TrackedKeys, type Tracked } from '../../src/synced/tracked-keys.js'
 
 // Token bucket of 10, one unit per 100 ms.
@@ -82,13 +82,32 @@ describe('holdBack', () => {
     expect(t.fullAtMs).toBe(T0 + 10_000 + 500)
   })
 
-  it('no room in the fleet bucket: the local refill is left alone (the debt already holds it)', () => {
+  it('a fleet in debt: the debt is paid back at the full rate, the refill after it is shared', () => {
     const { memory, t, remaining } = setup()
     adoptFleetLevel(memory, t, { used: 12, hosts: 2 }, T0, true)
-    // 2 units of debt: the whole refill pays it back, then comes back whole.
+    // 2 units of debt: the whole refill pays it back, as it does in the fleet bucket...
     expect(holdBack(memory, t, T0 + 200)).toBe(false)
     expect(remaining(T0 + 200)).toBe(0)
+    // ...and from then on this host refills half a unit per 100 ms: the other half is the
+    // other host's (a whole unit each would admit twice the fleet's refill).
     expect(holdBack(memory, t, T0 + 300)).toBe(false)
-    expect(remaining(T0 + 300)).toBe(1)
+    expect(remaining(T0 + 300)).toBe(0)
+    expect(holdBack(memory, t, T0 + 400)).toBe(false)
+    expect(remaining(T0 + 400)).toBe(1)
+  })
+})
+
+describe('sharedRetryAfterMs', () => {
+  it('waits out the debt at the full rate, the rest at the host share of it', () => {
+    const { memory, t } = setup()
+    adoptFleetLevel(memory, t, { used: 12, hosts: 2 }, T0, true)
+    const r = memory.consume([{ rule, key: 'k', cost: 1, maxWaitMs: 0, shadow: false }], T0)[0]!
+    expect(r.retryAfterMs).toBe(300) // the local bucket's answer, at the full rate
+    // 2 units of debt take 200 ms; the unit after it, at half the rate, 200 ms more.
+    expect(sharedRetryAfterMs(t, r.retryAfterMs, T0)).toBe(400)
+    // Within the debt the local answer stands; alone on the key, too.
+    expect(sharedRetryAfterMs(t, 150, T0)).toBe(150)
+    t.share = 1
+    expect(sharedRetryAfterMs(t, 300, T0)).toBe(300)
   })
 })

@@ -1,0 +1,85 @@
+import fc from 'fast-check'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { ConsumeEntry } from '@floodgate/core/algorithms'
+import { testRule } from '@floodgate/core/testing'
+import { createSyncedStore, type SyncedStore } from '@floodgate/redis'
+import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+
+// A deterministic fleet: N SyncedStores on one real Redis, an injected clock, rounds run by
+// hand (syncNow), no timer in play. Between two rounds the hosts together must not admit more
+// than one shared bucket would from the level they all learned: each spends only its share of
+// the room and of the refill. Redis's own clock refills the fleet bucket for the few real ms a
+// case takes; that is measured and allowed for.
+
+const available = await redisAvailable()
+const prefix = uniquePrefix('synced-shares')
+const MAX_HOSTS = 6
+// 100 per second, burst 20: one unit per 10 ms.
+const rule = testRule('token-bucket', 100, 1000, { burst: 20 })
+const rate = rule.params.limit / rule.params.windowMs
+const burst = rule.params.burst
+const entry = (key: string): ConsumeEntry[] => [{ rule, key, cost: 1, maxWaitMs: 0, shadow: false }]
+
+describe.skipIf(!available)('SyncedStore shares between rounds', () => {
+  let now = 1_000_000
+  const clock = (): number => now
+  const hosts: SyncedStore[] = []
+  let admin: Redis
+  let run = 0
+
+  beforeAll(async () => {
+    admin = new Redis(REDIS_URL)
+    for (let i = 0; i < MAX_HOSTS; i++) {
+      // The timer never fires during a case (syncMs); early rounds are 60 s apart at least.
+      hosts.push(createSyncedStore({ url: REDIS_URL, prefix, syncMs: 600_000, clock }))
+    }
+    await Promise.all(hosts.map((h) => h.ready))
+  })
+  afterAll(async () => {
+    await Promise.all(hosts.map((h) => h.close()))
+    await deletePrefix(admin, prefix)
+    admin.disconnect()
+  })
+
+  it('N hosts that learned the same level admit, until the next round, what one bucket would', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 2, max: MAX_HOSTS }),
+        // The fleet bucket's level the hosts learn: room left, or a debt.
+        fc.integer({ min: 0, max: 3 * burst }),
+        // How long until the next round, and how often each host is offered a request.
+        fc.integer({ min: 1, max: 800 }),
+        fc.constantFrom(1, 2, 3),
+        async (n, level, gapMs, everyMs) => {
+          const key = `k${++run}`
+          const fleet = hosts.slice(0, n)
+          const startedMs = Date.now()
+          // Each host admits one unit, reads the key, sends its unit; then one host charges
+          // the rest of the level; a second round teaches every host the level and the count.
+          for (const h of fleet) expect(h.consume(entry(key), now)[0]!.allowed).toBe(true)
+          for (const h of fleet) await h.syncNow()
+          if (level > n) fleet[0]!.penalize([{ rule, key, cost: level - n }], now)
+          for (const h of fleet) await h.syncNow()
+          for (const h of fleet) await h.syncNow()
+          // Redis refilled the fleet bucket for the real time the rounds took.
+          const refilledByRedis = rate * (Date.now() - startedMs)
+          const used = Math.max(level, n)
+          const start = now
+          let admitted = 0
+          for (let t = everyMs; t <= gapMs; t += everyMs) {
+            now = start + t
+            for (const h of fleet) if (h.consume(entry(key), now)[0]!.allowed) admitted++
+          }
+          now = start + gapMs + 1
+          // One bucket at `used` (room or debt) that refills for gapMs admits this much, at most;
+          // each host may round its share of the room up to one unit.
+          const room = burst - used + refilledByRedis
+          const shared = Math.max(0, room) + rate * gapMs - Math.max(0, -room)
+          expect(admitted).toBeLessThanOrEqual(Math.max(0, shared) + n)
+        },
+      ),
+      { numRuns: 60 },
+    )
+  }, 120_000)
+})
