@@ -8,8 +8,9 @@ import { TTL_SLACK_MS } from './synced/rule-maths.js'
  * KEYS: fleet buckets (hashes), all in one Cluster slot. ARGV[1]: the host's id; then per key:
  * TTL in ms (the script keeps a bucket in debt longer: until it is fresh again, plus the
  * slack), the emission interval in ms (`windowMs / limit`), the window in ms within which a
- * host that pushed counts as active, the burst, how many ms ago the newest unit sent was admitted
- * (a duration, so app and Redis clocks need not agree), n, and n pairs (seq, units). Each hash holds:
+ * host that synced counts as active, the burst, how many ms ago the newest unit sent was
+ * admitted (a duration, so app and Redis clocks need not agree), n, and n pairs (seq, units).
+ * Each hash holds:
  *
  * - `t`: the fleet's total units (HINCRBYFLOAT, exact for any double);
  * - `f`: the fleet's theoretical arrival time in Redis TIME ms (a GCRA with no cap on debt):
@@ -20,11 +21,12 @@ import { TTL_SLACK_MS } from './synced/rule-maths.js'
  *   excess over one bucket stays that of one run instead of adding up run after run;
  * - `s:<host>`: the last batch seq the host applied: a batch sent again after its reply was
  *   lost carries the same seq and is skipped, so units are counted once;
- * - `p:<host>`: Redis TIME of the host's last push, to count the hosts sharing the key.
+ * - `p:<host>`: Redis TIME of the host's last sync of the key (a push or a read), to count the
+ *   hosts sharing the key.
  *
  * Reply per key: the total (as a string), the fleet bucket's used units now (its TAT ahead of
  * now over the interval; above the capacity when the fleet is in debt), and the number of hosts
- * that pushed within the active window, counting the caller.
+ * that synced it within the active window, counting the caller.
  */
 export const SYNC_SCRIPT: string = `
 local tm = redis.call('TIME')
@@ -76,6 +78,10 @@ for i = 1, #KEYS do
     redis.call('HSET', k, sfield, last, 'f', string.format('%.3f', tat), pfield, now, 'x', tostring(owed))
   elseif n > 0 then
     redis.call('HSET', k, sfield, last, pfield, now)
+  else
+    -- A read: the host serves the key (it admitted units it will send next), so it counts
+    -- among the hosts sharing it at once, not only after its first push.
+    redis.call('HSET', k, pfield, now)
   end
   -- A bucket in debt (a penalty, the fleet's overshoot) lives until it is fresh again, plus the
   -- slack: hosts in debt admit nothing, so no sync would renew it, and a counter that expired

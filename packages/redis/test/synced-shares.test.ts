@@ -42,6 +42,28 @@ describe.skipIf(!available)('SyncedStore shares between rounds', () => {
     admin.disconnect()
   })
 
+  it('a host that sends first counts the hosts that only read the key so far', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: MAX_HOSTS }), async (n) => {
+        const key = `k${++run}`
+        const fleet = hosts.slice(0, n)
+        // All meet a new client at once: each admits a unit and reads the key; then each
+        // sends its unit, the first of them before any other has sent.
+        for (const h of fleet) expect(h.consume(entry(key), now)[0]!.allowed).toBe(true)
+        // Every read goes out (the store sends it on the next turn of the event loop); a round
+        // waits for its host's read to land, then sends.
+        await new Promise((resolve) => setImmediate(resolve))
+        for (const h of fleet) await h.syncNow()
+        // Each now holds its share of the room left (at least one unit), not a bucket of its own.
+        const left = fleet.map(
+          (h) => h.consume([{ ...entry(key)[0]!, cost: 0 }], now)[0]!.remaining,
+        )
+        expect(left.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(burst - n + n)
+      }),
+      { numRuns: 10 },
+    )
+  }, 60_000)
+
   it('N hosts that learned the same level admit, until the next round, what one bucket would', async () => {
     await fc.assert(
       fc.asyncProperty(

@@ -10,7 +10,7 @@ import type { Tracked } from './tracked-keys.js'
 export interface FleetLevel {
   /** Units of the fleet bucket in use now (above the burst: the fleet is in debt). */
   readonly used: number
-  /** Hosts that pushed to it recently, this one included. */
+  /** Hosts that synced it (read or pushed) recently, this one included. */
   readonly hosts: number
 }
 
