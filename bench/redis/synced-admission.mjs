@@ -109,7 +109,7 @@ console.log(
 console.log(
   '| hosts | syncMs | steady: over-admission, median (range) | bursty: excess after bursts 1..' +
     BURSTS +
-    ', median (range of the last) |',
+    ', median (range after the first; after the last) |',
 )
 console.log(
   '| ----- | ------ | -------------------------------------- | ------------------------------------------------ |',
@@ -124,9 +124,10 @@ for (const hosts of hostCounts) {
       bursty.push((await run(hosts, syncMs, 'bursty')).perBurst)
     }
     const perBurst = Array.from({ length: BURSTS }, (_, b) => median(bursty.map((r) => r[b])))
+    const first = bursty.map((r) => r[0])
     const last = bursty.map((r) => r[BURSTS - 1])
     console.log(
-      `| ${hosts} | ${syncMs} | ${pct(median(steady))} (${range(steady, pct)}) | ${perBurst.join(', ')} (${range(last, String)}) |`,
+      `| ${hosts} | ${syncMs} | ${pct(median(steady))} (${range(steady, pct)}) | ${perBurst.join(', ')} (${range(first, String)}; ${range(last, String)}) |`,
     )
   }
 }
