@@ -25,6 +25,13 @@ export interface HttpRulesOptions {
    * @default 0.1
    */
   readonly jitter?: number | undefined
+  /**
+   * Longest wait between two polls while the service keeps failing. After a failed poll the
+   * next one waits the interval; each further failure in a row doubles the wait, up to this
+   * (never below `intervalMs`; jitter applies on top). One good answer brings the interval back.
+   * @default 300000 (5 minutes)
+   */
+  readonly maxBackoffMs?: number | undefined
   /** Extra request headers, e.g. `{ authorization: 'Bearer …' }`. */
   readonly headers?: Readonly<Record<string, string>> | undefined
   /**
@@ -76,6 +83,32 @@ export function jitteredDelay(
 ): number {
   // Capped at setTimeout's ceiling, past which Node waits 1 ms instead.
   return Math.min(MAX_MS, Math.max(1, Math.round(intervalMs * (1 + jitter * (2 * random - 1)))))
+}
+
+/**
+ * The delay before the next poll after `failures` failed polls in a row: the interval after
+ * none or one, then twice as long for each further failure, capped at `maxBackoffMs` (or the
+ * interval, if larger), and jittered like {@link jitteredDelay}. A service that is down then
+ * sees each host back off instead of polling at the normal rate, and the fleet's retries spread.
+ *
+ * @param intervalMs - The nominal interval.
+ * @param maxBackoffMs - The cap on the backed-off interval.
+ * @param failures - Failed polls in a row (0 after a success).
+ * @param jitter - The fraction, from 0 to 1.
+ * @param random - A number in [0, 1), `Math.random` by default.
+ * @returns Whole milliseconds, at least 1 and at most 2^31 - 1.
+ */
+export function backoffDelay(
+  intervalMs: number,
+  maxBackoffMs: number,
+  failures: number,
+  jitter: number,
+  random: number = Math.random(),
+): number {
+  const cap = Math.max(intervalMs, maxBackoffMs)
+  // 2^31 already passes any cap the options accept; the exponent stays small.
+  const base = Math.min(cap, intervalMs * 2 ** Math.min(31, Math.max(0, failures - 1)))
+  return jitteredDelay(base, jitter, random)
 }
 
 /**
@@ -151,7 +184,7 @@ function describeError(e: unknown): string {
  * Each poll sends `If-None-Match` with the last ETag, so an unchanged rule set costs a 304.
  * When the server is down, slow, or answers with something that is not a valid rule set, the
  * rules in force stay; each distinct failure is logged and reported once, and the recovery
- * is logged. Timers are unref'd: a poller never keeps a process alive.
+ * is logged. Failures in a row back the polls off (see `maxBackoffMs`) until one succeeds. Timers are unref'd: a poller never keeps a process alive.
  *
  * @param url - The endpoint (http or https).
  * @param options - Interval, jitter, headers, timeout, logger.
@@ -178,6 +211,13 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   const intervalMs = checkIntInRange('httpRules: intervalMs', options.intervalMs, 10_000, 1, MAX_MS)
   const jitter = checkNumberInRange('httpRules: jitter', options.jitter, 0.1, 0, 1)
   const timeoutMs = checkIntInRange('httpRules: timeoutMs', options.timeoutMs, 5000, 1, MAX_MS)
+  const maxBackoffMs = checkIntInRange(
+    'httpRules: maxBackoffMs',
+    options.maxBackoffMs,
+    300_000,
+    1,
+    MAX_MS,
+  )
   const maxBytes = checkIntInRange(
     'httpRules: maxBytes',
     options.maxBytes,
@@ -206,9 +246,16 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   // the whole set (no If-None-Match) and hands it over even when it did not change.
   let etag: string | undefined
   let lastBody: string | undefined
+  // Failed polls in a row, for the backoff; a good answer (a 304 included) sets it back to 0.
+  let failuresInARow = 0
 
   const sourceError = (message: string, cause?: unknown): FloodgateError =>
     new FloodgateError('FG_ERR_RULES_SOURCE', `rules from ${where}: ${message}`, { cause })
+
+  function succeeded(): void {
+    failuresInARow = 0
+    failures.ok()
+  }
 
   async function pollOnce(): Promise<void> {
     const mine = runs.current
@@ -239,7 +286,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
             'HTTP 304 Not Modified to a poll without If-None-Match (no copy to keep)',
           )
         }
-        if (current()) failures.ok()
+        if (current()) succeeded()
         return
       }
       if (!res.ok) {
@@ -264,7 +311,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       // A server without ETags sends the same body every time: nothing to apply.
       if (body === lastBody) {
         etag = newEtag
-        failures.ok()
+        succeeded()
         return
       }
       let data: unknown
@@ -278,9 +325,10 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       // Remembered only once the body proved good, so a bad one is fetched (and refused) again.
       etag = newEtag
       lastBody = body
-      failures.ok()
+      succeeded()
     } catch (e) {
       if (!current()) return
+      failuresInARow++
       const reason: unknown = abort.signal.aborted ? abort.signal.reason : e
       const err =
         reason instanceof FloodgateError ? reason : sourceError(describeError(reason), reason)
@@ -344,7 +392,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       () => {
         void poll().then(() => schedule(mine))
       },
-      jitteredDelay(intervalMs, jitter),
+      backoffDelay(intervalMs, maxBackoffMs, failuresInARow, jitter),
     )
     timer.unref()
   }
@@ -356,6 +404,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       onError = errorCallback
       etag = undefined
       lastBody = undefined
+      failuresInARow = 0
       reportRefused = undefined
       failures.reset()
       failures.onRecovered = recoveredCallback ?? (() => {})
