@@ -22,6 +22,10 @@ export interface DecisionCounts {
 /** A snapshot of the limiter's counters, for a metrics exporter. */
 export interface CountersSnapshot {
   readonly total: Readonly<DecisionCounts>
+  /**
+   * Per rule id: the rules in force and the 100 most recently retired ones (a retired rule's
+   * counters are dropped after that, and start at 0 if it comes back later).
+   */
   readonly byRule: ReadonlyMap<string, Readonly<DecisionCounts>>
   /**
    * Requests this limiter admitted that still hold a concurrency slot, per rule id (rules

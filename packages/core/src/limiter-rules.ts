@@ -82,12 +82,21 @@ export function limitSettings<Req>(
 const EMPTY_COMPILED: CompiledRules = { rules: [], match: () => [] }
 
 /**
+ * How many rules no longer in force keep their counters in `counters().byRule` (the most
+ * recently retired): a scrape after a change still sees their last counts, and a rule put back
+ * soon after counts on, while rules that come and go for months cannot grow the map without end.
+ */
+export const RETIRED_RULE_COUNTERS = 100
+
+/**
  * The rule lifecycle of one limiter: the global set in force, the route sets compiled at
  * startup, and each rule's runtime (key function, counters).
  */
 export class RuleRegistry<Req> {
   compiled: CompiledRules = EMPTY_COMPILED
   readonly countsByRule: Map<string, DecisionCounts> = new Map()
+  /** Ids in countsByRule no longer in force, oldest retirement first (a Set keeps the order). */
+  private readonly retired = new Set<string>()
   private readonly runtimes = new WeakMap<CompiledRule, RuleRuntime>()
   private readonly matchCache = new WeakMap<readonly CompiledRule[], RuleRuntime[]>()
   private readonly routeSets: CompiledRules[] = []
@@ -178,7 +187,22 @@ export class RuleRegistry<Req> {
   private register(set: CompiledRules): void {
     for (const c of set.rules) {
       const id = c.rule.id
+      this.retired.delete(id)
       if (!this.countsByRule.has(id)) this.countsByRule.set(id, this.runtimes.get(c)!.counts)
+    }
+  }
+
+  /** The rules of `previous` no longer in force keep their counters, up to the last few. */
+  private retire(previous: CompiledRules): void {
+    const live = this.ruleIds()
+    for (const c of previous.rules) {
+      const id = c.rule.id
+      if (!live.has(id) && this.countsByRule.has(id)) this.retired.add(id)
+    }
+    for (const id of this.retired) {
+      if (this.retired.size <= RETIRED_RULE_COUNTERS) break
+      this.retired.delete(id)
+      this.countsByRule.delete(id)
     }
   }
 
@@ -192,8 +216,10 @@ export class RuleRegistry<Req> {
     refuseBansWithout(this.store, next)
     for (const set of this.routeSets) refuseClashes(next, set, 'a route rule set (routeRules)')
     this.retain([next, ...this.routeSets])
+    const previous = this.compiled
     this.compiled = next
     this.register(next)
+    this.retire(previous)
     this.forgetAnswers()
     this.gates?.retain(this.allCompiled())
   }
