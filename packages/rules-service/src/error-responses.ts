@@ -13,6 +13,7 @@ import {
   type ProblemBody,
 } from './problem.js'
 import { RouteMethods } from './route-methods.js'
+import { isDatabaseOutage } from './db/db-unavailable.js'
 
 const CONTENT_TYPE = `${PROBLEM_MEDIA_TYPE}; charset=utf-8`
 
@@ -64,8 +65,20 @@ export function toProblem(err: unknown): { status: number; body: ProblemBody } {
   if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500) {
     return answer(problemForStatus(e.statusCode, message))
   }
+  // The driver's message stays in the log: it can name hosts, users and addresses.
+  if (isDatabaseOutage(err)) {
+    return answer(
+      problemBody(
+        'unavailable',
+        'the database is unavailable or too slow; retry shortly (hosts keep the rules they have)',
+      ),
+    )
+  }
   return answer(problemBody('internal', 'the service failed; see its logs'))
 }
+
+/** Seconds a client is asked to wait before retrying a request the database could not serve. */
+export const DATABASE_RETRY_AFTER_S = 5
 
 /**
  * Node's HTTP parser refused the request before Fastify saw it. A request line too long to
@@ -129,6 +142,7 @@ export function installErrorResponses(app: FastifyInstance): void {
   app.setErrorHandler((err, request, reply) => {
     const { status, body } = toProblem(err)
     if (status >= 500) request.log.error({ err }, 'request failed')
+    if (status === 503) void reply.header('retry-after', String(DATABASE_RETRY_AFTER_S))
     return reply.code(status).type(CONTENT_TYPE).send(body)
   })
   const routes = new RouteMethods()

@@ -29,7 +29,7 @@ export interface RulesServiceOptions {
   databaseUrl?: string | undefined
   /**
    * With `databaseUrl`: the longest wait for PostgreSQL, in ms, for a connection and for each
-   * statement (a lock wait included); past it the request answers 500 instead of hanging.
+   * statement (a lock wait included); past it the request answers 503 instead of hanging.
    * @default 10_000
    */
   databaseTimeoutMs?: number | undefined

@@ -3,14 +3,18 @@ import { createRulesService, type Db } from '@floodgate/rules-service'
 import { TOKENS } from './helpers.js'
 
 // A database that works for migrations and then goes away: every request must get a clean
-// 500 problem without the driver's message, and the health check must fail.
+// 503 problem without the driver's message, and the health check must fail.
 function flakyDb(): Db & { down: boolean } {
   const db = {
     kind: 'postgres' as const,
     down: false,
     query<Row extends object>(sql: string): Promise<Row[]> {
       if (db.down)
-        return Promise.reject(new Error('connect ECONNREFUSED 10.0.0.1:5432 password=hunter2'))
+        return Promise.reject(
+          Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:5432 password=hunter2'), {
+            code: 'ECONNREFUSED',
+          }),
+        )
       return Promise.resolve(
         sql.startsWith('SELECT id FROM floodgate_migrations') ? [] : ([] as Row[]),
       )
@@ -24,7 +28,7 @@ function flakyDb(): Db & { down: boolean } {
 }
 
 describe('when the database is down', () => {
-  it('answers 500 problems, fails the health check and leaks nothing', async () => {
+  it('answers 503 problems, fails the health check and leaks nothing', async () => {
     const db = flakyDb()
     const app = await createRulesService({
       db,
@@ -42,9 +46,10 @@ describe('when the database is down', () => {
           url,
           headers: { authorization: `Bearer ${TOKENS.admin}` },
         })
-        expect(res.statusCode, url).toBe(500)
+        expect(res.statusCode, url).toBe(503)
         expect(res.headers['content-type']).toMatch(/^application\/problem\+json/)
-        expect(res.json()).toMatchObject({ status: 500, title: 'Internal error' })
+        expect(res.json()).toMatchObject({ status: 503, title: 'Service unavailable' })
+        expect(res.headers['retry-after']).toBe('5')
         expect(res.body).not.toMatch(/ECONNREFUSED|hunter2/)
       }
     } finally {

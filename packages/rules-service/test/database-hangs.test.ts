@@ -12,7 +12,7 @@ import {
 } from './helpers.js'
 
 // A PostgreSQL that does not answer: a lock nobody releases, or a server that accepted the
-// connection and went silent. The service answers 500 within its databaseTimeoutMs instead of
+// connection and went silent. The service answers 503 within its databaseTimeoutMs instead of
 // holding the request (and the connection) open without end.
 const hasPostgres = await postgresAvailable()
 const schema = uniqueSchema('fg_rules_hang')
@@ -38,7 +38,7 @@ describe.skipIf(!hasPostgres)('when PostgreSQL does not answer', () => {
 
   const putRule = (id: string) => putCheckoutRule(app, id)
 
-  it('answers a write stuck behind a lock 500 once the timeout has passed, and stores nothing of it', async () => {
+  it('answers a write stuck behind a lock 503 once the timeout has passed, and stores nothing of it', async () => {
     const holder = new pg.Client({ connectionString: DATABASE_URL })
     await holder.connect()
     try {
@@ -50,7 +50,7 @@ describe.skipIf(!hasPostgres)('when PostgreSQL does not answer', () => {
       ])
       expect(res).not.toBe('hung')
       if (res === 'hung') return
-      expect(res.statusCode).toBe(500)
+      expect(res.statusCode).toBe(503)
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/)
     } finally {
       await holder.query('ROLLBACK').catch(() => {})

@@ -11,7 +11,7 @@ import {
 } from './helpers.js'
 
 // A real PostgreSQL server that drops the service's connection in the middle of a write (a
-// restart, a failover, an administrator's pg_terminate_backend): that write fails with a 500,
+// restart, a failover, an administrator's pg_terminate_backend): that write fails with a 503,
 // and the service keeps answering. The connection is found by an application name of its own.
 const hasPostgres = await postgresAvailable()
 const schema = uniqueSchema('fg_rules_lost')
@@ -41,7 +41,7 @@ describe.skipIf(!hasPostgres)('when PostgreSQL drops a connection mid-write', ()
 
   const putRule = (id: string) => putCheckoutRule(app, id)
 
-  it('answers the write 500, stores nothing of it, and keeps serving', async () => {
+  it('answers the write 503, stores nothing of it, and keeps serving', async () => {
     // Hold the service's row so the write waits inside its transaction, then end its session.
     const holder = new pg.Client({ connectionString: withName(DATABASE_URL, `${appName}_holder`) })
     await holder.connect()
@@ -61,7 +61,7 @@ describe.skipIf(!hasPostgres)('when PostgreSQL drops a connection mid-write', ()
       expect(waiting).toHaveLength(1)
       await admin.query('SELECT pg_terminate_backend($1)', [waiting[0]])
       const res = await write
-      expect(res.statusCode).toBe(500)
+      expect(res.statusCode).toBe(503)
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/)
       expect(res.body).not.toMatch(/terminat/i)
     } finally {

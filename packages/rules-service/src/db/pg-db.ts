@@ -19,7 +19,7 @@ export interface PgDbOptions {
    * Longest wait for the database, in ms: for a connection (connecting, or a free one from the
    * pool), and for each statement (the server cancels it, a lock wait included; a server that
    * stops answering altogether is given one second more before the query fails here). A
-   * database that hangs then answers 500 instead of holding requests open without end.
+   * database that hangs then answers 503 instead of holding requests open without end.
    * @default 10_000
    */
   timeoutMs?: number | undefined
