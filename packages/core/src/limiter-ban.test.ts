@@ -4,6 +4,7 @@ import type { Decision } from './decision.js'
 import { RulesValidationError } from './errors.js'
 import { createLimiter } from './limiter.js'
 import type { RequestFacts } from './request-facts.js'
+import { banStatesOf } from './rules/ban-states.js'
 import { parseRules, type RuleInput } from './rules/schema.js'
 import { MemoryStore } from './stores/memory-store.js'
 import type { Store } from './stores/store.js'
@@ -263,12 +264,12 @@ describe('ban under a full MemoryStore', () => {
     }
   })
 
-  it('a ban the full store has no room for is not announced, and the log says why', () => {
+  it("a ban the full store has no room for takes the room of the client's count: announced, in force, and its refusals count afresh after it", () => {
     let now = 1_000_000
     const warn = vi.fn()
     const store = new MemoryStore({ maxKeys: 3 })
     const limiter = createLimiter({
-      rules: [{ ...login, ban: { after: 2, within: '1m', for: '15m' } }],
+      rules: [{ ...login, ban: { after: 2, within: '1h', for: '15m' } }],
       clock: () => now,
       store,
       logger: { debug: vi.fn(), info: vi.fn(), warn, error: vi.fn() },
@@ -278,22 +279,29 @@ describe('ban under a full MemoryStore', () => {
     check('198.51.100.1')
     expect(check('198.51.100.1').banned).toBeUndefined() // refusal 1: window + count, two keys
     check('198.51.100.2') // the third key: full of state that is not fresh
-    // Refusal 2 earns the ban, which has no room: a plain refusal, logged.
-    const refused = check('198.51.100.1')
-    expect(refused).toMatchObject({ allowed: false, retryAfterMs: 20_000 })
-    expect(refused.banned).toBeUndefined()
-    expect(warn).toHaveBeenCalledWith(
-      expect.objectContaining({
-        code: 'FG_WRN_BAN_NOT_RECORDED',
-        err: expect.objectContaining({ code: 'FG_ERR_STORE_FULL' }),
-      }),
-      expect.any(String),
-    )
+    // Refusal 2 earns the ban; the block state has no room of its own and takes the count's.
+    expect(check('198.51.100.1')).toMatchObject({
+      allowed: false,
+      banned: true,
+      retryAfterMs: 15 * 60_000,
+    })
     now += 5 * 60_000
+    expect(check('198.51.100.1')).toMatchObject({
+      allowed: false,
+      banned: true,
+      retryAfterMs: 10 * 60_000,
+    })
+    expect(store.size).toBeLessThanOrEqual(3)
+    expect(warn).not.toHaveBeenCalled()
+    // Within the hour of `within`, but the count gave its room: one refusal does not ban again.
+    now += 10 * 60_000
     expect(check('198.51.100.1').allowed).toBe(true)
+    expect(check('198.51.100.1').allowed).toBe(true)
+    expect(check('198.51.100.1').banned).toBeUndefined()
+    expect(check('198.51.100.1').banned).toBe(true)
   })
 
-  it('every ban it announces is in force, and none comes before `after` refusals (property)', () => {
+  it('every ban it announces is in force, none comes before `after` refusals, and a client whose count is recorded is banned by the refusal that completes it (property)', async () => {
     const step = fc.oneof(
       fc.record({
         t: fc.constant('request' as const),
@@ -307,8 +315,8 @@ describe('ban under a full MemoryStore', () => {
       }),
       fc.record({ t: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 1500 }) }),
     )
-    fc.assert(
-      fc.property(
+    await fc.assert(
+      fc.asyncProperty(
         fc.record({
           limit: fc.integer({ min: 1, max: 3 }),
           windowMs: fc.constantFrom(100, 1000, 5000),
@@ -318,9 +326,9 @@ describe('ban under a full MemoryStore', () => {
         }),
         fc.integer({ min: 1, max: 8 }),
         fc.array(step, { minLength: 1, maxLength: 60 }),
-        (p, maxKeys, steps) => {
+        async (p, maxKeys, steps) => {
           const store = new MemoryStore({ maxKeys })
-          const { check, advance, at } = clocked(
+          const { limiter, check, advance, at } = clocked(
             [
               {
                 id: 'r',
@@ -332,10 +340,16 @@ describe('ban under a full MemoryStore', () => {
             ],
             store,
           )
+          const refusalsState = banStatesOf(limiter.rules[0]!)!.refusals
           const refused = new Map<string, number[]>()
           const bannedUntil = new Map<string, number>()
-          const request = (ip: string): void => {
+          const request = async (ip: string): Promise<void> => {
             const now = at()
+            // What the store holds before the request (read without changing anything): the
+            // rule's own state, the ban, and the refusals counted within `within`.
+            const [own] = await limiter.get(ip)
+            const [count] = store.peek([{ rule: refusalsState, key: own!.key }], now)
+            const counted = p.after - count!.remaining
             const d = check(ip)
             const until = bannedUntil.get(ip) ?? -Infinity
             if (now < until) {
@@ -343,6 +357,16 @@ describe('ban under a full MemoryStore', () => {
                 allowed: false,
                 banned: true,
               })
+            }
+            // Refused by its own exhausted state (so not for want of room), with a count on
+            // record that this refusal completes: the count has room, and so has the ban.
+            if (own!.bannedForMs === 0 && own!.remaining === 0 && counted >= 1) {
+              if (counted + 1 >= p.after) {
+                expect(d, `${ip} at ${now}: refusal ${counted + 1} of ${p.after}`).toMatchObject({
+                  allowed: false,
+                  banned: true,
+                })
+              }
             }
             if (d.allowed) return
             const times = (refused.get(ip) ?? []).filter((t) => now - t <= p.withinMs)
@@ -359,11 +383,11 @@ describe('ban under a full MemoryStore', () => {
           for (const s of steps) {
             if (s.t === 'tick') advance(s.ms)
             else if (s.t === 'request') {
-              for (let j = 0; j < s.times; j++) request(`203.0.113.${s.client + 1}`)
+              for (let j = 0; j < s.times; j++) await request(`203.0.113.${s.client + 1}`)
             } else {
               for (let k = 0; k < s.keys; k++) {
                 const ip = `2001:db8:${(flood++).toString(16)}::1`
-                for (let j = 0; j < s.each; j++) request(ip)
+                for (let j = 0; j < s.each; j++) await request(ip)
               }
             }
             expect(store.size).toBeLessThanOrEqual(maxKeys)

@@ -1,5 +1,6 @@
 import type { AlgorithmResult } from './algorithms/algorithm.js'
 import type { Decision, RuleOutcome } from './decision.js'
+import { FloodgateError } from './errors.js'
 import type { Entry } from './limiter-entry.js'
 import type { FailOpenLog } from './limiter-fail-open-log.js'
 import { BAN_CHARGE } from './rules/ban-states.js'
@@ -108,16 +109,47 @@ export function recordRefusals(
       key: entries[i]!.key,
     }))
     const charged: RefundEntry[] = blocks.map((b) => ({ ...b, cost: BAN_CHARGE }))
-    const reset = store.reset!(blocks, nowMs)
-    if (reset === undefined) {
-      const penalized = store.penalize!(charged, nowMs)
-      return penalized === undefined ? earned : penalized.then(() => earned)
+    // Reset first: charging is not idempotent, resetting then charging is.
+    const start = (reset: readonly StateEntry[]): void | Promise<void> =>
+      andThen(store.reset!(reset, nowMs), () => store.penalize!(charged, nowMs))
+    // A store full of state that is not fresh (MemoryStore) has no room for a new block state;
+    // the client's count, complete now, gives its room to the ban. After this ban its refusals
+    // count afresh.
+    const counts: StateEntry[] = earned.map((i) => ({
+      rule: entries[i]!.rule.ban!.refusals,
+      key: entries[i]!.key,
+    }))
+    const retry = (err: unknown): void | Promise<void> => {
+      if (!isStoreFull(err)) throw err
+      return start(blocks.concat(counts))
     }
-    return reset.then(() => store.penalize!(charged, nowMs)).then(() => earned)
+    let started: void | Promise<void>
+    try {
+      started = start(blocks)
+    } catch (err) {
+      started = retry(err)
+    }
+    return started === undefined
+      ? earned
+      : Promise.resolve(started)
+          .then(undefined, retry)
+          .then(() => earned)
   }
   const answer = store.consume(refusals, nowMs)
   if (!isPromiseLike(answer)) return startBans(answer)
   return Promise.resolve(answer).then(startBans)
+}
+
+/** `next()` once `first` is done: at once when it answered synchronously. */
+function andThen(
+  first: void | Promise<void>,
+  next: () => void | Promise<void>,
+): void | Promise<void> {
+  return first === undefined ? next() : Promise.resolve(first).then(next)
+}
+
+function isStoreFull(err: unknown): boolean {
+  return err instanceof FloodgateError && err.code === 'FG_ERR_STORE_FULL'
 }
 
 function isPromiseLike<T>(x: T | PromiseLike<T>): x is PromiseLike<T> {
