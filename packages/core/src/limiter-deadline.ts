@@ -221,14 +221,18 @@ export function isThenable<T>(x: T | Promise<T>): x is Promise<T> {
   return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
 }
 
-/** `pending`, or a rejection once `ms` have passed without an answer. */
-export function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
+/**
+ * `pending`, or a rejection with `FG_ERR_STORE_TIMEOUT` once `ms` have passed without an
+ * answer (`message` says what missed the deadline). A rejection with something that is not an
+ * Error rejects with an Error (see `toError`).
+ */
+export function withTimeout<T>(
+  pending: Promise<T>,
+  ms: number,
+  message = `store did not answer within ${ms} ms`,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () =>
-        reject(new FloodgateError('FG_ERR_STORE_TIMEOUT', `store did not answer within ${ms} ms`)),
-      ms,
-    )
+    const timer = setTimeout(() => reject(new FloodgateError('FG_ERR_STORE_TIMEOUT', message)), ms)
     Promise.resolve(pending).then(
       (v) => {
         clearTimeout(timer)

@@ -72,6 +72,22 @@ export interface LimiterOptions<Req = unknown> {
    */
   readonly timeoutMs?: number | undefined
   /**
+   * How long `get`, `reset`, `penalty` and `reward` wait for the store, in milliseconds, all
+   * their store calls included; past it they reject with `FG_ERR_STORE_TIMEOUT` naming the call.
+   * The store may still apply a call it answers late: a timed-out `penalty` or `reward` may or
+   * may not have been applied, a timed-out `reset` may still take effect.
+   * @default 20 × decisionTimeoutMs (1000 with the default decisionTimeoutMs)
+   */
+  readonly stateTimeoutMs?: number | undefined
+  /**
+   * How long `close()` waits, in milliseconds, for the store to take back what queued requests
+   * reserved and then to close; past it `close()` resolves anyway, logging what it gave up on
+   * (`FG_ERR_STORE_TIMEOUT`, `gaveUpOn`). Raise it above the store's own shutdown time
+   * (a SyncedStore's is up to about three times its `syncTimeoutMs`).
+   * @default 10_000
+   */
+  readonly closeTimeoutMs?: number | undefined
+  /**
    * pino-compatible logger; scoped with `child({ component: 'floodgate' })`. The adapters pass
    * the framework's (Fastify's `fastify.log`) when the app gives none.
    * @default silent, except what a rules source reports (a failed load, a recovery, a refused
@@ -202,30 +218,41 @@ export interface Limiter<Req = unknown> {
    * when it is fresh again, and how long its ban lasts. Keys as in {@link Limiter.limit};
    * without `rule`, every rule in force the key can key.
    * @throws OptionsError (rejects) when nothing is keyed by `key`, or the store cannot peek.
+   * @throws FloodgateError `FG_ERR_STORE_TIMEOUT` (rejects) past `stateTimeoutMs`; the store's
+   * own failure (rejects, as an Error) when it fails or answers garbage.
    */
   get(key: ClientKey, options?: ClientRuleOptions): Promise<readonly ClientState[]>
   /**
    * Forget a client's state under each rule (or the one named), its counted refusals and its
    * ban: after a CAPTCHA solved or a successful login. With a shared store, every host sees it.
    * @throws OptionsError (rejects) when nothing is keyed by `key`, or the store cannot reset.
+   * @throws FloodgateError `FG_ERR_STORE_TIMEOUT` (rejects) past `stateTimeoutMs`: the reset
+   * may still take effect when the store answers.
    */
   reset(key: ClientKey, options?: ClientRuleOptions): Promise<void>
   /**
    * Charge a client `units` past its limit: it goes into debt and is refused until it is paid
    * back at the rule's refill rate. Only token-bucket and gcra rules carry debt.
    * @throws OptionsError (rejects) for another algorithm, a bad `units`, or nothing keyed.
+   * @throws FloodgateError `FG_ERR_STORE_TIMEOUT` (rejects) past `stateTimeoutMs`: the penalty
+   * may or may not have been applied (charging again may charge twice).
    */
   penalty(key: ClientKey, units: number, options?: ClientRuleOptions): Promise<void>
   /**
    * Give a client `units` back (never past a fresh state). Concurrency rules are left out:
    * their slots come back with `release`.
    * @throws OptionsError (rejects) for a bad `units` or nothing keyed.
+   * @throws FloodgateError `FG_ERR_STORE_TIMEOUT` (rejects) past `stateTimeoutMs`: the reward
+   * may or may not have been applied.
    */
   reward(key: ClientKey, units: number, options?: ClientRuleOptions): Promise<void>
   /**
    * Stop the rules source, end every queued wait (false) and give back what those requests
    * reserved, then close the store. Afterwards `check` and `limit` pass unjudged
    * (`failedOpen`) without a store call, and `release` sends nothing to the store.
+   * Resolves within `closeTimeoutMs` whatever the store does, logging what it gave up waiting
+   * for; rejects (as an Error) when the store's close fails. Calling it again returns the same
+   * promise.
    */
   close(): Promise<void>
 }

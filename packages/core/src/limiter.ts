@@ -4,6 +4,7 @@ import { AdaptiveStore } from './adaptive/adaptive-store.js'
 import { turnClock, type Clock } from './clock.js'
 import type { Decision } from './decision.js'
 import { addCounts, zeroCounts, type CountersSnapshot } from './limiter-counters.js'
+import { boundedClientCall, closeWithin } from './limiter-bounded.js'
 import { DeadlineWatchdog } from './limiter-deadline.js'
 import { accessOptions, ruleDenied, type AccessOptions } from './limiter-access-options.js'
 import { ALLOW_LISTED, NO_RULES } from './limiter-decide.js'
@@ -76,6 +77,11 @@ export function createLimiter<Req = unknown>(options: LimiterOptions<Req> = {}):
   return new LimiterEngine(options)
 }
 
+/** The default `stateTimeoutMs`, in `decisionTimeoutMs`. */
+const STATE_TIMEOUT_FACTOR = 20
+/** The longest delay a timer keeps (Node fires a longer one at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
 class LimiterEngine<Req> implements Limiter<Req> {
   private readonly store: Store
   /** What `limit`, `get`, `reset`, `penalty` and `reward` work with. */
@@ -94,6 +100,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private readonly pendingScratch: PendingPick[] = []
   private readonly watchdog: DeadlineWatchdog | undefined
   private readonly access: AccessOptions
+  /** The deadline of `get`, `reset`, `penalty` and `reward`, store calls included. */
+  private readonly stateTimeoutMs: number
+  private readonly closeTimeoutMs: number
+  private closing: Promise<void> | undefined
 
   readonly ready: Promise<void>
 
@@ -108,6 +118,14 @@ class LimiterEngine<Req> implements Limiter<Req> {
     this.clock = clock
     const deadline = renamedOption(o, 'timeoutMs', 'decisionTimeoutMs', 'createLimiter', o.logger)
     const timeoutMs = checkPositiveInt(deadline.name, deadline.value, 50)
+    // Calls about one client are not on a request's path and may make two store round trips
+    // (a shared store's recorded limits, then the call): a deadline well past a decision's.
+    this.stateTimeoutMs = checkPositiveInt(
+      'stateTimeoutMs',
+      o.stateTimeoutMs,
+      Math.min(STATE_TIMEOUT_FACTOR * timeoutMs, MAX_TIMER_MS),
+    )
+    this.closeTimeoutMs = checkPositiveInt('closeTimeoutMs', o.closeTimeoutMs, 10_000)
     const bound = this.store.settlesWithinMs
     this.watchdog =
       typeof bound === 'number' && bound <= timeoutMs ? new DeadlineWatchdog(timeoutMs) : undefined
@@ -368,19 +386,27 @@ class LimiterEngine<Req> implements Limiter<Req> {
   }
 
   get(key: ClientKey, options?: ClientRuleOptions): Promise<readonly ClientState[]> {
-    return Promise.resolve().then(() => getState(this.clientState, key, options))
+    return boundedClientCall('get', this.stateTimeoutMs, () =>
+      getState(this.clientState, key, options),
+    )
   }
 
   reset(key: ClientKey, options?: ClientRuleOptions): Promise<void> {
-    return Promise.resolve().then(() => resetState(this.clientState, key, options))
+    return boundedClientCall('reset', this.stateTimeoutMs, () =>
+      resetState(this.clientState, key, options),
+    )
   }
 
   penalty(key: ClientKey, units: number, options?: ClientRuleOptions): Promise<void> {
-    return Promise.resolve().then(() => penalize(this.clientState, key, units, options))
+    return boundedClientCall('penalty', this.stateTimeoutMs, () =>
+      penalize(this.clientState, key, units, options),
+    )
   }
 
   reward(key: ClientKey, units: number, options?: ClientRuleOptions): Promise<void> {
-    return Promise.resolve().then(() => giveBack(this.clientState, key, units, options))
+    return boundedClientCall('reward', this.stateTimeoutMs, () =>
+      giveBack(this.clientState, key, units, options),
+    )
   }
 
   adaptive(ruleId: string): AdaptiveState | undefined {
@@ -400,12 +426,26 @@ class LimiterEngine<Req> implements Limiter<Req> {
     return { total, byRule, inFlight: this.gates.addInFlight(this.holdings.inFlightNow()) }
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    this.closing ??= this.shutDown()
+    return this.closing
+  }
+
+  private shutDown(): Promise<void> {
     this.roundTrip.closed = true
     this.source?.stop()
     this.watchdog?.stop()
     // Queued requests are refused and their reservations given back while the store is open.
-    await this.holdings.close()
-    await this.store.close?.()
+    return closeWithin(
+      [
+        {
+          what: 'the store taking back what queued requests reserved',
+          run: () => this.holdings.close(),
+        },
+        { what: 'store.close()', run: () => this.store.close?.() },
+      ],
+      this.closeTimeoutMs,
+      this.logger,
+    )
   }
 }

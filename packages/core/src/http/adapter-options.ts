@@ -183,6 +183,8 @@ export const LIMITER_OPTION_KEYS: readonly string[] = [
   'clock',
   'decisionTimeoutMs',
   'timeoutMs',
+  'stateTimeoutMs',
+  'closeTimeoutMs',
   'onDecision',
   'failOpenLogIntervalMs',
   'allow',
