@@ -115,13 +115,16 @@ export const plainBucket = {
   },
 }
 
-/** The full check(): rule matching, key building, store, decision. */
-function checkWith(name, clock) {
+/**
+ * The full check(): rule matching, key building, store, decision. `create` is another build's
+ * createLimiter, to time two builds side by side (BENCH_CORE_B in run.mjs).
+ */
+export function checkWith(name, clock, create = createLimiter) {
   return {
     name,
     sync: true,
     make(keys) {
-      const limiter = createLimiter({
+      const limiter = create({
         clock,
         rules: [
           { id: 'per-ip', match: { methods: ['GET'] }, key: 'ip', limit: HUGE, window: WINDOW_MS },

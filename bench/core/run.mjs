@@ -2,11 +2,17 @@
 // in-memory stores, in one run: interleaved rounds, medians. Then heap bytes per key.
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { checkContenders, plainBucket, storeContenders } from './contenders.mjs'
+import { pathToFileURL } from 'node:url'
+import { join, resolve } from 'node:path'
+import { checkContenders, checkWith, plainBucket, storeContenders } from './contenders.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 400)
 const HEAP_KEYS = Number(process.env.BENCH_HEAP_KEYS ?? 1_000_000)
+// BENCH_CORE_B=<dist of another build of packages/core>: its check() timed in the same rounds.
+// BENCH_CHECK_ONLY=1: only the plain bucket and the check() rows (no peers, no heap table).
+const CORE_B = process.env.BENCH_CORE_B
+const CHECK_ONLY = process.env.BENCH_CHECK_ONLY === '1'
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
@@ -52,7 +58,8 @@ async function table(title, keys, contenders) {
 
 function print({ title, rows, paired }) {
   const peers = rows.filter((r) => !r.name.startsWith('floodgate') && r.name !== plainBucket.name)
-  const best = Math.max(...peers.map((r) => r.perSec))
+  // No peers under BENCH_CHECK_ONLY: that column reads "-".
+  const best = peers.length > 0 ? Math.max(...peers.map((r) => r.perSec)) : NaN
   const plain = rows.find((r) => r.name === plainBucket.name).perSec
   console.log(`\n### ${title}\n`)
   console.log(
@@ -62,7 +69,7 @@ function print({ title, rows, paired }) {
   for (const r of rows) {
     const p = paired.get(r.name)
     console.log(
-      `| ${r.name} | ${(r.perSec / 1e6).toFixed(2)} M | ${(r.perSec / best).toFixed(2)}x | ${(r.perSec / plain).toFixed(2)}x | ${median(p).toFixed(2)}x (${Math.min(...p).toFixed(2)}-${Math.max(...p).toFixed(2)}) |`,
+      `| ${r.name} | ${(r.perSec / 1e6).toFixed(2)} M | ${Number.isNaN(best) ? '-' : `${(r.perSec / best).toFixed(2)}x`} | ${(r.perSec / plain).toFixed(2)}x | ${median(p).toFixed(2)}x (${Math.min(...p).toFixed(2)}-${Math.max(...p).toFixed(2)}) |`,
     )
   }
 }
@@ -70,10 +77,22 @@ function print({ title, rows, paired }) {
 console.log(
   `# Core decisions per second (Node ${process.version}, ${ROUNDS} rounds of ${ROUND_MS} ms, median)`,
 )
-const all = [...storeContenders, plainBucket, ...checkContenders]
+const others = CHECK_ONLY ? [] : storeContenders
+const all = [...others, plainBucket, ...checkContenders]
+if (CORE_B) {
+  const b = await import(pathToFileURL(join(resolve(CORE_B), 'index.js')).href)
+  all.push(
+    checkWith(
+      'floodgate check() of BENCH_CORE_B (clock read once per turn)',
+      undefined,
+      b.createLimiter,
+    ),
+  )
+}
 print(await table('One hot key', ['10.0.0.1'], all))
 print(await table('100k keys, round robin', ipKeys(100_000), all))
 
+if (CHECK_ONLY) process.exit(0)
 console.log(`\n### Heap bytes per key at ${HEAP_KEYS.toLocaleString('en')} keys\n`)
 console.log('| contender | bytes/key |')
 console.log('| --- | ---: |')
