@@ -61,17 +61,19 @@ export function fillEntries<Req>(
   let n = 0
   for (let i = 0; i < rts.length; i++) {
     const rt = rts[i]!
-    let picked: CompiledRule | Promise<CompiledRule> = rt.compiled
     // A client on the rule's allow list is not counted by it.
     const key = allowedByRule(rt, facts) ? undefined : rt.keyFn(facts)
     if (key === undefined) continue
-    if (rt.pick !== undefined) picked = rt.pick(facts)
+    let chosen = rt.compiled
+    // Only a rule that picks its limit asks whether the pick is a promise (an instanceof).
+    if (rt.pick !== undefined) {
+      const picked = rt.pick(facts)
+      if (picked instanceof Promise) pending.push({ index: n, pick: picked })
+      else chosen = picked
+    }
     const rule = rt.compiled.rule
     const maxWaitMs = queueWaitMs(rule)
     const cost = rule.cost * routeCost
-    let chosen = rt.compiled
-    if (picked instanceof Promise) pending.push({ index: n, pick: picked })
-    else chosen = picked
     const e = entries[n]
     if (reuse && e) {
       e.rule = chosen

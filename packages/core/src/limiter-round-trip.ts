@@ -61,9 +61,13 @@ export class RoundTrip<Req> {
     // A closed limiter has no store to ask: the request passes unjudged, like a store failure.
     if (this.closed) return this.failOpen(undefined, entries, facts, 'FG_WRN_LIMITER_CLOSED')
     const { store, reporter } = this.parts
-    const bans = withBanChecks(entries)
+    // One entry whose rule neither bans nor queues, the common request: no ban check to add
+    // and no queue to mark, so neither call is made (about 110 instructions per decision).
+    const one = entries.length === 1 ? entries[0]! : undefined
+    const plain = one !== undefined && !one.rule.ban && one.maxWaitMs <= 0
+    const bans = plain ? undefined : withBanChecks(entries)
     const asked = bans ? bans.all : entries
-    this.parts.holdings.markFullQueues(entries)
+    if (!plain) this.parts.holdings.markFullQueues(entries)
     let results: readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
     // Store timings only when an observer asks for them: no clock read otherwise.
     const startedMs = reporter.timeStore ? performance.now() : -1
@@ -127,7 +131,11 @@ export class RoundTrip<Req> {
     let results = answer
     let banned: readonly boolean[] | undefined
     if (banOwners) ({ results, banned } = applyBanChecks(answer, entries.length, banOwners))
-    results = this.parts.holdings.joinQueues(entries, results)
+    // One entry that does not queue: validResults bounded its wait by its maxWaitMs of 0, so
+    // there is no queue to join.
+    if (banOwners !== undefined || entries.length !== 1 || entries[0]!.maxWaitMs > 0) {
+      results = this.parts.holdings.joinQueues(entries, results)
+    }
     const decision = judge(entries, results, banned, nowMs)
     this.parts.holdings.settle(decision, entries, results)
     const top = this.parts.top
