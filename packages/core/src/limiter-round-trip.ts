@@ -62,7 +62,8 @@ export class RoundTrip<Req> {
     if (this.closed) return this.failOpen(undefined, entries, facts, 'FG_WRN_LIMITER_CLOSED')
     const { store, reporter } = this.parts
     // One entry whose rule neither bans nor queues, the common request: no ban check to add
-    // and no queue to mark, so neither call is made (about 110 instructions per decision).
+    // and no queue to mark, so neither call is made (with joinQueues below, about 190
+    // instructions per decision, callgrind).
     const one = entries.length === 1 ? entries[0]! : undefined
     const plain = one !== undefined && !one.rule.ban && one.maxWaitMs <= 0
     const bans = plain ? undefined : withBanChecks(entries)
