@@ -2,6 +2,7 @@ import { Buffer } from 'node:buffer'
 import { createHash } from 'node:crypto'
 import { Command } from 'ioredis'
 import type { RedisClient } from './connection.js'
+import { isEvalOnly, refusesEvalsha, useEvalOnly } from './eval-only.js'
 
 /** Binary bytes written straight into a command's frame as its last argument. */
 export interface FrameTail {
@@ -90,7 +91,7 @@ class TailedScriptCommand extends Command {
     args: string[],
     private readonly argv: EncodedArgs & { readonly count: number },
     private readonly tail: FrameTail,
-    client: RedisClient,
+    private readonly client: RedisClient,
     keyPrefix: string | undefined,
   ) {
     // The reply is binary (packed doubles): kept as a Buffer, not decoded as text. ioredis
@@ -100,16 +101,21 @@ class TailedScriptCommand extends Command {
     super('evalsha', [], { replyEncoding: null })
     if (keyPrefix !== undefined) for (let i = 2; i < args.length; i++) args[i] = keyPrefix + args[i]
     this.args = args
-    // NOSCRIPT: the script did not run. Forget that the connection had it and send the same
-    // command once more (as EVAL, which loads it). Here rather than in a `catch` on the
-    // promise: one closure, not a promise and a microtask turn more on every call. (A Cluster
-    // wraps this reject once with its redirections, and sends the command again as it is.)
+    // NOSCRIPT, or EVALSHA refused (renamed away, or not granted to the user): the script did
+    // not run. Forget that the connection had it, or stop using EVALSHA on this client, and
+    // send the same command once more, as EVAL; a second refusal is the call's answer, so a
+    // Redis that keeps answering NOSCRIPT costs two calls, never a loop. Here rather than in a
+    // `catch` on the promise: one closure, not a promise and a microtask turn more on every
+    // call. (A Cluster wraps this reject once with its redirections, and sends the command
+    // again as it is.)
     const reject = this.reject
     let resent = false
     this.reject = (err: Error) => {
-      if (resent || !err.message.includes('NOSCRIPT')) return reject(err)
+      if (resent) return reject(err)
+      if (err.message.includes('NOSCRIPT')) script.forget(this.socket)
+      else if (refusesEvalsha(err)) useEvalOnly(client)
+      else return reject(err)
       resent = true
-      script.forget(this.socket)
       void client.sendCommand(this)
     }
   }
@@ -124,7 +130,7 @@ class TailedScriptCommand extends Command {
     let head: string
     // UTF-8 bytes beyond one per character: every part but the arguments is ASCII.
     let wide = argv.wide
-    if (script.loadedOn(socket)) head = script.evalshaHead(count)
+    if (!isEvalOnly(this.client) && script.loadedOn(socket)) head = script.evalshaHead(count)
     else {
       head = `*${count}\r\n${script.evalHead.text}`
       wide += script.evalHead.wide
@@ -161,7 +167,8 @@ export type TailedScript = (
  * A Lua script called with keys, string arguments and a binary last argument
  * ({@link TailedScriptCommand}): EVAL the first time on a connection, EVALSHA after. A
  * NOSCRIPT answer (a Redis that restarted empty, a SCRIPT FLUSH, a promoted replica) sends
- * the call once more, as EVAL: the script did not run, so nothing is counted twice.
+ * the call once more, as EVAL: the script did not run, so nothing is counted twice. A client
+ * whose Redis refuses EVALSHA (see `eval-only.ts`) sends EVAL on every call.
  *
  * @param client - The ioredis client or Cluster.
  * @param lua - The script.

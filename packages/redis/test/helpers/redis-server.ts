@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -68,17 +68,31 @@ export class RedisServer {
   private proc: ChildProcess | undefined
   private readonly dir: string
 
+  /** The redis.conf the server starts from, when it was given one. */
+  private readonly configFile: string | undefined
+
+  /**
+   * @param port - Loopback port to serve on.
+   * @param extraArgs - redis-server arguments (`--name value`) after the test defaults.
+   * @param config - Lines of a redis.conf to start from (what only a config file can say,
+   *   such as `rename-command EVALSHA ""`); the arguments override it.
+   */
   constructor(
     readonly port: number,
     private readonly extraArgs: string[] = [],
+    config?: string,
   ) {
     this.dir = mkdtempSync(join(tmpdir(), 'fg-redis-'))
+    if (config !== undefined) {
+      this.configFile = join(this.dir, 'redis.conf')
+      writeFileSync(this.configFile, config)
+    }
   }
 
-  static async start(extraArgs: string[] = []): Promise<RedisServer> {
+  static async start(extraArgs: string[] = [], config?: string): Promise<RedisServer> {
     // Twice at most: another process may take the free port before redis-server binds it.
     for (let attempt = 1; ; attempt++) {
-      const server = new RedisServer(await freePort(), extraArgs)
+      const server = new RedisServer(await freePort(), extraArgs, config)
       try {
         await server.start()
         return server
@@ -97,6 +111,8 @@ export class RedisServer {
     const proc = spawn(
       'redis-server',
       [
+        // redis-server reads a config file only as its first argument.
+        ...(this.configFile === undefined ? [] : [this.configFile]),
         '--port',
         String(this.port),
         '--bind',
