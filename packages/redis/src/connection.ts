@@ -51,6 +51,9 @@ function limiterRedisOptions(timeoutMs: number): RedisOptions {
     // Not enableAutoPipelining: in ioredis 5.11 a script in an auto-pipeline can throw an
     // uncaught "results[i] is not iterable" from autoPipelining.js (seen in our fleet test).
     connectTimeout: Math.max(1000, timeoutMs),
+    // A Redis loading its dataset answers the ready check with an ETA, and ioredis waits that
+    // long (up to 10 s) before it asks again: look every second, to serve soon after the end.
+    maxLoadingRetryTime: 1000,
     // Keep trying to come back, quickly but without hammering a restarting Redis.
     retryStrategy: (times: number) => Math.min(50 * times, 1000),
   }
@@ -172,13 +175,14 @@ export class RedisConnection {
       this.client = options.url ? new Redis(options.url, base) : new Redis(base)
       this.owned = true
     }
+    this.isCluster = 'isCluster' in this.client && this.client.isCluster === true
     if (this.owned) {
       // An unhandled 'error' event would crash the process: failures surface per call instead,
       // and the last one says why calls fail while the client is not connected.
       this.client.on('error', (err: Error) => (this.lastError = err))
       this.client.on('ready', () => (this.lastError = undefined))
+      if (!this.isCluster) watchHandshake(this.client as Redis, this.deadLinkMs)
     }
-    this.isCluster = 'isCluster' in this.client && this.client.isCluster === true
     this.ready = this.isCluster ? clusterReady(this.client as Cluster) : whenReady(this.client)
   }
 
@@ -207,9 +211,15 @@ export class RedisConnection {
    */
   unavailable(): Error | undefined {
     // A Cluster's own errors (a slot-map refresh) say little of why one call failed.
-    if (this.isCluster || this.lastError === undefined || this.client.status === 'ready') {
-      return undefined
+    if (this.isCluster || !this.owned || this.client.status === 'ready') return undefined
+    if (this.client.status === 'connect') {
+      // Connected, but the handshake is not over: ioredis waits for INFO to say the dataset
+      // is loaded, and a Redis loading it refuses everything else (LOADING).
+      return new Error(
+        'Redis not ready: connected, but its ready check (INFO) says it is loading its dataset (LOADING), or is not answered yet',
+      )
     }
+    if (this.lastError === undefined) return undefined
     return new Error(`Redis not connected (${this.client.status}): ${this.lastError.message}`, {
       cause: this.lastError,
     })
@@ -271,6 +281,46 @@ export class RedisConnection {
     clearTimeout(timer)
     if (!answered) this.client.disconnect()
   }
+}
+
+/**
+ * Drop a connection that Redis accepted but whose handshake (AUTH, SELECT, the INFO of the
+ * ready check) it leaves unanswered for `silenceMs`: a forgotten NAT entry, a proxy whose
+ * backend is gone. ioredis's `connectTimeout` ends when TCP connects, so without this the
+ * client would wait in `connect` for good, and every call fail at once. A Redis loading its
+ * dataset keeps answering the ready check (every second, see `maxLoadingRetryTime`): bytes
+ * arriving keep the connection.
+ */
+function watchHandshake(client: Redis, silenceMs: number): void {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const stop = (): void => {
+    clearTimeout(timer)
+    timer = undefined
+  }
+  client.on('connect', () => {
+    stop()
+    const stream = client.stream
+    let seen = stream.bytesRead
+    const check = (): void => {
+      if (client.status !== 'connect' || client.stream !== stream) return
+      if (stream.bytesRead === seen) {
+        client.emit(
+          'error',
+          new Error(
+            `Redis accepted the connection but left its handshake unanswered for ${silenceMs} ms`,
+          ),
+        )
+        // Destroyed: the client sees the socket close and reconnects.
+        stream.destroy()
+        return
+      }
+      seen = stream.bytesRead
+      timer = setTimeout(check, silenceMs).unref()
+    }
+    timer = setTimeout(check, silenceMs).unref()
+  })
+  client.on('ready', stop)
+  client.on('close', stop)
 }
 
 /**

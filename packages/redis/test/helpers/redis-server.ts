@@ -79,7 +79,7 @@ export class RedisServer {
    */
   constructor(
     readonly port: number,
-    private readonly extraArgs: string[] = [],
+    private extraArgs: string[] = [],
     config?: string,
   ) {
     this.dir = mkdtempSync(join(tmpdir(), 'fg-redis-'))
@@ -133,6 +133,16 @@ export class RedisServer {
     await waitForPing(this.port, proc)
   }
 
+  /**
+   * Crash (SIGKILL) and start again on the same port and directory, so with the RDB a SAVE
+   * wrote; `moreArgs` are added to the arguments from now on (such as `--key-load-delay`).
+   */
+  async restart(moreArgs: string[] = []): Promise<void> {
+    await this.kill()
+    this.extraArgs.push(...moreArgs)
+    await this.start()
+  }
+
   /** SIGKILL: the process dies mid-flight, as a crashed Redis would. */
   async kill(): Promise<void> {
     const proc = this.proc
@@ -156,7 +166,7 @@ export class RedisServer {
 }
 
 /**
- * Resolve once a Redis answers PING on the port (bounded: 5 s). With `owner`, only the
+ * Resolve once a Redis answers PING on the port (bounded: 5 s), LOADING included. With `owner`, only the
  * redis-server that process runs counts: its exit, or another server's answer, is an error.
  */
 export async function waitForPing(port: number, owner?: ChildProcess): Promise<void> {
@@ -169,12 +179,16 @@ export async function waitForPing(port: number, owner?: ChildProcess): Promise<v
       retryStrategy: () => null,
       maxRetriesPerRequest: 0,
       enableOfflineQueue: false,
+      // A Redis loading its dataset is up: it answers, LOADING to PING.
+      enableReadyCheck: false,
     })
     c.on('error', () => {})
     let pid: string | undefined
     try {
       await c.connect()
-      await c.ping()
+      await c.ping().catch((err: unknown) => {
+        if (!(err instanceof Error && err.message.startsWith('LOADING'))) throw err
+      })
       if (!owner) return
       pid = /process_id:(\d+)/.exec(await c.info('server'))?.[1]
     } catch (err) {
