@@ -23,7 +23,7 @@ import { tailedScript, type TailedScript } from './script-frame.js'
 import { throttledWarn } from './throttled-warn.js'
 import type { RedisStoreOptions, TimeSource } from './redis-store-options.js'
 import { decideScript, loneScript } from './scripts/decide-script.js'
-import type { WireEntry, WireMode } from './wire-format.js'
+import { isWellFormedReply, type WireEntry, type WireMode } from './wire-format.js'
 
 export type { RedisStoreOptions, TimeSource } from './redis-store-options.js'
 
@@ -413,7 +413,14 @@ export class RedisStore implements Store {
     } catch (err) {
       reply = Promise.reject(err instanceof Error ? err : new Error(String(err)))
     }
-    reply.catch(() => this.owed.owe(requests, sent, call.now))
+    reply.then(
+      // A reply of the wrong type or shape came from a script that may have run and taken
+      // its slots, for requests that then pass unjudged: nobody would release them.
+      (r) => {
+        if (!isWellFormedReply(r, call.keys.length)) this.owed.owe(requests, true, call.now)
+      },
+      () => this.owed.owe(requests, sent, call.now),
+    )
     return reply
   }
 

@@ -272,6 +272,14 @@ export function encodeReply(results: readonly (readonly number[])[]): Buffer {
 }
 
 /**
+ * Whether a script's reply has the shape the script writes for `total` results: a string of
+ * {@link RESULT_BYTES} bytes per result. Anything else says nothing of what the script did.
+ */
+export function isWellFormedReply(reply: unknown, total: number): reply is Buffer {
+  return Buffer.isBuffer(reply) && reply.length === total * RESULT_BYTES
+}
+
+/**
  * The `n` results that start at result `from` of a batch's reply. A reply that is not a
  * string of the length the batch asked for (a hostile or broken server) gives no results:
  * the limiter then fails open on an answer that does not match its entries.
@@ -288,7 +296,7 @@ export function decodeResults(
   n: number,
   total: number,
 ): AlgorithmResult[] {
-  if (!Buffer.isBuffer(reply) || reply.length !== total * RESULT_BYTES) return []
+  if (!isWellFormedReply(reply, total)) return []
   // Buffer's own reads: a DataView over the reply cost 0.8k instructions more per call
   // (its constructor, and reading the reply's ArrayBuffer), measured with callgrind.
   const out: AlgorithmResult[] = new Array<AlgorithmResult>(n)

@@ -3,7 +3,7 @@ import net from 'node:net'
 /**
  * A server that speaks RESP and answers scripts whatever the test says: a hostile or broken
  * Redis, for what RedisStore must survive. The handshake commands ioredis sends (INFO for its
- * ready check, anything else) get harmless answers; EVAL and EVALSHA get `answer(args)`, raw
+ * ready check, anything else) get harmless answers; EVAL and EVALSHA get `answer(args, name)`, raw
  * RESP (`args`: the command's arguments after its name, as latin1 strings).
  */
 export class ScriptedRespServer {
@@ -11,12 +11,16 @@ export class ScriptedRespServer {
   private readonly sockets = new Set<net.Socket>()
   /** Script calls answered so far. */
   scriptCalls = 0
+  /** Answers still to be written (a late one holds back those after it). */
+  unanswered = 0
 
-  private constructor(private readonly answer: (args: string[]) => Answer) {
+  private constructor(private readonly answer: (args: string[], name: string) => Answer) {
     this.server = net.createServer((socket) => this.accept(socket))
   }
 
-  static async start(answer: (args: string[]) => Answer): Promise<ScriptedRespServer> {
+  static async start(
+    answer: (args: string[], name: string) => Answer,
+  ): Promise<ScriptedRespServer> {
     const s = new ScriptedRespServer(answer)
     await new Promise<void>((resolve) => s.server.listen(0, '127.0.0.1', resolve))
     return s
@@ -42,9 +46,11 @@ export class ScriptedRespServer {
         const a = this.reply(parsed.args)
         const resp = Buffer.isBuffer(a) ? a : a.resp
         const afterMs = Buffer.isBuffer(a) ? 0 : a.afterMs
+        this.unanswered++
         written = written
           .then(() => (afterMs > 0 ? new Promise((r) => setTimeout(r, afterMs)) : undefined))
           .then(() => {
+            this.unanswered--
             if (!socket.destroyed) socket.write(resp)
           })
       }
@@ -55,7 +61,7 @@ export class ScriptedRespServer {
     const name = (args[0] ?? '').toLowerCase()
     if (name === 'eval' || name === 'evalsha') {
       this.scriptCalls++
-      return this.answer(args.slice(1))
+      return this.answer(args.slice(1), name)
     }
     if (name === 'info') return bulk('# Server\r\nredis_version:7.0.15\r\nloading:0\r\n')
     return Buffer.from('+OK\r\n')
