@@ -60,6 +60,24 @@ function limiterRedisOptions(timeoutMs: number): RedisOptions {
 }
 
 /**
+ * After a failover behind one address (a DNS name, a virtual IP, a proxy), the connection may
+ * still reach the old primary, now a replica, which refuses every script (READONLY) for as
+ * long as the connection lasts. Reopen it, to reach whatever the address leads to now; the
+ * refused call did not run and is not resent. At most once a second, so a Redis that stays a
+ * replica is not reconnected on every call.
+ */
+function reopenOnReadonly(): (err: Error) => boolean {
+  let lastMs = -Infinity
+  return (err) => {
+    if (!err.message.startsWith('READONLY')) return false
+    const t = Date.now()
+    if (t - lastMs < 1000) return false
+    lastMs = t
+    return true
+  }
+}
+
+/**
  * The settings of a client passed in that differ from what a limiter needs (see
  * {@link RedisConnectionOptions.client}): each is named with the value to set. Speed does not
  * depend on them; what they change is what happens when Redis goes away (calls parked or
@@ -171,7 +189,12 @@ export class RedisConnection {
       })
       this.owned = true
     } else {
-      const base = { ...options.redisOptions, ...limiterRedisOptions(timeoutMs) }
+      // An application's own reconnectOnError wins over this one.
+      const base = {
+        reconnectOnError: reopenOnReadonly(),
+        ...options.redisOptions,
+        ...limiterRedisOptions(timeoutMs),
+      }
       this.client = options.url ? new Redis(options.url, base) : new Redis(base)
       this.owned = true
     }

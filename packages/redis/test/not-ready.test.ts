@@ -115,4 +115,38 @@ describe.skipIf(!binaries)('a Redis that is connected but not ready', () => {
     // ioredis waits for the ETA Redis gives (up to 10 s by default) before it looks again.
     expect(Date.now() - loadedAt).toBeLessThan(3000)
   })
+
+  it('a primary that became a replica behind the same address (READONLY): the store reopens the connection and reaches the new primary', async () => {
+    const first = await RedisServer.start()
+    cleanup.push(() => first.stop())
+    const second = await RedisServer.start(['--replicaof', '127.0.0.1', String(first.port)])
+    cleanup.push(() => second.stop())
+    const proxy = await FaultProxy.start('127.0.0.1', first.port)
+    cleanup.push(() => proxy.close())
+    const logger = recordingLogger()
+    const store = createRedisStore({ url: `redis://127.0.0.1:${proxy.port}`, callTimeoutMs: 2000 })
+    const limiter = createLimiter({
+      store,
+      rules: [{ id: 'r', limit: 100, window: '1m' }],
+      decisionTimeoutMs: 2000,
+      failOpenLogIntervalMs: 1,
+      logger,
+    })
+    cleanup.push(() => limiter.close())
+    await store.ready
+    expect(await limiter.check(facts('10.0.0.3'))).toMatchObject({ failedOpen: false })
+    // Failover: the replica is promoted, the old primary follows it, the address moves.
+    const admin = (port: number): Redis => {
+      const c = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0 })
+      c.on('error', () => {})
+      cleanup.push(() => Promise.resolve(c.disconnect()))
+      return c
+    }
+    await admin(second.port).replicaof('NO', 'ONE')
+    await admin(first.port).replicaof('127.0.0.1', String(second.port))
+    proxy.retarget(second.port)
+    expect(await limiter.check(facts('10.0.0.3'))).toMatchObject({ failedOpen: true })
+    expect(logger.lines.join('\n')).toMatch(/READONLY/)
+    await untilJudged(() => limiter.check(facts('10.0.0.3')), 10_000)
+  })
 })

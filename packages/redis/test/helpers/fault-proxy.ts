@@ -31,7 +31,7 @@ export class FaultProxy {
 
   private constructor(
     private readonly targetHost: string,
-    private readonly targetPort: number,
+    private targetPort: number,
   ) {
     this.server = net.createServer((client) => this.accept(client))
   }
@@ -69,6 +69,14 @@ export class FaultProxy {
       this.sockets.delete(s)
       this.blackholed.add(s)
     }
+  }
+
+  /**
+   * Send new connections to another port from now on (a DNS name or virtual IP moved after a
+   * failover); connections open now stay with the old target.
+   */
+  retarget(port: number): void {
+    this.targetPort = port
   }
 
   /** Reset (RST) every open connection. */
