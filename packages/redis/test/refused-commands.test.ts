@@ -75,11 +75,42 @@ describe.skipIf(!binaries)('a Redis that refuses one of the script commands', ()
     acl = await RedisServer.start()
     admin = new Redis(acl.port, '127.0.0.1')
     await admin.call('ACL', 'SETUSER', 'nosha', 'on', '>pw', '~*', '+@all', '-evalsha')
+    // The least docs/distributed.md says a Floodgate user needs, under the prefix 'fgacl'.
+    await admin.call(
+      'ACL',
+      'SETUSER',
+      'floodgate',
+      'on',
+      '>pw',
+      '~fgacl:*',
+      ...['-@all', '+eval', '+evalsha', '+smembers', '+info', '+quit'],
+      ...['+get', '+set', '+del', '+time'],
+      ...['+hmget', '+hincrbyfloat', '+hset', '+hgetall', '+pexpire', '+sadd', '+pttl'],
+    )
   })
   afterAll(async () => {
     admin.disconnect()
     await renamed.stop()
     await acl.stop()
+  })
+
+  it('an ACL user with only the commands and key pattern the docs list runs both stores and the limit records', async () => {
+    const url = `redis://floodgate:pw@127.0.0.1:${acl.port}`
+    const r = await exercise(url, 'fgacl')
+    expect(r).toMatchObject({ failedOpen: 0, failedSyncs: 0 })
+    const store = createRedisStore({ url, prefix: 'fgacl', callTimeoutMs: DEADLINE_MS })
+    try {
+      await store.ready
+      await store.recordLimits('r', { limit: 5, windowMs: 1000, burst: 5 })
+      expect(await store.recordedLimits('r')).toEqual([{ limit: 5, windowMs: 1000, burst: 5 }])
+    } finally {
+      await store.close()
+    }
+    // Outside the key pattern: NOPERM, named in the log.
+    const other = await exercise(url, 'fgother')
+    expect(other.failedOpen).toBe(4)
+    expect(other.failedSyncs).toBeGreaterThan(0)
+    expect(other.log.join('\n')).toMatch(/NOPERM/)
   })
 
   it('with EVALSHA disabled by rename-command, both stores run their scripts with EVAL', async () => {
