@@ -237,9 +237,12 @@ export class RedisConnection {
     if (this.isCluster || !this.owned || this.client.status === 'ready') return undefined
     if (this.client.status === 'connect') {
       // Connected, but the handshake is not over: ioredis waits for INFO to say the dataset
-      // is loaded, and a Redis loading it refuses everything else (LOADING).
+      // is loaded, and a Redis loading it refuses everything else (LOADING). The last error
+      // says why earlier attempts failed (a wrong password fails each one here).
+      const last = this.lastError ? ` (last error: ${this.lastError.message})` : ''
       return new Error(
-        'Redis not ready: connected, but its ready check (INFO) says it is loading its dataset (LOADING), or is not answered yet',
+        `Redis not ready: connected, but its ready check (INFO) says it is loading its dataset (LOADING), or is not answered yet${last}`,
+        { cause: this.lastError },
       )
     }
     if (this.lastError === undefined) return undefined
