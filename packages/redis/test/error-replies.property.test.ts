@@ -132,6 +132,15 @@ describe('RedisStore under error replies of every kind (property, against a mode
               expect(lines.join('\n')).toContain(REFUSALS[s.fault as Refusal].slice(1, 8))
             if (s.hold) held.push(d)
             else limiter.release(d)
+            // READONLY reopens the connection (a failover behind one address): calls made
+            // before it is open again fail open, as while any reconnect.
+            // (At most once a second: a second READONLY within it reopens nothing.)
+            if (s.fault === 'READONLY') {
+              await new Promise((r) => {
+                const timer = setTimeout(r, 1500)
+                store.client.once('ready', () => r(clearTimeout(timer)))
+              })
+            }
             // A late answer lands (its slot, if taken, is given back) before the next step.
             // (A Redis answers in order: every call sent meanwhile, owed releases too, is late.)
             for (let t = 0; t < 200 && s.late && server.unanswered > 0; t++) {
