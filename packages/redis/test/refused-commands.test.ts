@@ -84,7 +84,7 @@ describe.skipIf(!binaries)('a Redis that refuses one of the script commands', ()
       '>pw',
       '~fgacl:*',
       ...['-@all', '+eval', '+evalsha', '+smembers', '+info', '+quit'],
-      ...['+get', '+set', '+del', '+time'],
+      ...['+get', '+mget', '+psetex', '+del', '+time'],
       ...['+hmget', '+hincrbyfloat', '+hset', '+hgetall', '+pexpire', '+sadd', '+pttl'],
     )
   })
