@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { ensureBuilt } from '../ensure-built.mjs'
+import { plainBucket } from './plain-bucket.mjs'
 
 const [N1, N2] = (process.env.BENCH_OPS ?? '100000,300000').split(',').map(Number)
 const KEY_COUNTS = (process.env.BENCH_KEYS ?? '1,100000').split(',').map(Number)
@@ -40,24 +41,7 @@ if (process.argv[2] === 'run') {
   const facts = ips.map((ip) => ({ method: 'GET', path: '/api/items', ip, headers: {} }))
   let op
   if (which === 'plain') {
-    // The reference row of bench/core/contenders.mjs, as it is there.
-    const buckets = new Map()
-    const perMs = HUGE / HUGE
-    op = (i) => {
-      const ip = facts[i].ip
-      const now = Date.now()
-      let b = buckets.get(ip)
-      if (b === undefined) {
-        b = { tokens: HUGE, lastMs: now }
-        buckets.set(ip, b)
-      } else {
-        b.tokens = Math.min(HUGE, b.tokens + (now - b.lastMs) * perMs)
-        b.lastMs = now
-      }
-      if (b.tokens < 1) return false
-      b.tokens -= 1
-      return true
-    }
+    op = plainBucket.make(ips)
   } else {
     const { createLimiter } = await import(pathToFileURL(join(core, 'index.js')).href)
     const limiter = createLimiter({

@@ -3,6 +3,7 @@ import { createLimiter, MemoryStore, systemClock, testRuleForBench } from './flo
 import { RateLimiterMemory } from 'rate-limiter-flexible'
 import { MemoryStore as ErlMemoryStore } from 'express-rate-limit'
 import { createRequire } from 'node:module'
+export { plainBucket } from './plain-bucket.mjs'
 
 const require = createRequire(import.meta.url)
 const FrlLocalStore = require('@fastify/rate-limit/store/LocalStore.js')
@@ -84,36 +85,6 @@ export const storeContenders = [
     },
   },
 ]
-
-/**
- * The reference for check(): a plain synchronous token bucket over a Map, the least a limiter
- * can do per request. Keyed by the request's IP as given (no normalisation), one object per
- * key, a Date.now() per call, a boolean answer. Fed the same request objects as check().
- */
-export const plainBucket = {
-  name: 'plain token bucket over a Map (reference)',
-  sync: true,
-  make(keys) {
-    const buckets = new Map()
-    const perMs = HUGE / WINDOW_MS
-    const facts = keys.map((ip) => ({ method: 'GET', path: '/api/items', ip, headers: {} }))
-    return (i) => {
-      const ip = facts[i].ip
-      const now = Date.now()
-      let b = buckets.get(ip)
-      if (b === undefined) {
-        b = { tokens: HUGE, lastMs: now }
-        buckets.set(ip, b)
-      } else {
-        b.tokens = Math.min(HUGE, b.tokens + (now - b.lastMs) * perMs)
-        b.lastMs = now
-      }
-      if (b.tokens < 1) return false
-      b.tokens -= 1
-      return true
-    }
-  },
-}
 
 /**
  * The full check(): rule matching, key building, store, decision. `create` is another build's
