@@ -1,3 +1,4 @@
+import { runInNewContext } from 'node:vm'
 import fc from 'fast-check'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Decision } from './decision.js'
@@ -282,5 +283,42 @@ describe('limits: a function of the request chooses the limit', () => {
       ),
       { numRuns: 40 },
     )
+  })
+
+  it("a store's failed record of an answer is logged, whatever kind of thenable it fails with", async () => {
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown) => unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      // A rejected promise of another realm (a store built in a vm context or an iframe-like
+      // sandbox), and a thenable that is not a promise: neither is `instanceof Promise` here.
+      const failures: Array<() => PromiseLike<void>> = [
+        () => runInNewContext('Promise.reject(new Error("record refused"))') as Promise<void>,
+        () =>
+          ({
+            then: (_ok: unknown, fail?: (e: unknown) => void) =>
+              fail?.(new Error('record refused')),
+          }) as unknown as PromiseLike<void>,
+      ]
+      for (const fail of failures) {
+        const log = logger()
+        const store = new MemoryStore()
+        const limiter = createLimiter<Req>({
+          rules: [rule],
+          store: Object.assign(store, { recordLimits: fail as () => Promise<void> }),
+          logger: log,
+          limits: { 'per-user': () => 4 },
+        })
+        expect(limiter.check(facts('pro'))).toMatchObject({ limit: 4 })
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        expect(log.warn).toHaveBeenCalledWith(
+          expect.objectContaining({ rule: 'per-user' }),
+          expect.stringContaining('did not record a limit function answer'),
+        )
+      }
+      expect(unhandled).toEqual([])
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+    }
   })
 })

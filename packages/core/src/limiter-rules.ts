@@ -7,6 +7,7 @@ import {
   type KeyFn,
 } from './keys/build-key.js'
 import { zeroCounts, type DecisionCounts } from './limiter-counters.js'
+import { isThenable } from './limiter-deadline.js'
 import { compileRules as compileRuleSet } from './rules/compile-rules.js'
 import type { CompiledRule, CompiledRules } from './rules/compiled-rules.js'
 import type { Rule } from './rules/rule.js'
@@ -326,7 +327,8 @@ function recordLimits(
     problem?.('the store did not record a limit function answer', { rule: base.rule.id, err })
   try {
     const done = store.recordLimits(base.stateId, limits)
-    if (done instanceof Promise) done.catch(failed)
+    // Any thenable, not only this realm's Promise: a rejection must never go unobserved.
+    if (isThenable(done)) Promise.resolve(done).catch(failed)
   } catch (err) {
     failed(err)
   }
