@@ -25,6 +25,18 @@ import type { TopClientsTracker } from './limiter-top-clients.js'
 import type { RequestFacts } from './request-facts.js'
 import type { RefundEntry, Store } from './stores/store.js'
 
+/**
+ * One entry whose rule neither bans nor queues, the common request: there is no ban check to
+ * add, no queue to mark before the store call and none to join after it (validResults bounds
+ * the store's wait by the entry's maxWaitMs of 0), so those three steps are not called (about
+ * 190 instructions per decision, callgrind).
+ */
+function plainLone(entries: readonly Entry[]): boolean {
+  if (entries.length !== 1) return false
+  const one = entries[0]!
+  return !one.rule.ban && one.maxWaitMs <= 0
+}
+
 /** What one store round trip works with: the limiter's parts, shared by reference. */
 export interface RoundTripParts<Req> {
   readonly store: Store
@@ -61,11 +73,7 @@ export class RoundTrip<Req> {
     // A closed limiter has no store to ask: the request passes unjudged, like a store failure.
     if (this.closed) return this.failOpen(undefined, entries, facts, 'FG_WRN_LIMITER_CLOSED')
     const { store, reporter } = this.parts
-    // One entry whose rule neither bans nor queues, the common request: no ban check to add
-    // and no queue to mark, so neither call is made (with joinQueues below, about 190
-    // instructions per decision, callgrind).
-    const one = entries.length === 1 ? entries[0]! : undefined
-    const plain = one !== undefined && !one.rule.ban && one.maxWaitMs <= 0
+    const plain = plainLone(entries)
     const bans = plain ? undefined : withBanChecks(entries)
     const asked = bans ? bans.all : entries
     if (!plain) this.parts.holdings.markFullQueues(entries)
@@ -132,11 +140,7 @@ export class RoundTrip<Req> {
     let results = answer
     let banned: readonly boolean[] | undefined
     if (banOwners) ({ results, banned } = applyBanChecks(answer, entries.length, banOwners))
-    // One entry that does not queue: validResults bounded its wait by its maxWaitMs of 0, so
-    // there is no queue to join.
-    if (banOwners !== undefined || entries.length !== 1 || entries[0]!.maxWaitMs > 0) {
-      results = this.parts.holdings.joinQueues(entries, results)
-    }
+    if (!plainLone(entries)) results = this.parts.holdings.joinQueues(entries, results)
     const decision = judge(entries, results, banned, nowMs)
     this.parts.holdings.settle(decision, entries, results)
     const top = this.parts.top
