@@ -25,17 +25,20 @@
 // and max), BENCH_JOBS (2 servers under valgrind at once; it changes the wall time, not the
 // counts), BENCH_VARIANTS (all; e.g. `floodgate,peer:reject`; bare always runs; the SyncedStore and
 // RedisStore rows, Fastify only, need the Redis at REDIS_URL), BENCH_TIMEOUT (60 s per request),
-// BENCH_NODE_FLAGS (replaces the node flags above, for experiments), BENCH_PROFILE (a number N:
-// also list, per variant, the N functions whose own instructions per response differ most from
-// the two-constant-headers floor's, JIT code named through node --perf-basic-prof; the counts
-// move by a few hundred per function between processes, so read the large differences), KEEP
-// (1: keep the callgrind files and perf maps, for `node bench/callgrind-functions.mjs`).
+// BENCH_CONNECTIONS (10, warm-up and counted window alike; more connections make larger
+// RedisStore batches: the RedisStore row also prints responses per script call, from the
+// REDIS_URL's INFO commandstats, exact on a Redis nothing else runs scripts on), BENCH_NODE_FLAGS
+// (replaces the node flags above, for experiments), BENCH_PROFILE (a number N: also list, per
+// variant, the N functions whose own instructions per response differ most from the
+// two-constant-headers floor's, JIT code named through node --perf-basic-prof; the counts move
+// by a few hundred per function between processes, so read the large differences), KEEP (1: keep the callgrind files and perf maps, for `node bench/callgrind-functions.mjs`).
 import { execFileSync, fork, spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
+import { Redis } from 'ioredis'
 import { variantName, variantsFor } from './variants.mjs'
 import { selfCosts } from '../callgrind-functions.mjs'
 import { ensureBuilt } from '../ensure-built.mjs'
@@ -47,7 +50,7 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 4000)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 8000)
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 1)
 const JOBS = Number(process.env.BENCH_JOBS ?? 2)
-const CONNECTIONS = 10
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
 const WARMUP_RUNS = 4
 // Seconds autocannon waits for a response. A server under callgrind on a busy machine can be
 // slower than autocannon's default of 10; a timeout fails the run, a longer wait changes no count.
@@ -102,6 +105,9 @@ function start(name, framework, variant, mode) {
   const out = join(dir, name)
   const child = fork(join(here, 'server.mjs'), [framework, variant, mode], {
     cwd: here,
+    // A RedisStore call under valgrind can take longer than the default 50 ms deadline: the
+    // request would then fail open down another path, and that path would be counted.
+    env: { BENCH_CALL_TIMEOUT_MS: '60000', ...process.env },
     execPath: 'valgrind',
     execArgv: [
       '--tool=callgrind',
@@ -149,6 +155,24 @@ async function load(name, port, amount, expected) {
   }
 }
 
+/**
+ * EVAL and EVALSHA calls Redis has run so far (`INFO commandstats`): RedisStore's script calls,
+ * exact only on a Redis that nothing else sends scripts to while a row is counted.
+ */
+async function scriptCalls() {
+  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+    maxRetriesPerRequest: 1,
+  })
+  try {
+    const info = await redis.info('commandstats')
+    let calls = 0
+    for (const m of info.matchAll(/^cmdstat_(eval|evalsha):calls=(\d+)/gm)) calls += Number(m[2])
+    return calls
+  } finally {
+    redis.disconnect()
+  }
+}
+
 const callgrind = (pid, ...args) =>
   execFileSync('callgrind_control', [...args, String(pid)], { stdio: ['ignore', 'pipe', 'pipe'] })
 
@@ -160,6 +184,7 @@ async function measure(framework, variant, mode, repeat) {
   for (let i = 0; i < WARMUP_RUNS; i++) {
     await load(name, port, Math.ceil(WARMUP / WARMUP_RUNS), mode === 'reject' ? 'any' : '200')
   }
+  const calls = variant === 'redis' ? await scriptCalls() : undefined
   callgrind(server.child.pid, '--instr=on')
   const counting = Date.now()
   await load(name, port, REQUESTS, mode === 'reject' ? '429' : '200')
@@ -167,6 +192,8 @@ async function measure(framework, variant, mode, repeat) {
   // (a SyncedStore's rounds) weighs on each response far more than at full speed.
   const perSecond = REQUESTS / ((Date.now() - counting) / 1000)
   callgrind(server.child.pid, '--instr=off')
+  // Responses per script call: what each batch's cost is shared by.
+  const batch = calls === undefined ? undefined : REQUESTS / ((await scriptCalls()) - calls)
   server.child.send('exit')
   const code = await server.exited
   if (code !== 0) throw new Error(`${name} exited with ${code}: ${log(server.out)}`)
@@ -188,6 +215,7 @@ async function measure(framework, variant, mode, repeat) {
     perResponse: main / REQUESTS,
     othersPerResponse: others / REQUESTS,
     perSecond,
+    batch,
     functions,
   }
 }
@@ -208,7 +236,7 @@ async function worker() {
     const t = Date.now()
     Object.assign(job, await measure(job.framework, job.variant, job.mode, job.repeat))
     console.error(
-      `${job.framework} ${job.variant} ${job.mode} #${job.repeat + 1}: ${k(job.perResponse)}k instructions per response on the main thread (other threads ${k(job.othersPerResponse)}k; ${Math.round(job.perSecond)} responses/s counted; ${Math.round((Date.now() - t) / 1000)} s)`,
+      `${job.framework} ${job.variant} ${job.mode} #${job.repeat + 1}: ${k(job.perResponse)}k instructions per response on the main thread (other threads ${k(job.othersPerResponse)}k; ${Math.round(job.perSecond)} responses/s counted${job.batch === undefined ? '' : `; ${job.batch.toFixed(2)} responses per script call`}; ${Math.round((Date.now() - t) / 1000)} s)`,
     )
   }
 }

@@ -8,7 +8,10 @@
 //                MemoryStore, a SyncedStore or a RedisStore; the last two use the Redis at
 //                REDIS_URL, under a key prefix of their own)
 //   mode:      pass (a limit nothing reaches) | reject (one client far over its limit)
-// Env: BENCH_SYNC_MS, the SyncedStore's syncMs (100, its default; a long one leaves its rounds
+// Env: BENCH_CALL_TIMEOUT_MS, the RedisStore's callTimeoutMs and its limiter's decisionTimeoutMs
+// (50, their default; under valgrind a call can take longer, and a missed deadline fails open
+// down another path);
+// BENCH_SYNC_MS, the SyncedStore's syncMs (100, its default; a long one leaves its rounds
 // out of a count, to weigh its per-request part alone).
 // Reports its port, then answers 'cpu' messages with process.cpuUsage(), over IPC.
 import { randomBytes } from 'node:crypto'
@@ -38,10 +41,12 @@ async function storeLimiter() {
   if (variant === 'floodgate-tb') return createLimiter({ rules: tokenBucket })
   const { createRedisStore, createSyncedStore } = await import('@floodgate/redis')
   const options = { url: REDIS_URL, prefix: PREFIX }
+  // The limiter's deadline too: a store that settles within it needs no timer per request.
+  const callTimeoutMs = Number(process.env.BENCH_CALL_TIMEOUT_MS ?? 50)
   const store =
     variant === 'synced'
       ? createSyncedStore({ ...options, syncMs: Number(process.env.BENCH_SYNC_MS ?? 100) })
-      : createRedisStore(options)
+      : createRedisStore({ ...options, callTimeoutMs })
   // A store without Redis decides locally or fails open: the row would not measure it.
   await Promise.race([store.ready, new Promise((resolve) => setTimeout(resolve, 5000))])
   if (store.client.status !== 'ready') {
@@ -56,7 +61,7 @@ async function storeLimiter() {
     await deleteKeys(redis, `${PREFIX}:*`)
     redis.disconnect()
   }
-  return createLimiter({ rules: tokenBucket, store })
+  return createLimiter({ rules: tokenBucket, store, decisionTimeoutMs: callTimeoutMs })
 }
 
 async function express() {

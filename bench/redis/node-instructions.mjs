@@ -11,7 +11,9 @@
 // timers, the socket write and read (the kernel's side of a syscall is not counted). Redis is
 // REDIS_URL (default redis://127.0.0.1:6379), keys under a prefix of their own, deleted after.
 // Env: BENCH_CONTENDERS (all, comma-separated names below), BENCH_WARMUP (20000),
-// BENCH_DECISIONS (5000), KEEP=1 keeps the callgrind files and prints where (run with
+// BENCH_DECISIONS (5000), BENCH_IN_FLIGHT (1: decisions started together in one turn and
+// awaited together, a multiple of it counted; RedisStore sends the first alone when idle and
+// batches the rest, 16 per call), KEEP=1 keeps the callgrind files and prints where (run with
 // BENCH_PROFILE=1 to also dump per-instruction data and a perf map, then
 // `node bench/redis/node-instructions.mjs --annotate <file> <decisions>` names the functions).
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
@@ -125,10 +127,17 @@ async function child(name) {
   const wait = (fd) => readSync(fd, reply, 0, reply.length, null)
   const devNull = openSync('/dev/null', 'w')
   const devZero = openSync('/dev/zero', 'r')
+  // BENCH_IN_FLIGHT decisions started in one turn, awaited together, then the next group.
+  const inFlight = Number(process.env.BENCH_IN_FLIGHT ?? 1)
+  const group = new Array(inFlight)
   const run = async (n, from, warm) => {
-    for (let i = 0; i < n; i++) {
-      await op(KEYS[(from + i) % KEYS.length])
-      if (warm && i % 8 === 0) {
+    for (let i = 0; i < n; i += inFlight) {
+      if (inFlight === 1) await op(KEYS[(from + i) % KEYS.length])
+      else {
+        for (let j = 0; j < inFlight; j++) group[j] = op(KEYS[(from + i + j) % KEYS.length])
+        await Promise.all(group)
+      }
+      if (warm && i % (8 * inFlight) === 0) {
         say(devNull, 'warm\n')
         wait(devZero)
       }
@@ -240,12 +249,15 @@ if (process.argv[2] === '--child') {
   }
   ensureBuilt(['core', 'redis'])
   const names = (process.env.BENCH_CONTENDERS ?? Object.keys(CONTENDERS).join(',')).split(',')
-  const n = Number(process.env.BENCH_DECISIONS ?? 5000)
+  const inFlight = Number(process.env.BENCH_IN_FLIGHT ?? 1)
+  // The child counts whole groups of inFlight decisions.
+  const n = Math.ceil(Number(process.env.BENCH_DECISIONS ?? 5000) / inFlight) * inFlight
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-node-callgrind-'))
-  console.log(`### Node instructions per decision, one decision in flight`)
+  const how = inFlight === 1 ? 'one at a time' : `${inFlight} at a time`
+  console.log(`### Node instructions per decision, ${inFlight} in flight`)
   console.log()
   console.log(
-    `Node ${process.version} (--single-threaded --single-threaded-gc, 1 MB semi-space) under callgrind, main thread, ${n} decisions one at a time after ${process.env.BENCH_WARMUP ?? 20_000} to warm up, a full GC and 5000 more.`,
+    `Node ${process.version} (--single-threaded --single-threaded-gc, 1 MB semi-space) under callgrind, main thread, ${n} decisions ${how} after ${process.env.BENCH_WARMUP ?? 20_000} to warm up, a full GC and 5000 more.`,
   )
   console.log()
   console.log('| contender | k instructions / decision |')
