@@ -5,9 +5,10 @@ import { hashTag, redisKey } from './redis-key.js'
 import { scriptAlgorithms } from './scripts/decide-script.js'
 import type { FrameTail } from './script-frame.js'
 import {
-  decodeResults,
   encodeRequests,
+  replyValues,
   requestBytes,
+  resultsFrom,
   type WireEntry,
   type WireMode,
 } from './wire-format.js'
@@ -169,11 +170,17 @@ export class BatchQueue {
     // Idle: this request is alone in its call whatever else the turn brings; send it now.
     const alone = this.inFlight === 0 && this.open.size === 0
     // A script call touches one slot on a Cluster and runs at one `now`: batch accordingly.
+    // With Redis as the clock (`now` ''), a single Redis batches by the script id alone, a
+    // string that is not built per request (ids hold no '|', so no key of another form equals
+    // it): building `${id}|` and hashing it for the lookup cost more than the rest of the
+    // request's queueing.
     const batchKey = alone
       ? ''
       : this.options.isCluster
         ? `${id}|${now}|${hashTag(entries[0]!.key)}`
-        : `${id}|${now}`
+        : now === ''
+          ? id
+          : `${id}|${now}`
     const batch = (alone ? undefined : this.open.get(batchKey)) ?? this.openBatch(batchKey, id, now)
     this.pending++
     for (const e of entries) batch.keys.push(redisKey(this.options.prefix, e.key, e.rule.stateId))
@@ -288,11 +295,11 @@ export class BatchQueue {
         this.settledCalls++
         this.forgetSettled()
         // One key per entry: the batch asked for as many results as it sent keys.
-        const total = batch.keys.length
+        const values = replyValues(reply, batch.keys.length)
         let from = 0
         for (const req of batch.requests) {
           this.pending--
-          const results = decodeResults(reply, from, req.entries.length, total)
+          const results = resultsFrom(values, from, req.entries.length)
           from += req.entries.length
           if (batch.timedOut) this.options.onLateAnswer(req.mode, req.entries, results, batch.now)
           else req.resolve(results)

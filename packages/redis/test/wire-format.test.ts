@@ -20,6 +20,8 @@ import {
   decodeResults,
   encodeBatch,
   encodeReply,
+  replyValues,
+  resultsFrom,
 } from '../src/wire-format.js'
 import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 
@@ -130,6 +132,32 @@ describe('the packed wire format', () => {
             retryAfterMs,
           })),
         )
+      }),
+    )
+  })
+
+  it('reads replies at any byte offset, one after another of any size, each exactly (property)', () => {
+    // The reply arrives as a slice of the socket's read buffer (any alignment), and is read
+    // through one scratch array that the next reply reuses, larger or smaller.
+    const field = fc.double({ noNaN: true })
+    const result = fc.tuple(fc.constantFrom(0, 1), field, field, field, field, field)
+    const reply = fc.record({
+      results: fc.array(result, { minLength: 1, maxLength: 40 }),
+      offset: fc.nat({ max: 15 }),
+    })
+    fc.assert(
+      fc.property(fc.array(reply, { minLength: 1, maxLength: 6 }), (replies) => {
+        for (const { results, offset } of replies) {
+          const bytes = encodeReply(results)
+          const host = Buffer.alloc(offset + bytes.length + 3, 0xff)
+          bytes.copy(host, offset)
+          const values = replyValues(host.subarray(offset, offset + bytes.length), results.length)
+          results.forEach(([allowed, waitMs, limit, remaining, resetMs, retryAfterMs], i) => {
+            expect(resultsFrom(values, i, 1)).toEqual([
+              { allowed: allowed === 1, waitMs, limit, remaining, resetMs, retryAfterMs },
+            ])
+          })
+        }
       }),
     )
   })
