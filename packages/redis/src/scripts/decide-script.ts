@@ -9,8 +9,10 @@ import { tokenBucketLua } from './token-bucket.js'
 import { MAX_TTL_MS } from '../key-ttl.js'
 import {
   ARGV,
+  ENTRY_BYTES,
   ENTRY_FIELDS,
   ENTRY_FORMAT,
+  REQUEST_HEADER_BYTES,
   REQUEST_HEADER_FORMAT,
   RESULT_FORMAT,
   WIRE_MODES,
@@ -90,22 +92,26 @@ const getRaw = (key: string): string => `
 const cachedRaw = 'local raw = got[f]'
 
 /**
- * Lua that decodes `raw` (see {@link getRaw}, {@link cachedRaw}) into a new table `s` of `size`
+ * Lua that decodes `raw` (see {@link getRaw}, {@link cachedRaw}) into a table `s` of `size`
  * doubles (0: variable), all zero when there is no value or one of the wrong size. Tables
- * are built at their final size: growing one element at a time rehashes.
+ * are built at their final size: growing one element at a time rehashes. With `reuse`, a
+ * state of a fixed size 2 or 3 is decoded into the script's one table of that size (`S2`,
+ * `S3`) instead of a new one: for a request whose state is packed before the next request is
+ * read. A variable-size state (concurrency leases, which the algorithm grows and shrinks)
+ * always gets a table of its own.
  */
-const loadState = (read: string, size: string): string => `
+const loadState = (read: string, size: string, reuse = false): string => `
   local s
   local size = ${size}
-  ${read}
+  ${read}${reuse ? '\n  local S2, S3 = S2, S3\n  if size == 0 then S2, S3 = nil, nil end' : ''}
   -- Variable-size states (concurrency leases) take whatever whole doubles are stored.
   if raw and size == 0 then size = floor(#raw / 8) end
   if raw and #raw == size * 8 then
     if size == 2 then
-      s = { 0, 0 }
+      s = ${reuse ? 'S2 or { 0, 0 }' : '{ 0, 0 }'}
       s[1], s[2] = struct.unpack('<dd', raw)
     elseif size == 3 then
-      s = { 0, 0, 0 }
+      s = ${reuse ? 'S3 or { 0, 0, 0 }' : '{ 0, 0, 0 }'}
       s[1], s[2], s[3] = struct.unpack('<ddd', raw)
     else
       s = {}
@@ -113,9 +119,9 @@ const loadState = (read: string, size: string): string => `
       for j = 1, size do s[j], pos = struct.unpack('<d', raw, pos) end
     end
   elseif size == 2 then
-    s = { 0, 0 }
+    ${reuse ? 's = S2 or { 0, 0 }; s[1], s[2] = 0, 0' : 's = { 0, 0 }'}
   elseif size == 3 then
-    s = { 0, 0, 0 }
+    ${reuse ? 's = S3 or { 0, 0, 0 }; s[1], s[2], s[3] = 0, 0, 0' : 's = { 0, 0, 0 }'}
   else
     s = {}
     for j = 1, size do s[j] = 0 end
@@ -156,17 +162,11 @@ const queueFullFlag = `local full = max_wait < 0
   if full then max_wait = -max_wait end`
 
 /**
- * Lua that reads the next packed entry at `pos` into locals (`alg`, its numbers, `key`, its
- * slot `f`), advancing `pos` and the key index `k`; the shadow flag goes to the local named `shadow`.
- * The locals and the unpack format come from the wire format's one list of entry fields. A
- * negative `max_wait` says the client's queue is full (`queueFull`): `full` is set and
- * `max_wait` made positive.
+ * Lua that takes an entry already unpacked into locals (`ai`, its numbers): its algorithm
+ * `alg`, its `key` and the key's slot `f`, advancing the key index `k`. A negative `max_wait`
+ * says the client's queue is full (`queueFull`): `full` is set and `max_wait` made positive.
  */
-const readEntry = (shadow: string): string => {
-  const locals = entryLocals(shadow)
-  return `
-  local ${locals}
-  ${locals}, pos = struct.unpack('${ENTRY_FORMAT}', blob, pos)
+const takeEntry = `
   local alg = ALG[ai]
   if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. ai) end
   k = k + 1
@@ -178,6 +178,19 @@ const readEntry = (shadow: string): string => {
     first[key] = k
   end
   ${queueFullFlag}`
+
+/**
+ * Lua that reads the next packed entry at `pos` into locals (`alg`, its numbers, `key`, its
+ * slot `f`; see {@link takeEntry}), advancing `pos`; the shadow flag goes to the local named
+ * `shadow`. The locals and the unpack format come from the wire format's one list of entry
+ * fields.
+ */
+const readEntry = (shadow: string): string => {
+  const locals = entryLocals(shadow)
+  return `
+  local ${locals}
+  ${locals}, pos = struct.unpack('${ENTRY_FORMAT}', blob, pos)
+  ${takeEntry}`
 }
 
 /** Lua mirroring core's `refuseReservation`: an admission that would wait becomes a refusal. */
@@ -259,6 +272,9 @@ const consumeOne = (alg: string, writes: StateWrites): string => `
       ${storeState(alg, 'limit, window_ms, burst', 'out', writes)}
     end`
 
+/** `struct` format of a request's header and its first entry (a lone request: its one entry). */
+const LONE_FORMAT = `${REQUEST_HEADER_FORMAT}${ENTRY_FORMAT.slice(1)}`
+
 /** Keys per MGET: `unpack` fails past the Lua stack's few thousand slots. */
 const MGET_KEYS = 1000
 
@@ -305,6 +321,8 @@ local pos = 1
 local nblob = #blob
 -- Reused by every one-entry request: the algorithm fills it, the reply takes a copy.
 local out = { 0, 0, 0, 0, 0, 0 }
+-- The state tables of requests whose state is packed before the next is read (see loadState).
+local S2, S3 = { 0, 0 }, { 0, 0, 0 }
 -- Every key's value, read at once: one MGET costs about what one GET does, whatever the keys
 -- (one Cluster slot: a call's keys share a hash tag). A key at slot f (its first place in KEYS)
 -- holds got[f]; PX[f] is the write the call owes it (a TTL string: SET, false: DEL, nil: none).
@@ -326,12 +344,20 @@ local PX = {}
 local first = {}
 
 while pos <= nblob do
-  local n, m
-  n, m, pos = struct.unpack('${REQUEST_HEADER_FORMAT}', blob, pos)
+  -- The header and the request's first entry in one unpack (every request RedisStore sends
+  -- has an entry); the paths that read their entries one by one start again after the header.
+  local body = pos + ${REQUEST_HEADER_BYTES}
+  local n, m, ${entryLocals('_')}
+  if body + ${ENTRY_BYTES - 1} <= nblob then
+    n, m, ${entryLocals('_')}, pos = struct.unpack('${LONE_FORMAT}', blob, pos)
+  else
+    n, m, pos = struct.unpack('${REQUEST_HEADER_FORMAT}', blob, pos)
+  end
   local mode = 'c'
   if m == 1 then mode = 'r' end
 
   if m >= 2 then
+    pos = body
     -- Peek (2), reset (3) or penalize (4): each entry on its own, nothing all-or-nothing.
     for i = 1, n do
       ${readEntry('_')}
@@ -339,7 +365,7 @@ while pos <= nblob do
       if m == 3 then
         ${batchWrites('f').del}
       else
-        ${loadState(cachedRaw, 'size')}
+        ${loadState(cachedRaw, 'size', true)}
         if m == 4 then
           alg('f', s, limit, window_ms, burst, cost, now, 0, true, out)
           ${storeState('alg', 'limit, window_ms, burst', 'out', batchWrites('f'))}
@@ -353,10 +379,11 @@ while pos <= nblob do
     end
   elseif n == 1 then
     -- The common case, one rule, without the bookkeeping of several: the algorithm's own
-    -- commit is all-or-nothing (a refusal writes nothing), shadow or not.
-    ${readEntry('_')}
+    -- commit is all-or-nothing (a refusal writes nothing), shadow or not. Its entry is
+    -- unpacked already.
+    ${takeEntry}
     out[1], out[2], out[3], out[4], out[5], out[6] = 0, 0, 0, 0, 0, 0
-    ${loadState(cachedRaw, 'size')}
+    ${loadState(cachedRaw, 'size', true)}
     if mode == 'c' then
       ${consumeOne('alg', batchWrites('f'))}
     elseif raw then
@@ -374,6 +401,7 @@ while pos <= nblob do
     if r == 1 then R = {} end
     R[r] = packed_out
   else
+    pos = body
     -- One table per entry (its params double as the algorithm's p), one per distinct key's state.
     local E = {}
     local first_of = {}
@@ -459,9 +487,6 @@ export function decideScript(algorithms: readonly AlgorithmName[] = SCRIPT_ALGOR
   const lease = names.includes('concurrency') ? [concurrencyPrelude] : []
   return [prelude, ...lease, ...defs, table, main].join('\n')
 }
-
-/** `struct` format of a lone request: its header, then its one entry. */
-const LONE_FORMAT = `${REQUEST_HEADER_FORMAT}${ENTRY_FORMAT.slice(1)}`
 
 /**
  * The lone request's part of {@link loneScript}: the same ARGV and packed request as the
