@@ -23,6 +23,8 @@ import {
  * max_wait, commit, out)` (concurrency takes the entry's `lease` name too) that writes its answer into the array `out` (allowed 1/0, waitMs,
  * limit, remaining, resetMs, retryAfterMs), which doubles as the script's reply. The buckets
  * receive their rate as core's `exactRate` (see `encodeRequests`) in `limit` and `window_ms`.
+ * A bucket's consume that commits also returns the state's useful life, what 'i' would answer
+ * (the others return nothing, and the script asks 'i').
  */
 const ALGORITHM_LUA: Readonly<Record<AlgorithmName, string>> = {
   'token-bucket': tokenBucketLua,
@@ -201,11 +203,17 @@ const refuseReservation = (out: string): string =>
  * Lua that writes state `s` back (`writes`) with a TTL of its useful life (the algorithm's
  * idle time), or deletes it when it is already fresh.
  */
-const storeState = (alg: string, params: string, out: string, writes: StateWrites): string => `
+const storeState = (
+  alg: string,
+  params: string,
+  out: string,
+  writes: StateWrites,
+  life?: string,
+): string => `
   -- 'i' answers the ms from now until the state is fresh again, summed from the state's own
   -- times minus now first: a life of a few nanoseconds added to an epoch in ms would round away
-  -- and delete a state MemoryStore still holds.
-  local ttl = ceil(${alg}('i', s, ${params}, 0, now, 0, false, ${out}))
+  -- and delete a state MemoryStore still holds.${life === undefined ? '' : ` The buckets' commit returned it already (\`${life}\`).`}
+  local ttl = ceil(${life === undefined ? '' : `${life} or `}${alg}('i', s, ${params}, 0, now, 0, false, ${out}))
   if not (ttl > 0) then
     -- Already equal to the fresh state: nothing worth keeping. A NaN life (a state of the right
     -- size that Floodgate did not write) is read as fresh, like a state of the wrong size.
@@ -260,16 +268,17 @@ local last_px, last_pxs`
  * all-or-nothing (a refusal writes nothing), shadow or not.
  */
 const consumeOne = (alg: string, writes: StateWrites): string => `
+    local life
     if full then
       -- The client's queue is full: record only an admission that does not wait.
       ${alg}('c', s, limit, window_ms, burst, cost, now, max_wait, false, out, lease)
       ${refuseReservation('out')}
-      if out[1] == 1 then ${alg}('c', s, limit, window_ms, burst, cost, now, max_wait, true, out, lease) end
+      if out[1] == 1 then life = ${alg}('c', s, limit, window_ms, burst, cost, now, max_wait, true, out, lease) end
     else
-      ${alg}('c', s, limit, window_ms, burst, cost, now, max_wait, true, out, lease)
+      life = ${alg}('c', s, limit, window_ms, burst, cost, now, max_wait, true, out, lease)
     end
     if out[1] == 1 then
-      ${storeState(alg, 'limit, window_ms, burst', 'out', writes)}
+      ${storeState(alg, 'limit, window_ms, burst', 'out', writes, 'life')}
     end`
 
 /** `struct` format of a request's header and its first entry (a lone request: its one entry). */

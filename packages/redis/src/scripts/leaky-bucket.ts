@@ -1,4 +1,4 @@
-import { drainedStepsLua, snapWholeStepsLua } from './whole-steps.js'
+import { bucketLifeLua, drainedStepsLua, snapWholeStepsLua } from './whole-steps.js'
 
 /**
  * Lua port of core's `algorithms/leaky-bucket.ts`: state `s[1]` = level, `s[2]` = lastMs,
@@ -35,6 +35,8 @@ ${drainedStepsLua('level', 'scale')}
     if commit then
       s[1] = value
       s[2] = max(s[2], now)
+      -- the useful life, as 'i' answers it: the store's TTL without a second call
+      return ${bucketLifeLua('scale')}
     end
     return
   end

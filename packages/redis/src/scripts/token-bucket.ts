@@ -1,4 +1,4 @@
-import { drainedStepsLua, snapWholeStepsLua } from './whole-steps.js'
+import { bucketLifeLua, drainedStepsLua, snapWholeStepsLua } from './whole-steps.js'
 
 /**
  * Lua port of core's `stepBucket` (`algorithms/drain.ts`), line for line: same state layout
@@ -63,6 +63,8 @@ ${drainedStepsLua('used', factor)}
   if commit then
     s[1] = value
     s[2] = max(s[2], now)
+    -- the useful life, as 'i' answers it: the store's TTL without a second call
+    return ${bucketLifeLua(factor)}
   end
 end
 `

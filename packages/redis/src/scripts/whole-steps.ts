@@ -18,6 +18,15 @@ export const snapWholeStepsLua = (v: string): string => `
   end`
 
 /**
+ * Lua for a bucket's useful life in ms (the TTL answer, 'i'): the time until state `s`
+ * (`factor` steps per stored value) has drained, summed from its own times minus `now` first. A
+ * consume that commits returns it too, from the same expression on the same state, so that
+ * the script need not call the function again for the TTL.
+ */
+export const bucketLifeLua = (factor: 'scale' | 'per_ms'): string =>
+  `(s[2] - now) + (s[1] * ${factor}) / per_ms`
+
+/**
  * Lua for the start of a bucket's function (core's `drainedSteps`): the TTL answer ('i'), the
  * slack `tol`, and the local `v` set to the state's balance in steps (`factor` per stored
  * value), drained since `s[2]` at `per_ms` steps per millisecond.
@@ -25,7 +34,7 @@ export const snapWholeStepsLua = (v: string): string => `
 export const drainedStepsLua = (v: string, factor: 'scale' | 'per_ms'): string => `
   -- the life left, for the TTL only (rounded up, plus slack): the stored value's own sum is
   -- within a float step of the exact one, and cheaper than reading it back to a whole step
-  if op == 'i' then return (s[2] - now) + (s[1] * ${factor}) / per_ms end
+  if op == 'i' then return ${bucketLifeLua(factor)} end
   local tol = EPSILON * scale
   if tol > 0.25 then tol = 0.25 end
   -- drainedSteps
