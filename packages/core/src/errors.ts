@@ -47,6 +47,8 @@ export const errorCodes = {
     'requestWasSuccessful threw or answered something other than a boolean; the request counted as failed',
   FG_WRN_REDIS_CLIENT_UNSAFE:
     'the ioredis client passed to a Redis store queues or resends commands when Redis goes away',
+  FG_WRN_REDIS_READY_CHECK_REFUSED:
+    "Redis refused the INFO of ioredis's ready check; the store's own client connects without it",
   FG_WRN_REPORT_REFUSED: "the rules service refused this host's report; the host polls without it",
   FG_WRN_SKIP_INVALID: "the adapter's skip threw; the request was checked",
   FG_WRN_STORE_RECORD_MALFORMED:

@@ -156,9 +156,11 @@ export class RedisConnection {
   /**
    * @param options - Where Redis is; see {@link RedisConnectionOptions}.
    * @param timeoutMs - The store's deadline, which bounds the connect timeout from below.
+   * @param logger - The store's scoped logger, for what the connection itself has to say
+   *   (none: stderr).
    * @throws OptionsError when more than one of `client`, `url`, `cluster` is given.
    */
-  constructor(options: RedisConnectionOptions, timeoutMs: number) {
+  constructor(options: RedisConnectionOptions, timeoutMs: number, logger?: Logger) {
     this.quitTimeoutMs = timeoutMs
     this.deadLinkMs = Math.max(1000, DEAD_LINK_DEADLINES * timeoutMs)
     const sources = [options.client, options.url, options.cluster].filter((s) => s !== undefined)
@@ -204,7 +206,10 @@ export class RedisConnection {
       // and the last one says why calls fail while the client is not connected.
       this.client.on('error', (err: Error) => (this.lastError = err))
       this.client.on('ready', () => (this.lastError = undefined))
-      if (!this.isCluster) watchHandshake(this.client as Redis, this.deadLinkMs)
+      if (!this.isCluster) {
+        watchHandshake(this.client as Redis, this.deadLinkMs)
+        skipRefusedReadyCheck(this.client as Redis, logger)
+      }
     }
     this.ready = this.isCluster ? clusterReady(this.client as Cluster) : whenReady(this.client)
   }
@@ -347,6 +352,40 @@ function watchHandshake(client: Redis, silenceMs: number): void {
   })
   client.on('ready', stop)
   client.on('close', stop)
+}
+
+/**
+ * Whether `err`, met while `client` is connected but not ready, is Redis refusing the INFO of
+ * ioredis's ready check as a command it does not know (`rename-command INFO ""`). ioredis
+ * skips the check by itself when the refusal is `NOPERM` (an ACL user without `+info`), but
+ * takes any other refusal as a failed connection, and reconnects, forever.
+ */
+export function isReadyCheckRefusal(client: Redis, err: Error): boolean {
+  return (
+    client.status === 'connect' &&
+    client.options.enableReadyCheck === true &&
+    /^ERR unknown command [`']info[`']/i.test(err.message)
+  )
+}
+
+/**
+ * A Redis that refuses INFO would keep a client of ours reconnecting, every call failing open:
+ * from the first refusal on, connect without the ready check (ioredis reads the option on each
+ * connection, and the refused one is already being reopened), and say so once. The check only
+ * waits while Redis loads its dataset: without it, the calls made then fail open, naming
+ * `LOADING`, until the load ends.
+ */
+function skipRefusedReadyCheck(client: Redis, logger: Logger | undefined): void {
+  const onError = (err: Error): void => {
+    if (!isReadyCheckRefusal(client, err)) return
+    client.options.enableReadyCheck = false
+    client.off('error', onError)
+    ;(logger ?? stderrWarnings).warn(
+      { code: 'FG_WRN_REDIS_READY_CHECK_REFUSED', err },
+      `Redis refuses INFO, which ioredis's ready check sends (${err.message.trim()}): connecting without the check from now on; while Redis loads its dataset after a restart, decisions fail open naming LOADING`,
+    )
+  }
+  client.on('error', onError)
 }
 
 /**

@@ -109,7 +109,11 @@ export class RedisStore implements Store {
     this.leaseMs = leaseMs
     this.redisClockArgv = ['', '0', String(leaseMs)]
     this.warn = throttledWarn(scopeLogger(options.logger, 'floodgate-redis'))
-    this.connection = new RedisConnection(options, timeoutMs)
+    this.connection = new RedisConnection(
+      options,
+      timeoutMs,
+      options.logger && scopeLogger(options.logger, 'floodgate-redis'),
+    )
     if (options.client) warnUnsafeClient(options.client, options.logger, 'floodgate-redis')
     this.client = this.connection.client
     this.isCluster = this.connection.isCluster

@@ -104,7 +104,11 @@ export class SyncedStore implements Store {
     const o = resolveSyncedOptions(options)
     this.memory = new MemoryStore({ maxKeys: o.maxKeys })
     this.keys = new TrackedKeys(o.prefix, o.maxKeys ?? 1_000_000, (t) => this.readSoon(t))
-    this.connection = new RedisConnection(options, o.timeoutMs)
+    this.connection = new RedisConnection(
+      options,
+      o.timeoutMs,
+      o.logger && scopeLogger(o.logger, 'floodgate-synced'),
+    )
     if (options.client) warnUnsafeClient(options.client, o.logger, 'floodgate-synced')
     this.client = this.connection.client
     this.syncMs = o.syncMs

@@ -190,7 +190,14 @@ export async function waitForPing(port: number, owner?: ChildProcess): Promise<v
         if (!(err instanceof Error && err.message.startsWith('LOADING'))) throw err
       })
       if (!owner) return
-      pid = /process_id:(\d+)/.exec(await c.info('server'))?.[1]
+      const info = await c.info('server').catch((err: unknown) => {
+        // A config with `rename-command INFO ""`: the owner is still running, which is
+        // what can be checked.
+        if (err instanceof Error && /unknown command 'info'/i.test(err.message)) return undefined
+        throw err
+      })
+      if (info === undefined) return
+      pid = /process_id:(\d+)/.exec(info)?.[1]
     } catch (err) {
       if (Date.now() > deadline) throw err
       await new Promise((r) => setTimeout(r, 20))
