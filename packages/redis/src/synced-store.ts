@@ -11,7 +11,7 @@ import {
 import { RedisConnection, warnUnsafeClient, type RedisClient } from './connection.js'
 import { RecordedLimits } from './recorded-limits.js'
 import { throttledWarn } from './throttled-warn.js'
-import { adoptFleetLevel, holdBack, sharedRetryAfterMs } from './synced/fleet-share.js'
+import { adoptFleetLevel, holdBack, localWaitMs, sharedRetryAfterMs } from './synced/fleet-share.js'
 import { resolveSyncedOptions, type SyncedStoreOptions } from './synced/options.js'
 import {
   checkShareable,
@@ -133,12 +133,15 @@ export class SyncedStore implements Store {
 
   /** Decide locally; the units admitted are shared with the fleet at the next sync. */
   consume(entries: readonly ConsumeEntry[], nowMs: number): readonly AlgorithmResult[] {
+    let shared = false
     for (const e of entries) {
       if (!isShareable(e.rule)) throw unsupported(e.rule.rule.id, e.rule.algorithm.name)
-      const t = this.keys.find(e.rule, e.key)
-      if (t?.known && t.share < 1 && holdBack(this.memory, t, nowMs)) this.markUrgent(t)
+      const t = this.sharedEntry(e, nowMs)
+      if (t && e.maxWaitMs > 0) shared = true
     }
-    const results = this.memory.consume(entries, nowMs)
+    const results = shared
+      ? this.queuedAtShare(entries, nowMs)
+      : this.memory.consume(entries, nowMs)
     for (let i = 0; i < entries.length; i++) {
       if (!entries[i]!.shadow && !results[i]!.allowed) return this.refused(entries, results, nowMs)
     }
@@ -155,6 +158,40 @@ export class SyncedStore implements Store {
       t.fullAtMs = Math.max(t.fullAtMs, nowMs) + e.cost * interval(e.rule)
     }
     return results
+  }
+
+  /**
+   * The entry's key when other hosts share it and its fleet level is known, after this host's
+   * local bucket was brought to what it is owed at `nowMs` ({@link holdBack}); else undefined.
+   */
+  private sharedEntry(e: StateEntry, nowMs: number): Tracked | undefined {
+    const t = this.keys.find(e.rule, e.key)
+    if (!t?.known || t.share >= 1) return undefined
+    if (holdBack(this.memory, t, nowMs)) this.markUrgent(t)
+    return t
+  }
+
+  /**
+   * Consume with queueing rules: the local bucket answers waits as if it refilled at the
+   * rule's rate, but past a learned debt this host refills at its share only. Ask it for the
+   * wait that is `maxWaitMs` at the share, and answer each wait at the share: the time at
+   * which a request that queues is paid for here.
+   */
+  private queuedAtShare(entries: readonly ConsumeEntry[], nowMs: number): AlgorithmResult[] {
+    const tracked = entries.map((e) => {
+      const t = this.keys.find(e.rule, e.key)
+      return t?.known && t.share < 1 ? t : undefined
+    })
+    const asked = entries.map((e, i) => {
+      const t = tracked[i]
+      return t && e.maxWaitMs > 0 ? { ...e, maxWaitMs: localWaitMs(t, e.maxWaitMs, nowMs) } : e
+    })
+    return this.memory.consume(asked, nowMs).map((r, i) => {
+      const t = tracked[i]
+      if (!t || !r.allowed || r.waitMs <= 0) return r
+      const waitMs = Math.min(entries[i]!.maxWaitMs, sharedRetryAfterMs(t, r.waitMs, nowMs))
+      return { ...r, waitMs }
+    })
   }
 
   /** Nothing was recorded: say when each refused entry could pass at this host's share. */
@@ -184,10 +221,18 @@ export class SyncedStore implements Store {
 
   /**
    * This host's view of each entry's state (the fleet level at the last sync plus what this
-   * host admitted since), read without changing it.
+   * host admitted since), as `consume` would find it at `nowMs`: the local bucket first gives
+   * back the part of its refill owed to the other hosts, and a wait counts this host's share
+   * of the refill. Nothing is admitted or charged beyond that.
    */
   peek(entries: readonly StateEntry[], nowMs: number): readonly AlgorithmResult[] {
-    return this.memory.peek(entries, nowMs)
+    // What consume would find: the local bucket holds only this host's share of the refill.
+    const tracked = entries.map((e) => this.sharedEntry(e, nowMs))
+    return this.memory.peek(entries, nowMs).map((r, i) => {
+      const t = tracked[i]
+      if (!t || r.retryAfterMs <= 0) return r
+      return { ...r, retryAfterMs: sharedRetryAfterMs(t, r.retryAfterMs, nowMs) }
+    })
   }
 
   /**

@@ -96,3 +96,19 @@ export function sharedRetryAfterMs(t: Tracked, retryAfterMs: number, nowMs: numb
   if (t.share >= 1 || retryAfterMs <= atFullRate) return retryAfterMs
   return Math.ceil(atFullRate + (retryAfterMs - atFullRate) / t.share)
 }
+
+/**
+ * The inverse of {@link sharedRetryAfterMs}: how long the local bucket, which answers as if
+ * it refilled at the rule's rate, may wait so that the wait at this host's share of the refill
+ * is at most `sharedMs`. A queued request's `maxWaitMs` goes to the local bucket through it.
+ *
+ * @param t - A key whose fleet level is known.
+ * @param sharedMs - The longest wait allowed at this host's share.
+ * @param nowMs - The decision's time (after {@link holdBack} ran for it).
+ * @returns The longest wait the local bucket may answer.
+ */
+export function localWaitMs(t: Tracked, sharedMs: number, nowMs: number): number {
+  const atFullRate = Math.max(0, t.adjustedMs - nowMs)
+  if (t.share >= 1 || sharedMs <= atFullRate) return sharedMs
+  return Math.floor(atFullRate + (sharedMs - atFullRate) * t.share)
+}
