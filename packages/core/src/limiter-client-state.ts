@@ -1,12 +1,18 @@
 import type { Clock } from './clock.js'
 import { keyFromParts, partFromKey, type ClientKey } from './keys/build-key.js'
 import { invalidAnswer, validResults } from './limiter-decide.js'
-import { variantOf, type LimitState } from './limiter-limits.js'
+import {
+  MAX_LIMIT_VARIANTS,
+  readRecorded,
+  variantOf,
+  type LimitProblem,
+  type LimitState,
+} from './limiter-limits.js'
 import type { RuleRuntime } from './limiter-rules.js'
 import { storeName } from './limiter-rules.js'
 import { describeValue, misuseError, optionError } from './options/checks.js'
 import type { CompiledRule } from './rules/compiled-rules.js'
-import type { Rule } from './rules/rule.js'
+import type { Rule, RuleTier } from './rules/rule.js'
 import type { RefundEntry, StateEntry, Store } from './stores/store.js'
 
 export type { ClientKey } from './keys/build-key.js'
@@ -83,10 +89,7 @@ async function statesOf(
     } else if (rt.answered) {
       const base = rt.compiled
       out.push({ compiled: base, target })
-      const limits = [...rt.answered.values()]
-      if (typeof ctx.store.recordedLimits === 'function') {
-        limits.push(...(await ctx.store.recordedLimits(base.stateId)))
-      }
+      const limits = [...rt.answered.values(), ...(await recordedOf(ctx, base))]
       const seen = new Set([base.stateId])
       for (const l of limits) {
         const compiled = variantOf(base, l)
@@ -105,6 +108,64 @@ export interface ClientStateContext {
   readonly ipv6Subnet: number
   readonly clock: Clock
   readonly runtimes: () => RuleRuntime[]
+  /** Hears of a store's record of limit function answers that was not read (throttled). */
+  readonly recordedInvalid?: LimitProblem | undefined
+}
+
+/** Most entries of a store's record of one rule's answers read: each is a state to visit. */
+export const MAX_RECORDED_LIMITS: number = 4 * MAX_LIMIT_VARIANTS
+
+/**
+ * The limits other hosts' limit functions answered for the rule, as the store recorded them.
+ * Each is checked as an answer of the rule's function; what fails (a store that throws or
+ * rejects, an answer that is not a list, an entry that is not a limit of this rule, entries
+ * past {@link MAX_RECORDED_LIMITS}) is left out and named in one line: `get` and `reset` go on
+ * with the rule's own state and this host's answers.
+ */
+async function recordedOf(ctx: ClientStateContext, base: CompiledRule): Promise<RuleTier[]> {
+  const store = ctx.store
+  if (typeof store.recordedLimits !== 'function') return []
+  const problems: string[] = []
+  const out: RuleTier[] = []
+  try {
+    const answer: unknown = await store.recordedLimits(base.stateId)
+    if (!Array.isArray(answer))
+      problems.push(`the store answered ${describeValue(answer)}, not a list`)
+    else {
+      const n = Math.min(answer.length, MAX_RECORDED_LIMITS)
+      if (answer.length > n) {
+        problems.push(`the store answered ${answer.length} limits; only the first ${n} were read`)
+      }
+      for (let i = 0; i < n; i++) {
+        let limits: RuleTier | string
+        try {
+          limits = readRecorded(base, answer[i])
+        } catch (err) {
+          // An entry whose fields throw when read (a getter, a Proxy).
+          limits = `cannot be read: ${describeError(err)}`
+        }
+        if (typeof limits === 'string') problems.push(`[${i}]: ${limits}`)
+        else out.push(limits)
+      }
+    }
+  } catch (err) {
+    problems.push(`the store failed to read them: ${describeError(err)}`)
+  }
+  if (problems.length > 0) {
+    ctx.recordedInvalid?.(
+      `${problems.length} problem(s) in the limits recorded for rule ${JSON.stringify(base.rule.id)}, left out: ${problems.slice(0, 3).join('; ')}${problems.length > 3 ? '; …' : ''}`,
+      { rule: base.rule.id, problems: problems.length },
+    )
+  }
+  return out
+}
+
+function describeError(err: unknown): string {
+  try {
+    return err instanceof Error ? err.message : describeValue(err)
+  } catch {
+    return 'an unreadable error'
+  }
 }
 
 /** @throws OptionsError when `key` is neither a part value nor an object of part values. */

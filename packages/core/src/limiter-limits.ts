@@ -168,6 +168,43 @@ function readAnswer(base: CompiledRule, answer: unknown): RuleTier | undefined |
   return { limit, windowMs, burst: capacity }
 }
 
+/**
+ * A limit read back from a shared store's record (`Store.recordedLimits`), checked as the limit
+ * function's answer it was on the host that recorded it: a limit this rule could not have been
+ * answered (a limit, window or burst that is not a positive integer in range, a burst where the
+ * algorithm has none, a capacity below the cost) is not one. Only `limit`, `windowMs` and
+ * `burst` are read: other fields (an `algorithm`, an `id`) never reach the rule.
+ *
+ * @returns the limits, or a description of what is wrong with them
+ */
+export function readRecorded(base: CompiledRule, recorded: unknown): RuleTier | string {
+  if (typeof recorded !== 'object' || recorded === null || Array.isArray(recorded)) {
+    return `${describeValue(recorded)} is not { limit, windowMs, burst }`
+  }
+  const r = recorded as { limit?: unknown; windowMs?: unknown; burst?: unknown }
+  const { limit, windowMs, burst } = r
+  const algorithm = base.rule.algorithm
+  const answer = {
+    limit,
+    // A concurrency rule has no window: an answer to it names none.
+    window: algorithm === 'concurrency' ? undefined : windowMs,
+    burst: BUCKET_ALGORITHMS.has(algorithm) ? burst : undefined,
+  }
+  const limits =
+    typeof windowMs === 'number' && Number.isFinite(windowMs) ? readAnswer(base, answer) : undefined
+  // The recorded tier must be the one the answer makes: a concurrency rule's window is its own,
+  // a rule without a burst has the limit as its capacity.
+  if (
+    typeof limits !== 'object' ||
+    limits.limit !== limit ||
+    limits.windowMs !== windowMs ||
+    limits.burst !== burst
+  ) {
+    return `{ limit: ${describeValue(limit)}, windowMs: ${describeValue(windowMs)}, burst: ${describeValue(burst)} } is not a limit rule ${JSON.stringify(base.rule.id)} (${algorithm}) could have been answered`
+  }
+  return limits
+}
+
 function isThenable(x: unknown): x is PromiseLike<unknown> {
   return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
 }

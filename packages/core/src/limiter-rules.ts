@@ -56,6 +56,8 @@ export interface LimitSettings<Req> {
   readonly problem: LimitProblem
   /** A shared store did not record a limit function's answer (other hosts' `reset` miss it). */
   readonly recordFailed?: LimitProblem | undefined
+  /** A shared store's record of limit function answers held something that is not one. */
+  readonly recordedInvalid?: LimitProblem | undefined
 }
 
 /**
@@ -77,6 +79,8 @@ export function limitSettings<Req>(
       ),
     recordFailed: (reason, fields) =>
       log.warn({ code: 'FG_WRN_LIMIT_NOT_RECORDED', ...fields }, reason),
+    recordedInvalid: (reason, fields) =>
+      log.warn({ code: 'FG_WRN_STORE_RECORD_MALFORMED', ...fields }, reason),
   }
 }
 

@@ -178,6 +178,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
       ipv6Subnet,
       clock,
       runtimes: () => this.registry.allRuntimes(),
+      recordedInvalid: limits.recordedInvalid,
     }
     this.top =
       o.topClients === false
