@@ -1,6 +1,6 @@
 import { RULE_ALGORITHM_NAMES } from './algorithm-catalog.js'
 import { EA, MAX_ADAPTIVE_LIMIT } from './schema-adaptive.js'
-import { E, ID, MAX_BAN_AFTER, MAX_DURATION_MS, MAX_TIERS } from './schema-fields.js'
+import { E, ID, MAX_BAN_AFTER, MAX_DURATION_MS, MAX_TIERS, RULE_ID } from './schema-fields.js'
 import { MAX_LIST_ENTRIES } from '../lists/access-list.js'
 import { DENY_STATUSES, LIST_E } from './schema-lists.js'
 
@@ -182,7 +182,7 @@ const RULE: JsonSchema = {
   type: 'object',
   required: ['id'],
   properties: {
-    id: { type: 'string', pattern: ID.source, description: E.id },
+    id: { type: 'string', pattern: RULE_ID.source, description: E.id },
     description: { type: 'string', maxLength: 1000, description: E.description },
     deny: accessListJsonSchema(true),
     allow: accessListJsonSchema(false),

@@ -15,6 +15,12 @@ const MAX_KEY_PARTS = 8
 /** The most refusals a ban may count: each is a timestamp kept per client while it counts. */
 export const MAX_BAN_AFTER = 1000
 export const ID: RegExp = /^[A-Za-z0-9._-]{1,64}$/
+/**
+ * A rule id: an {@link ID} that is also a path segment of the rules service's URLs, so never
+ * `.` or `..`, which every URL parser removes from a path as a dot segment (such a rule could
+ * be created but never read, changed or deleted on its own).
+ */
+export const RULE_ID: RegExp = /^(?!\.\.?$)[A-Za-z0-9._-]{1,64}$/
 const METHOD = /^[A-Za-z]{1,20}$/
 // RFC 9110 token characters: the only characters a header name may hold.
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/
@@ -29,7 +35,7 @@ const RATE = /^(\d{1,15})\/(.+)$/
 export const E = {
   rules: 'a list of rules',
   rule: 'a rule object',
-  id: "an id of 1-64 letters, digits, '.', '_' or '-'",
+  id: "an id of 1-64 letters, digits, '.', '_' or '-', other than '.' and '..'",
   description: 'a string',
   match:
     "a string like 'POST /export' or '/api/**', an object with methods, paths, headers, hosts, or false (no HTTP request: a rule used through limiter.limit())",

@@ -3,7 +3,7 @@ import { RULE_ALGORITHM_NAMES } from './algorithm-catalog.js'
 import { adaptive } from './schema-adaptive.js'
 import {
   E,
-  ID,
+  RULE_ID,
   ban,
   boolean,
   cost,
@@ -23,7 +23,7 @@ import { oneOf, type Field } from './schema-object.js'
 
 /** A rule as written in JSON, YAML or code: what {@link parseRules} accepts. */
 export interface RuleInput {
-  /** 1-64 letters, digits, `.`, `_` or `-`; unique within a rule set. */
+  /** 1-64 letters, digits, `.`, `_` or `-`, other than `.` and `..`; unique within a rule set. */
   id: string
   description?: string | undefined
   /**
@@ -159,7 +159,7 @@ type RuleFields = {
 
 export const ruleFields: RuleFields = {
   id: (value: unknown, c: Checker): string | Bad =>
-    typeof value === 'string' && ID.test(value) ? value : c.expected(E.id, value),
+    typeof value === 'string' && RULE_ID.test(value) ? value : c.expected(E.id, value),
   description: (value: unknown, c: Checker): string | Bad => {
     if (typeof value !== 'string') return c.expected(E.description, value)
     return value.length <= 1000

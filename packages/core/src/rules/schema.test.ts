@@ -173,12 +173,23 @@ describe('parseRules: refusals name the path, the expectation and the value', ()
     [
       'missing id',
       [{ limit: 1, window: '1s' }],
-      ["rules[0].id: expected an id of 1-64 letters, digits, '.', '_' or '-', got nothing"],
+      [
+        "rules[0].id: expected an id of 1-64 letters, digits, '.', '_' or '-', other than '.' and '..', got nothing",
+      ],
     ],
     [
       'bad id',
       [{ ...base, id: 'a b' }],
-      [`rules[0].id: expected an id of 1-64 letters, digits, '.', '_' or '-', got "a b"`],
+      [
+        `rules[0].id: expected an id of 1-64 letters, digits, '.', '_' or '-', other than '.' and '..', got "a b"`,
+      ],
+    ],
+    [
+      'an id that a URL path cannot carry',
+      [{ ...base, id: '..' }],
+      [
+        `rules[0].id: expected an id of 1-64 letters, digits, '.', '_' or '-', other than '.' and '..', got ".."`,
+      ],
     ],
     [
       'unknown field with a hint',
@@ -592,7 +603,7 @@ describe('parseRule and parseRulesDocument', () => {
 describe('every problem at once', () => {
   it('checks the rules between fields whose fields passed, whatever the others hold', () => {
     expect(issuesOf([{}])).toEqual([
-      "rules[0].id: expected an id of 1-64 letters, digits, '.', '_' or '-', got nothing",
+      "rules[0].id: expected an id of 1-64 letters, digits, '.', '_' or '-', other than '.' and '..', got nothing",
       'rules[0].limit: expected a positive integer, got nothing',
       "rules[0].window: expected a duration like '500ms', '10s', '1m', '1h', '1d' or a positive whole number of milliseconds, got nothing",
     ])
