@@ -133,17 +133,23 @@ export class SyncedStore implements Store {
 
   /** Decide locally; the units admitted are shared with the fleet at the next sync. */
   consume(entries: readonly ConsumeEntry[], nowMs: number): readonly AlgorithmResult[] {
-    let shared = false
-    for (const e of entries) {
+    // Each entry's shared key, found once (no array unless some key is shared).
+    let tracked: (Tracked | undefined)[] | undefined
+    let queueing = false
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!
       if (!isShareable(e.rule)) throw unsupported(e.rule.rule.id, e.rule.algorithm.name)
       const t = this.sharedEntry(e, nowMs)
-      if (t && e.maxWaitMs > 0) shared = true
+      if (t === undefined) continue
+      ;(tracked ??= new Array<Tracked | undefined>(entries.length))[i] = t
+      if (e.maxWaitMs > 0) queueing = true
     }
-    const results = shared
-      ? this.queuedAtShare(entries, nowMs)
-      : this.memory.consume(entries, nowMs)
+    const results =
+      tracked && queueing
+        ? this.queuedAtShare(entries, tracked, nowMs)
+        : this.memory.consume(entries, nowMs)
     for (let i = 0; i < entries.length; i++) {
-      if (!entries[i]!.shadow && !results[i]!.allowed) return this.refused(entries, results, nowMs)
+      if (!entries[i]!.shadow && !results[i]!.allowed) return this.refused(results, tracked, nowMs)
     }
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!
@@ -177,11 +183,11 @@ export class SyncedStore implements Store {
    * wait that is `maxWaitMs` at the share, and answer each wait at the share: the time at
    * which a request that queues is paid for here.
    */
-  private queuedAtShare(entries: readonly ConsumeEntry[], nowMs: number): AlgorithmResult[] {
-    const tracked = entries.map((e) => {
-      const t = this.keys.find(e.rule, e.key)
-      return t?.known && t.share < 1 ? t : undefined
-    })
+  private queuedAtShare(
+    entries: readonly ConsumeEntry[],
+    tracked: readonly (Tracked | undefined)[],
+    nowMs: number,
+  ): AlgorithmResult[] {
     const asked = entries.map((e, i) => {
       const t = tracked[i]
       return t && e.maxWaitMs > 0 ? { ...e, maxWaitMs: localWaitMs(t, e.maxWaitMs, nowMs) } : e
@@ -196,14 +202,14 @@ export class SyncedStore implements Store {
 
   /** Nothing was recorded: say when each refused entry could pass at this host's share. */
   private refused(
-    entries: readonly ConsumeEntry[],
     results: readonly AlgorithmResult[],
+    tracked: readonly (Tracked | undefined)[] | undefined,
     nowMs: number,
   ): readonly AlgorithmResult[] {
+    if (tracked === undefined) return results
     return results.map((r, i) => {
-      const e = entries[i]!
-      const t = this.keys.find(e.rule, e.key)
-      if (!t?.known || t.share >= 1) return r
+      const t = tracked[i]
+      if (t === undefined) return r
       // Refused while the fleet had room elsewhere: ask for a fresh share at once.
       if (t.room > EPSILON) this.markUrgent(t)
       return r.allowed ? r : { ...r, retryAfterMs: sharedRetryAfterMs(t, r.retryAfterMs, nowMs) }
