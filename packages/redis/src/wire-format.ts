@@ -339,23 +339,3 @@ export function resultsFrom(
   }
   return out
 }
-
-/**
- * The `n` results that start at result `from` of a batch's reply. A reply that is not a
- * string of the length the batch asked for (a hostile or broken server) gives no results:
- * the limiter then fails open on an answer that does not match its entries.
- *
- * @param reply - The script's reply: {@link RESULT_BYTES} bytes per entry.
- * @param from - Index of the first result (entries of earlier requests in the batch).
- * @param n - How many results to read.
- * @param total - Results the whole batch asked for.
- * @returns The results, in order.
- */
-export function decodeResults(
-  reply: unknown,
-  from: number,
-  n: number,
-  total: number,
-): AlgorithmResult[] {
-  return resultsFrom(replyValues(reply, total), from, n)
-}

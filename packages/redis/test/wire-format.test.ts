@@ -17,7 +17,6 @@ import {
   RESULT_FORMAT,
   WIRE_MODES,
   decodeBatch,
-  decodeResults,
   encodeBatch,
   encodeReply,
   replyValues,
@@ -121,7 +120,7 @@ describe('the packed wire format', () => {
         const reply = encodeReply(results)
         const from = at % results.length
         const n = results.length - from
-        const decoded = decodeResults(reply, from, n, results.length)
+        const decoded = resultsFrom(replyValues(reply, results.length), from, n)
         expect(decoded).toEqual(
           results.slice(from).map(([allowed, waitMs, limit, remaining, resetMs, retryAfterMs]) => ({
             allowed: allowed === 1,
@@ -174,10 +173,10 @@ describe('the packed wire format', () => {
       undefined,
       {},
     ]
-    for (const reply of wrong) expect(decodeResults(reply, 0, 1, 1)).toEqual([])
+    for (const reply of wrong) expect(resultsFrom(replyValues(reply, 1), 0, 1)).toEqual([])
     fc.assert(
       fc.property(fc.anything(), (reply) => {
-        expect(decodeResults(reply, 0, 1, 1)).toEqual([])
+        expect(resultsFrom(replyValues(reply, 1), 0, 1)).toEqual([])
       }),
     )
   })
@@ -230,7 +229,7 @@ return out`
           const args = r.map((x) => (Object.is(x, -0) ? '-0' : x.toPrecision(17)))
           const reply = await redis.callBuffer('EVAL', pack, 0, ...args)
           const [allowed, waitMs, limit, remaining, resetMs, retryAfterMs] = r
-          expect(decodeResults(reply, 0, 1, 1)).toEqual([
+          expect(resultsFrom(replyValues(reply, 1), 0, 1)).toEqual([
             { allowed: allowed === 1, waitMs, limit, remaining, resetMs, retryAfterMs },
           ])
         },
