@@ -1,13 +1,11 @@
 import fc from 'fast-check'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createRulesService, type RulesServiceApp } from '@floodgate/rules-service'
-import { DATABASE_URL, TOKENS, dropSchema, postgresAvailable, uniqueSchema } from './helpers.js'
+import { describe, expect, it } from 'vitest'
+import { adminServiceOnPostgres, postgresAvailable } from './helpers.js'
 
 // Writers racing on one rule set over real HTTP and the real PostgreSQL: every write the service
 // acknowledged (2xx) must be what the set holds at the revision it answered, a conditional write
 // must succeed only on the version it read, and the audit trail replayed must give the final set.
 const hasPostgres = await postgresAvailable()
-const schema = uniqueSchema('fg_rules_race')
 const IDS = ['a', 'b', 'c'] as const
 
 type Op =
@@ -42,38 +40,8 @@ interface AuditEntry {
 }
 
 describe.skipIf(!hasPostgres)('concurrent writers over HTTP and PostgreSQL', () => {
-  let app: RulesServiceApp
-  let base = ''
+  const { call } = adminServiceOnPostgres('fg_rules_race')
   let round = 0
-
-  beforeAll(async () => {
-    app = await createRulesService({
-      databaseUrl: DATABASE_URL,
-      schema,
-      tokens: [{ name: 'ops', role: 'admin', token: TOKENS.admin }],
-      logger: false,
-    })
-    base = await app.listen({ port: 0, host: '127.0.0.1' })
-  })
-
-  afterAll(async () => {
-    await app?.close()
-    await dropSchema(schema)
-  })
-
-  const call = async (method: string, path: string, body?: unknown, ifMatch?: string) => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${TOKENS.admin}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...(ifMatch === undefined ? {} : { 'if-match': ifMatch }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    })
-    const text = await res.text()
-    return { status: res.status, etag: res.headers.get('etag'), body: text ? JSON.parse(text) : {} }
-  }
 
   it('property: no acknowledged write is lost, conditional writes need the version read, the audit replays to the set', async () => {
     await fc.assert(

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import type { RulesServiceApp } from '@floodgate/rules-service'
+import { afterAll, beforeAll } from 'vitest'
+import { createRulesService, type RulesServiceApp } from '@floodgate/rules-service'
 import pg from 'pg'
 
 /** The machine's PostgreSQL, as the brief names it. */
@@ -72,4 +73,42 @@ export function putCheckoutRule(app: RulesServiceApp, id: string) {
     headers: { authorization: `Bearer ${TOKENS.admin}` },
     payload: { rate: '5/1m' },
   })
+}
+
+/**
+ * A rules service on the machine's PostgreSQL in its own schema, listening on loopback for the
+ * describe block that calls this (started before its tests, closed and its schema dropped
+ * after), and `call`, an admin's request to it.
+ */
+export function adminServiceOnPostgres(schemaPrefix: string) {
+  const schema = uniqueSchema(schemaPrefix)
+  let app: RulesServiceApp | undefined
+  let base = ''
+  beforeAll(async () => {
+    app = await createRulesService({
+      databaseUrl: DATABASE_URL,
+      schema,
+      tokens: [{ name: 'ops', role: 'admin', token: TOKENS.admin }],
+      logger: false,
+    })
+    base = await app.listen({ port: 0, host: '127.0.0.1' })
+  })
+  afterAll(async () => {
+    await app?.close()
+    await dropSchema(schema)
+  })
+  const call = async (method: string, path: string, body?: unknown, ifMatch?: string) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${TOKENS.admin}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(ifMatch === undefined ? {} : { 'if-match': ifMatch }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
+    const text = await res.text()
+    return { status: res.status, etag: res.headers.get('etag'), body: text ? JSON.parse(text) : {} }
+  }
+  return { call }
 }

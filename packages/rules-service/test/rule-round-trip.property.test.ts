@@ -1,14 +1,12 @@
 import fc from 'fast-check'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { parseRules } from '@floodgate/core'
-import { createRulesService, type RulesServiceApp } from '@floodgate/rules-service'
-import { DATABASE_URL, TOKENS, dropSchema, postgresAvailable, uniqueSchema } from './helpers.js'
+import { adminServiceOnPostgres, postgresAvailable } from './helpers.js'
 
 // Rule documents drawn from the whole rule schema (valid and not), written to the real service
 // on PostgreSQL over HTTP: an accepted set reads back, exports and imports again as the same
 // data and the same rules a host compiles; a refused set leaves the stored set as it was.
 const hasPostgres = await postgresAvailable()
-const schema = uniqueSchema('fg_rules_trip')
 
 const ALGORITHMS = [
   'token-bucket',
@@ -174,43 +172,15 @@ function compiled(rules: unknown): unknown {
 }
 
 describe.skipIf(!hasPostgres)('rule documents through the service and PostgreSQL', () => {
-  let app: RulesServiceApp
-  let base = ''
+  const { call } = adminServiceOnPostgres('fg_rules_trip')
   let round = 0
   let accepted = 0
   let refused = 0
 
-  beforeAll(async () => {
-    app = await createRulesService({
-      databaseUrl: DATABASE_URL,
-      schema,
-      tokens: [{ name: 'ops', role: 'admin', token: TOKENS.admin }],
-      logger: false,
-    })
-    base = await app.listen({ port: 0, host: '127.0.0.1' })
-  })
-
-  afterAll(async () => {
-    await app?.close()
-    await dropSchema(schema)
-  })
-
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${TOKENS.admin}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    })
-    const text = await res.text()
-    return { status: res.status, json: text === '' ? undefined : (JSON.parse(text) as unknown) }
-  }
   const exported = async (service: string) => {
     const res = await call('GET', `/v1/services/${service}/ruleset`)
     expect(res.status).toBe(200)
-    return (res.json as { rules: Record<string, unknown>[] }).rules
+    return (res.body as { rules: Record<string, unknown>[] }).rules
   }
 
   it('an accepted set reads back, exports and imports as the same data; a refused one loses nothing', async () => {
@@ -231,7 +201,7 @@ describe.skipIf(!hasPostgres)('rule documents through the service and PostgreSQL
         if (put.status !== 200) {
           // Refused: named, and the stored set is the one before, byte for byte as data.
           expect(put.status).toBe(400)
-          expect(JSON.stringify(put.json)).toMatch(/rules/)
+          expect(JSON.stringify(put.body)).toMatch(/rules/)
           expect(await exported(service)).toEqual(before)
           // What the service refuses, a host refuses too: no set the service keeps out is one
           // a host would have run, and none it stores is one a host would refuse.
@@ -252,7 +222,7 @@ describe.skipIf(!hasPostgres)('rule documents through the service and PostgreSQL
             `/v1/services/${service}/rules/${encodeURIComponent(String(r.id))}`,
           )
           expect(one.status).toBe(200)
-          expect((one.json as { rule: unknown }).rule).toEqual(r)
+          expect((one.body as { rule: unknown }).rule).toEqual(r)
         }
         // The export imported into another service, rule by rule, is the same set again.
         const copy = `${service}-copy`
