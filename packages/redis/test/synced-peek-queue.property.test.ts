@@ -1,10 +1,9 @@
 import fc from 'fast-check'
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { CompiledRule, ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
-import { createSyncedStore, type SyncedStore } from '@floodgate/redis'
-import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+import { handSyncedHosts } from './helpers/hand-synced-hosts.js'
+import { redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 // peek() and a queued request's waitMs must say what consume() then does on the same host:
 // after a sync taught it the fleet bucket's level (room or debt), a host refills at its share
@@ -22,22 +21,8 @@ const entry = (rule: CompiledRule, key: string, cost: number, maxWaitMs = 0): Co
 describe.skipIf(!available)('SyncedStore peek and queue waits agree with consume', () => {
   let now = 5_000_000
   const clock = (): number => now
-  const hosts: SyncedStore[] = []
-  let admin: Redis
+  const hosts = handSyncedHosts(prefix, MAX_HOSTS, clock)
   let run = 0
-
-  beforeAll(async () => {
-    admin = new Redis(REDIS_URL)
-    for (let i = 0; i < MAX_HOSTS; i++) {
-      hosts.push(createSyncedStore({ url: REDIS_URL, prefix, syncMs: 600_000, clock }))
-    }
-    await Promise.all(hosts.map((h) => h.ready))
-  })
-  afterAll(async () => {
-    await Promise.all(hosts.map((h) => h.close()))
-    await deletePrefix(admin, prefix)
-    admin.disconnect()
-  })
 
   /**
    * A shared key in an arbitrary sync state: each host admits some units at once and all

@@ -1,10 +1,9 @@
 import fc from 'fast-check'
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
-import { createSyncedStore, type SyncedStore } from '@floodgate/redis'
-import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+import { handSyncedHosts } from './helpers/hand-synced-hosts.js'
+import { redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 // A deterministic fleet: N SyncedStores on one real Redis, an injected clock, rounds run by
 // hand (syncNow), no timer in play. Between two rounds the hosts together must not admit more
@@ -24,23 +23,9 @@ const entry = (key: string): ConsumeEntry[] => [{ rule, key, cost: 1, maxWaitMs:
 describe.skipIf(!available)('SyncedStore shares between rounds', () => {
   let now = 1_000_000
   const clock = (): number => now
-  const hosts: SyncedStore[] = []
-  let admin: Redis
+  // The timer never fires during a case; early rounds are 60 s apart at least.
+  const hosts = handSyncedHosts(prefix, MAX_HOSTS, clock)
   let run = 0
-
-  beforeAll(async () => {
-    admin = new Redis(REDIS_URL)
-    for (let i = 0; i < MAX_HOSTS; i++) {
-      // The timer never fires during a case (syncMs); early rounds are 60 s apart at least.
-      hosts.push(createSyncedStore({ url: REDIS_URL, prefix, syncMs: 600_000, clock }))
-    }
-    await Promise.all(hosts.map((h) => h.ready))
-  })
-  afterAll(async () => {
-    await Promise.all(hosts.map((h) => h.close()))
-    await deletePrefix(admin, prefix)
-    admin.disconnect()
-  })
 
   it('a host that sends first counts the hosts that only read the key so far', async () => {
     await fc.assert(
