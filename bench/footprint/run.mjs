@@ -24,7 +24,7 @@ const PEER = 'express-rate-limit@8.7.4'
 const YAML = 'yaml@2.9.1'
 const BLOCKS = ['zod@4.6.7', 'valibot@1.5.0', YAML]
 
-ensureBuilt(['core', 'express', 'fastify', 'koa'])
+ensureBuilt(['client', 'core', 'express', 'fastify', 'koa'])
 const work = mkdtempSync(join(tmpdir(), 'floodgate-footprint-'))
 process.on('exit', () => rmSync(work, { recursive: true, force: true }))
 
@@ -74,7 +74,8 @@ const ms = (n) => `${Math.round(n)} ms`
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
 console.error('packing the adapters and installing the throwaway projects…')
-const core = pack('core')
+// Core depends on @floodgate/client: installed from its tarball beside core, as npm would.
+const core = [pack('client'), pack('core')]
 const tar = { express: pack('express'), fastify: pack('fastify'), koa: pack('koa') }
 const base = {
   none: project('empty', []),
@@ -92,32 +93,32 @@ const rows = [
   },
   {
     name: '@floodgate/express',
-    dir: project('fg-express', [EXPRESS, core, tar.express]),
+    dir: project('fg-express', [EXPRESS, ...core, tar.express]),
     base: base.express,
     entry: '@floodgate/express',
   },
   {
     // What a user who keeps rules in a YAML file installs: yaml is an optional peer.
     name: '@floodgate/express + yaml',
-    dir: project('fg-express-yaml', [EXPRESS, core, tar.express, YAML]),
+    dir: project('fg-express-yaml', [EXPRESS, ...core, tar.express, YAML]),
     base: base.express,
     entry: '@floodgate/express',
   },
   {
     name: '@floodgate/fastify',
-    dir: project('fg-fastify', [FASTIFY, core, tar.fastify]),
+    dir: project('fg-fastify', [FASTIFY, ...core, tar.fastify]),
     base: base.fastify,
     entry: '@floodgate/fastify',
   },
   {
     name: '@floodgate/koa',
-    dir: project('fg-koa', [KOA, core, tar.koa]),
+    dir: project('fg-koa', [KOA, ...core, tar.koa]),
     base: base.koa,
     entry: '@floodgate/koa',
   },
   {
     name: '@floodgate/core',
-    dir: project('fg-core', [core]),
+    dir: project('fg-core', core),
     base: base.none,
     entry: '@floodgate/core',
   },

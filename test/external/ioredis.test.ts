@@ -38,6 +38,8 @@ describe.skipIf(!available).concurrent.each([5, 6])('ioredis %i', (major) => {
     const dir = join(packs.temp, `ioredis-${major}`)
     await mkdir(dir)
     const core = `file:${packOf(packs, '@floodgate/core').filename}`
+    // Core's own dependency, from its tarball too (never a registry package of that name).
+    const client = `file:${packOf(packs, '@floodgate/client').filename}`
     await writeFile(
       join(dir, 'package.json'),
       JSON.stringify({
@@ -49,7 +51,7 @@ describe.skipIf(!available).concurrent.each([5, 6])('ioredis %i', (major) => {
           '@floodgate/redis': `file:${packOf(packs, '@floodgate/redis').filename}`,
           ioredis: `^${major}.0.0`,
         },
-        overrides: { '@floodgate/core': core },
+        overrides: { '@floodgate/core': core, '@floodgate/client': client },
       }),
     )
     await copyFile(

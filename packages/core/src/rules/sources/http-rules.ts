@@ -1,8 +1,6 @@
+import { parseRetryAfter } from '@floodgate/client'
 import { FloodgateError, toError } from '../../errors.js'
 import { checkIntInRange, checkNumberInRange, optionError } from '../../options/checks.js'
-
-// setTimeout's ceiling.
-const MAX_MS = 2 ** 31 - 1
 import { scopeLogger, type Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
 import { parseRulesDocument } from '../schema-document.js'
@@ -14,6 +12,12 @@ import {
 } from './host-report.js'
 import { decodeText } from './decode-text.js'
 import { FailureLog, SourceRuns, type RulesSource } from './rules-source.js'
+
+// setTimeout's ceiling.
+const MAX_MS = 2 ** 31 - 1
+
+/** The answers whose `Retry-After` the poller honours: the service is busy or unavailable. */
+const BUSY = new Set([429, 503])
 
 /** Options of {@link httpRules}. */
 export interface HttpRulesOptions {
@@ -29,6 +33,9 @@ export interface HttpRulesOptions {
    * Longest wait between two polls while the service keeps failing. After a failed poll the
    * next one waits the interval; each further failure in a row doubles the wait, up to this
    * (never below `intervalMs`; jitter applies on top). One good answer brings the interval back.
+   * A 503 or 429 with `Retry-After` (seconds or an HTTP date) makes the next poll wait at least
+   * that long, up to this cap: never sooner than the backoff, never later than the cap (plus
+   * jitter, which only lengthens a server's ask so the fleet does not come back at once).
    * @default 300000 (5 minutes)
    */
   readonly maxBackoffMs?: number | undefined
@@ -112,6 +119,31 @@ export function backoffDelay(
 }
 
 /**
+ * The delay before the next poll after a refusal that asked for `askedMs` (`Retry-After`): at
+ * least the poller's own backoff, and at least the ask as far as `capMs` allows. Jitter only
+ * adds to the ask (by up to `jitter` of it), so hosts told the same date spread after it
+ * instead of returning together, and none returns before it.
+ *
+ * @param backoffMs - The poller's own delay ({@link backoffDelay}), the floor.
+ * @param askedMs - What the service asked for, undefined when nothing readable.
+ * @param capMs - The longest ask honoured (`maxBackoffMs`, or the interval if larger).
+ * @param jitter - The fraction, from 0 to 1.
+ * @param random - A number in [0, 1), `Math.random` by default.
+ * @returns Whole milliseconds, at least `backoffMs` and at most 2^31 - 1.
+ */
+export function retryAfterDelay(
+  backoffMs: number,
+  askedMs: number | undefined,
+  capMs: number,
+  jitter: number,
+  random: number = Math.random(),
+): number {
+  if (askedMs === undefined) return backoffMs
+  const asked = Math.min(Math.ceil(askedMs), capMs)
+  return Math.min(MAX_MS, Math.max(backoffMs, Math.ceil(asked * (1 + jitter * random))))
+}
+
+/**
  * `pending`, or a rejection with the signal's reason once it aborts: the poll's deadline holds
  * even when a `fetch` (the app's own, through the `fetch` option) or its body ignores the
  * signal. Without it one answer that never comes would stop the polling for good.
@@ -184,7 +216,9 @@ function describeError(e: unknown): string {
  * Each poll sends `If-None-Match` with the last ETag, so an unchanged rule set costs a 304.
  * When the server is down, slow, or answers with something that is not a valid rule set, the
  * rules in force stay; each distinct failure is logged and reported once, and the recovery
- * is logged. Failures in a row back the polls off (see `maxBackoffMs`) until one succeeds. Timers are unref'd: a poller never keeps a process alive.
+ * is logged. Failures in a row back the polls off (see `maxBackoffMs`) until one succeeds, and
+ * a 503 or 429 with `Retry-After` defers the next poll to when the service asked (within
+ * `maxBackoffMs`). Timers are unref'd: a poller never keeps a process alive.
  *
  * @param url - The endpoint (http or https).
  * @param options - Interval, jitter, headers, timeout, logger.
@@ -248,6 +282,8 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   let lastBody: string | undefined
   // Failed polls in a row, for the backoff; a good answer (a 304 included) sets it back to 0.
   let failuresInARow = 0
+  // What the last poll's 503 or 429 asked for (`Retry-After`), for the next poll's delay.
+  let askedMs: number | undefined
 
   const sourceError = (message: string, cause?: unknown): FloodgateError =>
     new FloodgateError('FG_ERR_RULES_SOURCE', `rules from ${where}: ${message}`, { cause })
@@ -262,6 +298,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
     const current = (): boolean => runs.isCurrent(mine)
     const abort = new AbortController()
     controller = abort
+    askedMs = undefined
     const deadline = setTimeout(
       () => abort.abort(sourceError(`no complete answer within ${timeoutMs} ms`)),
       timeoutMs,
@@ -290,6 +327,9 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
         return
       }
       if (!res.ok) {
+        if (BUSY.has(res.status) && current()) {
+          askedMs = parseRetryAfter(res.headers.get('retry-after'), Date.now())
+        }
         await discard(res)
         throw sourceError(`HTTP ${res.status}`)
       }
@@ -359,8 +399,11 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       reportRefused = undefined
       return res
     }
-    // Auth failures and outages are the poll's too: let them count as the poll's failure.
-    if (res.status === 401 || res.status === 403 || res.status >= 500) return res
+    // Auth failures, a busy service (429) and outages are the poll's too: let them count as
+    // the poll's failure (and its Retry-After be heard) rather than poll again at once.
+    if (res.status === 401 || res.status === 403 || res.status === 429 || res.status >= 500) {
+      return res
+    }
     const detail = await readProblemDetail(res)
     const why = `HTTP ${res.status}${detail ? `: ${detail}` : ''}`
     if (why !== reportRefused) {
@@ -392,7 +435,12 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       () => {
         void poll().then(() => schedule(mine))
       },
-      backoffDelay(intervalMs, maxBackoffMs, failuresInARow, jitter),
+      retryAfterDelay(
+        backoffDelay(intervalMs, maxBackoffMs, failuresInARow, jitter),
+        askedMs,
+        Math.max(intervalMs, maxBackoffMs),
+        jitter,
+      ),
     )
     timer.unref()
   }
@@ -405,6 +453,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       etag = undefined
       lastBody = undefined
       failuresInARow = 0
+      askedMs = undefined
       reportRefused = undefined
       failures.reset()
       failures.onRecovered = recoveredCallback ?? (() => {})
