@@ -19,6 +19,11 @@ const MAX_MS = 2 ** 31 - 1
 /** The answers whose `Retry-After` the poller honours: the service is busy or unavailable. */
 const BUSY = new Set([429, 503])
 
+/** Redirects the poll follows (by hand, to choose the headers each hop gets). */
+const REDIRECTS = new Set([301, 302, 303, 307, 308])
+/** As many redirects as fetch itself follows. */
+const MAX_REDIRECTS = 20
+
 /** Options of {@link httpRules}. */
 export interface HttpRulesOptions {
   /** Time between polls. @default 10000 */
@@ -39,7 +44,11 @@ export interface HttpRulesOptions {
    * @default 300000 (5 minutes)
    */
   readonly maxBackoffMs?: number | undefined
-  /** Extra request headers, e.g. `{ authorization: 'Bearer …' }`. */
+  /**
+   * Extra request headers, e.g. `{ authorization: 'Bearer …' }`. They go to the URL's origin
+   * only: a redirect to another origin is followed without them (and the chain does not get
+   * them back if it returns), so a token or API key never reaches a host it was not meant for.
+   */
   readonly headers?: Readonly<Record<string, string>> | undefined
   /**
    * A poll with no complete answer by then fails (and the rules in force stay), even when the
@@ -309,11 +318,11 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       headers.set('accept', 'application/json')
       if (etag !== undefined) headers.set('if-none-match', etag)
       const signal = abort.signal
-      let res = await untilAborted(sendReport(headers, signal), signal)
-      res ??= await untilAborted(fetchFn(target, { headers, signal }), signal)
       const discard = async (r: Response): Promise<void> => {
         if (r.body) await untilAborted(r.body.cancel(), signal)
       }
+      let res = await untilAborted(sendReport(headers, signal), signal)
+      res ??= await untilAborted(follow(headers, signal, discard), signal)
       if (res.status === 304) {
         await discard(res)
         // Not modified from nothing: a cache or proxy answering for a copy this run never had.
@@ -380,6 +389,42 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   }
 
   /**
+   * GETs the rules, following redirects as fetch would, except that the configured headers go
+   * to the configured origin only: from the first hop to another origin on, each request has
+   * only what the poll itself sets (`accept`, `if-none-match`).
+   */
+  async function follow(
+    headers: Headers,
+    signal: AbortSignal,
+    discard: (r: Response) => Promise<void>,
+  ): Promise<Response> {
+    let at = target
+    let sent = headers
+    for (let hops = 0; ; hops++) {
+      const res = await fetchFn(at, { headers: sent, signal, redirect: 'manual' })
+      const location = res.headers.get('location')
+      if (!REDIRECTS.has(res.status) || location === null) return res
+      await discard(res)
+      if (hops === MAX_REDIRECTS) throw sourceError(`more than ${MAX_REDIRECTS} redirects`)
+      let next: URL
+      try {
+        next = new URL(location, at)
+      } catch {
+        throw sourceError(`HTTP ${res.status} to an invalid Location`)
+      }
+      if (next.protocol !== 'http:' && next.protocol !== 'https:') {
+        throw sourceError(`HTTP ${res.status} to a ${next.protocol} URL`)
+      }
+      if (next.origin !== target.origin && sent === headers) {
+        sent = new Headers({ accept: 'application/json' })
+        const tag = headers.get('if-none-match')
+        if (tag !== null) sent.set('if-none-match', tag)
+      }
+      at = next
+    }
+  }
+
+  /**
    * POST the report as the poll. Returns the answer to use as the poll's, or undefined when
    * the service refused the report itself (then the caller polls plainly).
    */
@@ -393,6 +438,8 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       headers: reportHeaders,
       body: pending.body,
       signal,
+      // A redirected report is not sent on: it counts as refused, and the poll goes plainly.
+      redirect: 'manual',
     })
     if (res.ok || res.status === 304) {
       pending.acknowledged()
