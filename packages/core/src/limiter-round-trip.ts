@@ -57,8 +57,6 @@ export interface RoundTripParts<Req> {
  * deadline, the decision, bans, and passing the request unjudged when the store fails.
  */
 export class RoundTrip<Req> {
-  /** The caller's scratch entries are in use until the decision is reported. */
-  busy = false
   /** Set by the limiter's close(): no store call is made any more. */
   closed = false
 
@@ -99,13 +97,7 @@ export class RoundTrip<Req> {
       )
     }
     if (startedMs >= 0) reporter.storeCallEnded(startedMs, true)
-    // decide() may run onDecision, which may call check() again: keep the scratch ours until then.
-    this.busy = reuse
-    try {
-      return this.decide(entries, results, facts, bans?.owners, nowMs)
-    } finally {
-      if (reuse) this.busy = false
-    }
+    return this.decide(entries, results, facts, bans?.owners, nowMs)
   }
 
   /**

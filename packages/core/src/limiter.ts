@@ -30,6 +30,7 @@ import {
 import type { ClientKey } from './keys/build-key.js'
 import { DecisionReport } from './limiter-report.js'
 import { RoundTrip } from './limiter-round-trip.js'
+import type { RuleRuntime } from './limiter-rules.js'
 import {
   RuleRegistry,
   isRulesSource,
@@ -96,6 +97,8 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private readonly gates = new AdaptiveGates()
   private readonly clock: Clock
   private readonly scratch: Entry[] = []
+  // Whether a check() on the stack is using `scratch` and `pendingScratch`.
+  private scratchInUse = false
   /** Limits still being chosen, filled and emptied within one check (no array per request). */
   private readonly pendingScratch: PendingPick[] = []
   private readonly watchdog: DeadlineWatchdog | undefined
@@ -285,10 +288,31 @@ class LimiterEngine<Req> implements Limiter<Req> {
       })
     }
 
+    // The scratch arrays are this call's until its decision is reported. User code that runs
+    // meanwhile (a key builder, a limit function, the store, an observer) may call check()
+    // again: that call gets arrays of its own, or it would decide and charge with ours.
+    const nested = this.scratchInUse
     // A synchronous store keeps nothing past its call: reuse the entry objects.
-    const reuse = this.store.synchronous === true && !this.roundTrip.busy
+    const reuse = this.store.synchronous === true && !nested
     const entries: Entry[] = reuse ? this.scratch : []
-    const pending = this.pendingScratch
+    const pending = nested ? [] : this.pendingScratch
+    if (!nested) this.scratchInUse = true
+    try {
+      return this.countRequest(entries, pending, rts, facts, routeCost, reuse)
+    } finally {
+      if (!nested) this.scratchInUse = false
+    }
+  }
+
+  /** Fill the entries of the matched rules (in `entries`, which may be the scratch), and decide. */
+  private countRequest(
+    entries: Entry[],
+    pending: PendingPick[],
+    rts: readonly RuleRuntime[],
+    facts: RequestFacts<Req>,
+    routeCost: number,
+    reuse: boolean,
+  ): Decision | Promise<Decision> {
     // Only when non-empty: an array's length store goes through a runtime call (about 450
     // instructions per request, measured with callgrind over the Fastify allow path).
     if (pending.length !== 0) pending.length = 0
