@@ -1,10 +1,11 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import fc from 'fast-check'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { zeroCounts } from '../../limiter-counters.js'
 import type { Rule } from '../rule.js'
-import { httpRules, type HttpRulesSource } from './http-rules.js'
+import { closedAfterEach } from './http-rules.test-util.js'
+import { httpRules } from './http-rules.js'
 
 // A rules endpoint that redirects: the poller follows, but the headers it was given (tokens,
 // API keys) go only to the origin it was configured with. Fetch itself drops `authorization`
@@ -19,15 +20,7 @@ interface Hop {
   readonly status?: 301 | 302 | 303 | 307 | 308
 }
 
-const servers: Server[] = []
-const sources: HttpRulesSource[] = []
-afterEach(async () => {
-  for (const s of sources.splice(0)) s.stop()
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections()
-    await new Promise((resolve) => s.close(resolve))
-  }
-})
+const { servers, sources } = closedAfterEach()
 
 /**
  * Two servers; the request for `/hop/i` is answered by hop i of `hops`: a redirect to

@@ -1,9 +1,10 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { zeroCounts, type DecisionCounts } from '../../limiter-counters.js'
 import type { ReportingLimiter } from './host-report.js'
-import { httpRules, type HttpRulesSource } from './http-rules.js'
+import { closedAfterEach } from './http-rules.test-util.js'
+import { httpRules } from './http-rules.js'
 
 interface Seen {
   method: string
@@ -15,7 +16,7 @@ interface Seen {
 /** A rules endpoint that records every request and answers with `status()` (200 or 304). */
 async function endpoint(status: () => number) {
   const seen: Seen[] = []
-  const server: Server = createServer((req, res) => {
+  const server = createServer((req, res) => {
     let body = ''
     req.on('data', (c: Buffer) => (body += c.toString()))
     req.on('end', () => {
@@ -40,15 +41,7 @@ async function endpoint(status: () => number) {
   return { seen, url: `http://127.0.0.1:${port}/v1/services/api/ruleset` }
 }
 
-const servers: Server[] = []
-const sources: HttpRulesSource[] = []
-afterEach(async () => {
-  for (const s of sources.splice(0)) s.stop()
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections()
-    await new Promise((resolve) => s.close(resolve))
-  }
-})
+const { servers, sources } = closedAfterEach()
 
 function limiterWith(counts: Map<string, DecisionCounts>): ReportingLimiter {
   return { counters: () => ({ total: zeroCounts(), byRule: counts, inFlight: new Map() }) }

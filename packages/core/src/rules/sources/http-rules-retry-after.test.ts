@@ -4,7 +4,8 @@ import fc from 'fast-check'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { zeroCounts } from '../../limiter-counters.js'
 import type { ReportingLimiter } from './host-report.js'
-import { httpRules, retryAfterDelay, type HttpRulesSource } from './http-rules.js'
+import { closedAfterEach } from './http-rules.test-util.js'
+import { httpRules, retryAfterDelay } from './http-rules.js'
 
 // A rules service that is overloaded or restarting says when to come back (`Retry-After` on a
 // 503 or 429). The poller waits at least that long, within its own backoff cap, and never less
@@ -44,15 +45,9 @@ async function endpoint(script: Answer[]) {
   return { seen, url: `http://127.0.0.1:${port}/v1/services/api/ruleset` }
 }
 
-const servers: Server[] = []
-const sources: HttpRulesSource[] = []
-afterEach(async () => {
+const { servers, sources } = closedAfterEach()
+afterEach(() => {
   vi.useRealTimers()
-  for (const s of sources.splice(0)) s.stop()
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections()
-    await new Promise((resolve) => s.close(resolve))
-  }
 })
 
 const INTERVAL = 1000
