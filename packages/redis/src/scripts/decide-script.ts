@@ -44,6 +44,7 @@ export const SCRIPT_ALGORITHMS: readonly AlgorithmName[] = Object.keys(
 const prelude = `
 local EPSILON = 1e-9
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
+local HUGE = math.huge
 -- The longest TTL set (2^62 ms): Redis refuses an expiry past 2^63 - 1 ms.
 local MAX_TTL = ${MAX_TTL_MS}
 -- core's unitsLeft: the largest whole n >= 0 with used + n * step <= capacity * step + tol
@@ -101,24 +102,45 @@ const cachedRaw = 'local raw = got[f]'
  * `S3`) instead of a new one: for a request whose state is packed before the next request is
  * read. A variable-size state (concurrency leases, which the algorithm grows and shrinks)
  * always gets a table of its own.
+ *
+ * A value of the right size holding numbers Floodgate never writes reads as fresh too: any
+ * NaN or infinity, and in a state of a fixed size (times, counts, balances) any number below
+ * 0 (only a concurrency lease's name is negative). Computed on, such a state answered NaN or
+ * Infinity (the client passed unjudged on every request, and a refusal left the value there
+ * for good), admitted without bound (a negative count), or raised a Lua error that failed
+ * every request of the batch open (a sliding-window-log state indexed by NaN).
  */
 const loadState = (read: string, size: string, reuse = false): string => `
   local s
   local size = ${size}
   ${read}${reuse ? '\n  local S2, S3 = S2, S3\n  if size == 0 then S2, S3 = nil, nil end' : ''}
   -- Variable-size states (concurrency leases) take whatever whole doubles are stored.
-  if raw and size == 0 then size = floor(#raw / 8) end
+  local fixed = size > 0
+  if raw and not fixed then size = floor(#raw / 8) end
   if raw and #raw == size * 8 then
+    -- A number Floodgate never writes (NaN, an infinity; below 0 in a fixed-size state) makes
+    -- the whole state fresh.
     if size == 2 then
       s = ${reuse ? 'S2 or { 0, 0 }' : '{ 0, 0 }'}
-      s[1], s[2] = struct.unpack('<dd', raw)
+      local a, b = struct.unpack('<dd', raw)
+      if a >= 0 and a < HUGE and b >= 0 and b < HUGE then s[1], s[2] = a, b else s[1], s[2] = 0, 0 end
     elseif size == 3 then
       s = ${reuse ? 'S3 or { 0, 0, 0 }' : '{ 0, 0, 0 }'}
-      s[1], s[2], s[3] = struct.unpack('<ddd', raw)
+      local a, b, c = struct.unpack('<ddd', raw)
+      if a >= 0 and a < HUGE and b >= 0 and b < HUGE and c >= 0 and c < HUGE then
+        s[1], s[2], s[3] = a, b, c
+      else
+        s[1], s[2], s[3] = 0, 0, 0
+      end
     else
       s = {}
-      local pos = 1
-      for j = 1, size do s[j], pos = struct.unpack('<d', raw, pos) end
+      local pos, sane, x = 1, true, 0
+      for j = 1, size do
+        x, pos = struct.unpack('<d', raw, pos)
+        s[j] = x
+        if not (x - x == 0) or (fixed and x < 0) then sane = false end
+      end
+      if not sane then for j = 1, size do s[j] = 0 end end
     end
   elseif size == 2 then
     ${reuse ? 's = S2 or { 0, 0 }; s[1], s[2] = 0, 0' : 's = { 0, 0 }'}
@@ -298,8 +320,20 @@ for f = 1, nk do
   end
 end`
 
-/** Lua that packs `out` as one entry's result. */
-const packOut = `struct.pack('${RESULT_FORMAT}', out[1], out[2], out[3], out[4], out[5], out[6])`
+/**
+ * Lua that packs the result table `o` as one entry's result. A duration or count that is not
+ * finite is MAX_TTL: a state of extreme numbers (a count near 1e308 in someone else's bytes)
+ * overflows the arithmetic to Infinity or NaN, which core refuses as an answer, so the client
+ * would pass unjudged on every request; capped, it is refused instead. (`x - x == 0` holds for
+ * finite numbers only.)
+ */
+const packResult = (o: string): string => {
+  const finite = (i: number): string => `(${o}[${i}] - ${o}[${i}] == 0 and ${o}[${i}]) or MAX_TTL`
+  return `struct.pack('${RESULT_FORMAT}', ${o}[1], ${finite(2)}, ${o}[3], ${finite(4)}, ${finite(5)}, ${finite(6)})`
+}
+
+/** Lua that packs `out` as one entry's result (see {@link packResult}). */
+const packOut = packResult('out')
 
 /**
  * The request-level logic, run for each request of the batch in turn: load each entry's
@@ -471,7 +505,7 @@ while pos <= nblob do
       local o = e.out
       r = r + 1
       if r == 1 then R = {} end
-      R[r] = struct.pack('${RESULT_FORMAT}', o[1], o[2], o[3], o[4], o[5], o[6])
+      R[r] = ${packResult('o')}
     end
   end
 end

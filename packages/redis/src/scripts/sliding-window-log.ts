@@ -8,6 +8,12 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   local size = max(1, ceil(limit - EPSILON))
   local count = s[1]
   local head = s[2]
+  -- A count or head that is no whole place of the ring (not written by Floodgate) indexed
+  -- nothing and raised an error: the ring reads as empty.
+  if not (count <= size and count % 1 == 0 and head < size and head % 1 == 0) then
+    count, head = 0, 0
+    s[1], s[2] = 0, 0
+  end
   if op == 'i' then
     if count <= 0 then return 0 end
     return (s[3 + ((head + count - 1) % size)] - now) + window_ms
