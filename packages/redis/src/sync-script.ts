@@ -55,6 +55,18 @@ for i = 1, #KEYS do
   local tat = tonumber(f[2] or '0')
   local last = tonumber(f[3] or '0')
   local owed = tonumber(f[4] or '0')
+  -- The total as HINCRBYFLOAT writes it (Lua's tonumber also takes ' 1' and '0x10', which
+  -- HINCRBYFLOAT refuses).
+  local sum = string.find(total, '^%-?[%d%.]+[eE]?[%+%-]?%d*$') and tonumber(total)
+  -- x - x == 0 holds for finite numbers only (not NaN, not an infinity).
+  if not (sum and tat and last and owed and sum - sum == 0 and tat - tat == 0
+      and last - last == 0 and owed - owed == 0) then
+    -- A hash whose fields Floodgate never writes (not numbers, NaN, infinities) failed the
+    -- call, and every other key of it, on every round, and was never given a TTL: it is
+    -- replaced with a fresh counter, like a key of another type.
+    redis.call('DEL', k)
+    total, tat, last, owed = '0', 0, 0, 0
+  end
   local added = 0
   for _ = 1, n do
     local seq = tonumber(ARGV[a])
@@ -94,8 +106,10 @@ for i = 1, #KEYS do
   local all = redis.call('HGETALL', k)
   for j = 1, #all, 2 do
     local name = all[j]
-    if string.sub(name, 1, 2) == 'p:' and name ~= pfield and now - tonumber(all[j + 1]) <= window then
-      hosts = hosts + 1
+    if string.sub(name, 1, 2) == 'p:' and name ~= pfield then
+      -- A field that is no time (not Floodgate's) counts no host.
+      local seen = tonumber(all[j + 1])
+      if seen and now - seen <= window then hosts = hosts + 1 end
     end
   end
   local ahead = tat - now
