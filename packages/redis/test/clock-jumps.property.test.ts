@@ -1,0 +1,88 @@
+import fc from 'fast-check'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MemoryStore } from '@floodgate/core'
+import type { AlgorithmName, ConsumeEntry } from '@floodgate/core/algorithms'
+import { testRule } from '@floodgate/core/testing'
+import { createRedisStore, type RedisStore } from '@floodgate/redis'
+import { Redis } from 'ioredis'
+import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+import { answers } from './helpers/results.js'
+
+const available = await redisAvailable()
+const prefix = uniquePrefix('clock-jumps')
+
+// Concurrency is left out: its Redis state is leases that expire, which MemoryStore has not.
+const ALGORITHMS: AlgorithmName[] = [
+  'token-bucket',
+  'gcra',
+  'fixed-window',
+  'sliding-window-log',
+  'sliding-window-counter',
+  'leaky-bucket',
+]
+
+const DAY_MS = 86_400_000
+
+/**
+ * The clock a store is handed: mostly forward, sometimes back a little (two hosts' clocks) or a
+ * day (Redis restarted on a host whose clock is behind, with `timeSource: 'redis'`).
+ */
+const step = fc.oneof(
+  { weight: 6, arbitrary: fc.integer({ min: 0, max: 700 }) },
+  { weight: 2, arbitrary: fc.integer({ min: -5000, max: 0 }) },
+  { weight: 1, arbitrary: fc.constantFrom(-DAY_MS, -3_600_000) },
+)
+
+describe.skipIf(!available)('RedisStore under a clock that goes back', () => {
+  let admin: Redis
+  let store: RedisStore
+  beforeAll(async () => {
+    admin = new Redis(REDIS_URL)
+    store = createRedisStore({ url: REDIS_URL, prefix, timeSource: 'caller', callTimeoutMs: 2000 })
+    await store.ready
+  })
+  afterAll(async () => {
+    await store.close()
+    await deletePrefix(admin, prefix)
+    admin.disconnect()
+  })
+
+  let run = 0
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: answers as MemoryStore at every step, and the client is admitted again once the clock is past the latest time seen plus the rule's refill (property)`, async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 6 }),
+          fc.constantFrom(100, 1000, 60_000),
+          fc.array(fc.record({ dt: step, cost: fc.constantFrom(1, 1, 2, 0.5) }), {
+            minLength: 1,
+            maxLength: 20,
+          }),
+          async (limit, windowMs, steps) => {
+            const rule = testRule(algorithm, limit, windowMs)
+            const mem = new MemoryStore()
+            const key = `k${++run}`
+            const entry = (cost: number): ConsumeEntry[] => [
+              { rule, key, cost, maxWaitMs: 0, shadow: false },
+            ]
+            let now = 1_763_000_000_000
+            let latest = now
+            for (const [i, s] of steps.entries()) {
+              now += s.dt
+              latest = Math.max(latest, now)
+              const got = answers(await store.consume(entry(s.cost), now))
+              expect(got, `step ${i} at ${now - 1_763_000_000_000}`).toEqual(
+                answers(mem.consume(entry(s.cost), now)),
+              )
+            }
+            // A jump back holds no client out for longer than the latest time a request was
+            // counted at, plus the time the rule takes to refill from empty (two windows).
+            const after = latest + 2 * windowMs + 1
+            expect(await store.consume(entry(1), after)).toMatchObject([{ allowed: true }])
+          },
+        ),
+        { numRuns: 40 },
+      )
+    })
+  }
+})
