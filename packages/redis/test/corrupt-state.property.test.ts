@@ -1,11 +1,11 @@
 import fc from 'fast-check'
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { MemoryStore } from '@floodgate/core'
 import { algorithms, type AlgorithmName, type ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
-import { createRedisStore, redisKey, type RedisStore } from '@floodgate/redis'
-import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+import { redisKey } from '@floodgate/redis'
+import { callerClockStore } from './helpers/caller-clock-store.js'
+import { redisAvailable, uniquePrefix } from './helpers/redis.js'
 import { answers } from './helpers/results.js'
 
 const available = await redisAvailable()
@@ -47,23 +47,7 @@ function wellFormed(r: unknown): boolean {
 describe.skipIf(!available)(
   'RedisStore on a state of the right size that Floodgate did not write',
   () => {
-    let admin: Redis
-    let store: RedisStore
-    beforeAll(async () => {
-      admin = new Redis(REDIS_URL)
-      store = createRedisStore({
-        url: REDIS_URL,
-        prefix,
-        timeSource: 'caller',
-        callTimeoutMs: 2000,
-      })
-      await store.ready
-    })
-    afterAll(async () => {
-      await store.close()
-      await deletePrefix(admin, prefix)
-      admin.disconnect()
-    })
+    const redis = callerClockStore(prefix)
 
     let run = 0
     for (const alg of Object.keys(algorithms) as AlgorithmName[]) {
@@ -79,7 +63,7 @@ describe.skipIf(!available)(
               const good = `good-${run}`
               const raw = Buffer.alloc(doubles.length * 8)
               doubles.forEach((d, i) => raw.writeDoubleLE(d, i * 8))
-              await admin.set(redisKey(prefix, bad, rule.stateId), raw)
+              await redis.admin.set(redisKey(prefix, bad, rule.stateId), raw)
               // The models: the honest client as MemoryStore decides it, and the corrupted one as
               // a fresh client would be decided.
               const mem = new MemoryStore()
@@ -94,8 +78,8 @@ describe.skipIf(!available)(
                 now += dt
                 // Started together: one script call decides both.
                 const [b, g] = await Promise.all([
-                  store.consume(entry(bad), now),
-                  store.consume(entry(good), now),
+                  redis.store.consume(entry(bad), now),
+                  redis.store.consume(entry(good), now),
                 ])
                 expect(answers(g), `the other client at +${now - T0} ms`).toEqual(
                   answers(mem.consume(entry(good), now)),
@@ -106,7 +90,7 @@ describe.skipIf(!available)(
                   admitted++
                   // A slot taken is a slot held: give it back so only the limit counts.
                   if (alg === 'concurrency') {
-                    await store.refund([{ rule, key: bad, cost: 1, lease: b[0]!.lease }], now)
+                    await redis.store.refund([{ rule, key: bad, cost: 1, lease: b[0]!.lease }], now)
                   }
                 }
                 const f = fresh.consume(entry(bad), now)[0]!
