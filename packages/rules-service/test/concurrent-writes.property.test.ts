@@ -13,7 +13,7 @@ type Op =
   | { kind: 'patch'; id: string; n: number; conditional: boolean }
   | { kind: 'delete'; id: string; conditional: boolean }
   | { kind: 'post'; id: string; n: number }
-  | { kind: 'put-all'; ids: string[]; n: number; conditional: boolean }
+  | { kind: 'put-all'; ids: string[]; n: number; conditional: boolean; viaBody: boolean }
 
 const id = fc.constantFrom(...IDS)
 const n = fc.integer({ min: 1, max: 9 })
@@ -28,6 +28,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     ids: fc.uniqueArray(id, { maxLength: 3 }),
     n,
     conditional,
+    // An import of a set read with GET: its `version` in the body is the condition.
+    viaBody: fc.boolean(),
   }),
 )
 
@@ -63,13 +65,11 @@ describe.skipIf(!hasPostgres)('concurrent writers over HTTP and PostgreSQL', () 
                 return call('DELETE', `${rules}/${o.id}`, undefined, cond)
               case 'post':
                 return call('POST', rules, { id: o.id, rate: `${o.n}/1m` })
-              case 'put-all':
-                return call(
-                  'PUT',
-                  rules,
-                  { rules: o.ids.map((i) => ({ id: i, rate: `${o.n}/1m` })) },
-                  cond,
-                )
+              case 'put-all': {
+                const set = { rules: o.ids.map((i) => ({ id: i, rate: `${o.n}/1m` })) }
+                if (cond === undefined || !o.viaBody) return call('PUT', rules, set, cond)
+                return call('PUT', rules, { ...set, version: JSON.parse(cond) as string })
+              }
             }
           }),
         )
