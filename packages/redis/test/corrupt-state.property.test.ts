@@ -21,7 +21,25 @@ const T0 = 1_700_000_000_000
  * (times near now, small counts) among them.
  */
 const stored: fc.Arbitrary<number> = fc.oneof(
-  fc.constantFrom(NaN, Infinity, -Infinity, -1, -1e300, 1e300, 0.5, 7, 5e-324, -0, 0, 1, 2),
+  fc.constantFrom(
+    NaN,
+    Infinity,
+    -Infinity,
+    -1,
+    -1e300,
+    1e300,
+    2 ** 62,
+    2 ** 62 + 2 ** 11,
+    2 ** 61,
+    1e18,
+    0.5,
+    7,
+    5e-324,
+    -0,
+    0,
+    1,
+    2,
+  ),
   fc.integer({ min: -3000, max: 3000 }).map((d) => T0 + d),
   fc.double(),
 )
