@@ -55,9 +55,9 @@ for i = 1, #KEYS do
   local tat = tonumber(f[2] or '0')
   local last = tonumber(f[3] or '0')
   local owed = tonumber(f[4] or '0')
-  -- The total as HINCRBYFLOAT writes it (Lua's tonumber also takes ' 1' and '0x10', which
-  -- HINCRBYFLOAT refuses).
-  local sum = string.find(total, '^%-?[%d%.]+[eE]?[%+%-]?%d*$') and tonumber(total)
+  -- The total as HINCRBYFLOAT writes it (Lua's tonumber also takes ' 1', '0x10' and digits
+  -- past the 5 KiB HINCRBYFLOAT reads, which it refuses).
+  local sum = #total < 5000 and string.find(total, '^%-?[%d%.]+[eE]?[%+%-]?%d*$') and tonumber(total)
   -- x - x == 0 holds for finite numbers only (not NaN, not an infinity).
   if not (sum and tat and last and owed and sum - sum == 0 and tat - tat == 0
       and last - last == 0 and owed - owed == 0) then

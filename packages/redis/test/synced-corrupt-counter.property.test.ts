@@ -19,7 +19,18 @@ const one = (rule: CompiledRule, key: string, cost: number): ConsumeEntry[] => [
 const field = fc.constantFrom('t', 'f', 'x', 's:other-host', 'p:other-host')
 /** What someone else may have left in one: no number, a non-finite one, or a plausible one. */
 const value = fc.oneof(
-  fc.constantFrom('abc', '', 'inf', '-inf', 'nan', '1e999', '0x10', ' 1', '1,5'),
+  fc.constantFrom(
+    'abc',
+    '',
+    'inf',
+    '-inf',
+    'nan',
+    '1e999',
+    '0x10',
+    ' 1',
+    '1,5',
+    `${'0'.repeat(6000)}1`,
+  ),
   fc.constantFrom('0', '1', '-1', '2.5', '5000000'),
   fc.double({ min: -1e6, max: 1e6, noNaN: true }).map(String),
 )

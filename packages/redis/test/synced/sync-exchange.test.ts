@@ -12,6 +12,7 @@ import {
 import { TrackedKeys, type Tracked } from '../../src/synced/tracked-keys.js'
 import { FaultProxy } from '../helpers/fault-proxy.js'
 import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from '../helpers/redis.js'
+import { ScriptedRespServer } from '../helpers/scripted-resp-server.js'
 
 const available = await redisAvailable()
 const prefix = uniquePrefix('sync-exchange')
@@ -109,11 +110,16 @@ describe.skipIf(!available)('SyncExchange on Redis', () => {
   })
 
   it('reports a call Redis refuses as the failure', async () => {
-    const x = await exchange()
-    const [t] = keysWithBatch(1, 1, 'wrongtype')
-    // A fleet counter whose total is not a number: HINCRBYFLOAT refuses to add to it.
-    await admin.hset(t!.redisKey, 't', 'not a number')
+    // A Redis that answers the sync script with an error (a full Redis under noeviction): the
+    // failure is its own words. (A fleet counter of someone else's numbers no longer makes
+    // Redis refuse: the script starts it afresh.)
+    const server = await ScriptedRespServer.start(() =>
+      Buffer.from('-OOM command not allowed when used memory > maxmemory\r\n'),
+    )
+    onTestFinished(() => server.stop())
+    const x = await exchange(server.url)
+    const [t] = keysWithBatch(1, 1, 'refused')
     const failure = await x.send([t!], () => {})
-    expect(String(failure)).toMatch(/not a .*float/)
+    expect(String(failure)).toMatch(/OOM command not allowed/)
   })
 })
