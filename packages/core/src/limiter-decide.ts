@@ -263,7 +263,7 @@ function countOutcomes(entries: readonly Entry[], decision: Decision, drop: bool
  * `judge` for a request that one rule decides, the common case: the same decision, reached
  * without the loops and the working array of the general case.
  */
-function judgeOne(e: Entry, r: AlgorithmResult, nowMs: number): Decision {
+export function judgeOne(e: Entry, r: AlgorithmResult, nowMs: number): Decision {
   const rule = e.rule.rule
   const shadow = e.shadow
   const outcome: RuleOutcome = {

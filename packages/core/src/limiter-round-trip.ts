@@ -16,7 +16,7 @@ import {
   recordRefusals,
   withBanChecks,
 } from './limiter-ban.js'
-import { FAILED_OPEN, invalidAnswer, judge, validResults } from './limiter-decide.js'
+import { FAILED_OPEN, invalidAnswer, judge, judgeOne, validResults } from './limiter-decide.js'
 import { refundOf, type Entry } from './limiter-entry.js'
 import { FAIL_OPEN_MESSAGES, type FailOpenCode, type FailOpenLog } from './limiter-fail-open-log.js'
 import type { Holdings } from './limiter-holdings.js'
@@ -98,6 +98,43 @@ export class RoundTrip<Req> {
     }
     if (startedMs >= 0) reporter.storeCallEnded(startedMs, true)
     return this.decide(entries, results, facts, bans?.owners, nowMs)
+  }
+
+  /**
+   * `decideEntries` for the one entry of `Limiter.judgeLone` (a rule with nothing but a limit,
+   * a synchronous store, scratch entries): the same store call and decision, without the steps
+   * that have nothing to do for it (bans, queues, holdings, store timing: a synchronous store
+   * is never timed).
+   */
+  decideLone(entries: Entry[], facts: RequestFacts<Req>): Decision | Promise<Decision> {
+    if (this.closed) return this.failOpen(undefined, entries, facts, 'FG_WRN_LIMITER_CLOSED')
+    const parts = this.parts
+    const nowMs = parts.clock()
+    let results: readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
+    try {
+      results = parts.store.consume(entries, nowMs)
+    } catch (err) {
+      return this.failOpen(err, entries, facts)
+    }
+    if (isThenable(results)) {
+      // A store that broke its `synchronous` promise must not see its entries reused.
+      return withinDeadline<Decision>(
+        Promise.resolve(results),
+        parts.timeoutMs,
+        parts.watchdog,
+        new AwaitedDecision(this, [{ ...entries[0]! }], facts, undefined, nowMs, -1),
+      )
+    }
+    if (!validResults(results, entries)) {
+      return this.failOpen(invalidAnswer(results, entries), entries, facts)
+    }
+    const decision = judgeOne(entries[0]!, results[0]!, nowMs)
+    const top = parts.top
+    // Enforced refusals and shadow would-be refusals.
+    if (top !== undefined && !decision.outcomes[0]!.allowed) {
+      top.refused(decision.outcomes[0]!.rule.id, decision.outcomes[0]!.key)
+    }
+    return parts.reporter.report(decision, facts)
   }
 
   /**

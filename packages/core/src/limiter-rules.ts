@@ -8,6 +8,7 @@ import {
 } from './keys/build-key.js'
 import { zeroCounts, type DecisionCounts } from './limiter-counters.js'
 import { isThenable } from './limiter-deadline.js'
+import { queueWaitMs } from './limiter-entry.js'
 import { compileRules as compileRuleSet } from './rules/compile-rules.js'
 import type { CompiledRule, CompiledRules } from './rules/compiled-rules.js'
 import type { Rule } from './rules/rule.js'
@@ -47,6 +48,11 @@ export interface RuleRuntime {
   readonly answered: ReadonlyMap<string, RuleTier> | undefined
   /** The rule's `deny` and `allow` lists, compiled. */
   readonly lists: RuleLists
+  /**
+   * Whether a request this rule alone decides can take the limiter's short path: no lists, no
+   * limit to choose, no ban, no queue, nothing held after the decision (see `Limiter.judgeLone`).
+   */
+  readonly lone: boolean
 }
 
 /** How a limiter chooses limits in code: its `limits` option. */
@@ -167,19 +173,31 @@ export class RuleRegistry<Req> {
         // Read live: the answers grow after the rules swap.
         variantStateIds = { [Symbol.iterator]: () => seen.keys() }
       }
+      const lists = compileRuleLists(c.rule, this.keys, path, this.denyRefusal, this.keyFailed)
+      const holdsSlot = c.algorithm.name === 'concurrency'
+      const countsOutcome = c.rule.count !== 'all'
       return {
         compiled: c,
         keyFn: compileKey(c.rule, this.keys, this.ipv6Subnet, path, this.keyFailed),
         // Registered by id only once the set is in force (see register): a refused set must
         // leave no rule of its own in counters(), where it would take a metrics label.
         counts: this.countsByRule.get(c.rule.id) ?? zeroCounts(),
-        holdsSlot: c.algorithm.name === 'concurrency',
-        countsOutcome: c.rule.count !== 'all',
+        holdsSlot,
+        countsOutcome,
         pick,
         variantStateIds,
         tiers: tiers?.lookup,
         answered,
-        lists: compileRuleLists(c.rule, this.keys, path, this.denyRefusal, this.keyFailed),
+        lists,
+        lone:
+          pick === undefined &&
+          lists.deny === undefined &&
+          lists.allow === undefined &&
+          !c.ban &&
+          !c.rule.adaptive &&
+          queueWaitMs(c.rule) <= 0 &&
+          !holdsSlot &&
+          !countsOutcome,
       }
     })
     if (clashes.length > 0) throw new RulesValidationError(clashes)

@@ -30,13 +30,13 @@ import {
 import type { ClientKey } from './keys/build-key.js'
 import { DecisionReport } from './limiter-report.js'
 import { RoundTrip } from './limiter-round-trip.js'
-import type { RuleRuntime } from './limiter-rules.js'
 import {
   RuleRegistry,
   isRulesSource,
   limitSettings,
   startRulesSource,
   warnUnknownLimits,
+  type RuleRuntime,
 } from './limiter-rules.js'
 import { TopClientsTracker, type TopClient, type TopClientsQuery } from './limiter-top-clients.js'
 import { scopeLogger, stderrLogger, type Logger } from './logger.js'
@@ -52,7 +52,7 @@ import {
   renamedOption,
 } from './options/checks.js'
 import type { RequestFacts } from './request-facts.js'
-import type { CompiledRules } from './rules/compiled-rules.js'
+import type { CompiledRule, CompiledRules } from './rules/compiled-rules.js'
 import type { Rule } from './rules/rule.js'
 import { parseRules, type RuleInput } from './rules/schema.js'
 import type { RulesSource } from './rules/sources/rules-source.js'
@@ -101,6 +101,22 @@ class LimiterEngine<Req> implements Limiter<Req> {
   private scratchInUse = false
   /** Limits still being chosen, filled and emptied within one check (no array per request). */
   private readonly pendingScratch: PendingPick[] = []
+  /**
+   * The entry of `judgeLone`, reused (made on the first request it serves, in the field order
+   * of `fillEntries`' entries), and the one-entry list that holds it.
+   */
+  private readonly lone: Entry = {
+    rule: undefined as unknown as CompiledRule,
+    key: '',
+    cost: 0,
+    maxWaitMs: 0,
+    shadow: false,
+    rt: undefined as unknown as RuleRuntime,
+    place: undefined,
+  }
+  private readonly loneEntries: Entry[] = [this.lone]
+  /** The short path for requests one plain rule decides; off only to test it against the general path. */
+  private lonePath = true
   private readonly watchdog: DeadlineWatchdog | undefined
   private readonly access: AccessOptions
   /** The deadline of `get`, `reset`, `penalty` and `reward`, store calls included. */
@@ -298,6 +314,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
     const pending = nested ? [] : this.pendingScratch
     if (!nested) this.scratchInUse = true
     try {
+      // `reuse` implies not nested: the short path's one entry object is this call's too.
+      if (reuse && rts.length === 1 && rts[0]!.lone && this.lonePath) {
+        return this.judgeLone(rts[0]!, facts, routeCost)
+      }
       return this.countRequest(entries, pending, rts, facts, routeCost, reuse)
     } finally {
       if (!nested) this.scratchInUse = false
@@ -344,6 +364,37 @@ class LimiterEngine<Req> implements Limiter<Req> {
         )
     }
     return this.consumeEntries(entries, facts, reuse)
+  }
+
+  /**
+   * The request one rule decides, a rule with nothing but a limit (`RuleRuntime.lone`), on a
+   * synchronous store: the decision the general path makes, without its loops over rules and
+   * the steps that have nothing to do here (lists, a limit to choose, bans, queues, holdings).
+   * A key builder that throws reaches `check()`'s own catch, as from `fillEntries`.
+   */
+  private judgeLone(
+    rt: RuleRuntime,
+    facts: RequestFacts<Req>,
+    routeCost: number,
+  ): Decision | Promise<Decision> {
+    const key = rt.keyFn(facts)
+    // No allow list: a request the rule's key skips is one no rule counted.
+    if (key === undefined) return this.reporter.report(NO_RULES, facts)
+    const compiled = rt.compiled
+    const rule = compiled.rule
+    const e = this.lone
+    e.rule = compiled
+    e.key = key
+    e.cost = rule.cost * routeCost
+    e.shadow = rule.shadow
+    e.rt = rt
+    const entries = this.loneEntries
+    if (!isCost(e.cost)) {
+      return this.roundTrip.failOpen(undefined, entries, facts, 'FG_WRN_COST_INVALID', {
+        cost: e.cost,
+      })
+    }
+    return this.roundTrip.decideLone(entries, facts)
   }
 
   /** Ask the store about entries whose limits are chosen, and decide. */
