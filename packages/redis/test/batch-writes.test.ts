@@ -6,7 +6,7 @@ import { testRule } from '@floodgate/core/testing'
 import { createRedisStore } from '@floodgate/redis'
 import { decideScript, scriptAlgorithms } from '../src/scripts/decide-script.js'
 import { encodeBatch, type WireMode, type WireRequest } from '../src/wire-format.js'
-import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+import { adminConnection, redisAvailable, uniquePrefix } from './helpers/redis.js'
 import { RedisServer, redisBinariesAvailable } from './helpers/redis-server.js'
 
 // The general script reads every key of a batch with one MGET and writes each key it changed
@@ -81,14 +81,7 @@ interface Drawn {
 }
 
 describe.skipIf(!available)('the general script, a batch against one call per request', () => {
-  let admin: Redis
-  beforeAll(() => {
-    admin = new Redis(REDIS_URL)
-  })
-  afterAll(async () => {
-    await deletePrefix(admin, prefix)
-    admin.disconnect()
-  })
+  const redis = adminConnection(prefix)
 
   // Every mode, keys shared between requests and within one, states of any kind beforehand
   // (none, Floodgate's, a string of the wrong size, a hash): the batch's reply, every key's
@@ -166,12 +159,12 @@ describe.skipIf(!available)('the general script, a batch against one call per re
             for (const [key, start] of starts.entries()) {
               for (const [i, rule] of rules.entries()) {
                 const k = keyOf(side, key, i)
-                if (start === 'short') await admin.set(k, 'xyz')
-                if (start === 'hash') await admin.hset(k, 'f', '1')
+                if (start === 'short') await redis.admin.set(k, 'xyz')
+                if (start === 'hash') await redis.admin.hset(k, 'f', '1')
                 if (start === 'used') {
                   const e = { rule, key: String(key), cost: 1, maxWaitMs: 0, shadow: false }
                   const packed = encodeBatch([{ mode: 'c', entries: [e] }], sorted)
-                  await admin.callBuffer(
+                  await redis.admin.callBuffer(
                     'EVAL',
                     lua,
                     1,
@@ -194,7 +187,7 @@ describe.skipIf(!available)('the general script, a batch against one call per re
           const batchKeys = requests.flatMap((r) =>
             r.keys.map(([key, i]) => keyOf('batch', key, i)),
           )
-          const batchReply = (await admin.callBuffer(
+          const batchReply = (await redis.admin.callBuffer(
             'EVAL',
             lua,
             batchKeys.length,
@@ -210,7 +203,7 @@ describe.skipIf(!available)('the general script, a batch against one call per re
           for (const r of requests) {
             const keys = r.keys.map(([key, i]) => keyOf('alone', key, i))
             aloneReplies.push(
-              (await admin.callBuffer(
+              (await redis.admin.callBuffer(
                 'EVAL',
                 lua,
                 keys.length,
@@ -223,11 +216,11 @@ describe.skipIf(!available)('the general script, a batch against one call per re
           for (let key = 0; key < 3; key++) {
             for (let i = 0; i < rules.length; i++) {
               const [b, a] = [keyOf('batch', key, i), keyOf('alone', key, i)]
-              const [tb, ta] = [await admin.pttl(b), await admin.pttl(a)]
-              expect(await admin.type(b), `type of ${key}`).toBe(await admin.type(a))
-              if ((await admin.type(a)) === 'string') {
-                expect(await admin.getBuffer(b), `value of ${key}`).toEqual(
-                  await admin.getBuffer(a),
+              const [tb, ta] = [await redis.admin.pttl(b), await redis.admin.pttl(a)]
+              expect(await redis.admin.type(b), `type of ${key}`).toBe(await redis.admin.type(a))
+              if ((await redis.admin.type(a)) === 'string') {
+                expect(await redis.admin.getBuffer(b), `value of ${key}`).toEqual(
+                  await redis.admin.getBuffer(a),
                 )
               }
               // -1: no TTL (a hash never written), -2: no key; else the same up to the time

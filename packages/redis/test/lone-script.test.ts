@@ -1,13 +1,13 @@
 import fc from 'fast-check'
 import { createHash } from 'node:crypto'
 import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { createRedisStore } from '@floodgate/redis'
 import { SCRIPT_ALGORITHMS, decideScript, loneScript } from '../src/scripts/decide-script.js'
 import { encodeBatch, type WireMode } from '../src/wire-format.js'
-import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+import { REDIS_URL, adminConnection, redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 const available = await redisAvailable()
 const prefix = uniquePrefix('lone')
@@ -15,14 +15,7 @@ const prefix = uniquePrefix('lone')
 const sha = (lua: string): string => createHash('sha1').update(lua).digest('hex')
 
 describe.skipIf(!available)('the lone script', () => {
-  let admin: Redis
-  beforeAll(() => {
-    admin = new Redis(REDIS_URL)
-  })
-  afterAll(async () => {
-    await deletePrefix(admin, prefix)
-    admin.disconnect()
-  })
+  const redis = adminConnection(prefix)
 
   // The lone script must be the decide script for the one call it takes: same reply, same
   // stored state, same TTL, from any state a key may hold (Floodgate's own, a state of the
@@ -49,8 +42,8 @@ describe.skipIf(!available)('the lone script', () => {
           async (limit, windowMs, start, steps) => {
             const rule = testRule(algorithm, limit, windowMs)
             const keys = [`${prefix}:${algorithm}:a${++n}`, `${prefix}:${algorithm}:b${n}`]
-            if (start === 'short') for (const k of keys) await admin.set(k, 'xyz')
-            if (start === 'hash') for (const k of keys) await admin.hset(k, 'f', '1')
+            if (start === 'short') for (const k of keys) await redis.admin.set(k, 'xyz')
+            if (start === 'hash') for (const k of keys) await redis.admin.hset(k, 'f', '1')
             let now = 1_763_000_000_000
             for (const [i, s] of steps.entries()) {
               now += s.dt
@@ -66,7 +59,7 @@ describe.skipIf(!available)('the lone script', () => {
               const argv = [String(now), '60000', '60000', packed]
               // Both calls, then both TTLs, in one MULTI: within a few milliseconds of each
               // other, whatever the machine's load.
-              const replies = (await admin
+              const replies = (await redis.admin
                 .multi()
                 .callBuffer('EVAL', lone, 1, keys[0]!, ...argv)
                 .callBuffer('EVAL', decide, 1, keys[1]!, ...argv)
@@ -76,7 +69,7 @@ describe.skipIf(!available)('the lone script', () => {
               const [a, b, ta, tb] = replies as [Buffer, Buffer, number, number]
               expect(a, `reply, step ${i}`).toEqual(b)
               const [va, vb] = await Promise.all(
-                keys.map((k) => admin.getBuffer(k).catch(() => 'not a string')),
+                keys.map((k) => redis.admin.getBuffer(k).catch(() => 'not a string')),
               )
               expect(va, `state, step ${i}`).toEqual(vb)
               // -1: no TTL (the other type, never written), -2: no key.
@@ -101,10 +94,10 @@ describe.skipIf(!available)('the lone script', () => {
     for (const requests of calls) {
       const packed = encodeBatch(requests, ['token-bucket'])
       await expect(
-        admin.callBuffer('EVAL', lone, 1, `${prefix}:refuse`, '', '0', '60000', packed),
+        redis.admin.callBuffer('EVAL', lone, 1, `${prefix}:refuse`, '', '0', '60000', packed),
       ).rejects.toThrow(/one consume of one entry/)
     }
-    expect(await admin.exists(`${prefix}:refuse`)).toBe(0)
+    expect(await redis.admin.exists(`${prefix}:refuse`)).toBe(0)
   })
 
   it('decides a lone one-entry consume; anything else goes to the decide script', async () => {

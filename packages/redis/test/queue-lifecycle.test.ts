@@ -1,8 +1,7 @@
-import { Redis } from 'ioredis'
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createLimiter, type Logger, type RuleInput } from '@floodgate/core'
 import { createRedisStore } from '@floodgate/redis'
-import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+import { REDIS_URL, adminConnection, redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 const available = await redisAvailable()
 const prefix = uniquePrefix('queue-lifecycle')
@@ -19,14 +18,8 @@ function recordingLogger(): Logger & { lines: unknown[] } {
 }
 
 describe.skipIf(!available)('queued requests on a real RedisStore', () => {
-  let admin: Redis
-  beforeAll(() => {
-    admin = new Redis(REDIS_URL)
-  })
-  afterAll(async () => {
-    await deletePrefix(admin, prefix)
-    admin.disconnect()
-  })
+  // Deletes the block's keys after it.
+  adminConnection(prefix)
   afterEach(() => {
     vi.useRealTimers()
   })

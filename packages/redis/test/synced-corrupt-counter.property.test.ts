@@ -1,12 +1,11 @@
 import fc from 'fast-check'
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { CompiledRule, ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { createSyncedStore } from '@floodgate/redis'
 import { MAX_TTL_MS } from '../src/key-ttl.js'
 import { hashTag } from '../src/redis-key.js'
-import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+import { REDIS_URL, adminConnection, redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 const available = await redisAvailable()
 const prefix = uniquePrefix('synced-corrupt')
@@ -38,14 +37,7 @@ const value = fc.oneof(
 describe.skipIf(!available)(
   'SyncedStore on a fleet counter whose fields Floodgate did not write',
   () => {
-    let admin: Redis
-    beforeAll(() => {
-      admin = new Redis(REDIS_URL)
-    })
-    afterAll(async () => {
-      await deletePrefix(admin, prefix)
-      admin.disconnect()
-    })
+    const redis = adminConnection(prefix)
 
     let run = 0
     it('syncs every key of the call, fails no sync, and leaves the counter with a TTL (property)', async () => {
@@ -70,17 +62,17 @@ describe.skipIf(!available)(
               const counter = (key: string): string =>
                 `${prefix}:{${hashTag(key)}}:${rule.stateId}:synced`
               for (const key of keys) store.consume(one(rule, key, 2), now)
-              await admin.hset(counter(keys[poisoned]!), fields)
+              await redis.admin.hset(counter(keys[poisoned]!), fields)
               await store.syncNow() // reads the fleet levels
               await store.syncNow() // sends the units
               expect(store.failedSyncs).toBe(0)
               for (const [i, key] of keys.entries()) {
                 // The other keys of the call hold exactly what was sent; the poisoned one at least
                 // a finite total (a plausible one may have been taken as the fleet's).
-                const total = Number(await admin.hget(counter(key), 't'))
+                const total = Number(await redis.admin.hget(counter(key), 't'))
                 if (i === poisoned) expect(Number.isFinite(total), `total ${total}`).toBe(true)
                 else expect(total).toBe(2)
-                const ttl = await admin.pttl(counter(key))
+                const ttl = await redis.admin.pttl(counter(key))
                 expect(ttl).toBeGreaterThan(0)
                 expect(ttl).toBeLessThanOrEqual(MAX_TTL_MS)
               }

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis'
 import { randomBytes } from 'node:crypto'
+import { afterAll, beforeAll } from 'vitest'
 
 /** The Redis the tests use (loopback by default). */
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -44,4 +45,26 @@ export async function deletePrefix(client: Redis, prefix: string): Promise<void>
     cursor = next
     if (keys.length > 0) await client.del(...keys)
   } while (cursor !== '0')
+}
+
+/** What {@link adminConnection} hands a describe block, set once its `beforeAll` has run. */
+export interface AdminConnection {
+  /** A plain connection to REDIS_URL, to write and read keys behind a store's back. */
+  readonly admin: Redis
+}
+
+/**
+ * For a describe block: a plain connection to REDIS_URL, opened before its tests and closed,
+ * with every key under `prefix` deleted, after them. Read `admin` inside tests.
+ */
+export function adminConnection(prefix: string): AdminConnection {
+  const made = {} as { admin: Redis }
+  beforeAll(() => {
+    made.admin = new Redis(REDIS_URL)
+  })
+  afterAll(async () => {
+    await deletePrefix(made.admin, prefix)
+    made.admin.disconnect()
+  })
+  return made
 }

@@ -1,5 +1,4 @@
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { testRule } from '@floodgate/core/testing'
 import { RedisConnection } from '../../src/connection.js'
 import { hashTag } from '../../src/redis-key.js'
@@ -11,7 +10,7 @@ import {
 } from '../../src/synced/sync-exchange.js'
 import { TrackedKeys, type Tracked } from '../../src/synced/tracked-keys.js'
 import { FaultProxy } from '../helpers/fault-proxy.js'
-import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from '../helpers/redis.js'
+import { REDIS_URL, adminConnection, redisAvailable, uniquePrefix } from '../helpers/redis.js'
 import { ScriptedRespServer } from '../helpers/scripted-resp-server.js'
 
 const available = await redisAvailable()
@@ -54,14 +53,7 @@ describe('callGroups', () => {
 })
 
 describe.skipIf(!available)('SyncExchange on Redis', () => {
-  let admin: Redis
-  beforeAll(() => {
-    admin = new Redis(REDIS_URL)
-  })
-  afterAll(async () => {
-    await deletePrefix(admin, prefix)
-    admin.disconnect()
-  })
+  const redis = adminConnection(prefix)
 
   async function exchange(url = REDIS_URL, timeoutMs = 1000): Promise<SyncExchange> {
     const connection = new RedisConnection({ url }, timeoutMs)
@@ -80,7 +72,7 @@ describe.skipIf(!available)('SyncExchange on Redis', () => {
     for (const { levels } of answered) {
       for (const level of levels) expect(level).toEqual({ used: 2, hosts: 1 })
     }
-    const total = async (t: Tracked): Promise<string | null> => admin.hget(t.redisKey, 't')
+    const total = async (t: Tracked): Promise<string | null> => redis.admin.hget(t.redisKey, 't')
     expect(await total(batch[299]!)).toBe('2')
     expect(batch[0]!.redisKey).toBe(`${prefix}:{${hashTag('round-0')}}:${rule.stateId}:synced`)
     // The same batch again (its reply was lost, say): Redis skips it by its seq.
@@ -106,7 +98,7 @@ describe.skipIf(!available)('SyncExchange on Redis', () => {
     expect(x.inFlight).toBe(0)
     expect(answers).toBe(0)
     // The units did reach Redis: only the reply was late.
-    expect(await admin.hget(batch[0]!.redisKey, 't')).toBe('1')
+    expect(await redis.admin.hget(batch[0]!.redisKey, 't')).toBe('1')
   })
 
   it('reports a call Redis refuses as the failure', async () => {
