@@ -2,6 +2,7 @@ import type { CompiledRule } from './rules/compiled-rules.js'
 import type { ConsumeEntry, RefundEntry } from './stores/store.js'
 import type { RuleRuntime } from './limiter-rules.js'
 import { allowedByRule } from './limiter-rule-lists.js'
+import { queueWaitMs } from './limiter-queue-wait.js'
 import type { RequestFacts } from './request-facts.js'
 
 /** A store entry plus the rule's runtime, so the decision needs no second lookup. */
@@ -35,14 +36,6 @@ export function isCost(v: unknown): v is number {
 export interface PendingPick {
   readonly index: number
   readonly pick: Promise<CompiledRule>
-}
-
-/**
- * The longest a request may wait for its turn under a rule: the rule's `maxWait` when it queues,
- * else 0. Whether the client's queue has room is known only once the store has answered.
- */
-export function queueWaitMs(rule: CompiledRule['rule']): number {
-  return rule.onLimit.action === 'queue' ? rule.onLimit.maxWaitMs : 0
 }
 
 /**

@@ -8,7 +8,7 @@ import {
 } from './keys/build-key.js'
 import { zeroCounts, type DecisionCounts } from './limiter-counters.js'
 import { isThenable } from './limiter-deadline.js'
-import { queueWaitMs } from './limiter-entry.js'
+import { queueWaitMs } from './limiter-queue-wait.js'
 import { compileRules as compileRuleSet } from './rules/compile-rules.js'
 import type { CompiledRule, CompiledRules } from './rules/compiled-rules.js'
 import type { Rule } from './rules/rule.js'
