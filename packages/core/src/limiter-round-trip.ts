@@ -129,11 +129,7 @@ export class RoundTrip<Req> {
       return this.failOpen(invalidAnswer(results, entries), entries, facts)
     }
     const decision = judgeOne(entries[0]!, results[0]!, nowMs)
-    const top = parts.top
-    // Enforced refusals and shadow would-be refusals.
-    if (top !== undefined && !decision.outcomes[0]!.allowed) {
-      top.refused(decision.outcomes[0]!.rule.id, decision.outcomes[0]!.key)
-    }
+    this.noteRefusals(decision)
     return parts.reporter.report(decision, facts)
   }
 
@@ -172,17 +168,21 @@ export class RoundTrip<Req> {
     if (!plainLone(entries)) results = this.parts.holdings.joinQueues(entries, results)
     const decision = judge(entries, results, banned, nowMs)
     this.parts.holdings.settle(decision, entries, results)
-    const top = this.parts.top
-    if (top !== undefined) {
-      const outcomes = decision.outcomes
-      for (let i = 0; i < outcomes.length; i++) {
-        const o = outcomes[i]!
-        // Enforced refusals and shadow would-be refusals; a queued outcome is allowed.
-        if (!o.allowed) top.refused(o.rule.id, o.key)
-      }
-    }
+    this.noteRefusals(decision)
     if (decision.allowed || !banOwners) return this.parts.reporter.report(decision, facts)
     return this.startBans(decision, entries, results, facts, nowMs)
+  }
+
+  /** Tell the top-clients tracker, when there is one, of each rule that refused this client. */
+  private noteRefusals(decision: Decision): void {
+    const top = this.parts.top
+    if (top === undefined) return
+    const outcomes = decision.outcomes
+    for (let i = 0; i < outcomes.length; i++) {
+      const o = outcomes[i]!
+      // Enforced refusals and shadow would-be refusals; a queued outcome is allowed.
+      if (!o.allowed) top.refused(o.rule.id, o.key)
+    }
   }
 
   /** Count the refusals of banning rules; the refusal that earns a ban answers as banned. */
