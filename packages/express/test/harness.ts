@@ -17,7 +17,7 @@ export async function startExpress(setup: HarnessSetup): Promise<RunningApp> {
   if (setup.trustProxy) app.set('trust proxy', true)
   const limiter = setup.limiter as unknown as Limiter<Request>
   const handler = (route: ScenarioRoute) => async (req: Request, res: Response) => {
-    await setup.enter(route)
+    await setup.enter(route, req)
     if (route.fail) throw new Error('boom')
     res.json(route.echo ? { ok: true, rateLimit: echoRateLimit(req.rateLimit) } : { ok: true })
   }

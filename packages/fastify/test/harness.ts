@@ -22,7 +22,7 @@ export async function startFastify(setup: HarnessSetup): Promise<RunningApp> {
       url: r.path,
       config: { rateLimit: r.exempt ? false : r.cost !== undefined ? { cost: r.cost } : {} },
       handler: async (request) => {
-        await setup.enter(r)
+        await setup.enter(r, request.raw)
         if (r.fail) throw new Error('boom')
         return r.echo ? { ok: true, rateLimit: echoRateLimit(request.rateLimit) } : { ok: true }
       },

@@ -22,7 +22,7 @@ export async function startKoa(setup: HarnessSetup): Promise<RunningApp> {
   }
   const limiter = setup.limiter as unknown as Limiter<Context>
   const handler = (route: ScenarioRoute) => async (ctx: Context) => {
-    await setup.enter(route)
+    await setup.enter(route, ctx.req)
     if (route.fail) throw new Error('boom')
     ctx.body = route.echo
       ? { ok: true, rateLimit: echoRateLimit(ctx.state.rateLimit) }

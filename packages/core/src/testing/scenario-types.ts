@@ -61,8 +61,11 @@ export interface HarnessSetup {
     readonly headers?: boolean | HeaderFormat
     readonly shadowHeader?: boolean
   }
-  /** Call at the start of every handler; await it in `slow` handlers before answering. */
-  readonly enter: (route: ScenarioRoute) => Promise<void>
+  /**
+   * Call at the start of every handler with Node's request; await it in `slow` handlers before
+   * answering.
+   */
+  readonly enter: (route: ScenarioRoute, req: IncomingMessage) => Promise<void>
   /**
    * Await on every request in a middleware (Fastify: an `onRequest` hook) that runs before the
    * limiter, as an authentication step that reads a database would.

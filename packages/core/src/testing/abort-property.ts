@@ -1,0 +1,313 @@
+import { request as httpRequest, type ClientRequest } from 'node:http'
+import fc from 'fast-check'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { AlgorithmResult } from '../algorithms/algorithm.js'
+import { createLimiter } from '../limiter.js'
+import { MemoryStore } from '../stores/memory-store.js'
+import type { RuleInput } from '../rules/schema.js'
+import type { ConsumeEntry, RefundEntry, Store } from '../stores/store.js'
+import type { AdapterHarness, RunningApp, ScenarioRoute } from './scenario-types.js'
+import { collectUnhandledRejections } from './unhandled-rejections.js'
+
+// Two slots on `/c`; on `/q` a bucket of 2 that refills one token per 20 ms of the limiter's
+// clock and queues up to 2 requests. The clock never moves, so every token spent stays spent
+// and `resetMs` tells how many are: 20 ms each.
+const SLOTS = 2
+const BURST = 2
+const MS_PER_TOKEN = 20
+const QUEUE = 2
+const NOW = 1_700_000_000_000
+
+const ROUTES: readonly ScenarioRoute[] = [
+  { method: 'GET', path: '/c', slow: true },
+  { method: 'GET', path: '/q', slow: true },
+]
+
+const RULES: readonly RuleInput[] = [
+  { id: 'slots', match: 'GET /c', algorithm: 'concurrency', limit: SLOTS },
+  {
+    id: 'smooth',
+    match: 'GET /q',
+    limit: 1000 / MS_PER_TOKEN,
+    window: '1s',
+    burst: BURST,
+    onLimit: { action: 'queue', maxWait: '1s', maxQueue: QUEUE },
+  },
+]
+
+type Route = 'c' | 'q'
+
+/**
+ * One step of a run: a request starts (and the step waits until the store is asked about it),
+ * a held store answer is delivered, a handler is let go, a client leaves, time passes.
+ */
+type Action =
+  | { readonly send: Route }
+  | { readonly deliver: number }
+  | { readonly open: number }
+  | { readonly leave: number }
+  | { readonly turns: number }
+  | { readonly sleepMs: number }
+
+const actionArb: fc.Arbitrary<Action> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ send: fc.constantFrom<Route>('c', 'q') }) },
+  { weight: 2, arbitrary: fc.record({ deliver: fc.nat(7) }) },
+  { weight: 2, arbitrary: fc.record({ open: fc.nat(7) }) },
+  { weight: 3, arbitrary: fc.record({ leave: fc.nat(7) }) },
+  { weight: 2, arbitrary: fc.record({ turns: fc.integer({ min: 1, max: 3 }) }) },
+  { weight: 1, arbitrary: fc.record({ sleepMs: fc.integer({ min: 1, max: 30 }) }) },
+)
+
+interface Exchange {
+  readonly route: Route
+  readonly request: ClientRequest
+  /** The status answered, or `dropped` once the client left or the connection died. */
+  readonly done: Promise<number | 'dropped'>
+}
+
+function open(url: string, route: Route): Exchange {
+  const request = httpRequest(`${url}/${route}`, { agent: false })
+  const done = new Promise<number | 'dropped'>((resolve) => {
+    request.on('response', (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode ?? 0))
+      res.on('error', () => resolve('dropped'))
+      res.on('aborted', () => resolve('dropped'))
+    })
+    request.on('error', () => resolve('dropped'))
+    request.on('close', () => resolve('dropped'))
+  })
+  request.end()
+  return { route, request, done }
+}
+
+/**
+ * A MemoryStore whose answers wait until the plan delivers them (in any order), as a networked
+ * store's answers may arrive after the client left; or, `synchronous`, answers at once.
+ */
+class PlannedStore implements Store {
+  asked = 0
+  private readonly held: Array<() => void> = []
+  private waiters: Array<() => void> = []
+
+  /** As MemoryStore declares it, when answers come at once: the limiter's fast path runs. */
+  readonly synchronous: boolean
+
+  constructor(
+    readonly memory: MemoryStore,
+    atOnce: boolean,
+  ) {
+    this.synchronous = atOnce
+  }
+
+  consume(entries: readonly ConsumeEntry[], nowMs: number) {
+    this.asked++
+    for (const w of this.waiters.splice(0)) w()
+    const answer = this.memory.consume(entries, nowMs)
+    if (this.synchronous) return answer
+    // Copied now: MemoryStore reuses its result objects.
+    const copy = answer.map((r) => ({ ...r }))
+    return new Promise<readonly AlgorithmResult[]>((resolve) => {
+      this.held.push(() => resolve(copy))
+    })
+  }
+
+  refund(entries: readonly RefundEntry[], nowMs: number): void {
+    this.memory.refund(entries, nowMs)
+  }
+
+  /** Delivers the `i`-th held answer (modulo how many are held); false when none is. */
+  deliver(i: number): boolean {
+    const f = this.held.splice(i % Math.max(1, this.held.length), 1)[0]
+    f?.()
+    return f !== undefined
+  }
+
+  deliverAll(): void {
+    for (const f of this.held.splice(0)) f()
+  }
+
+  /** Resolves once the store was asked `n` times, or `ends` settles first. */
+  async askedFor(n: number, ends: Promise<unknown>): Promise<void> {
+    let over = false
+    void ends.then(() => (over = true))
+    while (this.asked < n && !over) {
+      await Promise.race([new Promise<void>((resolve) => this.waiters.push(resolve)), ends])
+    }
+  }
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Resolves once `read()` returns what `want()` says (both read again every 10 ms: a handler
+ * may still start on a decision that was on its way), or fails with the last pair after `ms`.
+ */
+async function settlesTo<T>(read: () => Promise<T>, want: () => T, ms: number, what: () => string) {
+  const until = Date.now() + ms
+  let last = await read()
+  while (JSON.stringify(last) !== JSON.stringify(want()) && Date.now() < until) {
+    await sleep(10)
+    last = await read()
+  }
+  expect(last, what()).toStrictEqual(want())
+}
+
+/**
+ * A property of what requests hold when their clients leave at random moments: before the
+ * limiter, while an asynchronous store decides, while queued, while the handler runs, after
+ * the response. Requests on `/c` hold one of two concurrency slots; requests on `/q` spend a
+ * token of a bucket of two, queueing (up to two at once) when it is empty. Whatever the
+ * interleaving:
+ *
+ * - no more handlers run on `/c` at once for clients still connected than there are slots (no
+ *   slot is given back twice; a client that leaves gives its slot back, while its handler
+ *   may still be working);
+ * - once every exchange has ended, every slot is free again (none leaks);
+ * - the bucket has spent exactly one token per `/q` handler that ran: a request that left
+ *   before its handler (queued, or while its decision was on the way) got its token back, and
+ *   a handler never runs on a token that was given back;
+ * - every client that stayed got an answer (200, or 429 when refused), none was left hanging.
+ *
+ * Each adapter's tests call this with the harness its scenario table uses.
+ *
+ * @param harness - builds and starts an app for the property's routes
+ * @param runs - fast-check runs per store, synchronous and asynchronous (default 25, or
+ *   `ABORT_RUNS` from the environment)
+ */
+export function describeAbortProperty(
+  harness: AdapterHarness,
+  runs: number = Number(process.env.ABORT_RUNS ?? 25),
+): void {
+  describe(`${harness.name}: clients leaving at random moments`, () => {
+    let running: RunningApp | undefined
+    const unhandled = collectUnhandledRejections()
+    afterEach(async () => {
+      await running?.close()
+      running = undefined
+      expect(unhandled, 'unhandled rejections').toEqual([])
+    })
+
+    for (const kind of ['synchronous', 'asynchronous'] as const) {
+      it(`${kind} store: slots, queue places and tokens match the handlers that ran`, async () => {
+        await fc.assert(
+          fc.asyncProperty(fc.array(actionArb, { minLength: 1, maxLength: 24 }), async (plan) => {
+            const memory = new MemoryStore()
+            const store = new PlannedStore(memory, kind === 'synchronous')
+            const decided: string[] = []
+            const limiter = createLimiter({
+              rules: RULES,
+              store,
+              clock: () => NOW,
+              onDecision: (d) => void decided.push(`${d.outcomes[0]?.rule.id}:${d.action}`),
+            })
+            // Reads the same state, straight from the MemoryStore underneath.
+            const reader = createLimiter({ rules: RULES, store: memory, clock: () => NOW })
+            const entered = { c: 0, q: 0 }
+            let inside = 0
+            let mostInside = 0
+            const gates: Array<() => void> = []
+            let letAllThrough = false
+            running = await harness.start({
+              limiter,
+              routes: ROUTES,
+              trustProxy: false,
+              options: {},
+              enter: (route, req) => {
+                const r: Route = route.path === '/c' ? 'c' : 'q'
+                entered[r]++
+                // A slot is held until the response closes: its handler counts as inside
+                // until it answers or the server sees its client leave, whichever is first.
+                let out = (): void => {}
+                const socket = req.socket
+                if (r === 'c' && !socket.destroyed) {
+                  mostInside = Math.max(mostInside, ++inside)
+                  let counted = true
+                  out = () => {
+                    if (counted) inside--
+                    counted = false
+                  }
+                  socket.once('close', out)
+                }
+                if (letAllThrough) {
+                  out()
+                  return Promise.resolve()
+                }
+                return new Promise<void>((resolve) =>
+                  gates.push(() => {
+                    out()
+                    resolve()
+                  }),
+                )
+              },
+              beforeLimiter: () => Promise.resolve(),
+            })
+            const app = running
+            const exchanges: Exchange[] = []
+            const left = new Set<number>()
+            for (const action of plan) {
+              if ('send' in action) {
+                const exchange = open(app.url, action.send)
+                exchanges.push(exchange)
+                await store.askedFor(store.asked + 1, exchange.done)
+              } else if ('deliver' in action) {
+                if (store.deliver(action.deliver)) await turn()
+              } else if ('open' in action) {
+                const i = action.open % Math.max(1, gates.length)
+                const gate = gates.splice(i, 1)[0]
+                gate?.()
+              } else if ('leave' in action) {
+                const i = action.leave % Math.max(1, exchanges.length)
+                if (exchanges[i] !== undefined) {
+                  left.add(i)
+                  exchanges[i].request.destroy()
+                }
+              } else if ('turns' in action) {
+                for (let t = 0; t < action.turns; t++) await turn()
+              } else await sleep(action.sleepMs)
+            }
+            // The rest go through: handlers waiting now, and those a queue still holds.
+            letAllThrough = true
+            store.deliverAll()
+            for (const gate of gates.splice(0)) gate()
+            const answers = await Promise.race([
+              Promise.all(exchanges.map((e) => e.done)),
+              sleep(5_000).then(() => 'hanging' as const),
+            ])
+            expect(answers, 'every exchange ended').not.toBe('hanging')
+            const statuses = answers as Array<number | 'dropped'>
+            statuses.forEach((status, i) => {
+              if (left.has(i)) return
+              expect([200, 429], `request ${i} (${exchanges[i]!.route}) stayed`).toContain(status)
+            })
+            expect(mostInside, 'handlers on /c at once').toBeLessThanOrEqual(SLOTS)
+
+            const held = async () => {
+              const states = await reader.get('127.0.0.1')
+              const slots = states.find((s) => s.rule.id === 'slots')
+              const smooth = states.find((s) => s.rule.id === 'smooth')
+              return {
+                slotsFree: slots?.remaining,
+                tokensSpent: Math.round((smooth?.resetMs ?? 0) / MS_PER_TOKEN),
+              }
+            }
+            // The server learns of a client's leaving on its own turn: wait for it, bounded.
+            await settlesTo(
+              held,
+              () => ({ slotsFree: SLOTS, tokensSpent: entered.q }),
+              2_000,
+              () =>
+                `slots free and tokens spent, after ${JSON.stringify(entered)} handlers, decisions ${decided.join(' ')}, answers ${statuses.join(' ')}`,
+            )
+            await app.close()
+            running = undefined
+            await limiter.close()
+            await reader.close()
+          }),
+          { numRuns: runs },
+        )
+      })
+    }
+  })
+}

@@ -1,0 +1,4 @@
+import { describeAbortProperty } from '@floodgate/core/testing'
+import { startFastify } from './harness.js'
+
+describeAbortProperty({ name: 'fastify', start: startFastify })
