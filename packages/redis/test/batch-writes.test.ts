@@ -154,6 +154,9 @@ describe.skipIf(!available)('the general script, a batch against one call per re
             }
           })
           const now = 1_763_000_000_000
+          // The TTLs are read some time after each write, from here on: they may differ by
+          // that much (a key the requests leave alone keeps the TTL its start gave it).
+          const writingFrom = Date.now()
           // Each side's keys start alike.
           for (const side of ['batch', 'alone']) {
             for (const [key, start] of starts.entries()) {
@@ -224,9 +227,14 @@ describe.skipIf(!available)('the general script, a batch against one call per re
                 )
               }
               // -1: no TTL (a hash never written), -2: no key; else the same up to the time
-              // between the two calls.
+              // between the writes and the reads (a few ms, more on a loaded machine).
+              const elapsed = Date.now() - writingFrom
               if (ta < 0) expect(tb, `ttl of ${key}`).toBe(ta)
-              else expect(Math.abs(ta - tb), `ttl of ${key}: ${ta} ${tb}`).toBeLessThanOrEqual(50)
+              else {
+                expect(Math.abs(ta - tb), `ttl of ${key}: ${ta} ${tb}`).toBeLessThanOrEqual(
+                  elapsed + 2,
+                )
+              }
             }
           }
         },
