@@ -82,8 +82,9 @@ function open(url: string, route: Route): Exchange {
 }
 
 /**
- * A MemoryStore whose answers wait until the plan delivers them (in any order), as a networked
- * store's answers may arrive after the client left; or, `synchronous`, answers at once.
+ * A store whose answers wait until the plan delivers them (in any order), as a networked
+ * store's answers may arrive after the client left. The store underneath decides at once; only
+ * its answer is held. Over a synchronous store with `atOnce`, it answers at once instead.
  */
 class PlannedStore implements Store {
   asked = 0
@@ -94,7 +95,7 @@ class PlannedStore implements Store {
   readonly synchronous: boolean
 
   constructor(
-    readonly memory: MemoryStore,
+    private readonly inner: Store,
     atOnce: boolean,
   ) {
     this.synchronous = atOnce
@@ -103,17 +104,19 @@ class PlannedStore implements Store {
   consume(entries: readonly ConsumeEntry[], nowMs: number) {
     this.asked++
     for (const w of this.waiters.splice(0)) w()
-    const answer = this.memory.consume(entries, nowMs)
+    const answer = this.inner.consume(entries, nowMs)
     if (this.synchronous) return answer
-    // Copied now: MemoryStore reuses its result objects.
-    const copy = answer.map((r) => ({ ...r }))
-    return new Promise<readonly AlgorithmResult[]>((resolve) => {
-      this.held.push(() => resolve(copy))
+    // Copied now: a synchronous store reuses its result objects.
+    const copy = Array.isArray(answer)
+      ? (answer as readonly AlgorithmResult[]).map((r) => ({ ...r }))
+      : answer
+    return new Promise<readonly AlgorithmResult[]>((resolve, reject) => {
+      this.held.push(() => void Promise.resolve(copy).then(resolve, reject))
     })
   }
 
-  refund(entries: readonly RefundEntry[], nowMs: number): void {
-    this.memory.refund(entries, nowMs)
+  refund(entries: readonly RefundEntry[], nowMs: number): void | Promise<void> {
+    return this.inner.refund(entries, nowMs)
   }
 
   /** Delivers the `i`-th held answer (modulo how many are held); false when none is. */
@@ -154,6 +157,20 @@ async function settlesTo<T>(read: () => Promise<T>, want: () => T, ms: number, w
   expect(last, what()).toStrictEqual(want())
 }
 
+/** Options of {@link describeAbortProperty}. */
+export interface AbortPropertyOptions {
+  /**
+   * A fresh store for each run (say a RedisStore under a new prefix, on the caller's clock):
+   * it must be able to `peek`, and the property then runs with its answers held and delivered
+   * in any order. Default: a MemoryStore, run once answering at once and once held.
+   */
+  readonly makeStore?: (() => Store) | undefined
+  /** fast-check runs per store (default 25, or `ABORT_RUNS` from the environment). */
+  readonly runs?: number | undefined
+}
+
+const SYNC_AND_ASYNC = ['synchronous', 'asynchronous'] as const
+
 /**
  * A property of what requests hold when their clients leave at random moments: before the
  * limiter, while an asynchronous store decides, while queued, while the handler runs, after
@@ -173,13 +190,14 @@ async function settlesTo<T>(read: () => Promise<T>, want: () => T, ms: number, w
  * Each adapter's tests call this with the harness its scenario table uses.
  *
  * @param harness - builds and starts an app for the property's routes
- * @param runs - fast-check runs per store, synchronous and asynchronous (default 25, or
- *   `ABORT_RUNS` from the environment)
+ * @param options - the store and the number of runs
  */
 export function describeAbortProperty(
   harness: AdapterHarness,
-  runs: number = Number(process.env.ABORT_RUNS ?? 25),
+  options: AbortPropertyOptions = {},
 ): void {
+  const runs = options.runs ?? Number(process.env.ABORT_RUNS ?? 25)
+  const kinds = options.makeStore ? (['asynchronous'] as const) : SYNC_AND_ASYNC
   describe(`${harness.name}: clients leaving at random moments`, () => {
     let running: RunningApp | undefined
     const unhandled = collectUnhandledRejections()
@@ -189,12 +207,12 @@ export function describeAbortProperty(
       expect(unhandled, 'unhandled rejections').toEqual([])
     })
 
-    for (const kind of ['synchronous', 'asynchronous'] as const) {
+    for (const kind of kinds) {
       it(`${kind} store: slots, queue places and tokens match the handlers that ran`, async () => {
         await fc.assert(
           fc.asyncProperty(fc.array(actionArb, { minLength: 1, maxLength: 24 }), async (plan) => {
-            const memory = new MemoryStore()
-            const store = new PlannedStore(memory, kind === 'synchronous')
+            const inner = options.makeStore?.() ?? new MemoryStore()
+            const store = new PlannedStore(inner, kind === 'synchronous')
             const decided: string[] = []
             const limiter = createLimiter({
               rules: RULES,
@@ -202,8 +220,8 @@ export function describeAbortProperty(
               clock: () => NOW,
               onDecision: (d) => void decided.push(`${d.outcomes[0]?.rule.id}:${d.action}`),
             })
-            // Reads the same state, straight from the MemoryStore underneath.
-            const reader = createLimiter({ rules: RULES, store: memory, clock: () => NOW })
+            // Reads the same state, straight from the store underneath.
+            const reader = createLimiter({ rules: RULES, store: inner, clock: () => NOW })
             const entered = { c: 0, q: 0 }
             let inside = 0
             let mostInside = 0
@@ -304,6 +322,7 @@ export function describeAbortProperty(
             running = undefined
             await limiter.close()
             await reader.close()
+            await inner.close?.()
           }),
           { numRuns: runs },
         )
