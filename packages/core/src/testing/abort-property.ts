@@ -1,4 +1,5 @@
-import { request as httpRequest, type ClientRequest } from 'node:http'
+import { request as httpRequest } from 'node:http'
+import { connect } from 'node:net'
 import fc from 'fast-check'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { AlgorithmResult } from '../algorithms/algorithm.js'
@@ -38,19 +39,22 @@ const RULES: readonly RuleInput[] = [
 type Route = 'c' | 'q'
 
 /**
- * One step of a run: a request starts (and the step waits until the store is asked about it),
- * a held store answer is delivered, a handler is let go, a client leaves, time passes.
+ * One step of a run: a request starts, or two pipelined on one connection (the step waits
+ * until the store is asked about the first), a held store answer is delivered, a handler is let
+ * go, a client leaves (closing its connection), time passes.
  */
 type Action =
-  | { readonly send: Route }
+  | { readonly send: readonly Route[] }
   | { readonly deliver: number }
   | { readonly open: number }
   | { readonly leave: number }
   | { readonly turns: number }
   | { readonly sleepMs: number }
 
+const routeArb = fc.constantFrom<Route>('c', 'q')
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ send: fc.constantFrom<Route>('c', 'q') }) },
+  { weight: 4, arbitrary: fc.record({ send: fc.tuple(routeArb) }) },
+  { weight: 1, arbitrary: fc.record({ send: fc.tuple(routeArb, routeArb) }) },
   { weight: 2, arbitrary: fc.record({ deliver: fc.nat(7) }) },
   { weight: 2, arbitrary: fc.record({ open: fc.nat(7) }) },
   { weight: 3, arbitrary: fc.record({ leave: fc.nat(7) }) },
@@ -58,16 +62,19 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ sleepMs: fc.integer({ min: 1, max: 30 }) }) },
 )
 
+type Answer = number | 'dropped'
+
 interface Exchange {
-  readonly route: Route
-  readonly request: ClientRequest
-  /** The status answered, or `dropped` once the client left or the connection died. */
-  readonly done: Promise<number | 'dropped'>
+  readonly routes: readonly Route[]
+  /** The client leaves: its connection is destroyed. */
+  leave(): void
+  /** Each request's status, `dropped` for those the connection ended without an answer. */
+  readonly done: Promise<readonly Answer[]>
 }
 
 function open(url: string, route: Route): Exchange {
   const request = httpRequest(`${url}/${route}`, { agent: false })
-  const done = new Promise<number | 'dropped'>((resolve) => {
+  const done = new Promise<Answer>((resolve) => {
     request.on('response', (res) => {
       res.resume()
       res.on('end', () => resolve(res.statusCode ?? 0))
@@ -78,7 +85,32 @@ function open(url: string, route: Route): Exchange {
     request.on('close', () => resolve('dropped'))
   })
   request.end()
-  return { route, request, done }
+  return { routes: [route], leave: () => request.destroy(), done: done.then((a) => [a]) }
+}
+
+/** Several requests written back to back on one connection, the last asking to close it. */
+function openPipelined(url: string, routes: readonly Route[]): Exchange {
+  const { hostname, port } = new URL(url)
+  const socket = connect(Number(port), hostname)
+  socket.on('error', () => {})
+  const bytes = routes
+    .map((r, i) => {
+      const last = i === routes.length - 1
+      return `GET /${r} HTTP/1.1\r\nHost: ${hostname}\r\nConnection: ${last ? 'close' : 'keep-alive'}\r\n\r\n`
+    })
+    .join('')
+  socket.write(bytes)
+  let text = ''
+  socket.setEncoding('latin1')
+  // A response follows the body before it on the same line: no `^` anchor.
+  socket.on('data', (chunk: string) => (text += chunk))
+  const done = new Promise<readonly Answer[]>((resolve) => {
+    socket.once('close', () => {
+      const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]))
+      resolve(routes.map((_, i) => statuses[i] ?? 'dropped'))
+    })
+  })
+  return { routes, leave: () => socket.destroy(), done }
 }
 
 /**
@@ -266,7 +298,10 @@ export function describeAbortProperty(
             const left = new Set<number>()
             for (const action of plan) {
               if ('send' in action) {
-                const exchange = open(app.url, action.send)
+                const exchange =
+                  action.send.length === 1
+                    ? open(app.url, action.send[0]!)
+                    : openPipelined(app.url, action.send)
                 exchanges.push(exchange)
                 await store.askedFor(store.asked + 1, exchange.done)
               } else if ('deliver' in action) {
@@ -279,7 +314,7 @@ export function describeAbortProperty(
                 const i = action.leave % Math.max(1, exchanges.length)
                 if (exchanges[i] !== undefined) {
                   left.add(i)
-                  exchanges[i].request.destroy()
+                  exchanges[i].leave()
                 }
               } else if ('turns' in action) {
                 for (let t = 0; t < action.turns; t++) await turn()
@@ -294,10 +329,11 @@ export function describeAbortProperty(
               sleep(5_000).then(() => 'hanging' as const),
             ])
             expect(answers, 'every exchange ended').not.toBe('hanging')
-            const statuses = answers as Array<number | 'dropped'>
-            statuses.forEach((status, i) => {
+            const statuses = answers as ReadonlyArray<readonly Answer[]>
+            statuses.forEach((answered, i) => {
               if (left.has(i)) return
-              expect([200, 429], `request ${i} (${exchanges[i]!.route}) stayed`).toContain(status)
+              const what = `exchange ${i} (${exchanges[i]!.routes.join(', ')}) stayed`
+              for (const status of answered) expect([200, 429], what).toContain(status)
             })
             expect(mostInside, 'handlers on /c at once').toBeLessThanOrEqual(SLOTS)
 
@@ -316,7 +352,7 @@ export function describeAbortProperty(
               () => ({ slotsFree: SLOTS, tokensSpent: entered.q }),
               2_000,
               () =>
-                `slots free and tokens spent, after ${JSON.stringify(entered)} handlers, decisions ${decided.join(' ')}, answers ${statuses.join(' ')}`,
+                `slots free and tokens spent, after ${JSON.stringify(entered)} handlers, decisions ${decided.join(' ')}, answers ${JSON.stringify(statuses)}`,
             )
             await app.close()
             running = undefined
