@@ -1,45 +1,23 @@
-import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe } from 'vitest'
+import { describe } from 'vitest'
 import { adapterScenarios, describeAdapterScenarios } from '@floodgate/core/testing'
-import { RedisStore } from '@floodgate/redis'
 import { startExpress } from '../../express/test/harness.js'
 import { startFastify } from '../../fastify/test/harness.js'
 import { startKoa } from '../../koa/test/harness.js'
-import { REDIS_URL, deletePrefix, redisAvailable, uniquePrefix } from './helpers/redis.js'
+import { callerTimeStores, redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 const available = await redisAvailable()
 const prefix = uniquePrefix('scenarios')
 
 describe.skipIf(!available)('the adapters scenario table on RedisStore', () => {
-  let client: Redis
-  let n = 0
-  beforeAll(async () => {
-    // One connected client shared by every scenario's store, each under its own prefix.
-    client = new Redis(REDIS_URL, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-    })
-    await new Promise((resolve) => client.once('ready', resolve))
-  })
-  afterAll(async () => {
-    await deletePrefix(client, prefix)
-    client.disconnect()
-  })
+  // One connected client shared by every scenario's store, each under its own prefix. The
+  // table drives an injected clock, so the store uses the caller's nowMs here.
+  const { makeStore } = callerTimeStores(prefix)
 
   // Left out: the limiter counts a queue place when the store answers, so with an async store
   // two requests in flight at once can both take the last place (reported to core; the
   // reservations themselves are in Redis and still bound the wait).
   const scenarios = adapterScenarios.filter((s) => s.name !== 'queue full rejects')
 
-  // The table drives an injected clock, so the store uses the caller's nowMs here.
-  const makeStore = () =>
-    new RedisStore({
-      client,
-      prefix: `${prefix}:${++n}`,
-      timeSource: 'caller',
-      callTimeoutMs: 1000,
-    })
   describeAdapterScenarios({ name: 'fastify + RedisStore', start: startFastify }, scenarios, {
     makeStore,
   })

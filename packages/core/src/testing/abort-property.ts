@@ -1,14 +1,14 @@
 import { request as httpRequest } from 'node:http'
 import { connect } from 'node:net'
 import fc from 'fast-check'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import { createLimiter } from '../limiter.js'
 import { MemoryStore } from '../stores/memory-store.js'
 import type { RuleInput } from '../rules/schema.js'
 import type { ConsumeEntry, RefundEntry, Store } from '../stores/store.js'
-import type { AdapterHarness, RunningApp, ScenarioRoute } from './scenario-types.js'
-import { collectUnhandledRejections } from './unhandled-rejections.js'
+import type { AdapterHarness, ScenarioRoute } from './scenario-types.js'
+import { closesAppAfterEach } from './unhandled-rejections.js'
 
 // Two slots on `/c`; on `/q` a bucket of 2 that refills one token per 20 ms of the limiter's
 // clock and queues up to 2 requests. The clock never moves, so every token spent stays spent
@@ -231,13 +231,7 @@ export function describeAbortProperty(
   const runs = options.runs ?? Number(process.env.ABORT_RUNS ?? 25)
   const kinds = options.makeStore ? (['asynchronous'] as const) : SYNC_AND_ASYNC
   describe(`${harness.name}: clients leaving at random moments`, () => {
-    let running: RunningApp | undefined
-    const unhandled = collectUnhandledRejections()
-    afterEach(async () => {
-      await running?.close()
-      running = undefined
-      expect(unhandled, 'unhandled rejections').toEqual([])
-    })
+    const started = closesAppAfterEach()
 
     for (const kind of kinds) {
       it(`${kind} store: slots, queue places and tokens match the handlers that ran`, async () => {
@@ -259,7 +253,7 @@ export function describeAbortProperty(
             let mostInside = 0
             const gates: Array<() => void> = []
             let letAllThrough = false
-            running = await harness.start({
+            const app = await harness.start({
               limiter,
               routes: ROUTES,
               trustProxy: false,
@@ -293,7 +287,7 @@ export function describeAbortProperty(
               },
               beforeLimiter: () => Promise.resolve(),
             })
-            const app = running
+            started.app = app
             const exchanges: Exchange[] = []
             const left = new Set<number>()
             for (const action of plan) {
@@ -355,7 +349,7 @@ export function describeAbortProperty(
                 `slots free and tokens spent, after ${JSON.stringify(entered)} handlers, decisions ${decided.join(' ')}, answers ${JSON.stringify(statuses)}`,
             )
             await app.close()
-            running = undefined
+            started.app = undefined
             await limiter.close()
             await reader.close()
             await inner.close?.()

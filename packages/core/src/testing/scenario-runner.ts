@@ -1,6 +1,6 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { connect, type Socket } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import { createLimiter } from '../limiter.js'
 import { MemoryStore } from '../stores/memory-store.js'
@@ -10,12 +10,11 @@ import { DEFAULT_ROUTES } from './scenario-fixtures.js'
 import type {
   AdapterHarness,
   AdapterScenario,
-  RunningApp,
   ScenarioExpect,
   ScenarioRequest,
   ScenarioResponse,
 } from './scenario-types.js'
-import { collectUnhandledRejections } from './unhandled-rejections.js'
+import { closesAppAfterEach } from './unhandled-rejections.js'
 
 /** Wraps a store to report refunds and decisions, so steps can wait for them without sleeping. */
 class ObservedStore implements Store {
@@ -230,14 +229,7 @@ export function describeAdapterScenarios(
   options: AdapterScenarioOptions = {},
 ): void {
   describe(`${harness.name}: adapter scenarios`, () => {
-    let running: RunningApp | undefined
-    // An unhandled rejection ends a Node server: no scenario may cause one.
-    const unhandled = collectUnhandledRejections()
-    afterEach(async () => {
-      await running?.close()
-      running = undefined
-      expect(unhandled, 'unhandled rejections').toEqual([])
-    })
+    const started = closesAppAfterEach()
 
     for (const scenario of scenarios) {
       it(scenario.name, async () => {
@@ -275,7 +267,7 @@ export function describeAdapterScenarios(
             return hold ? hold(req) : Promise.resolve()
           },
         })
-        running = app
+        started.app = app
         const background: Array<Promise<void>> = []
         for (const [i, step] of scenario.steps.entries()) {
           const label = `${scenario.name} · step ${i}`

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis'
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll } from 'vitest'
+import { RedisStore } from '@floodgate/redis'
 
 /** The Redis the tests use (loopback by default). */
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -67,4 +68,42 @@ export function adminConnection(prefix: string): AdminConnection {
     made.admin.disconnect()
   })
   return made
+}
+
+/** What {@link callerTimeStores} hands a describe block. */
+export interface CallerTimeStores {
+  /** A RedisStore on the caller's clock under a prefix of its own, on the block's connection. */
+  readonly makeStore: () => RedisStore
+}
+
+/**
+ * For a describe block whose tests drive an injected clock and want a fresh store each (the
+ * adapter scenario table, the abort property): one limiter-safe connection opened before the
+ * tests, every key under `prefix` deleted and the connection closed after them.
+ */
+export function callerTimeStores(prefix: string): CallerTimeStores {
+  let client: Redis | undefined
+  let n = 0
+  beforeAll(async () => {
+    client = new Redis(REDIS_URL, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+    })
+    await new Promise((resolve) => client!.once('ready', resolve))
+  })
+  afterAll(async () => {
+    if (client === undefined) return
+    await deletePrefix(client, prefix)
+    client.disconnect()
+  })
+  return {
+    makeStore: () =>
+      new RedisStore({
+        client: client!,
+        prefix: `${prefix}:${++n}`,
+        timeSource: 'caller',
+        callTimeoutMs: 1000,
+      }),
+  }
 }
