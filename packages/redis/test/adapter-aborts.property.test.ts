@@ -2,6 +2,7 @@ import { describe } from 'vitest'
 import { describeAbortProperty } from '@floodgate/core/testing'
 import { startExpress } from '../../express/test/harness.js'
 import { startFastify } from '../../fastify/test/harness.js'
+import { startKoa } from '../../koa/test/harness.js'
 import { callerTimeStores, redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 const available = await redisAvailable()
@@ -16,4 +17,5 @@ describe.skipIf(!available)('clients leaving at random moments, on RedisStore', 
   const runs = Number(process.env.ABORT_RUNS ?? 20)
   describeAbortProperty({ name: 'fastify + RedisStore', start: startFastify }, { makeStore, runs })
   describeAbortProperty({ name: 'express + RedisStore', start: startExpress }, { makeStore, runs })
+  describeAbortProperty({ name: 'koa + RedisStore', start: startKoa }, { makeStore, runs })
 })
