@@ -13,10 +13,10 @@ describe.skipIf(!available)('the adapters scenario table on RedisStore', () => {
   // table drives an injected clock, so the store uses the caller's nowMs here.
   const { makeStore } = callerTimeStores(prefix)
 
-  // Left out: the limiter counts a queue place when the store answers, so with an async store
-  // two requests in flight at once can both take the last place (reported to core; the
-  // reservations themselves are in Redis and still bound the wait).
-  const scenarios = adapterScenarios.filter((s) => s.name !== 'queue full rejects')
+  // The whole table, 'queue full rejects' included: the limiter takes a queue place when the
+  // store's answer comes and refuses (giving back the reservation) when the queue filled
+  // while the call was in flight.
+  const scenarios = adapterScenarios
 
   describeAdapterScenarios({ name: 'fastify + RedisStore', start: startFastify }, scenarios, {
     makeStore,
