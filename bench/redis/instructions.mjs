@@ -245,7 +245,8 @@ return { totalHits, timeToExpire }`,
   ...ALGORITHMS.flatMap(([algorithm], i) => {
     const [lone, general] = [lones[2 * i], lones[2 * i + 1]]
     return [
-      script(`RedisStore's script, one ${algorithm} rule`, lone.lua, argvOf(lone)),
+      // The lone script: for an algorithm whose state is a few doubles, its Lua run inline.
+      script(`RedisStore's lone script, one ${algorithm} rule`, lone.lua, argvOf(lone)),
       script(`the general script, the same ${algorithm} call`, general.lua, argvOf(lone)),
     ]
   }),
