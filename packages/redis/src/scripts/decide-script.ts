@@ -41,34 +41,79 @@ export const SCRIPT_ALGORITHMS: readonly AlgorithmName[] = Object.keys(
   ALGORITHM_LUA,
 ) as AlgorithmName[]
 
-const prelude = `
-local EPSILON = 1e-9
-local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
-local HUGE = math.huge
--- The longest TTL set (2^62 ms): Redis refuses an expiry past 2^63 - 1 ms.
-local MAX_TTL = ${MAX_TTL_MS}
--- core's unitsLeft: the largest whole n >= 0 with used + n * step <= capacity * step + tol
--- (the admission test; step 1, or the buckets' steps per unit); the estimate is confirmed by
--- the test, and moved by at most two steps each way when off.
-local function units_left(used, capacity, step, tol)
+/**
+ * The body of core's `unitsLeft` in Lua, on the locals `used`, `capacity`, `step`, `tol` (the
+ * last two may be nil): `answer(n)` is the Lua that answers `n` and leaves (a `return` in the
+ * prelude's function, a `break` out of a block where it runs inline). One text for both, so
+ * the two cannot differ.
+ */
+const unitsLeftBody = (answer: (n: string) => string): string => `
   step = step or 1
   tol = tol or EPSILON
   local room = capacity * step + tol
   local n = floor((room - used) / step)
   if not (n > 0) then n = 0 end
-  if used + (n + 1) * step > room and (n == 0 or used + n * step <= room) then return n end
+  if used + (n + 1) * step > room and (n == 0 or used + n * step <= room) then ${answer('n')} end
   for _ = 1, 2 do
     if n > 0 and used + n * step > room then n = n - 1 else break end
   end
   for _ = 1, 2 do
     if used + (n + 1) * step <= room then n = n + 1 else break end
   end
-  if n > 0 and used + n * step <= room then return n end
-  return 0
-end
+  if n > 0 and used + n * step <= room then ${answer('n')} end
+  ${answer('0')}`
+
+/**
+ * Lua that sets `target` to `units_left(args)` in place: the function's body in a block of its
+ * own, its parameters bound to `args` (a Lua argument list; the ones left out are nil).
+ */
+const unitsLeftInline = (target: string, args: string): string => `do
+    local used, capacity, step, tol = ${args}
+    repeat${unitsLeftBody((n) => `${target} = ${n} break`)}
+    until true
+  end`
+
+/**
+ * `text` with each statement `<target> = units_left(<args>)` (the whole of its line but the
+ * indent, as the algorithms write it) replaced by {@link unitsLeftInline}. The arguments are
+ * read up to the call's closing parenthesis.
+ */
+function inlineUnitsLeft(text: string): string {
+  return text.replace(
+    /^( *)(\w+) = units_left\((.*)\)$/gm,
+    (line, indent: string, target: string, args: string) => {
+      let depth = 0
+      for (const c of args) {
+        if (c === '(') depth++
+        else if (c === ')' && --depth < 0) throw new Error(`units_left: cannot read ${line.trim()}`)
+      }
+      if (depth !== 0) throw new Error(`units_left: cannot read ${line.trim()}`)
+      return indent + unitsLeftInline(target, args)
+    },
+  )
+}
+
+/** The constants and helpers every script's Lua reads, `units_left` as a function or not. */
+const preludeOf = (unitsLeft: 'function' | 'inline'): string => `
+local EPSILON = 1e-9
+local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
+local HUGE = math.huge
+-- The longest TTL set (2^62 ms): Redis refuses an expiry past 2^63 - 1 ms.
+local MAX_TTL = ${MAX_TTL_MS}${
+  unitsLeft === 'inline'
+    ? ''
+    : `
+-- core's unitsLeft: the largest whole n >= 0 with used + n * step <= capacity * step + tol
+-- (the admission test; step 1, or the buckets' steps per unit); the estimate is confirmed by
+-- the test, and moved by at most two steps each way when off.
+local function units_left(used, capacity, step, tol)${unitsLeftBody((n) => `return ${n}`)}
+end`
+}
 -- core's wholeSteps: the relative rounding a bucket's balance read back may carry
 local WHOLE_SLACK = 2 ^ -51
 `
+
+const prelude = preludeOf('function')
 
 /** What only the concurrency algorithm reads: parsing the lease costs every other call. */
 const concurrencyPrelude = `
@@ -577,8 +622,9 @@ const INLINE_STATE_SIZE: Partial<Readonly<Record<AlgorithmName, number>>> = {
  * place, for a script that calls it once or twice: no closure built on every call, no table
  * for its state or its answer. Its parameters become the script's locals (`op`, `commit`, the
  * entry's; the buckets' rate is bound to their own names), `s[i]` and `out[i]` become the
- * locals `s<i>` and `o<i>`, and each `return` sets `ret` and leaves the block (`repeat …
- * until true`, which `break` leaves). The text is the function's own, so the arithmetic is
+ * locals `s<i>` and `o<i>`, each `return` sets `ret` and leaves the block (`repeat …
+ * until true`, which `break` leaves), and each `units_left` call runs in place too (see
+ * {@link unitsLeftInline}). The text is the function's own, so the arithmetic is
  * the same to the last bit; an algorithm whose Lua this cannot carry over (a loop, which a
  * `break` would leave instead of the block; a state indexed otherwise) throws.
  */
@@ -607,6 +653,9 @@ function inlineAlgorithm(algorithm: AlgorithmName, size: number): string {
       x === '' ? `break${end}` : `ret = ${x} break${end}`,
     )
   if (/\b(out|s)\[/.test(body)) throw new Error(`${algorithm}: state or answer indexed otherwise`)
+  // After the returns became breaks: the function's own loops break out of themselves.
+  body = inlineUnitsLeft(body)
+  if (/\bunits_left\b/.test(body)) throw new Error(`${algorithm}: units_left called otherwise`)
   const [p1, p2] = params.slice(2)
   const rate = p1 === 'limit' && p2 === 'window_ms' ? '' : `local ${p1}, ${p2} = limit, window_ms\n`
   return `${rate}repeat
@@ -690,7 +739,7 @@ return ${packResult({ locals: 'o' })}
  */
 export function loneScript(algorithm: AlgorithmName): string {
   const size = INLINE_STATE_SIZE[algorithm]
-  if (size !== undefined) return [prelude, inlineLone(algorithm, size)].join('\n')
+  if (size !== undefined) return [preludeOf('inline'), inlineLone(algorithm, size)].join('\n')
   const lease = algorithm === 'concurrency' ? [concurrencyPrelude] : []
   return [prelude, ...lease, `local alg = ${ALGORITHM_LUA[algorithm].trim()}`, lone].join('\n')
 }
