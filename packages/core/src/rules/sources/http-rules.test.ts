@@ -13,7 +13,7 @@ import type { Logger } from '../../logger.js'
 import type { Rule, RuleMatch } from '../rule.js'
 import { httpRules, jitteredDelay, type HttpRulesSource } from './http-rules.js'
 
-type Mode = 'ok' | 'garbage' | 'invalid' | 'error' | 'hang' | 'bare'
+type Mode = 'ok' | 'garbage' | 'html' | 'invalid' | 'error' | 'hang' | 'bare'
 
 interface Fake {
   server: Server
@@ -49,6 +49,10 @@ function listen(fake: Partial<Fake> & { port?: number } = {}): Promise<Fake> {
       case 'garbage':
         res.setHeader('content-type', 'application/json')
         return res.end('{"rules": [ this is not json')
+      case 'html':
+        // A 200 from something in front of the service (a login page, a proxy's notice).
+        res.setHeader('content-type', 'text/html; charset=utf-8')
+        return res.end('<!doctype html><title>Sign in</title>')
       case 'invalid':
         res.setHeader('etag', '"bad"')
         return res.end(
@@ -296,6 +300,8 @@ describe('httpRules', () => {
     fake.mode = 'garbage'
     await source.poll()
     await source.poll()
+    fake.mode = 'html'
+    await source.poll()
     fake.mode = 'invalid'
     await source.poll()
     await source.poll()
@@ -303,10 +309,14 @@ describe('httpRules', () => {
     expect(errors.map((e) => e.message.replace(/ \(FG_ERR.*$/, ''))).toEqual([
       expect.stringMatching(/: HTTP 500$/),
       expect.stringMatching(/: body is not JSON \("\{\\"rules\\": \[ this is not json"\)$/),
+      // A body that says it is not JSON is named by its type too.
+      expect.stringMatching(
+        /: body is not JSON \(content-type "text\/html; charset=utf-8": "<!doctype html><title>Sign in<\/title>"\)$/,
+      ),
       'rules[0].limit: expected a positive integer, got -1',
     ])
-    expect(errors[2]).toBeInstanceOf(RulesValidationError)
-    expect(logger.warn).toHaveBeenCalledTimes(3)
+    expect(errors[3]).toBeInstanceOf(RulesValidationError)
+    expect(logger.warn).toHaveBeenCalledTimes(4)
     // An invalid body's ETag is not remembered: the next poll asks for the whole body again.
     expect(fake.requests.at(-1)!['if-none-match']).toBe('"rev-1"')
 

@@ -192,6 +192,17 @@ async function readBounded(res: Response, maxBytes: number): Promise<Buffer | un
   return Buffer.concat(chunks)
 }
 
+/**
+ * How a body that failed to parse as JSON is named in the poll's error: its start, and its
+ * Content-Type when that says it is something else (an HTML page from a proxy or a login
+ * screen answered with 200), both quoted and cut short.
+ */
+function notJson(contentType: string | null, body: string): string {
+  const start = JSON.stringify(body.slice(0, 40))
+  if (contentType === null || /json/i.test(contentType)) return start
+  return `content-type ${JSON.stringify(contentType.slice(0, 60))}: ${start}`
+}
+
 /** The `detail` of a problem+json answer, cut short; '' for anything else. */
 async function readProblemDetail(res: Response): Promise<string> {
   const bytes = await readBounded(res, 4096).catch(() => undefined)
@@ -367,7 +378,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       try {
         data = JSON.parse(body)
       } catch {
-        throw sourceError(`body is not JSON (${JSON.stringify(body.slice(0, 40))})`)
+        throw sourceError(`body is not JSON (${notJson(res.headers.get('content-type'), body)})`)
       }
       const doc = parseRulesDocument(data)
       onRules(doc.rules, doc.revision ?? newEtag)
