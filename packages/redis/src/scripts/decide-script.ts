@@ -155,6 +155,14 @@ const cachedRaw = 'local raw = got[f]'
  * for good), admitted without bound (a negative count), or raised a Lua error that failed
  * every request of the batch open (a sliding-window-log state indexed by NaN).
  */
+/**
+ * Lua true when every one of `names` (doubles read from a fixed-size state) is a number
+ * Floodgate writes there: not NaN, not an infinity, not below 0. One test for the general
+ * script's `loadState` and the inlined lone script.
+ */
+const saneDoubles = (names: readonly string[]): string =>
+  names.map((x) => `${x} >= 0 and ${x} < HUGE`).join(' and ')
+
 const loadState = (read: string, size: string, reuse = false): string => `
   local s
   local size = ${size}
@@ -168,11 +176,11 @@ const loadState = (read: string, size: string, reuse = false): string => `
     if size == 2 then
       s = ${reuse ? 'S2 or { 0, 0 }' : '{ 0, 0 }'}
       local a, b = struct.unpack('<dd', raw)
-      if a >= 0 and a < HUGE and b >= 0 and b < HUGE then s[1], s[2] = a, b else s[1], s[2] = 0, 0 end
+      if ${saneDoubles(['a', 'b'])} then s[1], s[2] = a, b else s[1], s[2] = 0, 0 end
     elseif size == 3 then
       s = ${reuse ? 'S3 or { 0, 0, 0 }' : '{ 0, 0, 0 }'}
       local a, b, c = struct.unpack('<ddd', raw)
-      if a >= 0 and a < HUGE and b >= 0 and b < HUGE and c >= 0 and c < HUGE then
+      if ${saneDoubles(['a', 'b', 'c'])} then
         s[1], s[2], s[3] = a, b, c
       else
         s[1], s[2], s[3] = 0, 0, 0
@@ -674,9 +682,7 @@ function inlineLone(algorithm: AlgorithmName, size: number): string {
   const vars = (p: string): string =>
     Array.from({ length: size }, (_, i) => `${p}${i + 1}`).join(', ')
   const zeros = Array.from({ length: size }, () => '0').join(', ')
-  const sane = Array.from({ length: size }, (_, i) => `x${i + 1} >= 0 and x${i + 1} < HUGE`).join(
-    ' and ',
-  )
+  const sane = saneDoubles(Array.from({ length: size }, (_, i) => `x${i + 1}`))
   return `
 ${clock}
 local n, m, ${entryLocals('_')} = struct.unpack('${LONE_FORMAT}', ARGV[${ARGV.batch}])
