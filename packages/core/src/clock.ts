@@ -3,8 +3,9 @@ export type Clock = () => number
 
 /**
  * `Date.now()` on every call. The algorithms are safe against its jumps: a step backwards
- * refills nothing (elapsed time counts as zero) and a step forwards only refills early. The
- * Redis store uses Redis's own clock instead.
+ * refills nothing (elapsed time counts as zero), one of more than `STATE_TIME_HORIZON_MS`
+ * forgets the states dated after it instead of holding their clients out, and a step forwards
+ * only refills early. The Redis store uses Redis's own clock instead.
  */
 export const systemClock: Clock = () => Date.now()
 

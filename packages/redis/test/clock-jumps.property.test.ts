@@ -1,7 +1,12 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { MemoryStore } from '@floodgate/core'
-import { algorithms, type AlgorithmName, type ConsumeEntry } from '@floodgate/core/algorithms'
+import {
+  STATE_TIME_HORIZON_MS,
+  algorithms,
+  type AlgorithmName,
+  type ConsumeEntry,
+} from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { callerClockStore } from './helpers/caller-clock-store.js'
 import { redisAvailable, uniquePrefix } from './helpers/redis.js'
@@ -30,7 +35,7 @@ describe.skipIf(!available)('RedisStore under a clock that goes back', () => {
 
   let run = 0
   for (const algorithm of ALGORITHMS) {
-    it(`${algorithm}: answers as MemoryStore at every step, and the client is admitted again once the clock is past the latest time seen plus the rule's refill (property)`, async () => {
+    it(`${algorithm}: answers as MemoryStore at every step, and the client is admitted again once the clock is past the latest time seen plus the rule's refill, or at once after a step back past the horizon (property)`, async () => {
       await fc.assert(
         fc.asyncProperty(
           fc.integer({ min: 1, max: 6 }),
@@ -39,7 +44,8 @@ describe.skipIf(!available)('RedisStore under a clock that goes back', () => {
             minLength: 1,
             maxLength: 20,
           }),
-          async (limit, windowMs, steps) => {
+          fc.oneof(fc.integer({ min: 0, max: 5000 }), fc.constantFrom(DAY_MS, 365 * DAY_MS)),
+          async (limit, windowMs, steps, backMs) => {
             const rule = testRule(algorithm, limit, windowMs)
             const mem = new MemoryStore()
             const key = `k${++run}`
@@ -48,9 +54,11 @@ describe.skipIf(!available)('RedisStore under a clock that goes back', () => {
             ]
             let now = 1_763_000_000_000
             let latest = now
+            let earliest = now
             for (const [i, s] of steps.entries()) {
               now += s.dt
               latest = Math.max(latest, now)
+              earliest = Math.min(earliest, now)
               const got = answers(await redis.store.consume(entry(s.cost), now))
               expect(got, `step ${i} at ${now - 1_763_000_000_000}`).toEqual(
                 answers(mem.consume(entry(s.cost), now)),
@@ -60,6 +68,14 @@ describe.skipIf(!available)('RedisStore under a clock that goes back', () => {
             // counted at, plus the time the rule takes to refill from empty (two windows).
             const after = latest + 2 * windowMs + 1
             expect(await redis.store.consume(entry(1), after)).toMatchObject([{ allowed: true }])
+            // A jump back to more than the horizon before every time the state can hold (a
+            // window's start lies up to a window before its request) forgets the state: the
+            // client is decided as a new one at once, where it used to wait for the clock to
+            // catch up with the state's time.
+            const back = earliest - windowMs - STATE_TIME_HORIZON_MS - 1 - backMs
+            expect(answers(await redis.store.consume(entry(1), back))).toEqual(
+              answers(new MemoryStore().consume(entry(1), back)),
+            )
           },
         ),
         { numRuns: 40 },

@@ -140,6 +140,23 @@ export interface Algorithm {
 export const EPSILON = 1e-9
 
 /**
+ * How far after `nowMs` a state's time may lie and still be read. Every time an algorithm
+ * stores (a bucket's last update, a window's start, a log's entries) is a clock reading it was
+ * given, so a later one means the clock has stepped back since (an NTP step, a VM restored, a
+ * Redis host whose clock was corrected) or the state is not Floodgate's. Within this margin the
+ * state stands still at its own time, so readings that disagree a little admit nothing extra;
+ * past it the state is forgotten, as an evicted key is, instead of holding its client out
+ * until the clock catches up with it, which may be hours or years. Lua scripts use the same
+ * constant.
+ */
+export const STATE_TIME_HORIZON_MS = 1000
+
+/** Whether a state's time `timeMs` lies past {@link STATE_TIME_HORIZON_MS} after `nowMs`. */
+export function pastHorizon(timeMs: number, nowMs: number): boolean {
+  return timeMs - nowMs > STATE_TIME_HORIZON_MS
+}
+
+/**
  * Whole units a request may still take when `used` units of `capacity` are taken: the largest
  * `n >= 0` with `used + n × step <= capacity × step + tol`, which is the admission test itself
  * (`step` is 1, or the bucket algorithms' steps per unit, their test being counted in steps),

@@ -1,4 +1,5 @@
 import {
+  pastHorizon,
   unitsLeft,
   type Algorithm,
   type AlgorithmParams,
@@ -20,7 +21,8 @@ import { MAX_EXACT_SCALED, exactRate, wholeSteps, type ExactRate } from './exact
 /**
  * The balance of a `[value, lastMs]` state at `(state, o)`, in steps (`value × factor`),
  * drained since `lastMs` at `rate.perMs` steps per millisecond: a token bucket's used tokens,
- * GCRA's schedule ahead, a leaky bucket's water. A clock that went backwards drains nothing.
+ * GCRA's schedule ahead, a leaky bucket's water. A clock that went backwards drains nothing;
+ * one that went back past the horizon (`pastHorizon`) finds the balance forgotten.
  */
 export function drainedSteps(
   state: Float64Array,
@@ -31,8 +33,10 @@ export function drainedSteps(
 ): number {
   const value = state[o]!
   if (!(value > 0)) return 0
+  const last = state[o + 1]!
+  if (pastHorizon(last, nowMs)) return 0
   const steps = wholeSteps(value * factor)
-  const elapsed = nowMs - state[o + 1]!
+  const elapsed = nowMs - last
   if (!(elapsed > 0)) return steps
   // Past 2^53 the product is inexact, but then far above any balance kept exactly.
   const drained = elapsed * rate.perMs
@@ -41,12 +45,14 @@ export function drainedSteps(
 
 /**
  * Record `value` (a level, or GCRA's schedule ahead) as of `nowMs` in a `[value, timeMs]`
- * state, the time never moving back. A state holding nothing and dated no later than now is
- * fresh: it is written as all zeros, forgetting its time exactly when RedisStore deletes the
- * key (its life is 0), so that a clock stepping back later finds a fresh state in both stores.
+ * state, the time never moving back (unless it lay past the horizon, where the state read as
+ * forgotten). A state holding nothing and dated no later than now is fresh: it is written as
+ * all zeros, forgetting its time exactly when RedisStore deletes the key (its life is 0), so
+ * that a clock stepping back later finds a fresh state in both stores.
  */
 export function writeLevel(state: Float64Array, o: number, value: number, nowMs: number): void {
-  const last = state[o + 1]!
+  const stamped = state[o + 1]!
+  const last = pastHorizon(stamped, nowMs) ? nowMs : stamped
   if (value <= 0 && last <= nowMs) {
     state[o] = 0
     state[o + 1] = 0

@@ -1,21 +1,34 @@
-import { EPSILON, unitsLeft, type Algorithm, type AlgorithmParams } from './algorithm.js'
+import {
+  EPSILON,
+  pastHorizon,
+  unitsLeft,
+  type Algorithm,
+  type AlgorithmParams,
+} from './algorithm.js'
 import { refusalRetryMs } from './drain.js'
 
 // State layout: [windowStartMs, count]. Windows are aligned to multiples of `windowMs`
 // (`floor(now / windowMs) × windowMs`), so the start needs no "unset" marker: a zero count
 // means fresh whatever the start says, even at nowMs = 0. `count` above `limit` is a
 // reservation that carries into the following windows. The start is also the latest window
-// the state has seen, which a clock that went backwards does not leave.
+// the state has seen, which a clock that went backwards does not leave (unless it went back
+// past the horizon: then the window is forgotten).
 const START = 0
 const COUNT = 1
 
 /**
  * Start of the window `nowMs` falls in: a clock that went backwards stays in the stored
- * window while it holds a count (a count given back to 0 is forgotten with its window).
+ * window while it holds a count (a count given back to 0 is forgotten with its window), unless
+ * the stored window lies past the horizon (see {@link storedCount}).
  */
 function windowStart(stored: number, p: AlgorithmParams, nowMs: number): number {
   const start = Math.floor(nowMs / p.windowMs) * p.windowMs
-  return start <= stored ? stored : start
+  return start <= stored && !pastHorizon(stored, nowMs) ? stored : start
+}
+
+/** The stored count, 0 for a window that starts past the horizon (the clock stepped back). */
+function storedCount(state: Float64Array, o: number, nowMs: number): number {
+  return pastHorizon(state[o + START]!, nowMs) ? 0 : state[o + COUNT]!
 }
 
 /**
@@ -66,7 +79,7 @@ export const fixedWindow: Algorithm = {
   stateSize: () => 2,
   consume(state, o, p, cost, nowMs, maxWaitMs, commit, out) {
     const stored = state[o + START]!
-    const count0 = state[o + COUNT]!
+    const count0 = storedCount(state, o, nowMs)
     const start = windowStart(stored, p, nowMs)
     const count = countAt(stored, count0, start, p)
     const after = count + cost
@@ -97,7 +110,7 @@ export const fixedWindow: Algorithm = {
   },
   refund(state, o, p, cost, nowMs) {
     const stored = state[o + START]!
-    const count0 = state[o + COUNT]!
+    const count0 = storedCount(state, o, nowMs)
     const start = windowStart(stored, p, nowMs)
     const count = countAt(stored, count0, start, p)
     write(state, o, start, count > cost ? count - cost : 0)

@@ -5,7 +5,7 @@
  * @module @floodgate/core/algorithms
  */
 export type { Algorithm, AlgorithmName, AlgorithmParams, AlgorithmResult } from './algorithm.js'
-export { EPSILON, newResult } from './algorithm.js'
+export { EPSILON, STATE_TIME_HORIZON_MS, newResult } from './algorithm.js'
 export {
   algorithms,
   concurrency,

@@ -8,7 +8,7 @@ import {
   stepCost,
 } from '../testing/exact-bucket-model.js'
 import { referenceModel } from '../testing/reference-models.js'
-import type { Algorithm, AlgorithmParams } from './algorithm.js'
+import { STATE_TIME_HORIZON_MS, type Algorithm, type AlgorithmParams } from './algorithm.js'
 import { runner, saneResult } from './harness.test-util.js'
 import { algorithms } from './registry.js'
 
@@ -385,20 +385,29 @@ describe('remaining is what the next request can take', () => {
   })
 })
 
-describe('a clock that steps back stands still', () => {
+describe('a clock that steps back stands still within the horizon, and forgets past it', () => {
   // The time the state last saw is the latest time it was written at (an admitted request or
   // a refund); a clock reading earlier than that must answer as if it read that time, until a
   // write leaves the state all zeros (fresh, and dated no later than now): its time is then
-  // forgotten, as RedisStore deletes such a key, and the clock starts afresh. The
+  // forgotten, as RedisStore deletes such a key, and the clock starts afresh. A reading earlier
+  // than the state's date by more than STATE_TIME_HORIZON_MS finds the state forgotten: it
+  // answers as a fresh state would, and its first write replaces the old state. The
   // sliding window counter weighs its previous window more instead (documented), and the
   // sliding log keeps no time for a refund, so they are left out. Without queueing: whether a
   // wait fits in maxWaitMs depends on when the clock reads.
   const standing = ['token-bucket', 'gcra', 'fixed-window', 'leaky-bucket', 'concurrency'] as const
 
   it.each(standing)(
-    '%s answers at an earlier time as at the latest time it was written at',
+    '%s answers at an earlier time as at the latest time it was written at, or as fresh past the horizon',
     (name) => {
       const algorithm = algorithms[name]
+      // The date the state carries: its window's start for the fixed window; none for slots.
+      const datedAt = (t: number, p: AlgorithmParams): number =>
+        name === 'concurrency'
+          ? Number.NEGATIVE_INFINITY
+          : name === 'fixed-window'
+            ? Math.floor(t / p.windowMs) * p.windowMs
+            : t
       fc.assert(
         fc.property(
           paramsFor(algorithm).chain((p) =>
@@ -407,28 +416,35 @@ describe('a clock that steps back stands still', () => {
           bases,
           ([p, ops], base) => {
             const raw = runner(algorithm, p)
-            const still = runner(algorithm, p)
+            let still = runner(algorithm, p)
             let now = base + 10 * p.windowMs
             let written = Number.NEGATIVE_INFINITY
             for (const [i, op] of ops.entries()) {
               now = Math.max(0, now + op.dt)
-              const at = Math.max(now, written)
+              const lost = datedAt(written, p) - now > STATE_TIME_HORIZON_MS
+              const model = lost ? runner(algorithm, p) : still
+              const at = lost ? now : Math.max(now, written)
               const forgotten = (): boolean => raw.snapshot().every((v) => v === 0)
               if (op.refund) {
                 raw.refund(op.cost, now)
-                still.refund(op.cost, at)
+                model.refund(op.cost, at)
+                still = model
                 written = forgotten() ? Number.NEGATIVE_INFINITY : at
                 continue
               }
               const got = raw.consume(op.cost, now, op.maxWaitMs)
-              const want = still.consume(op.cost, at, op.maxWaitMs)
+              const want = model.consume(op.cost, at, op.maxWaitMs)
               // What is admitted and what is left; a wait or reset the fixed window counts to
               // its window's end is measured from the clock's reading, so it may be longer.
               const pick = (r: typeof got) => ({ allowed: r.allowed, remaining: r.remaining })
-              expect(pick(got), `op ${i} at ${now - base} (standing at ${at - base})`).toEqual(
-                pick(want),
-              )
-              if (got.allowed && op.cost > 0) written = forgotten() ? Number.NEGATIVE_INFINITY : at
+              expect(
+                pick(got),
+                `op ${i} at ${now - base} (${lost ? 'forgotten' : `standing at ${at - base}`})`,
+              ).toEqual(pick(want))
+              if (got.allowed && (op.cost > 0 || lost)) {
+                still = model
+                written = forgotten() ? Number.NEGATIVE_INFINITY : at
+              }
             }
           },
         ),
@@ -442,8 +458,8 @@ describe('a clock that steps back stands still', () => {
     const run = runner(algorithms['fixed-window'], p)
     expect(run.consume(10, 5500).allowed).toBe(true)
     run.refund(9, 5600) // e.g. requests that are not counted by their outcome
-    // The clock steps back by 4 s: the state stands still in the window of 5 s.
-    expect(run.consume(9, 1600).allowed).toBe(true)
+    // The clock steps back by 0.9 s: the state stands still in the window of 5 s.
+    expect(run.consume(9, 4700).allowed).toBe(true)
     // Back at 5.7 s, in the same window as those 10 units: nothing is left.
     expect(run.consume(1, 5700)).toMatchObject({ allowed: false, remaining: 0 })
   })

@@ -1,4 +1,4 @@
-import { EPSILON, unitsLeft, type Algorithm } from './algorithm.js'
+import { EPSILON, pastHorizon, unitsLeft, type Algorithm } from './algorithm.js'
 
 // State layout: [windowStartMs, prevCount, currCount], windows aligned to multiples of
 // `windowMs`. All zeros: both counts empty, i.e. fresh, even at nowMs = 0.
@@ -7,11 +7,14 @@ const PREV = 1
 const CURR = 2
 
 /**
- * How far the stored counts roll to reach the window starting at `start`: 0 (same window,
- * or a clock that went backwards: stay in the stored window; that only weighs the previous
- * window more, never admits more), 1 (current becomes previous) or 2 (both expired).
+ * How far the stored counts roll to reach the window starting at `start`, the one `nowMs`
+ * falls in: 0 (same window, or a clock that went backwards: stay in the stored window; that
+ * only weighs the previous window more, never admits more), 1 (current becomes previous) or 2
+ * (both expired, or stored past the horizon: the clock stepped back that far, and both are
+ * forgotten).
  */
-function shiftOf(stored: number, start: number, w: number): number {
+function shiftOf(stored: number, start: number, w: number, nowMs: number): number {
+  if (pastHorizon(stored, nowMs)) return 2
   if (start <= stored) return 0
   return start - stored < 2 * w ? 1 : 2
 }
@@ -64,7 +67,7 @@ export const slidingWindowCounter: Algorithm = {
     const w = p.windowMs
     const stored = state[o + START]!
     const aligned = Math.floor(nowMs / w) * w
-    const shift = shiftOf(stored, aligned, w)
+    const shift = shiftOf(stored, aligned, w, nowMs)
     const start = shift === 0 ? stored : aligned
     const prev = shift === 0 ? state[o + PREV]! : shift === 1 ? state[o + CURR]! : 0
     const curr = shift === 0 ? state[o + CURR]! : 0
@@ -104,7 +107,7 @@ export const slidingWindowCounter: Algorithm = {
     const w = p.windowMs
     const stored = state[o + START]!
     const aligned = Math.floor(nowMs / w) * w
-    const shift = shiftOf(stored, aligned, w)
+    const shift = shiftOf(stored, aligned, w, nowMs)
     const curr = shift === 0 ? state[o + CURR]! : 0
     const prev = shift === 0 ? state[o + PREV]! : shift === 1 ? state[o + CURR]! : 0
     write(state, o, shift === 0 ? stored : aligned, prev, curr > cost ? curr - cost : 0)

@@ -55,7 +55,15 @@ describe('slidingWindowLog', () => {
   it('treats a clock that went backwards as standing still', () => {
     const run = runner(slidingWindowLog, { limit: 2, windowMs: 1000, burst: 2 })
     run.consume(2, 10_000)
-    expect(run.consume(1, 3000)).toMatchObject({ allowed: false, retryAfterMs: 1000 })
+    expect(run.consume(1, 9000)).toMatchObject({ allowed: false, retryAfterMs: 1000 })
     expect(run.consume(1, 11_000).allowed).toBe(true)
+  })
+
+  it('forgets a log whose newest entry lies past the horizon (the clock stepped back further)', () => {
+    const run = runner(slidingWindowLog, { limit: 2, windowMs: 1000, burst: 2 })
+    run.consume(2, 10_000)
+    expect(run.consume(1, 3000)).toMatchObject({ allowed: true, remaining: 1 })
+    expect(run.consume(1, 3001)).toMatchObject({ allowed: true, remaining: 0 })
+    expect(run.consume(1, 3002)).toMatchObject({ allowed: false, retryAfterMs: 998 })
   })
 })

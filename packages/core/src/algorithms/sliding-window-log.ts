@@ -1,4 +1,4 @@
-import { EPSILON, type Algorithm, type AlgorithmParams } from './algorithm.js'
+import { EPSILON, pastHorizon, type Algorithm, type AlgorithmParams } from './algorithm.js'
 
 // State layout: [count, head, t0 … t(limit-1)]: a ring of `limit` timestamps, oldest at
 // `head`, `count` of them valid, in chronological order. All zeros: an empty log (the count
@@ -76,10 +76,13 @@ export const slidingWindowLog: Algorithm = {
   stateSize: (p) => ringSize(p) + RING,
   consume(state, o, p, cost, nowMs, _maxWaitMs, commit, out) {
     const size = ringSize(p)
-    const count = state[o + COUNT]!
     const head = state[o + HEAD]!
-    // A clock that went backwards stands still at the newest entry (keeps the ring sorted).
-    const last = count > 0 ? entry(state, o, size, head, count - 1) : nowMs
+    const stored = state[o + COUNT]!
+    const newest = stored > 0 ? entry(state, o, size, head, stored - 1) : nowMs
+    // A clock that went backwards stands still at the newest entry (keeps the ring sorted);
+    // one that went back past the horizon finds the log forgotten.
+    const count = pastHorizon(newest, nowMs) ? 0 : stored
+    const last = count > 0 ? newest : nowMs
     const now = nowMs > last ? nowMs : last
     const first = firstAfter(state, o, size, head, count, now - p.windowMs)
     const inWindow = count - first

@@ -1,4 +1,8 @@
-import { CONCURRENCY_RETRY_AFTER_MS, type AlgorithmName } from '@floodgate/core/algorithms'
+import {
+  CONCURRENCY_RETRY_AFTER_MS,
+  STATE_TIME_HORIZON_MS,
+  type AlgorithmName,
+} from '@floodgate/core/algorithms'
 import { concurrencyLua } from './concurrency.js'
 import { fixedWindowLua } from './fixed-window.js'
 import { gcraLua } from './gcra.js'
@@ -96,6 +100,8 @@ function inlineUnitsLeft(text: string): string {
 /** The constants and helpers every script's Lua reads, `units_left` as a function or not. */
 const preludeOf = (unitsLeft: 'function' | 'inline'): string => `
 local EPSILON = 1e-9
+-- core's STATE_TIME_HORIZON_MS: a state dated further ahead of now is forgotten
+local HORIZON = ${STATE_TIME_HORIZON_MS}
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 local HUGE = math.huge
 -- The longest TTL set (2^62 ms): Redis refuses an expiry past 2^63 - 1 ms.

@@ -12,6 +12,11 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   -- view
   local stored = s[1]
   local count = s[2]
+  -- dated past the horizon: the clock stepped back that far since, and the window is forgotten
+  if stored - now > HORIZON then
+    stored = 0
+    count = 0
+  end
   local vstart = floor(now / window_ms) * window_ms
   -- A clock that went backwards stays in the stored window, whatever its count.
   if vstart <= stored then

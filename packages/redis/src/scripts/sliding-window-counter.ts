@@ -14,7 +14,10 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
   local stored = s[1]
   local vs = floor(now / w) * w
   local prev, curr
-  if vs <= stored then
+  if stored - now > HORIZON then
+    -- dated past the horizon: the clock stepped back that far since, and both are forgotten
+    prev, curr = 0, 0
+  elseif vs <= stored then
     vs, prev, curr = stored, s[2], s[3]
   elseif vs - stored < 2 * w then
     prev, curr = s[3], 0

@@ -24,6 +24,9 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
     if count > units then s[1] = count - units else s[1] = 0 end
     return
   end
+  -- a newest entry past the horizon: the clock stepped back that far since, and the log is
+  -- forgotten
+  if count > 0 and s[3 + ((head + count - 1) % size)] - now > HORIZON then count = 0 end
   -- view: the oldest entry still inside the window ending at max(now, newest)
   local vnow = now
   if count > 0 then

@@ -35,6 +35,11 @@ export const drainedStepsLua = (v: string, factor: 'scale' | 'per_ms'): string =
   -- the life left, for the TTL only (rounded up, plus slack): the stored value's own sum is
   -- within a float step of the exact one, and cheaper than reading it back to a whole step
   if op == 'i' then return ${bucketLifeLua(factor)} end
+  -- dated past the horizon: the clock stepped back that far since, and the state is forgotten
+  if s[2] - now > HORIZON then
+    s[1] = 0
+    s[2] = now
+  end
   local tol = EPSILON * scale
   if tol > 0.25 then tol = 0.25 end
   -- drainedSteps
