@@ -1,3 +1,4 @@
+import { STATE_TIME_HORIZON_MS } from '@floodgate/core/algorithms'
 import { MAX_TTL_MS } from './key-ttl.js'
 import { TTL_SLACK_MS } from './synced/rule-maths.js'
 
@@ -22,7 +23,12 @@ import { TTL_SLACK_MS } from './synced/rule-maths.js'
  * - `s:<host>`: the last batch seq the host applied: a batch sent again after its reply was
  *   lost carries the same seq and is skipped, so units are counted once;
  * - `p:<host>`: Redis TIME of the host's last sync of the key (a push or a read), to count the
- *   hosts sharing the key.
+ *   hosts sharing the key;
+ * - `w`: Redis TIME of the key's last sync by any host. One more than the horizon
+ *   (`STATE_TIME_HORIZON_MS`) after now means Redis's clock was stepped back since: the
+ *   schedule `f` moves back by as much, so the fleet's level is what it was at that sync instead
+ *   of a debt of the whole step (which would hold every host's clients out until the clock
+ *   caught up), and hosts whose last sync lies in that future no longer count as sharing it.
  *
  * Reply per key: the total (as a string), the fleet bucket's used units now (its TAT ahead of
  * now over the interval; above the capacity when the fleet is in debt), and the number of hosts
@@ -44,7 +50,7 @@ for i = 1, #KEYS do
   local since = tonumber(ARGV[a + 4])
   local n = tonumber(ARGV[a + 5])
   a = a + 6
-  local f = redis.pcall('HMGET', k, 't', 'f', sfield, 'x')
+  local f = redis.pcall('HMGET', k, 't', 'f', sfield, 'x', 'w')
   if f.err then
     -- A key of another type (not Floodgate's) would fail the call, and every other key of it,
     -- on every round: replace it with a fresh counter.
@@ -55,18 +61,21 @@ for i = 1, #KEYS do
   local tat = tonumber(f[2] or '0')
   local last = tonumber(f[3] or '0')
   local owed = tonumber(f[4] or '0')
+  local wrote = tonumber(f[5] or '0')
   -- The total as HINCRBYFLOAT writes it (Lua's tonumber also takes ' 1', '0x10' and digits
   -- past the 5 KiB HINCRBYFLOAT reads, which it refuses).
   local sum = #total < 5000 and string.find(total, '^%-?[%d%.]+[eE]?[%+%-]?%d*$') and tonumber(total)
   -- x - x == 0 holds for finite numbers only (not NaN, not an infinity).
-  if not (sum and tat and last and owed and sum - sum == 0 and tat - tat == 0
-      and last - last == 0 and owed - owed == 0) then
+  if not (sum and tat and last and owed and wrote and sum - sum == 0 and tat - tat == 0
+      and last - last == 0 and owed - owed == 0 and wrote - wrote == 0) then
     -- A hash whose fields Floodgate never writes (not numbers, NaN, infinities) failed the
     -- call, and every other key of it, on every round, and was never given a TTL: it is
     -- replaced with a fresh counter, like a key of another type.
     redis.call('DEL', k)
-    total, tat, last, owed = '0', 0, 0, 0
+    total, tat, last, owed, wrote = '0', 0, 0, 0, 0
   end
+  local stepped = wrote - now > ${STATE_TIME_HORIZON_MS}
+  if stepped then tat = tat - (wrote - now) end
   local added = 0
   for _ = 1, n do
     local seq = tonumber(ARGV[a])
@@ -87,13 +96,15 @@ for i = 1, #KEYS do
     -- Measured when the newest unit was admitted: the refill since then is not forgiveness.
     local over = (tat - now + since) / interval - burst
     if over > owed then owed = over end
-    redis.call('HSET', k, sfield, last, 'f', string.format('%.3f', tat), pfield, now, 'x', tostring(owed))
+    redis.call('HSET', k, sfield, last, 'f', string.format('%.3f', tat), pfield, now, 'x', tostring(owed), 'w', now)
+  elseif stepped then
+    redis.call('HSET', k, sfield, last, 'f', string.format('%.3f', tat), pfield, now, 'w', now)
   elseif n > 0 then
-    redis.call('HSET', k, sfield, last, pfield, now)
+    redis.call('HSET', k, sfield, last, pfield, now, 'w', now)
   else
     -- A read: the host serves the key (it admitted units it will send next), so it counts
     -- among the hosts sharing it at once, not only after its first push.
-    redis.call('HSET', k, pfield, now)
+    redis.call('HSET', k, pfield, now, 'w', now)
   end
   -- A bucket in debt (a penalty, the fleet's overshoot) lives until it is fresh again, plus the
   -- slack: hosts in debt admit nothing, so no sync would renew it, and a counter that expired
@@ -109,7 +120,9 @@ for i = 1, #KEYS do
     if string.sub(name, 1, 2) == 'p:' and name ~= pfield then
       -- A field that is no time (not Floodgate's) counts no host.
       local seen = tonumber(all[j + 1])
-      if seen and now - seen <= window then hosts = hosts + 1 end
+      if seen and now - seen <= window and seen - now <= ${STATE_TIME_HORIZON_MS} then
+        hosts = hosts + 1
+      end
     end
   end
   local ahead = tat - now
