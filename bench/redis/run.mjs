@@ -5,7 +5,9 @@
 //
 // 1. Decisions per second with 1 and 64 requests in flight (interleaved rounds, medians), the
 //    commands each decision sends (counted on the client) and the Redis commands it executes
-//    (INFO commandstats, including the ones a Lua script calls).
+//    (INFO commandstats, including the ones a Lua script calls). A last row, not a contender,
+//    is the floor of a design that keeps Redis's clock and a state per client: one script that
+//    reads the clock, reads a key and writes it with a TTL, and decides nothing.
 // 2. Added latency when Redis is down (killed: connection refused; stalled: a proxy that
 //    accepts and never answers), decisionTimeoutMs 50.
 // 3. HTTP: Fastify bare vs Fastify + Floodgate on RedisStore vs Fastify + @fastify/rate-limit
@@ -170,6 +172,22 @@ async function contenders() {
         store.incr(k, (err, res) => (err ? reject(err) : resolve(res)), 3_600_000, 1_000_000_000),
       )
     list.push({ name: '@fastify/rate-limit RedisStore', client, op: incr })
+  }
+  {
+    // Not a contender: the least any limiter pays that keeps Redis's clock and a state per
+    // client (read the clock, read the state, write it with a TTL), deciding nothing. A ratio
+    // to the best peer that this row does not reach, no such design reaches.
+    const client = countedClient({ enableOfflineQueue: false, maxRetriesPerRequest: 0 })
+    await new Promise((r) => client.once('ready', r))
+    client.defineCommand('fgFloor', {
+      numberOfKeys: 1,
+      lua: "redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], '0123456789abcdef', 'PX', '3600000') return 1",
+    })
+    list.push({
+      name: 'floor: `TIME`, `GET`, `SET … PX` in one script, no decision',
+      client,
+      op: (k) => client.fgFloor(`${PREFIX}:floor:${k}`),
+    })
   }
   return list
 }
