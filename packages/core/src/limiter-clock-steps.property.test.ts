@@ -8,7 +8,8 @@ import { MemoryStore } from './stores/memory-store.js'
 // The limiter's default clock is the wall clock (Date.now), which an NTP step, a restored VM
 // snapshot or an operator can set back. Before the horizon, every state written while the
 // clock ran ahead stood still at its own time after the step: a client that had reached its
-// limit then was refused until the clock caught up again, an hour for an hour's step.
+// limit then was refused until the clock caught up again, an hour for an hour's step, and a
+// full MemoryStore could not drop those states to make room for new clients.
 
 const T0 = Date.UTC(2026, 0, 1)
 const YEAR_MS = 365 * 86_400_000
@@ -22,7 +23,17 @@ const TIMED: readonly AlgorithmName[] = [
 ]
 const facts: RequestFacts = { method: 'GET', path: '/', ip: '203.0.113.9', headers: {} }
 
-afterEach(() => vi.useRealTimers())
+/**
+ * Back to real timers, after letting the default clock forget the reading it shares within a
+ * turn: its `setImmediate` is a fake one here, and dropped with the fake timers it would leave
+ * that reading in place for the next run.
+ */
+function realTimers(): void {
+  if (vi.isFakeTimers()) vi.advanceTimersByTime(0)
+  vi.useRealTimers()
+}
+
+afterEach(realTimers)
 
 describe('the wall clock steps back further than the horizon', () => {
   it('a client that reached its limit while the clock ran ahead is decided as a new client afterwards (property)', async () => {
@@ -66,7 +77,7 @@ describe('the wall clock steps back further than the horizon', () => {
           }
           await stepped.close()
           await fresh.close()
-          vi.useRealTimers()
+          realTimers()
         },
       ),
       { numRuns: 150 },
@@ -89,8 +100,41 @@ describe('the wall clock steps back further than the horizon', () => {
       }
       expect(admitted, algorithm).toBe(20)
       await limiter.close()
-      vi.useRealTimers()
+      realTimers()
     }
+  })
+
+  it('a full MemoryStore makes room: the states dated past the horizon read as fresh, so they are dropped for new clients (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...TIMED),
+        fc.integer({ min: STATE_TIME_HORIZON_MS + 1001, max: 10 * YEAR_MS }),
+        fc.integer({ min: 1, max: 16 }),
+        async (algorithm, aheadMs, newcomers) => {
+          vi.useFakeTimers({ now: T0 + aheadMs })
+          const limiter = createLimiter({
+            store: new MemoryStore({ maxKeys: 16 }),
+            rules: [{ id: 'r', algorithm, limit: 2, window: '1s' }],
+          })
+          const client = (i: number): RequestFacts => ({
+            ...facts,
+            ip: `10.0.${i >> 8}.${i & 255}`,
+          })
+          // Every slot taken while the clock runs ahead, by clients with something held; as
+          // many newcomers as slots find room after the step.
+          for (let i = 0; i < 16; i++) await limiter.check(client(i))
+          vi.setSystemTime(T0)
+          vi.advanceTimersByTime(0)
+          for (let i = 0; i < newcomers; i++) {
+            const d = await limiter.check(client(1000 + i))
+            expect(d.allowed, `newcomer ${i}`).toBe(true)
+          }
+          await limiter.close()
+          realTimers()
+        },
+      ),
+      { numRuns: 60 },
+    )
   })
 
   it('a step back within the horizon stands still: nothing refills, so no client gains from it', async () => {

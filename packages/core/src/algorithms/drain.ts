@@ -74,16 +74,20 @@ export function stepsToMs(steps: number, rate: ExactRate): number {
 /**
  * The epoch millisecond from which a `[value, lastMs]` state of `factor` steps per value is
  * fresh again, a whole number: a fraction of a millisecond added to an epoch time rounds to
- * the nearest 2^-12 ms and could fall before the drain is done.
+ * the nearest 2^-12 ms and could fall before the drain is done. 0 for a state dated past the
+ * horizon at `nowMs`: it reads as fresh (see {@link drainedSteps}), so a store may drop it.
  */
 export function idleAtSteps(
   state: Float64Array,
   o: number,
   factor: number,
   rate: ExactRate,
+  nowMs: number,
 ): number {
   const value = state[o]!
-  return value > 0 ? state[o + 1]! + stepsToMs(wholeSteps(value * factor), rate) : state[o + 1]!
+  const last = state[o + 1]!
+  if (pastHorizon(last, nowMs)) return 0
+  return value > 0 ? last + stepsToMs(wholeSteps(value * factor), rate) : last
 }
 
 /**
@@ -191,9 +195,9 @@ export function stepBucket(inMs: boolean): StepBucket {
       const used = drainedSteps(state, o, factor, rate, nowMs)
       writeLevel(state, o, (used + cost * rate.scale) / factor, nowMs)
     },
-    idleAtMs(state, o, p) {
+    idleAtMs(state, o, p, nowMs) {
       const rate = exactRate(p.limit, p.windowMs)
-      return idleAtSteps(state, o, inMs ? rate.perMs : rate.scale, rate)
+      return idleAtSteps(state, o, inMs ? rate.perMs : rate.scale, rate, nowMs)
     },
   }
 }

@@ -115,9 +115,11 @@ export const fixedWindow: Algorithm = {
     const count = countAt(stored, count0, start, p)
     write(state, o, start, count > cost ? count - cost : 0)
   },
-  idleAtMs(state, o, p) {
+  idleAtMs(state, o, p, nowMs) {
     const count = state[o + COUNT]!
-    if (count <= EPSILON) return 0
-    return state[o + START]! + Math.ceil((count - EPSILON) / p.limit) * p.windowMs
+    const start = state[o + START]!
+    // A window dated past the horizon reads as fresh (see storedCount).
+    if (count <= EPSILON || pastHorizon(start, nowMs)) return 0
+    return start + Math.ceil((count - EPSILON) / p.limit) * p.windowMs
   },
 }

@@ -112,8 +112,10 @@ export const slidingWindowCounter: Algorithm = {
     const prev = shift === 0 ? state[o + PREV]! : shift === 1 ? state[o + CURR]! : 0
     write(state, o, shift === 0 ? stored : aligned, prev, curr > cost ? curr - cost : 0)
   },
-  idleAtMs(state, o, p) {
+  idleAtMs(state, o, p, nowMs) {
     const start = state[o + START]!
+    // Dated past the horizon: read as fresh (see shiftOf).
+    if (pastHorizon(start, nowMs)) return 0
     if (state[o + CURR]! > 0) return start + 2 * p.windowMs
     if (state[o + PREV]! > 0) return start + p.windowMs
     return 0

@@ -45,6 +45,13 @@ function firstAfter(
  * key, and a clock stepping back later must find a fresh state in both stores, not entries
  * that are back in its window.
  */
+/** When the log is empty again: its newest entry plus the window; 0 when it holds none. */
+function logIdleAt(state: Float64Array, o: number, p: AlgorithmParams): number {
+  const count = state[o + COUNT]!
+  if (count <= 0) return 0
+  return entry(state, o, ringSize(p), state[o + HEAD]!, count - 1) + p.windowMs
+}
+
 function forget(state: Float64Array, o: number): void {
   state[o + COUNT] = 0
   state[o + HEAD] = 0
@@ -125,11 +132,12 @@ export const slidingWindowLog: Algorithm = {
     const count = state[o + COUNT]!
     const units = cost > EPSILON ? Math.ceil(cost - EPSILON) : 0
     state[o + COUNT] = count > units ? count - units : 0
-    if (slidingWindowLog.idleAtMs(state, o, p, nowMs) <= nowMs) forget(state, o)
+    // The log's own idle time, as RedisStore's script keeps a key (not the horizon's view).
+    if (logIdleAt(state, o, p) <= nowMs) forget(state, o)
   },
-  idleAtMs(state, o, p) {
-    const count = state[o + COUNT]!
-    if (count <= 0) return 0
-    return entry(state, o, ringSize(p), state[o + HEAD]!, count - 1) + p.windowMs
+  idleAtMs(state, o, p, nowMs) {
+    const idleAt = logIdleAt(state, o, p)
+    // A newest entry past the horizon: the log reads as forgotten (see consume).
+    return idleAt > 0 && pastHorizon(idleAt - p.windowMs, nowMs) ? 0 : idleAt
   },
 }
