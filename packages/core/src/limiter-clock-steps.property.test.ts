@@ -1,8 +1,9 @@
 import fc from 'fast-check'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { STATE_TIME_HORIZON_MS, type AlgorithmName } from './algorithms/algorithm.js'
+import { STATE_TIME_HORIZON_MS } from './algorithms/algorithm.js'
 import { createLimiter } from './limiter.js'
 import type { RequestFacts } from './request-facts.js'
+import { ALGORITHM_NAMES } from './rules/algorithm-catalog.js'
 import { MemoryStore } from './stores/memory-store.js'
 
 // The limiter's default clock is the wall clock (Date.now), which an NTP step, a restored VM
@@ -13,14 +14,8 @@ import { MemoryStore } from './stores/memory-store.js'
 
 const T0 = Date.UTC(2026, 0, 1)
 const YEAR_MS = 365 * 86_400_000
-const TIMED: readonly AlgorithmName[] = [
-  'token-bucket',
-  'gcra',
-  'fixed-window',
-  'sliding-window-log',
-  'sliding-window-counter',
-  'leaky-bucket',
-]
+// Every algorithm that keeps a time: concurrency counts slots only.
+const TIMED = ALGORITHM_NAMES.filter((a) => a !== 'concurrency')
 const facts: RequestFacts = { method: 'GET', path: '/', ip: '203.0.113.9', headers: {} }
 
 /**
