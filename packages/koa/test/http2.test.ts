@@ -1,23 +1,4 @@
-import { createServer } from 'node:http2'
-import type { AddressInfo } from 'node:net'
-import type { Limiter } from '@floodgate/core'
 import { describeHttp2 } from '@floodgate/core/testing'
-import { rateLimit } from '@floodgate/koa'
-import Koa, { type Context } from 'koa'
+import { serveKoaHttp2 } from './http2-serve.js'
 
-// Koa's callback runs unchanged under node:http2's compatibility API.
-describeHttp2('koa', async (limiter, enter, errors) => {
-  const app = new Koa()
-  app.on('error', (err) => errors.push(err))
-  app.use(rateLimit(limiter as Limiter<Context>))
-  app.use(async (ctx) => {
-    await enter(ctx.path)
-    ctx.body = 'ok'
-  })
-  const server = createServer((req, res) => void app.callback()(req, res))
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  }
-})
+describeHttp2('koa', serveKoaHttp2)

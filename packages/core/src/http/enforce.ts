@@ -227,6 +227,53 @@ function onSocketClose(socket: Socket, fn: () => void): () => void {
 }
 
 /**
+ * What a dropped HTTP/2 request reaches through Node's compatibility response
+ * (`http2.createServer(handler)`, Fastify's `http2: true`); an HTTP/1 response has no `stream`.
+ */
+interface Http2Exchange {
+  readonly stream?: Http2StreamLike
+}
+
+/** The part of Node's `Http2Stream` the HTTP flow reads. */
+interface Http2StreamLike {
+  destroy(): void
+  readonly session?: { close(): void } | undefined
+  /** Set once the stream is closed on the wire (reset by either side, or ended both ways). */
+  readonly closed: boolean
+  once(event: 'end', listener: () => void): unknown
+  off(event: 'end', listener: () => void): unknown
+}
+
+/**
+ * `onceEnded` for an HTTP/2 response. A client that closes a stream with `RST_STREAM` and the
+ * code `NO_ERROR` (Node's client does so for each open stream when its session is destroyed)
+ * leaves the stream closed on the wire, but Node keeps it open, and its response never emits
+ * `close`, while the handler has not written the end of its response (a write after that
+ * never completes). Node ends the stream's request side then instead: a request side that ends
+ * on a stream already closed is a client that left.
+ */
+function onceStreamEnded(
+  res: ServerResponse,
+  stream: Http2StreamLike,
+  done: () => void,
+): () => void {
+  const end = (): void => {
+    if (stream.closed) finish()
+  }
+  const finish = (): void => {
+    res.off('close', finish)
+    stream.off('end', end)
+    done()
+  }
+  res.once('close', finish)
+  stream.once('end', end)
+  return () => {
+    res.off('close', finish)
+    stream.off('end', end)
+  }
+}
+
+/**
  * Call `done` once, when the exchange ends: the response closes (finished, aborted, or ended by
  * an error), or, for a pipelined response still queued behind an earlier one on its connection,
  * the connection closes. Node never closes a queued response whose client left (it has no
@@ -236,6 +283,8 @@ function onSocketClose(socket: Socket, fn: () => void): () => void {
  * @returns a function that removes the listeners
  */
 function onceEnded(req: IncomingMessage, res: ServerResponse, done: () => void): () => void {
+  const stream = (res as Http2Exchange).stream
+  if (stream !== undefined) return onceStreamEnded(res, stream, done)
   // res.socket is read once: on Express every read of a response property is a cache miss.
   const socket = res.socket === null ? req.socket : null
   if (socket === null) {
@@ -253,14 +302,6 @@ function onceEnded(req: IncomingMessage, res: ServerResponse, done: () => void):
     res.off('close', end)
     unwatch()
   }
-}
-
-/**
- * What a dropped HTTP/2 request reaches through Node's compatibility response
- * (`http2.createServer(handler)`, Fastify's `http2: true`); an HTTP/1 response has no `stream`.
- */
-interface Http2Exchange {
-  readonly stream?: { destroy(): void; readonly session?: { close(): void } | undefined }
 }
 
 /**

@@ -1,4 +1,10 @@
-import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2'
+import {
+  connect,
+  constants,
+  type ClientHttp2Session,
+  type ClientHttp2Stream,
+  type Http2ServerRequest,
+} from 'node:http2'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLimiter } from '../limiter.js'
 import type { Limiter } from '../limiter-types.js'
@@ -14,32 +20,37 @@ export interface Http2App {
 
 /**
  * Starts an app on a cleartext HTTP/2 server, listening on 127.0.0.1: the adapter's
- * `rateLimit(limiter)`, then a handler for every path that awaits `enter(path)` and answers
- * `ok`. Every error the framework reports (Koa's `error` event, Fastify's error handler) is
- * pushed to `errors`.
+ * `rateLimit(limiter)`, then a handler for every path that awaits `enter(path, req)` and
+ * answers `ok`, `req` being Node's compatibility request (Fastify's `request.raw`, Koa's
+ * `ctx.req`). Every error the framework reports (Koa's `error` event, Fastify's error handler)
+ * is pushed to `errors`. `describeHttp2` reads only the path; `describeHttp2AbortProperty`
+ * needs the request too, to see its stream close.
  */
 export type Http2Serve = (
   limiter: Limiter<never>,
-  enter: (path: string) => Promise<void>,
+  enter: (path: string, req?: Http2ServerRequest) => Promise<void>,
   errors: unknown[],
 ) => Promise<Http2App>
 
-interface Answer {
+/** A response as a stream got it. */
+export interface Http2Answer {
   readonly status: number | undefined
   readonly headers: Readonly<Record<string, string | string[] | undefined>>
   readonly body: string
 }
 
-interface Sent {
+/** A request sent on a stream. */
+export interface Http2Sent {
   readonly stream: ClientHttp2Stream
   /** Settles when the stream closes; `status` is undefined when no response came. */
-  readonly answer: Promise<Answer>
+  readonly answer: Promise<Http2Answer>
 }
 
-function send(session: ClientHttp2Session, path: string, method = 'GET'): Sent {
+/** Sends a request without a body on a new stream of `session`. */
+export function send(session: ClientHttp2Session, path: string, method = 'GET'): Http2Sent {
   const stream = session.request({ ':path': path, ':method': method })
-  const answer = new Promise<Answer>((resolve) => {
-    let headers: Answer['headers'] = {}
+  const answer = new Promise<Http2Answer>((resolve) => {
+    let headers: Http2Answer['headers'] = {}
     let body = ''
     stream.on('response', (h) => (headers = h))
     stream.setEncoding('utf8')
@@ -79,9 +90,16 @@ function heldStore(): Store & { hold: ReturnType<typeof gate> | undefined } {
 
 /**
  * Resolves once the server has read everything sent before on the session: it answers a PING
- * after the frames ahead of it, and its request handlers have run by then.
+ * after the frames ahead of it, and its request handlers have run by then. On a session still
+ * connecting, the PING waits for the connection (Node cancels a PING sent before it).
  */
-function roundTrip(session: ClientHttp2Session): Promise<void> {
+export async function roundTrip(session: ClientHttp2Session): Promise<void> {
+  if (session.connecting) {
+    await new Promise<void>((resolve, reject) => {
+      session.once('connect', () => resolve())
+      session.once('close', () => reject(new Error('session closed while connecting')))
+    })
+  }
   return new Promise((resolve, reject) => {
     session.ping((err) => (err ? reject(err) : setImmediate(resolve)))
   })

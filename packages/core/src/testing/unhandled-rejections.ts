@@ -22,7 +22,7 @@ export function collectUnhandledRejections(): unknown[] {
 
 /** The app the running test of a block started, if it is still up. */
 export interface StartedApp {
-  app: RunningApp | undefined
+  app: Pick<RunningApp, 'close'> | undefined
 }
 
 /**

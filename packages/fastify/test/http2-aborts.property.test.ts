@@ -1,0 +1,5 @@
+import { describeHttp2AbortProperty } from '@floodgate/core/testing'
+import { serveFastifyHttp2 } from './http2-serve.js'
+
+// MemoryStore answering at once, then with its answers held and delivered in any order.
+describeHttp2AbortProperty('fastify', serveFastifyHttp2)
