@@ -227,7 +227,7 @@ function onSocketClose(socket: Socket, fn: () => void): () => void {
 }
 
 /**
- * What a dropped HTTP/2 request reaches through Node's compatibility response
+ * What an HTTP/2 request reaches through Node's compatibility response
  * (`http2.createServer(handler)`, Fastify's `http2: true`); an HTTP/1 response has no `stream`.
  */
 interface Http2Exchange {
@@ -257,20 +257,20 @@ function onceStreamEnded(
   stream: Http2StreamLike,
   done: () => void,
 ): () => void {
+  const stop = (): void => {
+    res.off('close', finish)
+    stream.off('end', end)
+  }
+  const finish = (): void => {
+    stop()
+    done()
+  }
   const end = (): void => {
     if (stream.closed) finish()
   }
-  const finish = (): void => {
-    res.off('close', finish)
-    stream.off('end', end)
-    done()
-  }
   res.once('close', finish)
   stream.once('end', end)
-  return () => {
-    res.off('close', finish)
-    stream.off('end', end)
-  }
+  return stop
 }
 
 /**

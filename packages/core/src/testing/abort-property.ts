@@ -329,7 +329,10 @@ export interface AbortPropertyOptions {
    * in any order. Default: a MemoryStore, run once answering at once and once held.
    */
   readonly makeStore?: (() => Store) | undefined
-  /** fast-check runs per store (default 25, or `ABORT_RUNS` from the environment). */
+  /**
+   * fast-check runs per store (default 25 on HTTP/1.1, 100 on HTTP/2, or `ABORT_RUNS` from the
+   * environment).
+   */
   readonly runs?: number | undefined
 }
 

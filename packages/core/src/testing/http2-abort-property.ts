@@ -128,12 +128,14 @@ function http2Transport(name: string, serve: Http2Serve): AbortTransport {
  *
  * @param name - the adapter, for the test titles
  * @param serve - starts the app on an h2c server
- * @param options - the store and the number of runs
+ * @param options - the store, and the number of runs (default 100 per store, or `ABORT_RUNS`)
  */
 export function describeHttp2AbortProperty(
   name: string,
   serve: Http2Serve,
   options: AbortPropertyOptions = {},
 ): void {
-  describeAbortRuns(http2Transport(name, serve), options)
+  // More plans than on HTTP/1.1 by default: a run is as quick, and the moments are more.
+  const runs = options.runs ?? Number(process.env.ABORT_RUNS ?? 100)
+  describeAbortRuns(http2Transport(name, serve), { ...options, runs })
 }
