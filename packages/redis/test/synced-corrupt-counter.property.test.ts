@@ -14,8 +14,11 @@ const one = (rule: CompiledRule, key: string, cost: number): ConsumeEntry[] => [
   { rule, key, cost, maxWaitMs: 0, shadow: false },
 ]
 
-/** Fields of a fleet counter (the total, the schedule, the debt, a host's sequence and time). */
-const field = fc.constantFrom('t', 'f', 'x', 's:other-host', 'p:other-host')
+/**
+ * Fields of a fleet counter (the total, the schedule, the debt, the last sync, a host's sequence
+ * and time).
+ */
+const field = fc.constantFrom('t', 'f', 'x', 'w', 's:other-host', 'p:other-host')
 /** What someone else may have left in one: no number, a non-finite one, or a plausible one. */
 const value = fc.oneof(
   fc.constantFrom(
