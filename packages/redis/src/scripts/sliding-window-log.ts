@@ -25,8 +25,12 @@ function(op, s, limit, window_ms, burst, cost, now, max_wait, commit, out)
     return
   end
   -- a newest entry past the horizon: the clock stepped back that far since, and the log is
-  -- forgotten
-  if count > 0 and s[3 + ((head + count - 1) % size)] - now > HORIZON then count = 0 end
+  -- forgotten (in the state too: an admission that adds nothing then leaves it empty, and the
+  -- key is deleted, as core forgets it)
+  if count > 0 and s[3 + ((head + count - 1) % size)] - now > HORIZON then
+    count = 0
+    s[1] = 0
+  end
   -- view: the oldest entry still inside the window ending at max(now, newest)
   local vnow = now
   if count > 0 then
