@@ -29,6 +29,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { ensureBuilt } from '../ensure-built.mjs'
+import { FLOOR_LUA } from './floor-script.mjs'
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000)
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined
@@ -198,10 +199,7 @@ const setEach = `for j = 1, #KEYS do redis.call('SET', KEYS[j], '0123456789abcde
 const psetexEach = `for j = 1, #KEYS do redis.call('PSETEX', KEYS[j], '3600000', '0123456789abcdef') end`
 const contenders = [
   script('`return 1` (any EVALSHA)', 'return 1'),
-  script(
-    '`TIME`, `GET`, `SET … PX` and nothing else',
-    "redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], '0123456789abcdef', 'PX', '3600000') return 1",
-  ),
+  script('`TIME`, `GET`, `SET … PX` and nothing else', FLOOR_LUA),
   script(
     "rate-limit-redis's script (`INCR`, `PTTL`)",
     `local totalHits = redis.call("INCR", KEYS[1])

@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { Redis } from 'ioredis'
 import { ensureBuilt } from '../ensure-built.mjs'
+import { FLOOR_LUA } from './floor-script.mjs'
 import { deleteKeys } from '../redis-keys.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -181,7 +182,7 @@ async function contenders() {
     await new Promise((r) => client.once('ready', r))
     client.defineCommand('fgFloor', {
       numberOfKeys: 1,
-      lua: "redis.call('TIME') redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], '0123456789abcdef', 'PX', '3600000') return 1",
+      lua: FLOOR_LUA,
     })
     list.push({
       name: 'floor: `TIME`, `GET`, `SET … PX` in one script, no decision',
