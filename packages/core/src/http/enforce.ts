@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Decision } from '../decision.js'
+import { clientGone } from './client-gone.js'
 import { queueRefusal } from '../limiter-decide.js'
 import { draft7Fields, epochResetSeconds, retryAfterSeconds, type HeaderFormat } from './headers.js'
 import { headerCount } from './rate-limit-fields.js'
@@ -454,10 +455,11 @@ export function enforce<Req, C, R>(
   io: HttpIo<C, R>,
   settings: EnforceSettings<Req>,
 ): R | Promise<R> {
-  // The client left while an earlier asynchronous middleware or hook ran: nobody is there to
-  // answer, and its address is unknown once the socket is closed (Node reads it from the live
-  // socket), so every such client would be charged to one shared bucket. Check nothing.
-  if (io.request(ctx).socket?.destroyed === true) return io.abandon(ctx)
+  // The client left (while an earlier asynchronous middleware or hook ran, or with its request
+  // in the same read): nobody is there to answer, and its address is unknown once the socket is
+  // closed (Node reads it from the live socket), so every such client would be charged to one
+  // shared bucket. Check nothing.
+  if (clientGone(io.request(ctx).socket)) return io.abandon(ctx)
   const decision = limiter.check(facts)
   if (decision instanceof Promise) {
     return decision.then((d) => apply(limiter, d, ctx, io, settings, facts.request))

@@ -38,6 +38,7 @@ export { PROBLEM_CONTENT_TYPE, problemDetails, serializedProblem } from './probl
 export { isLimiter, resolveLimiter, type LimiterInput } from './resolve-limiter.js'
 export { routeCost } from './route-cost.js'
 export { silentWarn, warnOnce, type WarnOnce } from './warn-once.js'
+export { clientGone, type ConnectionSocket } from './client-gone.js'
 export { missingAddressWarning, proxyWarnings, type ProxyTrust } from './proxy-warnings.js'
 export { rateLimitInfo, type RateLimitInfo } from './rate-limit-info.js'
 export type { RuleInput } from '../rules/schema.js'

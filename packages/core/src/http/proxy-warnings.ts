@@ -1,4 +1,5 @@
 import type { HeaderBag } from '../request-facts.js'
+import { clientGone, type ConnectionSocket } from './client-gone.js'
 import type { WarnOnce } from './warn-once.js'
 
 /** How much of X-Forwarded-For the framework believes, as read from its own setting. */
@@ -56,17 +57,13 @@ export function proxyWarnings(
 export function missingAddressWarning(
   warn: WarnOnce,
   setting: string,
-): (
-  socket: { readonly remoteAddress?: string | undefined; readonly destroyed?: boolean } | undefined,
-  facts: { readonly ip?: string | undefined },
-) => void {
+): (socket: ConnectionSocket | undefined, facts: { readonly ip?: string | undefined }) => void {
   let seen = false
   return (socket, facts) => {
     // The frameworks resolve an address from the socket's, or from X-Forwarded-For when the
     // socket's peer is a trusted proxy: with a socket address there is always one. A client
-    // already gone has none to read either, and is not checked (see enforce).
-    if (seen || socket?.remoteAddress !== undefined || socket?.destroyed === true || facts.ip)
-      return
+    // already gone has none to read either, and is not checked (see clientGone).
+    if (seen || socket?.remoteAddress !== undefined || clientGone(socket) || facts.ip) return
     seen = true
     warn(
       'FG_WRN_KEY_MISSING',

@@ -19,6 +19,8 @@ const BURST = 2
 const MS_PER_TOKEN = 20
 const QUEUE = 2
 const NOW = 1_700_000_000_000
+/** Every request of the property comes from this address (loopback). */
+const CLIENT_IP = '127.0.0.1'
 
 const ROUTES: readonly ScenarioRoute[] = [
   { method: 'GET', path: '/c', slow: true },
@@ -407,13 +409,20 @@ async function runPlan(
 ): Promise<void> {
   const inner = store.inner
   const decided: string[] = []
+  const strangers: string[] = []
   const limiter = createLimiter({
     rules: RULES,
     store,
     clock: () => NOW,
     // Answers are held as long as the plan says: none fails open (the model has no fail-open).
     decisionTimeoutMs: 60_000,
-    onDecision: (d) => void decided.push(`${d.outcomes[0]?.rule.id}:${d.action}`),
+    onDecision: (d) => {
+      decided.push(`${d.outcomes[0]?.rule.id}:${d.action}`)
+      // A client gone before the limiter saw its request has no address left to read: deciding
+      // it would charge every such client to one shared bucket.
+      for (const o of d.outcomes)
+        if (o.key !== CLIENT_IP) strangers.push(`${o.rule.id}:${d.action}`)
+    },
   })
   // Reads the same state, straight from the store underneath.
   const reader = createLimiter({ rules: RULES, store: inner, clock: () => NOW })
@@ -502,7 +511,7 @@ async function runPlan(
   expect(mostInside, 'handlers on /c at once').toBeLessThanOrEqual(SLOTS)
 
   const held = async () => {
-    const states = await reader.get('127.0.0.1')
+    const states = await reader.get(CLIENT_IP)
     const slots = states.find((s) => s.rule.id === 'slots')
     const smooth = states.find((s) => s.rule.id === 'smooth')
     return {
@@ -521,6 +530,9 @@ async function runPlan(
   expect(app.errors, 'errors the framework reported').toEqual([])
   await within(app.close(), 'closing the app')
   started.app = undefined
+  // Checked once the server is closed: it may read a request whose client left after the
+  // client's side of the exchange ended.
+  expect(strangers, 'decisions of requests with no client address').toEqual([])
   await limiter.close()
   await reader.close()
   await inner.close?.()
