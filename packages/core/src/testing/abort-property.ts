@@ -90,6 +90,11 @@ const http1Actions = actionsOf(
   [
     { weight: 4, arbitrary: fc.record({ send: fc.tuple(routeArb) }) },
     { weight: 1, arbitrary: fc.record({ send: fc.tuple(routeArb, routeArb) }) },
+    // Written and reset at once (two requests: on a raw socket of their own).
+    {
+      weight: 1,
+      arbitrary: fc.record({ send: fc.tuple(routeArb, routeArb), leaveAtOnce: fc.constant(true) }),
+    },
   ],
   [{ weight: 3, arbitrary: fc.record({ leave: fc.nat(7) }) }],
 )
@@ -106,6 +111,11 @@ export interface Exchange {
   leave(): void
   /** The client leaves with its whole connection. */
   leaveConnection(): void
+  /**
+   * The client leaves as soon as its requests are written, abruptly (HTTP/1.1: a TCP reset once
+   * connected); `leave` when absent.
+   */
+  readonly leaveAtOnce?: () => void
   /** Settles once the server has read the requests (HTTP/2: a PING came back); optional. */
   readonly arrived?: Promise<void>
   /** Each request's status, `dropped` for those that ended without an answer. */
@@ -189,7 +199,11 @@ function openPipelined(url: string, routes: readonly Route[]): Exchange {
     })
   })
   const leave = (): void => void socket.destroy()
-  return { routes, connection: ++connections, leave, leaveConnection: leave, done }
+  // A reset (not a FIN) right after the requests: the server may read them with the reset,
+  // when the connection's address can no longer be read.
+  const reset = (): void => void socket.resetAndDestroy()
+  const leaveAtOnce = (): void => void (socket.connecting ? socket.once('connect', reset) : reset())
+  return { routes, connection: ++connections, leave, leaveConnection: leave, leaveAtOnce, done }
 }
 
 /**
@@ -200,6 +214,11 @@ function http1Transport(harness: AdapterHarness): AbortTransport {
   return {
     name: harness.name,
     actions: http1Actions,
+    examples: [
+      // Found by this property: two requests reset as soon as written, read by the server with
+      // the reset, were decided with no address (a shared key) on every adapter.
+      [{ send: ['c', 'c'], leaveAtOnce: true }, { send: ['c'] }],
+    ],
     async start(limiter, enter) {
       const app = await harness.start({
         limiter,
@@ -469,7 +488,10 @@ async function runPlan(
       const sent = app.send(action.send, action.on ?? 0)
       exchanges.push(...sent)
       if (action.leaveAtOnce) {
-        leave(exchanges.length - sent.length)
+        const i = exchanges.length - sent.length
+        left.add(i)
+        const exchange = exchanges[i]!
+        ;(exchange.leaveAtOnce ?? exchange.leave)()
         continue
       }
       const ends = sent.length === 1 ? sent[0]!.done : Promise.all(sent.map((e) => e.done))
