@@ -10,6 +10,7 @@
 // here every 2,500 requests). The added cost of a rule is its op's time less the same loop with
 // no limiter call; the ratio is adaptive's added cost over the token bucket's.
 import { ensureBuilt } from '../ensure-built.mjs'
+import { median } from '../stats.mjs'
 
 ensureBuilt(['core'])
 const { createLimiter } = await import('@floodgate/core')
@@ -19,7 +20,6 @@ const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 300)
 const KEYS = 1000
 const HUGE = 1_000_000_000
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const facts = Array.from({ length: KEYS }, (_, i) => ({
   method: 'GET',
   path: '/api/items',

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { pathToFileURL } from 'node:url'
 import { join, resolve } from 'node:path'
 import { checkContenders, checkWith, plainBucket, storeContenders } from './contenders.mjs'
+import { median, pairedRatios, ratioRange } from '../stats.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 400)
@@ -13,8 +14,6 @@ const HEAP_KEYS = Number(process.env.BENCH_HEAP_KEYS ?? 1_000_000)
 // BENCH_CHECK_ONLY=1: only the plain bucket and the check() rows (no peers, no heap table).
 const CORE_B = process.env.BENCH_CORE_B
 const CHECK_ONLY = process.env.BENCH_CHECK_ONLY === '1'
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
 function ipKeys(n) {
   const keys = new Array(n)
@@ -51,7 +50,7 @@ async function table(title, keys, contenders) {
   // Each round's rate over the plain bucket's in the same round: steadier on a shared machine.
   const plainRates = rates.get(plainBucket.name)
   const paired = new Map(
-    contenders.map((c) => [c.name, rates.get(c.name).map((x, r) => x / plainRates[r])]),
+    contenders.map((c) => [c.name, pairedRatios(rates.get(c.name), plainRates)]),
   )
   return { title, rows, paired }
 }
@@ -69,7 +68,7 @@ function print({ title, rows, paired }) {
   for (const r of rows) {
     const p = paired.get(r.name)
     console.log(
-      `| ${r.name} | ${(r.perSec / 1e6).toFixed(2)} M | ${Number.isNaN(best) ? '-' : `${(r.perSec / best).toFixed(2)}x`} | ${(r.perSec / plain).toFixed(2)}x | ${median(p).toFixed(2)}x (${Math.min(...p).toFixed(2)}-${Math.max(...p).toFixed(2)}) |`,
+      `| ${r.name} | ${(r.perSec / 1e6).toFixed(2)} M | ${Number.isNaN(best) ? '-' : `${(r.perSec / best).toFixed(2)}x`} | ${(r.perSec / plain).toFixed(2)}x | ${ratioRange(p)} |`,
     )
   }
 }

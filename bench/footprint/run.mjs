@@ -13,6 +13,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureBuilt } from '../ensure-built.mjs'
+import { median } from '../stats.mjs'
 
 const RUNS = Number(process.env.FOOTPRINT_RUNS ?? 21)
 const root = fileURLToPath(new URL('../..', import.meta.url))
@@ -71,7 +72,6 @@ function sizeOf(path) {
 
 const mb = (n) => `${(n / 1e6).toFixed(2)} MB`
 const ms = (n) => `${Math.round(n)} ms`
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
 console.error('packing the adapters and installing the throwaway projects…')
 // Core depends on @floodgate/client: installed from its tarball beside core, as npm would.

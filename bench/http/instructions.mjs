@@ -42,6 +42,7 @@ import { Redis } from 'ioredis'
 import { variantName, variantsFor } from './variants.mjs'
 import { selfCosts } from '../callgrind-functions.mjs'
 import { ensureBuilt } from '../ensure-built.mjs'
+import { median } from '../stats.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..')
@@ -251,11 +252,6 @@ console.log(
   `Main-thread instructions per response (callgrind), ${REQUESTS} requests after ${WARMUP} of warm-up, ${CONNECTIONS} connections${REPEATS > 1 ? `, ${REPEATS} fresh processes per variant` : ''}.`,
 )
 console.log(`Node ${process.version}, ${valgrind}, commit ${commit}${dirty}.`)
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = s.length >> 1
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
-}
 for (const framework of FRAMEWORKS) {
   const rows = variantsOf(framework).map(([variant, mode]) => {
     const xs = jobs

@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { variantName, variantsFor } from './variants.mjs'
 import { ensureBuilt } from '../ensure-built.mjs'
+import { median, pairedRatios, ratioRange } from '../stats.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
@@ -75,12 +76,6 @@ async function measure(server, seconds, rate) {
   }
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = s.length >> 1
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
-}
-
 const lines = []
 const out = (s = '') => {
   lines.push(s)
@@ -121,9 +116,16 @@ for (const framework of FRAMEWORKS) {
     rps: median(xs.map((x) => x.rps)),
     p99: median(xs.map((x) => x.p99)),
     cpu: median(cpuSamples[i].map((x) => x.cpuPerResUs)),
-    // Each round's ratio to bare in the same round, then the median: drift across rounds
-    // (other jobs on the machine) cancels out.
-    paired: median(cpuSamples[i].map((x, r) => x.cpuPerResUs / cpuSamples[0][r].cpuPerResUs)),
+    // Each round's ratio to bare in the same round, then the median and the range: drift
+    // across rounds (other jobs on the machine) cancels out, and the range shows what is left.
+    rpsPaired: pairedRatios(
+      xs.map((x) => x.rps),
+      samples[0].map((x) => x.rps),
+    ),
+    paired: pairedRatios(
+      cpuSamples[i].map((x) => x.cpuPerResUs),
+      cpuSamples[0].map((x) => x.cpuPerResUs),
+    ),
     non2xx: median(xs.map((x) => x.non2xx)),
     errors: xs.reduce((a, x) => a + x.errors, 0),
   }))
@@ -134,14 +136,14 @@ for (const framework of FRAMEWORKS) {
   out(`CPU per response measured at a fixed ${rate} req/s.`)
   out()
   out(
-    '| variant | path | req/s | vs bare | p99 ms | CPU µs/response | CPU vs bare | paired | non-2xx |',
+    '| variant | path | req/s | vs bare | vs bare, paired by round (range) | p99 ms | CPU µs/response | CPU vs bare | CPU paired (range) | non-2xx |',
   )
-  out('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  out('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   variants.forEach(([v, m], i) => {
     const s = stat[i]
     const name = variantName(framework, v)
     out(
-      `| ${name} | ${m === 'pass' ? 'allow' : 'reject'} | ${Math.round(s.rps)} | ${(s.rps / bare.rps).toFixed(3)}x | ${s.p99} | ${s.cpu.toFixed(1)} | ${(s.cpu / bare.cpu).toFixed(3)}x | ${s.paired.toFixed(3)}x | ${(s.non2xx * 100).toFixed(0)}% |`,
+      `| ${name} | ${m === 'pass' ? 'allow' : 'reject'} | ${Math.round(s.rps)} | ${(s.rps / bare.rps).toFixed(3)}x | ${ratioRange(s.rpsPaired, 3)} | ${s.p99} | ${s.cpu.toFixed(1)} | ${(s.cpu / bare.cpu).toFixed(3)}x | ${ratioRange(s.paired, 3)} | ${(s.non2xx * 100).toFixed(0)}% |`,
     )
   })
 }

@@ -23,6 +23,7 @@ import { Redis } from 'ioredis'
 import { ensureBuilt } from '../ensure-built.mjs'
 import { FLOOR_LUA } from './floor-script.mjs'
 import { deleteKeys } from '../redis-keys.mjs'
+import { median, pairedRatios, ratioRange } from '../stats.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -44,7 +45,6 @@ const out = (s = '') => {
   lines.push(s)
   console.log(s)
 }
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
 /** An ioredis client whose sendCommand calls are counted (commands sent per decision). */
 function countedClient(options = {}) {
@@ -146,7 +146,12 @@ async function contenders() {
       points: 1_000_000_000,
       duration: 3600,
     })
-    list.push({ name: 'rate-limiter-flexible RateLimiterRedis', client, op: (k) => rl.consume(k) })
+    list.push({
+      name: 'rate-limiter-flexible RateLimiterRedis',
+      peer: true,
+      client,
+      op: (k) => rl.consume(k),
+    })
   }
   {
     const { RedisStore } = await import('rate-limit-redis')
@@ -159,6 +164,7 @@ async function contenders() {
     store.init({ windowMs: 3_600_000 })
     list.push({
       name: 'rate-limit-redis (express-rate-limit)',
+      peer: true,
       client,
       op: (k) => store.increment(k),
     })
@@ -172,7 +178,7 @@ async function contenders() {
       new Promise((resolve, reject) =>
         store.incr(k, (err, res) => (err ? reject(err) : resolve(res)), 3_600_000, 1_000_000_000),
       )
-    list.push({ name: '@fastify/rate-limit RedisStore', client, op: incr })
+    list.push({ name: '@fastify/rate-limit RedisStore', peer: true, client, op: incr })
   }
   {
     // Not a contender: the least any limiter pays that keeps Redis's clock and a state per
@@ -241,13 +247,13 @@ async function decisions() {
   out('### Decisions per second on one Redis')
   out()
   out(
-    `Node ${process.version}, redis ${(await admin.info('server')).match(/redis_version:(\S+)/)[1]}, ${ROUNDS} interleaved rounds of ${ROUND_MS} ms per cell, medians; 10 000 client keys, limits never reached.`,
+    `Node ${process.version}, redis ${(await admin.info('server')).match(/redis_version:(\S+)/)[1]}, ${ROUNDS} interleaved rounds of ${ROUND_MS} ms per cell, medians; 10 000 client keys, limits never reached. "vs best peer": each round's decisions/s over the best peer's in that round, median (lowest-highest) over the rounds.`,
   )
   out()
   out(
-    '| store | in flight | decisions/s | commands sent / decision | Redis commands run / decision | Redis µs / decision | Node CPU µs / decision |',
+    '| store | in flight | decisions/s | vs best peer | commands sent / decision | Redis commands run / decision | Redis µs / decision | Node CPU µs / decision |',
   )
-  out('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
+  out('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const inFlight of [1, 64]) {
     for (const c of list) await measure(c, inFlight, admin) // warm-up: JIT, script load
     const samples = list.map(() => [])
@@ -257,10 +263,19 @@ async function decisions() {
         samples[i].push(await measure(list[i], inFlight, admin))
       }
     }
+    const bestPeer = Array.from({ length: ROUNDS }, (_, r) =>
+      Math.max(...list.flatMap((c, i) => (c.peer ? [samples[i][r].perSec] : []))),
+    )
     list.forEach((c, i) => {
       const m = (f) => median(samples[i].map(f))
+      const vsPeer = ratioRange(
+        pairedRatios(
+          samples[i].map((x) => x.perSec),
+          bestPeer,
+        ),
+      )
       out(
-        `| ${c.name} | ${inFlight} | ${Math.round(m((x) => x.perSec))} | ${m((x) => x.sent).toFixed(2)} | ${m((x) => x.calls).toFixed(2)} | ${m((x) => x.redisUs).toFixed(1)} | ${m((x) => x.nodeUs).toFixed(1)} |`,
+        `| ${c.name} | ${inFlight} | ${Math.round(m((x) => x.perSec))} | ${vsPeer} | ${m((x) => x.sent).toFixed(2)} | ${m((x) => x.calls).toFixed(2)} | ${m((x) => x.redisUs).toFixed(1)} | ${m((x) => x.nodeUs).toFixed(1)} |`,
       )
     })
   }
@@ -420,20 +435,26 @@ async function http() {
     }
   }
   for (const s of servers) s.child.kill()
-  const bare = median(samples[0].map((x) => x.rps))
   out(
-    `### HTTP: Fastify on Redis (${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s, medians)`,
+    `### HTTP: Fastify on Redis (${CONNECTIONS} connections, ${ROUNDS} interleaved rounds of ${SECONDS} s, medians; "vs bare": each round's req/s over bare's in that round, median (lowest-highest))`,
   )
   out()
   out(
     '| server | req/s | vs bare | p99 ms | server CPU µs / response | Redis µs / response | non-2xx |',
   )
   out('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
+  const bareRps = samples[0].map((x) => x.rps)
   variants.forEach((v, i) => {
     const m = (f) => median(samples[i].map(f))
     const rps = m((x) => x.rps)
+    const vsBare = ratioRange(
+      pairedRatios(
+        samples[i].map((x) => x.rps),
+        bareRps,
+      ),
+    )
     out(
-      `| ${names[v]} | ${Math.round(rps)} | ${(rps / bare).toFixed(2)}x | ${m((x) => x.p99)} | ${m((x) => x.cpuUs).toFixed(1)} | ${m((x) => x.redisUs).toFixed(1)} | ${samples[i].reduce((a, x) => a + x.non2xx, 0)} |`,
+      `| ${names[v]} | ${Math.round(rps)} | ${vsBare} | ${m((x) => x.p99)} | ${m((x) => x.cpuUs).toFixed(1)} | ${m((x) => x.redisUs).toFixed(1)} | ${samples[i].reduce((a, x) => a + x.non2xx, 0)} |`,
     )
   })
   out()

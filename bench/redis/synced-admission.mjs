@@ -9,6 +9,7 @@ import { algorithms } from '@floodgate/core/algorithms'
 import { createSyncedStore } from '@floodgate/redis'
 import { Redis } from 'ioredis'
 import { ensureBuilt } from '../ensure-built.mjs'
+import { median } from '../stats.mjs'
 
 ensureBuilt(['core', 'redis'])
 
@@ -95,10 +96,6 @@ async function run(hosts, syncMs, mode) {
   return { admitted: admittedAt.length, shared, perBurst }
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
-}
 const pct = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)} %`
 const range = (xs, f) => `${f(Math.min(...xs))} to ${f(Math.max(...xs))}`
 

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { ensureBuilt } from '../ensure-built.mjs'
+import { median } from '../stats.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -105,10 +106,6 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 for (const server of servers) server.child.send('stop')
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.floor(s.length / 2)]
-}
 const NAMES = {
   pglite: 'PGlite, revision cache',
   'pglite-uncached': 'PGlite, a query per poll (before)',
