@@ -97,11 +97,11 @@ export function rateLimit(
     "app.set('trust proxy')",
     "set app.set('trust proxy', n) to the number of proxies in front of the app, or to their addresses or subnets",
   )
-  const checkAddress = missingAddressWarning(warn, "app.set('trust proxy')")
 
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.res,
     request: (c) => c.req,
+    missingAddress: missingAddressWarning(warn, "app.set('trust proxy')"),
     attach: (c, info) => {
       c.req.rateLimit = info
     },
@@ -127,7 +127,6 @@ export function rateLimit(
     const headers = req.headers
     checkProxy(trustOf(trust), headers)
     const facts = new ExpressFacts(req, routeCost(cost, req, warn), trust === false, headers)
-    checkAddress(req.socket, facts)
     const result = enforce(limiter, facts, { req, res, next }, io, settings)
     // Express 4 ignores a returned promise; hand any failure to the error handler ourselves.
     if (result instanceof Promise) result.catch(next)

@@ -191,7 +191,6 @@ async function floodgate(
     'trustProxy',
     "set trustProxy to your proxies' addresses or subnets (e.g. '10.0.0.0/8' or 'loopback')",
   )
-  const checkAddress = missingAddressWarning(warn, 'trustProxy')
   const trust: ProxyTrust =
     trustProxy === true
       ? 'all'
@@ -208,6 +207,7 @@ async function floodgate(
   const io: HttpIo<Ctx, void> = {
     response: (c) => c.reply.raw,
     request: (c) => c.request.raw,
+    missingAddress: missingAddressWarning(warn, 'trustProxy'),
     // Not called once the head is on the raw response (an earlier hook may have sent it;
     // Fastify's `reply.sent` stays false then): enforce checks reply.raw.headersSent.
     setHeader: (c, name, value) => void c.reply.header(name, value),
@@ -286,7 +286,6 @@ async function floodgate(
         routeRules,
         semicolons,
       )
-      checkAddress(request.raw.socket, facts)
       const result = enforce(limiter, facts, { request, reply, done }, io, resolved)
       if (result instanceof Promise) result.catch(done)
     }

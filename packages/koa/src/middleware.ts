@@ -85,11 +85,11 @@ export function rateLimit(
     'app.proxy',
     'set app.proxy = true and app.maxIpsCount to the number of proxies in front of the app',
   )
-  const checkAddress = missingAddressWarning(warn, 'app.proxy')
 
   const io: HttpIo<Ctx, void | Promise<void>> = {
     response: (c) => c.ctx.res,
     request: (c) => c.ctx.req,
+    missingAddress: missingAddressWarning(warn, 'app.proxy'),
     attach: (c, info) => {
       c.ctx.state.rateLimit = info
     },
@@ -128,7 +128,6 @@ export function rateLimit(
     // app.proxy with maxIpsCount 0 (trust all) has its own warning above.
     checkProxy(ctx.app.proxy ? 'some' : 'none', ctx.request.headers)
     const facts = new KoaFacts(ctx, routeCost(cost, ctx, warn))
-    checkAddress(ctx.req.socket, facts)
     return enforce(limiter, facts, { ctx, next }, io, settings) as void | Promise<void>
   }
   return Object.assign(middleware, { limiter })

@@ -58,6 +58,12 @@ export interface HttpIo<C, R> {
    * `ctx.respond = false`).
    */
   abandon(ctx: C): R
+  /**
+   * Called for a request whose connection is open but tells no client address (an app on a Unix
+   * socket): the adapter's warning that rules keyed by IP share one bucket for such requests
+   * (see `missingAddressWarning`). Not called for a client already gone.
+   */
+  readonly missingAddress?: ((facts: { readonly ip?: string | undefined }) => void) | undefined
 }
 
 /** Per-mount settings {@link enforce} needs, resolved once at startup. */
@@ -458,8 +464,13 @@ export function enforce<Req, C, R>(
   // The client left (while an earlier asynchronous middleware or hook ran, or with its request
   // in the same read): nobody is there to answer, and its address is unknown once the socket is
   // closed (Node reads it from the live socket), so every such client would be charged to one
-  // shared bucket. Check nothing.
-  if (clientGone(io.request(ctx).socket)) return io.abandon(ctx)
+  // shared bucket. Check nothing. A socket's address is read once here, the common case's cost.
+  const socket = io.request(ctx).socket
+  if (socket?.destroyed === true) return io.abandon(ctx)
+  if (socket?.remoteAddress === undefined) {
+    if (clientGone(socket)) return io.abandon(ctx)
+    io.missingAddress?.(facts)
+  }
   const decision = limiter.check(facts)
   if (decision instanceof Promise) {
     return decision.then((d) => apply(limiter, d, ctx, io, settings, facts.request))

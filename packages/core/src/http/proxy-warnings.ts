@@ -1,5 +1,4 @@
 import type { HeaderBag } from '../request-facts.js'
-import { clientGone, type ConnectionSocket } from './client-gone.js'
 import type { WarnOnce } from './warn-once.js'
 
 /** How much of X-Forwarded-For the framework believes, as read from its own setting. */
@@ -44,26 +43,24 @@ export function proxyWarnings(
 }
 
 /**
- * The per-request check for a request with no client address (an app on a Unix socket, or a
- * proxy setting that resolves no address): every such request is keyed alike, so rules keyed
- * by `ip` put all of them in one shared bucket. Warns once (`FG_WRN_KEY_MISSING`); a request
- * whose socket has an address costs one property read.
+ * The warning for a request with no client address on a connection still open (an app on a
+ * Unix socket, or a proxy setting that resolves no address): every such request is keyed alike,
+ * so rules keyed by `ip` put all of them in one shared bucket. Warns once
+ * (`FG_WRN_KEY_MISSING`). `enforce` calls it (as `HttpIo.missingAddress`) only for a socket that
+ * tells no address and whose client is not gone (see `clientGone`).
  *
  * @param warn - the mount's warner
  * @param setting - how the framework's proxy setting is spelled, for the message
- * @returns a check of one request: its socket, and its facts (whose `ip` is the address the
- *   framework resolved, read only when the socket has none)
+ * @returns a check of one request's facts (whose `ip` is the address the framework resolved,
+ *   from X-Forwarded-For when the socket's peer is a trusted proxy)
  */
 export function missingAddressWarning(
   warn: WarnOnce,
   setting: string,
-): (socket: ConnectionSocket | undefined, facts: { readonly ip?: string | undefined }) => void {
+): (facts: { readonly ip?: string | undefined }) => void {
   let seen = false
-  return (socket, facts) => {
-    // The frameworks resolve an address from the socket's, or from X-Forwarded-For when the
-    // socket's peer is a trusted proxy: with a socket address there is always one. A client
-    // already gone has none to read either, and is not checked (see clientGone).
-    if (seen || socket?.remoteAddress !== undefined || clientGone(socket) || facts.ip) return
+  return (facts) => {
+    if (seen || facts.ip) return
     seen = true
     warn(
       'FG_WRN_KEY_MISSING',
