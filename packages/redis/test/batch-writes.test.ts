@@ -1,7 +1,11 @@
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { AlgorithmName, ConsumeEntry } from '@floodgate/core/algorithms'
+import {
+  STATE_TIME_HORIZON_MS,
+  type AlgorithmName,
+  type ConsumeEntry,
+} from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { createRedisStore } from '@floodgate/redis'
 import { decideScript, scriptAlgorithms } from '../src/scripts/decide-script.js'
@@ -243,4 +247,166 @@ describe.skipIf(!available)('the general script, a batch against one call per re
     )
     // Hundreds of round trips: not about a deadline, and slow on a loaded machine.
   }, 120_000)
+})
+
+/** How a key starts in the fast path's property. */
+type Start =
+  'none' | 'used' | 'near' | 'ahead' | 'short' | 'size' | 'nan' | 'negative' | 'infinite' | 'hash'
+
+describe.skipIf(!available)('the general script of one inlined algorithm, its fast path', () => {
+  const redis = adminConnection(uniquePrefix('batch-inline'))
+  const fastPrefix = uniquePrefix('batch-inline-keys')
+
+  // A one-algorithm script of an inlined algorithm runs a one-rule consume with the
+  // algorithm's Lua inline, its state in locals. Against the table path (the same algorithm in
+  // a script of two algorithms, which has no fast path), one call per request: the same reply,
+  // stored bytes and TTLs, in batches mixing such consumes with every other mode, several
+  // entries per request, repeated keys, full queues, and keys holding what Floodgate did not
+  // write or dated past the clock-step horizon.
+  const INLINED: AlgorithmName[] = [
+    'token-bucket',
+    'gcra',
+    'fixed-window',
+    'leaky-bucket',
+    'sliding-window-counter',
+  ]
+  for (const algorithm of INLINED) {
+    it(`answers, stores and expires what the table path does: ${algorithm}`, async () => {
+      const fast = decideScript([algorithm])
+      const tableNames = scriptAlgorithms([algorithm, 'sliding-window-log'])
+      const table = decideScript(tableNames)
+      const size = algorithm === 'sliding-window-counter' ? 3 : 2
+      const penalizes = algorithm === 'token-bucket' || algorithm === 'gcra'
+      let n = 0
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 6 }),
+          fc.constantFrom(100, 1000, 60_000),
+          fc.array(
+            fc.constantFrom<Start>(
+              'none',
+              'used',
+              'near',
+              'ahead',
+              'short',
+              'size',
+              'nan',
+              'negative',
+              'infinite',
+              'hash',
+            ),
+            { minLength: 3, maxLength: 3 },
+          ),
+          fc.array(
+            fc.record({
+              mode: fc.constantFrom<WireMode>('c', 'c', 'c', 'c', 'c', 'r', 'p', 'x', 'f'),
+              entries: fc.array(
+                fc.record({
+                  key: fc.integer({ min: 0, max: 2 }),
+                  cost: fc.constantFrom(1, 1, 2, 0, 0.5),
+                  maxWaitMs: fc.constantFrom(0, 0, 300),
+                  shadow: fc.boolean(),
+                  queueFull: fc.boolean(),
+                }),
+                { minLength: 1, maxLength: 3 },
+              ),
+            }),
+            { minLength: 1, maxLength: 20 },
+          ),
+          async (limit, windowMs, starts, drawn) => {
+            const rule = testRule(algorithm, limit, windowMs)
+            const run = ++n
+            const keyOf = (side: string, key: number): string =>
+              `${fastPrefix}:${algorithm}:${run}:${side}:${key}`
+            const requests = drawn.map((d) => ({
+              mode: d.mode === 'f' && !penalizes ? ('c' as const) : d.mode,
+              entries: d.entries.map((e, i) => ({ ...e, rule, key: String(e.key), lease: i + 1 })),
+            }))
+            const now = 1_763_000_000_000
+            const argv = (at: number, packed: Buffer): (string | Buffer)[] => [
+              String(at),
+              '60000',
+              '60000',
+              packed,
+            ]
+            const doubles = (values: number[]): Buffer => {
+              const b = Buffer.alloc(values.length * 8)
+              values.forEach((v, i) => b.writeDoubleLE(v, i * 8))
+              return b
+            }
+            const writingFrom = Date.now()
+            for (const side of ['batch', 'alone']) {
+              for (const [key, start] of starts.entries()) {
+                const k = keyOf(side, key)
+                const valid = Array.from({ length: size }, () => now - 50)
+                if (start === 'short') await redis.admin.set(k, 'xyz')
+                if (start === 'size') await redis.admin.set(k, doubles([...valid, 1]))
+                if (start === 'nan')
+                  await redis.admin.set(k, doubles([Number.NaN, ...valid.slice(1)]))
+                if (start === 'negative') await redis.admin.set(k, doubles([...valid.slice(1), -1]))
+                if (start === 'infinite') {
+                  await redis.admin.set(k, doubles([...valid.slice(1), Number.POSITIVE_INFINITY]))
+                }
+                if (start === 'hash') await redis.admin.hset(k, 'f', '1')
+                if (start === 'used' || start === 'near' || start === 'ahead') {
+                  // A state Floodgate wrote: before now, within the horizon ahead, past it.
+                  const at = {
+                    used: now - 100,
+                    near: now + STATE_TIME_HORIZON_MS / 2,
+                    ahead: now + STATE_TIME_HORIZON_MS + 500,
+                  }[start]
+                  const e = { rule, key: String(key), cost: 1, maxWaitMs: 0, shadow: false }
+                  const packed = encodeBatch([{ mode: 'c', entries: [e] }], tableNames)
+                  await redis.admin.callBuffer('EVAL', table, 1, k, ...argv(at, packed))
+                }
+              }
+            }
+            const keysOf = (side: string, rs: typeof requests): string[] =>
+              rs.flatMap((r) => r.entries.map((e) => keyOf(side, Number(e.key))))
+            const batchKeys = keysOf('batch', requests)
+            const batchReply = (await redis.admin.callBuffer(
+              'EVAL',
+              fast,
+              batchKeys.length,
+              ...batchKeys,
+              ...argv(now, encodeBatch(requests, [algorithm])),
+            )) as Buffer
+            const aloneReplies: Buffer[] = []
+            for (const r of requests) {
+              const keys = keysOf('alone', [r])
+              aloneReplies.push(
+                (await redis.admin.callBuffer(
+                  'EVAL',
+                  table,
+                  keys.length,
+                  ...keys,
+                  ...argv(now, encodeBatch([r], tableNames)),
+                )) as Buffer,
+              )
+            }
+            expect(batchReply).toEqual(Buffer.concat(aloneReplies))
+            for (let key = 0; key < 3; key++) {
+              const [b, a] = [keyOf('batch', key), keyOf('alone', key)]
+              const [tb, ta] = [await redis.admin.pttl(b), await redis.admin.pttl(a)]
+              const type = await redis.admin.type(a)
+              expect(await redis.admin.type(b), `type of ${key}`).toBe(type)
+              if (type === 'string') {
+                expect(await redis.admin.getBuffer(b), `value of ${key}`).toEqual(
+                  await redis.admin.getBuffer(a),
+                )
+              }
+              const elapsed = Date.now() - writingFrom
+              if (ta < 0) expect(tb, `ttl of ${key}`).toBe(ta)
+              else {
+                expect(Math.abs(ta - tb), `ttl of ${key}: ${ta} ${tb}`).toBeLessThanOrEqual(
+                  elapsed + 2,
+                )
+              }
+            }
+          },
+        ),
+        { numRuns: Number(process.env.FG_RUNS ?? 40) },
+      )
+    }, 120_000)
+  }
 })
