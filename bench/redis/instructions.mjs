@@ -19,7 +19,8 @@
 // from the captured batch's first request; RedisStore sends at most 16 per call, 64 shows where
 // the per-decision cost tends), with fewer calls for the larger batches (at least 500).
 // Env: BENCH_CALLS (3000), BENCH_REDIS_PORT (a free port), BENCH_ONLY (a regular expression:
-// only the scripts whose name matches).
+// only the scripts whose name matches), BENCH_BATCH_ALGORITHM (token-bucket: the algorithm of the
+// rule the batches are captured with).
 import { Buffer } from 'node:buffer'
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -146,7 +147,12 @@ const scriptBySha = new Map()
   const store = createRedisStore({ client: spy, prefix: 'fgbench-cg', callTimeoutMs: 60_000 })
   const limiter = createLimiter({ store, rules: [] })
   const [rule] = limiter.compileRules([
-    { id: 'tb', algorithm: 'token-bucket', limit: 1_000_000_000, window: '1h' },
+    {
+      id: 'tb',
+      algorithm: process.env.BENCH_BATCH_ALGORITHM ?? 'token-bucket',
+      limit: 1_000_000_000,
+      window: '1h',
+    },
   ]).rules
   const entry = (key, r = rule) => [{ rule: r, key, cost: 1, maxWaitMs: 0, shadow: false }]
   await store.consume(entry('k'), 0)

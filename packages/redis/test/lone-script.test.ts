@@ -2,10 +2,15 @@ import fc from 'fast-check'
 import { createHash } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
-import type { ConsumeEntry } from '@floodgate/core/algorithms'
+import type { AlgorithmName, ConsumeEntry } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { createRedisStore } from '@floodgate/redis'
-import { SCRIPT_ALGORITHMS, decideScript, loneScript } from '../src/scripts/decide-script.js'
+import {
+  SCRIPT_ALGORITHMS,
+  decideScript,
+  loneScript,
+  scriptAlgorithms,
+} from '../src/scripts/decide-script.js'
 import { encodeBatch, type WireMode } from '../src/wire-format.js'
 import { REDIS_URL, adminConnection, redisAvailable, uniquePrefix } from './helpers/redis.js'
 
@@ -23,7 +28,9 @@ describe.skipIf(!available)('the lone script', () => {
   for (const algorithm of SCRIPT_ALGORITHMS) {
     it(`answers and writes exactly what the decide script does: ${algorithm}`, async () => {
       const lone = loneScript(algorithm)
-      const decide = decideScript([algorithm])
+      // The decide script's table path: a script of two algorithms runs none inline.
+      const names = scriptAlgorithms([algorithm, 'sliding-window-log'])
+      const decide = decideScript(names)
       let n = 0
       await fc.assert(
         fc.asyncProperty(
@@ -55,14 +62,18 @@ describe.skipIf(!available)('the lone script', () => {
                 shadow: s.shadow,
                 lease: i + 1,
               }
-              const packed = encodeBatch([{ mode: 'c', entries: [entry] }], [algorithm])
-              const argv = [String(now), '60000', '60000', packed]
+              const argv = (algorithms: AlgorithmName[]): (string | Buffer)[] => [
+                String(now),
+                '60000',
+                '60000',
+                encodeBatch([{ mode: 'c', entries: [entry] }], algorithms),
+              ]
               // Both calls, then both TTLs, in one MULTI: within a few milliseconds of each
               // other, whatever the machine's load.
               const replies = (await redis.admin
                 .multi()
-                .callBuffer('EVAL', lone, 1, keys[0]!, ...argv)
-                .callBuffer('EVAL', decide, 1, keys[1]!, ...argv)
+                .callBuffer('EVAL', lone, 1, keys[0]!, ...argv([algorithm]))
+                .callBuffer('EVAL', decide, 1, keys[1]!, ...argv(names))
                 .pttl(keys[0]!)
                 .pttl(keys[1]!)
                 .exec())!.map(([err, reply]: [Error | null, unknown]) => err ?? reply)
