@@ -9,9 +9,10 @@ export interface ConnectionSocket {
  * Whether the client that sent a request has left before the limiter saw the request: its
  * connection is closed, or the connection's peer is gone while Node has not read so yet.
  *
- * The second case is a TCP connection whose peer reset or closed it in the same read as its
- * request: the socket is not destroyed yet, but its remote address can no longer be read (the
- * kernel answers `ENOTCONN`), while its local one still can. On HTTP/2 it is the usual way a
+ * The second case is a TCP connection whose peer reset it in the same read as its request: the
+ * socket is not destroyed yet, but its remote address can no longer be read (the kernel answers
+ * `ENOTCONN`), while its local one still can. (A peer that only closed its side, with a FIN, still
+ * has an address: Node reads the close and destroys the socket soon after.) On HTTP/2 it is the usual way a
  * destroyed session's last requests arrive. Decided, such a request has no address, so every
  * such client would be charged to one shared bucket. A Unix socket has neither address, and a
  * socket whose address was read once keeps it, so neither reads as gone.
