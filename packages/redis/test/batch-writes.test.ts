@@ -254,8 +254,9 @@ type Start =
   'none' | 'used' | 'near' | 'ahead' | 'short' | 'size' | 'nan' | 'negative' | 'infinite' | 'hash'
 
 describe.skipIf(!available)('the general script of one inlined algorithm, its fast path', () => {
-  const redis = adminConnection(uniquePrefix('batch-inline'))
-  const fastPrefix = uniquePrefix('batch-inline-keys')
+  // Every key the property writes is under the prefix the connection deletes afterwards.
+  const fastPrefix = uniquePrefix('batch-inline')
+  const redis = adminConnection(fastPrefix)
 
   // A one-algorithm script of an inlined algorithm runs a one-rule consume with the
   // algorithm's Lua inline, its state in locals. Against the table path (the same algorithm in
