@@ -21,6 +21,30 @@ const available = await redisAvailable()
 const binaries = redisBinariesAvailable()
 const prefix = uniquePrefix('batch-writes')
 
+/**
+ * Key `b` holds what key `a` holds: the same type, the same bytes for a string, and the same TTL
+ * up to the time since `writingFrom` (-1: no TTL, a hash never written; -2: no key).
+ */
+async function expectSameKey(
+  redis: Redis,
+  b: string,
+  a: string,
+  name: string,
+  writingFrom: number,
+): Promise<void> {
+  const [tb, ta] = [await redis.pttl(b), await redis.pttl(a)]
+  const type = await redis.type(a)
+  expect(await redis.type(b), `type of ${name}`).toBe(type)
+  if (type === 'string') {
+    expect(await redis.getBuffer(b), `value of ${name}`).toEqual(await redis.getBuffer(a))
+  }
+  // Else the same up to the time between the writes and the reads (a few ms, more on a loaded
+  // machine).
+  const elapsed = Date.now() - writingFrom
+  if (ta < 0) expect(tb, `ttl of ${name}`).toBe(ta)
+  else expect(Math.abs(ta - tb), `ttl of ${name}: ${ta} ${tb}`).toBeLessThanOrEqual(elapsed + 2)
+}
+
 /** Calls of each command Redis ran, scripts' inner commands included. */
 async function commandCalls(redis: Redis): Promise<Record<string, number>> {
   const info = await redis.info('commandstats')
@@ -222,23 +246,13 @@ describe.skipIf(!available)('the general script, a batch against one call per re
           expect(batchReply).toEqual(Buffer.concat(aloneReplies))
           for (let key = 0; key < 3; key++) {
             for (let i = 0; i < rules.length; i++) {
-              const [b, a] = [keyOf('batch', key, i), keyOf('alone', key, i)]
-              const [tb, ta] = [await redis.admin.pttl(b), await redis.admin.pttl(a)]
-              expect(await redis.admin.type(b), `type of ${key}`).toBe(await redis.admin.type(a))
-              if ((await redis.admin.type(a)) === 'string') {
-                expect(await redis.admin.getBuffer(b), `value of ${key}`).toEqual(
-                  await redis.admin.getBuffer(a),
-                )
-              }
-              // -1: no TTL (a hash never written), -2: no key; else the same up to the time
-              // between the writes and the reads (a few ms, more on a loaded machine).
-              const elapsed = Date.now() - writingFrom
-              if (ta < 0) expect(tb, `ttl of ${key}`).toBe(ta)
-              else {
-                expect(Math.abs(ta - tb), `ttl of ${key}: ${ta} ${tb}`).toBeLessThanOrEqual(
-                  elapsed + 2,
-                )
-              }
+              await expectSameKey(
+                redis.admin,
+                keyOf('batch', key, i),
+                keyOf('alone', key, i),
+                String(key),
+                writingFrom,
+              )
             }
           }
         },
@@ -388,21 +402,7 @@ describe.skipIf(!available)('the general script of one inlined algorithm, its fa
             expect(batchReply).toEqual(Buffer.concat(aloneReplies))
             for (let key = 0; key < 3; key++) {
               const [b, a] = [keyOf('batch', key), keyOf('alone', key)]
-              const [tb, ta] = [await redis.admin.pttl(b), await redis.admin.pttl(a)]
-              const type = await redis.admin.type(a)
-              expect(await redis.admin.type(b), `type of ${key}`).toBe(type)
-              if (type === 'string') {
-                expect(await redis.admin.getBuffer(b), `value of ${key}`).toEqual(
-                  await redis.admin.getBuffer(a),
-                )
-              }
-              const elapsed = Date.now() - writingFrom
-              if (ta < 0) expect(tb, `ttl of ${key}`).toBe(ta)
-              else {
-                expect(Math.abs(ta - tb), `ttl of ${key}: ${ta} ${tb}`).toBeLessThanOrEqual(
-                  elapsed + 2,
-                )
-              }
+              await expectSameKey(redis.admin, b, a, String(key), writingFrom)
             }
           },
         ),
