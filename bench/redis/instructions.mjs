@@ -18,6 +18,8 @@
 // The general script is also weighed for batches of 1, 4, 16 and 64 one-rule requests (built
 // from the captured batch's first request; RedisStore sends at most 16 per call, 64 shows where
 // the per-decision cost tends), with fewer calls for the larger batches (at least 500).
+// Requests of two rules (a token bucket and a fixed window) are weighed alone and as a batch
+// of 16, captured the same way.
 // Env: BENCH_CALLS (3000), BENCH_REDIS_PORT (a free port), BENCH_ONLY (a regular expression:
 // only the scripts whose name matches), BENCH_BATCH_ALGORITHM (token-bucket: the algorithm of the
 // rule the batches are captured with).
@@ -112,6 +114,8 @@ const ALGORITHMS = [
 const frames = []
 const sha = (s) => createHash('sha1').update(s).digest('hex')
 const scriptBySha = new Map()
+let twoFrom = 0
+let twoTo = 0
 {
   const spy = new Redis({
     port: PORT,
@@ -157,6 +161,23 @@ const scriptBySha = new Map()
   const entry = (key, r = rule) => [{ rule: r, key, cost: 1, maxWaitMs: 0, shadow: false }]
   await store.consume(entry('k'), 0)
   await Promise.all(Array.from({ length: BATCH + 1 }, (_, j) => store.consume(entry(`k${j}`), 0)))
+  // Requests of two rules (a token bucket and a fixed window on one client key, as the
+  // timing benchmark's): one alone, then a batch of BATCH, as for one rule.
+  const two = limiter.compileRules(
+    ['token-bucket', 'fixed-window'].map((algorithm) => ({
+      id: `two-${algorithm}`,
+      algorithm,
+      limit: 1_000_000_000,
+      window: '1h',
+    })),
+  ).rules
+  const twoEntries = (key) => two.flatMap((r) => entry(key, r))
+  twoFrom = frames.length
+  await store.consume(twoEntries('k'), 0)
+  await Promise.all(
+    Array.from({ length: BATCH + 1 }, (_, j) => store.consume(twoEntries(`k${j}`), 0)),
+  )
+  twoTo = frames.length
   // One lone request of each algorithm, then one refund (the general script's).
   for (const other of limiter.compileRules(
     ALGORITHMS.map(([algorithm, window, limit = 1_000_000_000]) => ({
@@ -175,6 +196,11 @@ const scriptBySha = new Map()
 const batch = frames.find((f) => Number(f.args[0]) === BATCH)
 if (!batch) throw new Error(`expected a batch of ${BATCH}`)
 const lones = frames.slice(-2 * ALGORITHMS.length)
+const twoLone = frames[twoFrom]
+const twoBatch = frames.slice(twoFrom, twoTo).find((f) => Number(f.args[0]) === 2 * BATCH)
+if (!twoLone || Number(twoLone.args[0]) !== 2 || !twoBatch) {
+  throw new Error(`expected a lone two-rule request and a batch of ${BATCH}`)
+}
 const argvOf = (frame) => frame.args.slice(1 + Number(frame.args[0]))
 const batchArgs = argvOf(batch)
 
@@ -184,11 +210,12 @@ const firstRequest = batchArgs[3].subarray(0, batchArgs[3].length / BATCH)
 const batchOf = (size) => [...batchArgs.slice(0, 3), Buffer.concat(Array(size).fill(firstRequest))]
 
 let contenderIndex = 0
-const script = (name, lua, args = [], keys = 1) => {
+// `keys` keys per call, `perDecision` of them per decision (a request of that many rules).
+const script = (name, lua, args = [], keys = 1, perDecision = 1) => {
   const prefix = `fgbench-cg:${contenderIndex++}:`
   return {
     name,
-    decisions: keys,
+    decisions: keys / perDecision,
     // Larger batches need fewer calls for as many decisions.
     calls: keys <= 4 ? CALLS : Math.max(500, Math.round((CALLS * 4) / keys)),
     setup: () => client.script('LOAD', lua),
@@ -196,7 +223,10 @@ const script = (name, lua, args = [], keys = 1) => {
       client.evalsha(
         sha(lua),
         keys,
-        ...Array.from({ length: keys }, (_, j) => `${prefix}${(i * keys + j) % 500}`),
+        ...Array.from(
+          { length: keys },
+          (_, j) => `${prefix}${(i * keys + j) % (500 * perDecision)}`,
+        ),
         ...args,
       ),
   }
@@ -231,6 +261,14 @@ return { totalHits, timeToExpire }`,
       batchOf(size),
       size,
     ),
+  ),
+  script("RedisStore's script, one request of two rules", twoLone.lua, argvOf(twoLone), 2, 2),
+  script(
+    `RedisStore's script, a batch of ${BATCH} requests of two rules`,
+    twoBatch.lua,
+    argvOf(twoBatch),
+    2 * BATCH,
+    2,
   ),
   ...[16, 64].flatMap((keys) => [
     script(
