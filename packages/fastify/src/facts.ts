@@ -45,9 +45,17 @@ export class FastifyFacts implements RequestFacts<FastifyRequest> {
     return end < 0 ? url : url.slice(0, end)
   }
 
-  /** Fastify's own resolution: `trustProxy` decides whether X-Forwarded-For counts. */
+  /** `ip` once read; null until then. */
+  private address: string | undefined | null = null
+
+  /**
+   * Fastify's own resolution: `trustProxy` decides whether X-Forwarded-For counts. Kept from
+   * the first read (the key builder's): over HTTP/2 a stream whose session closed while the
+   * store answered reads no address, and `onDecision` must still see the client decided.
+   */
   get ip(): string | undefined {
-    return this.request.ip
+    if (this.address === null) this.address = this.request.ip
+    return this.address
   }
 
   get headers(): HeaderBag {

@@ -435,12 +435,14 @@ async function runPlan(
     clock: () => NOW,
     // Answers are held as long as the plan says: none fails open (the model has no fail-open).
     decisionTimeoutMs: 60_000,
-    onDecision: (d) => {
+    onDecision: (d, facts) => {
       decided.push(`${d.outcomes[0]?.rule.id}:${d.action}`)
       // A client gone before the limiter saw its request has no address left to read: deciding
       // it would charge every such client to one shared bucket.
       for (const o of d.outcomes)
         if (o.key !== CLIENT_IP) strangers.push(`${o.rule.id}:${d.action}`)
+      // The facts name the client who was decided, also when it left while the store answered.
+      if (facts.ip !== CLIENT_IP) strangers.push(`facts.ip ${String(facts.ip)}:${d.action}`)
     },
   })
   // Reads the same state, straight from the store underneath.
