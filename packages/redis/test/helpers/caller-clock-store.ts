@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll } from 'vitest'
-import { createRedisStore, type RedisStore } from '@floodgate/redis'
+import { createRedisStore, type RedisStore, type RedisStoreOptions } from '@floodgate/redis'
 import { REDIS_URL, deletePrefix } from './redis.js'
 
 /** What {@link callerClockStore} hands a describe block, set once its `beforeAll` has run. */
@@ -14,9 +14,13 @@ export interface CallerClockStore {
 /**
  * For a describe block: an admin connection and a RedisStore on the caller's clock under
  * `prefix`, made before its tests and closed, with every key under the prefix deleted, after
- * them. Read the fields inside tests (they are set by `beforeAll`).
+ * them. Read the fields inside tests (they are set by `beforeAll`). `options` adds to (or
+ * overrides) the store's own.
  */
-export function callerClockStore(prefix: string): CallerClockStore {
+export function callerClockStore(
+  prefix: string,
+  options: RedisStoreOptions = {},
+): CallerClockStore {
   const made = {} as { admin: Redis; store: RedisStore }
   beforeAll(async () => {
     made.admin = new Redis(REDIS_URL)
@@ -25,6 +29,7 @@ export function callerClockStore(prefix: string): CallerClockStore {
       prefix,
       timeSource: 'caller',
       callTimeoutMs: 2000,
+      ...options,
     })
     await made.store.ready
   })
