@@ -28,7 +28,7 @@ import { isWellFormedReply, type WireEntry, type WireMode } from './wire-format.
 export type { RedisStoreOptions, TimeSource } from './redis-store-options.js'
 
 /** How many units past the deadline a test-driven clock may run while keys must survive. */
-const CALLER_CLOCK_TTL_SLACK_MS = 60_000
+export const CALLER_CLOCK_TTL_SLACK_MS = 60_000
 
 /**
  * A Store that keeps every rule's state in Redis, so a fleet of hosts shares one limit.

@@ -12,6 +12,8 @@ import {
 } from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
 import { redisKey } from '@floodgate/redis'
+import { MAX_TTL_MS } from '../src/key-ttl.js'
+import { CALLER_CLOCK_TTL_SLACK_MS } from '../src/redis-store.js'
 import { scriptAlgorithms } from '../src/scripts/decide-script.js'
 import type { WireMode } from '../src/wire-format.js'
 import { callerClockStore } from './helpers/caller-clock-store.js'
@@ -92,7 +94,7 @@ const drawnRequest: fc.Arbitrary<DrawnRequest> = fc.record({
 /** Requests started in one turn (they share script calls), `dt` ms after the last turn. */
 const step = fc.record({
   dt: fc.constantFrom(0, 0, 1, 7, 40, 150, 333, 700, 1500, -20),
-  requests: fc.array(drawnRequest, { minLength: 1, maxLength: 5 }),
+  requests: fc.array(drawnRequest, { minLength: 1, maxLength: 6 }),
 })
 
 /**
@@ -127,6 +129,46 @@ function foreignBytes(rule: CompiledRule, kind: Exclude<ForeignKind, 'hash'>): B
   const raw = Buffer.alloc(doubles.length * 8)
   doubles.forEach((d, i) => raw.writeDoubleLE(d, i * 8))
   return raw
+}
+
+/**
+ * When the state `raw` (as Redis holds it, of `rule`) is fresh again, on the caller's clock at
+ * `nowMs`: what its TTL counts down to.
+ */
+function idleAt(rule: CompiledRule, raw: Buffer, nowMs: number): number {
+  const doubles = Array.from({ length: raw.length / 8 }, (_, i) => raw.readDoubleLE(i * 8))
+  // Leases in pairs: (expiry, units), or (-name, 0) after a named lease. The newest expiry.
+  if (rule.algorithm.name === 'concurrency') {
+    return Math.max(nowMs, ...doubles.filter((_, i) => i % 2 === 0))
+  }
+  return rule.algorithm.idleAtMs(Float64Array.from(doubles), 0, rule.params, nowMs)
+}
+
+/** A turn of the run: its `now`, and the wall-clock ms before its requests and after them. */
+interface Turn {
+  now: number
+  from: number
+  to: number
+}
+
+/**
+ * Whether a key that holds `raw` and expires at `expiresAt` (wall clock, ms) was written, with
+ * a TTL of the state's useful life plus the caller clock's slack, in one of `turns`.
+ */
+function writtenIn(
+  turns: readonly Turn[],
+  rule: CompiledRule,
+  raw: Buffer,
+  expiresAt: number,
+): boolean {
+  return turns.some((t) => {
+    // The script sums the life from the state's own times minus now: it may round the other
+    // way by a millisecond, and the two clocks read whole milliseconds.
+    const life = Math.ceil(idleAt(rule, raw, t.now) - t.now)
+    if (!(life > 0)) return false
+    const ttl = Math.min(life + CALLER_CLOCK_TTL_SLACK_MS, MAX_TTL_MS)
+    return expiresAt >= t.from + ttl - 2 && expiresAt <= t.to + ttl + 2
+  })
 }
 
 /**
@@ -217,8 +259,10 @@ describe.skipIf(!available)('RedisStore on requests of several entries', () => {
               }
 
               let now = T0 + run * 10_000_000
+              const turns: Turn[] = []
               for (const [si, s] of steps.entries()) {
                 now += s.dt
+                const from = Date.now()
                 // Slots a refund of this turn already names: another entry names another.
                 const named = new Set<number>()
                 const requests = s.requests.map((d): Request => {
@@ -283,6 +327,7 @@ describe.skipIf(!available)('RedisStore on requests of several entries', () => {
                   }),
                 )
 
+                turns.push({ now, from, to: Date.now() })
                 const calls = scriptCalls(requests.map((q) => q.script))
                 for (const [ci, call] of calls.entries()) {
                   for (const i of call) {
@@ -327,7 +372,11 @@ describe.skipIf(!available)('RedisStore on requests of several entries', () => {
                         const give = q.give.filter((e, j) => {
                           if (e.lease === undefined) return true
                           const slots = heldBy(q.states[j]!)
-                          if (!e.held || !slots.has(e.lease)) return false
+                          if (!e.held || !slots.has(e.lease)) {
+                            count(seen, 'slot given back twice or never taken')
+                            return false
+                          }
+                          count(seen, 'slot given back')
                           slots.delete(e.lease)
                           spent.set(q.states[j]!, e.lease)
                           return true
@@ -340,33 +389,48 @@ describe.skipIf(!available)('RedisStore on requests of several entries', () => {
                 }
               }
 
-              // The states left: every one read at once, now and as time passes, and every
-              // key Floodgate wrote has a TTL.
+              // The states left: every one read at once, now and as time passes, and every key
+              // Floodgate wrote expires when its state is fresh again (plus the slack).
               const everyState: StateEntry[] = rules.flatMap((rule) =>
                 Array.from({ length: CLIENTS }, (_, c) => ({ rule, key: clientKey(c) })),
               )
+              // Each answer under its rule and client, so that a difference says whose it is.
+              const named = (rs: readonly AlgorithmResult[]): Record<string, AlgorithmResult> =>
+                Object.fromEntries(
+                  answers(rs).map((a, i) => {
+                    const r = Math.floor(i / CLIENTS)
+                    return [`rule ${r} (${rules[r]!.algorithm.name}), client ${i % CLIENTS}`, a]
+                  }),
+                )
               for (const later of [0, 1, 100, 1000, 60_000]) {
                 expect(
-                  answers(await redis.store.peek(everyState, now + later)),
+                  named(await redis.store.peek(everyState, now + later)),
                   `every state, ${later} ms after the last step`,
-                ).toEqual(answers(model.peek(everyState, now + later)))
+                ).toEqual(named(model.peek(everyState, now + later)))
               }
-              for (const key of allKeys) {
-                const type = await redis.admin.type(key)
-                const was = foreignAt.get(key)
-                // A foreign value no write replaced stays as it was; the rest is Floodgate's.
-                if (type === 'none' || (type === 'hash' && was === 'hash')) continue
-                const value = await redis.admin.getBuffer(key)
-                if (was instanceof Buffer && value?.equals(was) === true) continue
-                expect(type, key).toBe('string')
-                expect(await redis.admin.pttl(key), `ttl of ${key}`).toBeGreaterThan(0)
+              for (const [r, rule] of rules.entries()) {
+                for (let c = 0; c < CLIENTS; c++) {
+                  const key = keyOf(r, c)
+                  const type = await redis.admin.type(key)
+                  const was = foreignAt.get(key)
+                  // A foreign value no write replaced stays as it was; the rest is Floodgate's.
+                  if (type === 'none' || (type === 'hash' && was === 'hash')) continue
+                  const raw = await redis.admin.getBuffer(key)
+                  if (was instanceof Buffer && raw?.equals(was) === true) continue
+                  expect(type, key).toBe('string')
+                  const expiresAt = Number(await redis.admin.call('PEXPIRETIME', key))
+                  expect(
+                    writtenIn(turns, rule, raw!, expiresAt),
+                    `${key} (rule ${r}, client ${c}) expires at ${expiresAt}: the useful life of its state from no turn's now (${JSON.stringify(turns)})`,
+                  ).toBe(true)
+                }
               }
             } finally {
               await redis.admin.del(...allKeys)
             }
           },
         ),
-        { numRuns: Number(process.env.FG_RUNS ?? 25) },
+        { numRuns: Number(process.env.FG_RUNS ?? 50) },
       )
       // The property compared what it meant to: several-entry requests of every mode, alone
       // and batched, of one algorithm and of several, on a state named twice.
