@@ -34,7 +34,7 @@ const LEASE_MS = 1_000_000_000
 const T0 = 1_763_000_000_000
 /** Client keys per run: few, so that entries and requests meet on the same keys. */
 const CLIENTS = 3
-/** A name no store gives a slot (it counts up from a random start past 1). */
+/** A name no store gives a slot (RedisStore's are whole numbers from 1). */
 const NEVER_TAKEN = 0.5
 
 /** A rule of the run as the generator draws it. */
@@ -56,10 +56,16 @@ const drawnRule = (algorithm: fc.Arbitrary<AlgorithmName>): fc.Arbitrary<DrawnRu
     queues: fc.boolean(),
   })
 
-/** One entry of a request: which rule (modulo the run's rules), which client, and its terms. */
-interface DrawnEntry {
+/** A state of the run: its rule (modulo the run's rules) and its client. */
+interface DrawnState {
   rule: number
   client: number
+}
+
+const drawnState = { rule: fc.nat({ max: 3 }), client: fc.nat({ max: CLIENTS - 1 }) }
+
+/** One entry of a request: its state and its terms. */
+interface DrawnEntry extends DrawnState {
   cost: number
   wait: number
   shadow: boolean
@@ -69,8 +75,7 @@ interface DrawnEntry {
 }
 
 const drawnEntry: fc.Arbitrary<DrawnEntry> = fc.record({
-  rule: fc.nat({ max: 3 }),
-  client: fc.nat({ max: CLIENTS - 1 }),
+  ...drawnState,
   cost: fc.constantFrom(1, 1, 1, 2, 0, 0.5, 3),
   wait: fc.constantFrom(50, 400, 3000),
   shadow: fc.constantFrom(false, false, false, true),
@@ -104,15 +109,12 @@ const step = fc.record({
  */
 type ForeignKind = 'text' | 'wrong-size' | 'nan' | 'negative' | 'hash'
 
-interface Foreign {
-  rule: number
-  client: number
+interface Foreign extends DrawnState {
   kind: ForeignKind
 }
 
 const foreign: fc.Arbitrary<Foreign> = fc.record({
-  rule: fc.nat({ max: 3 }),
-  client: fc.nat({ max: CLIENTS - 1 }),
+  ...drawnState,
   kind: fc.constantFrom<ForeignKind>('text', 'wrong-size', 'nan', 'negative', 'hash'),
 })
 
@@ -330,6 +332,9 @@ describe.skipIf(!available)('RedisStore on requests of several entries', () => {
                 turns.push({ now, from, to: Date.now() })
                 const calls = scriptCalls(requests.map((q) => q.script))
                 for (const [ci, call] of calls.entries()) {
+                  const states = call.flatMap((i) => [...new Set(requests[i]!.states)])
+                  if (new Set(states).size < states.length)
+                    count(seen, 'state in two requests of a call')
                   for (const i of call) {
                     const q = requests[i]!
                     const where = `step ${si} (+${now - T0 - run * 10_000_000} ms), request ${i} (${q.mode}), call ${ci} of [${calls.map((c) => c.join(' ')).join('] [')}]`
@@ -433,12 +438,15 @@ describe.skipIf(!available)('RedisStore on requests of several entries', () => {
         { numRuns: Number(process.env.FG_RUNS ?? 50) },
       )
       // The property compared what it meant to: several-entry requests of every mode, alone
-      // and batched, of one algorithm and of several, on a state named twice.
+      // and batched, of one algorithm and of several, on a state named twice in a request and
+      // in a call, and concurrency slots given back, held or not.
       const modes = focus === 'token-bucket' || focus === 'gcra' ? 'crpxf' : 'crpx'
       for (const m of modes) expect(seen[`${m} batched`], `${m} batched`).toBeGreaterThan(0)
-      for (const what of ['c alone', 'algorithms mixed', 'one algorithm', 'state repeated']) {
-        expect(seen[what], what).toBeGreaterThan(0)
-      }
+      const also = ['c alone', 'algorithms mixed', 'one algorithm', 'state repeated']
+      also.push('state in two requests of a call')
+      if (focus === 'concurrency')
+        also.push('slot given back', 'slot given back twice or never taken')
+      for (const what of also) expect(seen[what], what).toBeGreaterThan(0)
     })
   }
 })
