@@ -3,11 +3,11 @@ import type { RuleTier } from '@floodgate/core/rules'
 import {
   checkPositiveInt,
   checkPositiveNumber,
-  misuseError,
   optionError,
   renamedOption,
 } from '@floodgate/core/options'
 import {
+  checkChargeable,
   scopeLogger,
   type AlgorithmResult,
   type ConsumeEntry,
@@ -271,16 +271,10 @@ export class RedisStore implements Store {
   /**
    * Charge each entry's units unconditionally, into debt (token bucket and GCRA only), in
    * Redis: every host sharing it sees the debt. Rejects when Redis fails or misses the deadline.
-   * @throws OptionsError for a rule whose algorithm cannot carry debt.
+   * @throws OptionsError for a rule whose algorithm cannot carry debt; nothing is charged then.
    */
   async penalize(entries: readonly RefundEntry[], nowMs: number): Promise<void> {
-    for (const e of entries) {
-      if (!e.rule.algorithm.charge) {
-        throw misuseError(
-          `rule ${e.rule.rule.id}: algorithm ${e.rule.algorithm.name} cannot be charged units into debt (token-bucket and gcra can)`,
-        )
-      }
-    }
+    checkChargeable(entries)
     await this.each('f', entries, undefined, nowMs)
   }
 

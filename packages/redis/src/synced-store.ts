@@ -249,8 +249,10 @@ export class SyncedStore implements Store {
    * refused with this store (use RedisStore).
    */
   penalize(entries: readonly RefundEntry[], nowMs: number): void {
-    for (const e of entries) {
+    // All or nothing: every entry is checked before any is charged.
+    for (const e of entries)
       if (!isShareable(e.rule)) throw unsupported(e.rule.rule.id, e.rule.algorithm.name)
+    for (const e of entries) {
       this.memory.charge(e.rule, e.key, e.cost, nowMs)
       const t = this.keys.track(e.rule, e.key)
       t.pending += e.cost

@@ -456,6 +456,26 @@ describe.skipIf(!available)('SyncedStore on Redis', () => {
     expect(r.retryAfterMs).toBeLessThanOrEqual(1800)
   })
 
+  it('a penalty naming a rule it cannot share charges nothing, and shares nothing', async () => {
+    const rule = testRule('token-bucket', 10, 1000)
+    const window = testRule('fixed-window', 10, 1000, { id: 'window' })
+    const a = await host()
+    now = 1_000_000
+    expect(() =>
+      a.penalize(
+        [
+          { rule, key: 'half-penalized', cost: 25 },
+          { rule: window, key: 'half-penalized', cost: 1 },
+        ],
+        now,
+      ),
+    ).toThrow(/rule window uses fixed-window/)
+    expect(a.peek([{ rule, key: 'half-penalized' }], now)[0]!.remaining).toBe(10)
+    await a.syncNow()
+    await a.syncNow()
+    expect(await fleetTotal(rule, 'half-penalized')).toBe(0)
+  })
+
   it('syncs a rule whose refill takes longer than Redis can hold a TTL, and every other key of its call', async () => {
     // 2^52 units at one per 24.8 days refill in about 10^25 ms: Redis refused that PEXPIRE, so
     // every sync call holding the key failed, the other keys of the call with it, forever.

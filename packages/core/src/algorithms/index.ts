@@ -20,6 +20,7 @@ export {
 export { CONCURRENCY_RETRY_AFTER_MS } from './concurrency.js'
 export { MAX_EXACT_SCALED, exactRate, type ExactRate } from './exact-rate.js'
 export type { ConsumeEntry, RefundEntry, StateEntry, Store } from '../stores/store.js'
+export { checkChargeable } from '../stores/chargeable.js'
 export type { CompiledBan, CompiledRule } from '../rules/compiled-rules.js'
 export { stateIdOf } from '../rules/compile-rules.js'
 export { MAX_KEY_LENGTH, boundKey, keyDigest } from '../keys/hash-key.js'

@@ -6,7 +6,8 @@ import {
   type AlgorithmResult,
 } from '../algorithms/algorithm.js'
 import { FloodgateError } from '../errors.js'
-import { checkPositiveInt, misuseError } from '../options/checks.js'
+import { checkPositiveInt } from '../options/checks.js'
+import { checkChargeable, unchargeableRule } from './chargeable.js'
 import type { CompiledRule } from '../rules/compiled-rules.js'
 import type { ConsumeEntry, RefundEntry, StateEntry, Store } from './store.js'
 
@@ -356,11 +357,7 @@ export class MemoryStore implements Store {
   /** {@link MemoryStore.charge}, answering whether the units were recorded. */
   private charged(rule: CompiledRule, key: string, cost: number, nowMs: number): boolean {
     const t = this.table(rule)
-    if (!t.algorithm.charge) {
-      throw misuseError(
-        `rule ${rule.rule.id}: algorithm ${t.algorithm.name} cannot be charged units into debt (token-bucket and gcra can)`,
-      )
-    }
+    if (!t.algorithm.charge) throw unchargeableRule(rule)
     const slot = this.slotFor(t, key, nowMs)
     // Full of non-fresh state: this key has no state here, and requests from it are refused
     // until room frees, so the charge has nothing to add to until then.
@@ -397,11 +394,12 @@ export class MemoryStore implements Store {
    * Charge each entry's units into debt (see {@link MemoryStore.charge}). Unlike `charge`, a
    * penalty (or a ban) is not dropped in silence when the store is full: the caller is told,
    * so a ban that has no room is not announced as started.
-   * @throws OptionsError for a rule whose algorithm cannot carry debt.
+   * @throws OptionsError for a rule whose algorithm cannot carry debt; nothing is charged then.
    * @throws FloodgateError `FG_ERR_STORE_FULL` when a client with no state of the rule found
    * the store full of state that is not fresh (the entries that had room are charged).
    */
   penalize(entries: readonly RefundEntry[], nowMs: number): void {
+    checkChargeable(entries)
     let dropped = 0
     for (const e of entries) if (!this.charged(e.rule, e.key, e.cost, nowMs)) dropped++
     if (dropped > 0) {

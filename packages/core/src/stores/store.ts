@@ -91,8 +91,9 @@ export interface Store {
   /**
    * Charge each entry's `cost` units unconditionally, past the capacity if need be (the state
    * goes into debt, paid back at the rule's refill rate). Only algorithms with `charge` (token
-   * bucket, GCRA) can be charged; a store throws for the others. Optional: `limiter.penalty()`
-   * and rules with a `ban` need it.
+   * bucket, GCRA) can be charged; a store throws for the others before charging any entry
+   * (all or nothing, see `checkChargeable`). Optional: `limiter.penalty()` and rules with a
+   * `ban` need it.
    */
   penalize?(entries: readonly RefundEntry[], nowMs: number): void | Promise<void>
   /**

@@ -295,6 +295,58 @@ export function describeStoreConformance(
       ).rejects.toThrow(/concurrency/)
     })
 
+    it('penalize is all or nothing: one entry that cannot carry debt charges none', async (ctx) => {
+      if (!store.penalize || !store.peek) return ctx.skip()
+      const chargeable = (['token-bucket', 'gcra'] as const).filter((a) => !skip.has(a))
+      const unchargeable = referenceModels
+        .map((m) => m.algorithm)
+        .filter((a) => a !== 'token-bucket' && a !== 'gcra' && !skip.has(a))
+      if (chargeable.length === 0 || unchargeable.length === 0) return ctx.skip()
+      const charged = fc.record({
+        algorithm: fc.constantFrom(...chargeable),
+        key: fc.nat(2),
+        cost: fc.integer({ min: 1, max: 30 }),
+      })
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(charged, { maxLength: 4 }),
+          fc.constantFrom(...unchargeable),
+          fc.nat(4),
+          async (drawn, refused, at) => {
+            const keys = [freshKey(), freshKey(), freshKey()]
+            const rules = new Map(chargeable.map((a) => [a, testRule(a, 10, 1000)]))
+            const entries = drawn.map((d) => ({
+              rule: rules.get(d.algorithm)!,
+              key: keys[d.key]!,
+              cost: d.cost,
+            }))
+            entries.splice(Math.min(at, entries.length), 0, {
+              rule: testRule(refused, 10, 1000),
+              key: keys[0]!,
+              cost: 1,
+            })
+            await expect(
+              (async () => store.penalize!(entries, 0))(),
+              'a penalty naming a rule that cannot carry debt',
+            ).rejects.toThrow(new RegExp(refused))
+            // Every state the penalty named reads as a client never seen.
+            for (const e of entries) {
+              if (!e.rule.algorithm.charge) continue
+              const [after, fresh] = await store.peek!(
+                [
+                  { rule: e.rule, key: e.key },
+                  { rule: e.rule, key: freshKey() },
+                ],
+                0,
+              )
+              expect({ ...after }, `${e.rule.algorithm.name} of ${e.key}`).toEqual({ ...fresh })
+            }
+          },
+        ),
+        { numRuns: Math.min(numRuns, 25) },
+      )
+    })
+
     it("a limiter's ban on this store is seen by a second limiter on it", async (ctx) => {
       if (!store.reset || !store.penalize) return ctx.skip()
       const key = freshKey()
