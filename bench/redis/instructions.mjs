@@ -17,7 +17,8 @@
 // commands.
 // The general script is also weighed for batches of 1, 4, 16 and 64 one-rule requests (built
 // from the captured batch's first request; RedisStore sends at most 16 per call, 64 shows where
-// the per-decision cost tends), with fewer calls for the larger batches (at least 500).
+// the per-decision cost tends), with fewer calls for the larger batches (at least 500), and
+// for a batch of 16 whose requests all differ (each of another cost).
 // Requests of two rules (a token bucket and a fixed window) are weighed alone and as a batch
 // of 16, captured the same way.
 // Env: BENCH_CALLS (3000), BENCH_REDIS_PORT (a free port), BENCH_ONLY (a regular expression:
@@ -208,6 +209,21 @@ const batchArgs = argvOf(batch)
 const BATCH_SIZES = [1, 4, 16, 64]
 const firstRequest = batchArgs[3].subarray(0, batchArgs[3].length / BATCH)
 const batchOf = (size) => [...batchArgs.slice(0, 3), Buffer.concat(Array(size).fill(firstRequest))]
+// The same batch with every request's cost different (1, 2, …): no request repeats the one
+// before it, so the script unpacks each (the cost is the double after the request's 3-byte
+// header, the entry's algorithm byte and its limit, window and burst).
+const COST_OFFSET = 3 + 1 + 3 * 8
+if (firstRequest.readDoubleLE(COST_OFFSET) !== 1) throw new Error('expected a cost of 1 there')
+const distinctBatchOf = (size) => [
+  ...batchArgs.slice(0, 3),
+  Buffer.concat(
+    Array.from({ length: size }, (_, j) => {
+      const r = Buffer.from(firstRequest)
+      r.writeDoubleLE(j + 1, COST_OFFSET)
+      return r
+    }),
+  ),
+]
 
 let contenderIndex = 0
 // `keys` keys per call, `perDecision` of them per decision (a request of that many rules).
@@ -261,6 +277,12 @@ return { totalHits, timeToExpire }`,
       batchOf(size),
       size,
     ),
+  ),
+  script(
+    `the general script, a batch of ${BATCH} one-rule requests, each of another cost`,
+    batch.lua,
+    distinctBatchOf(BATCH),
+    BATCH,
   ),
   script("RedisStore's script, one request of two rules", twoLone.lua, argvOf(twoLone), 2, 2),
   script(
