@@ -20,6 +20,7 @@ import {
 import { type Limiter } from '@floodgate/core'
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 import { ExpressFacts } from './facts.js'
+import { attachInfo } from './request-info.js'
 
 /**
  * Options of the Express middleware: the options shared by every Floodgate adapter, plus an
@@ -102,9 +103,9 @@ export function rateLimit(
     response: (c) => c.res,
     request: (c) => c.req,
     missingAddress: missingAddressWarning(warn, "app.set('trust proxy')"),
-    attach: (c, info) => {
-      c.req.rateLimit = info
-    },
+    // Not `c.req.rateLimit = info`: a property added to an Express request costs every later
+    // read of it (see request-info.ts).
+    attach: (c, info) => attachInfo(c.req, info),
     proceed: (c) => c.next(),
     reject: (c, rejection) => {
       // Too late for a 429: end what the earlier middleware started, without the handler.
