@@ -129,6 +129,14 @@ function put<C>(
   else io.setHeader!(ctx, name, value)
 }
 
+/**
+ * The decision's headers, unless the response's headers are sent already: an earlier middleware
+ * may have sent them, and then the request is decided anyway but no header is written. On Node's
+ * own `setHeader` the check is its throw: the first call throws ERR_HTTP_HEADERS_SENT before
+ * setting anything, where reading `res.headersSent` first would cost an inline-cache miss per
+ * response on Express, whose responses get a new hidden class each. A framework's own
+ * `setHeader` (Fastify's) need not throw, so its `headersSent` is read first.
+ */
 function setHeaders<C>(
   ctx: C,
   io: HttpIo<C, unknown>,
@@ -136,44 +144,50 @@ function setHeaders<C>(
   decision: Decision,
   settings: Pick<EnforceSettings, 'format' | 'shadowHeader'>,
 ): void {
-  const names = io.lowerCaseNames === true ? LOWER_NAMES : NAMES
-  // Called as native.call(res, …) in put(): read once, bound to nothing on purpose.
-  // eslint-disable-next-line @typescript-eslint/unbound-method
-  const native = io.setHeader === undefined ? res.setHeader : undefined
-  const format = settings.format
-  // No quota claims when the decision failed open (the store is down; nothing was judged).
-  if (format !== undefined && !decision.failedOpen) {
-    if (format === 'draft-7') {
-      const fields = draft7Fields(decision)
-      if (fields) {
-        put(ctx, io, res, native, names[0], fields.policy)
-        put(ctx, io, res, native, names[1], fields.limit)
-      }
-    } else {
-      const policy = policyField(decision)
-      if (policy !== '') {
-        if (format !== 'legacy') {
-          put(ctx, io, res, native, names[0], policy)
-          put(ctx, io, res, native, names[1], limitField(decision))
+  if (io.setHeader !== undefined && res.headersSent) return
+  try {
+    const names = io.lowerCaseNames === true ? LOWER_NAMES : NAMES
+    // Called as native.call(res, …) in put(): read once, bound to nothing on purpose.
+    // eslint-disable-next-line @typescript-eslint/unbound-method
+    const native = io.setHeader === undefined ? res.setHeader : undefined
+    const format = settings.format
+    // No quota claims when the decision failed open (the store is down; nothing was judged).
+    if (format !== undefined && !decision.failedOpen) {
+      if (format === 'draft-7') {
+        const fields = draft7Fields(decision)
+        if (fields) {
+          put(ctx, io, res, native, names[0], fields.policy)
+          put(ctx, io, res, native, names[1], fields.limit)
         }
-        if (format !== 'ietf') {
-          put(ctx, io, res, native, names[4], String(headerCount(decision.limit)))
-          put(ctx, io, res, native, names[5], String(headerCount(decision.remaining)))
-          put(ctx, io, res, native, names[6], String(epochResetSeconds(decision)))
+      } else {
+        const policy = policyField(decision)
+        if (policy !== '') {
+          if (format !== 'legacy') {
+            put(ctx, io, res, native, names[0], policy)
+            put(ctx, io, res, native, names[1], limitField(decision))
+          }
+          if (format !== 'ietf') {
+            put(ctx, io, res, native, names[4], String(headerCount(decision.limit)))
+            put(ctx, io, res, native, names[5], String(headerCount(decision.remaining)))
+            put(ctx, io, res, native, names[6], String(epochResetSeconds(decision)))
+          }
         }
       }
     }
-  }
-  // A deny list or an unknown client is not lifted by waiting: no Retry-After for those.
-  if (decision.action === 'reject' && decision.reason === undefined) {
-    put(ctx, io, res, native, names[2], String(retryAfterSeconds(decision.retryAfterMs)))
-  }
-  if (settings.shadowHeader) {
-    let ids = ''
-    for (const o of decision.outcomes) {
-      if (o.shadow && !o.allowed) ids = ids === '' ? o.rule.id : `${ids}, ${o.rule.id}`
+    // A deny list or an unknown client is not lifted by waiting: no Retry-After for those.
+    if (decision.action === 'reject' && decision.reason === undefined) {
+      put(ctx, io, res, native, names[2], String(retryAfterSeconds(decision.retryAfterMs)))
     }
-    if (ids !== '') put(ctx, io, res, native, names[3], ids)
+    if (settings.shadowHeader) {
+      let ids = ''
+      for (const o of decision.outcomes) {
+        if (o.shadow && !o.allowed) ids = ids === '' ? o.rule.id : `${ids}, ${o.rule.id}`
+      }
+      if (ids !== '') put(ctx, io, res, native, names[3], ids)
+    }
+  } catch (err) {
+    const code = (err as { code?: unknown } | null)?.code
+    if (code !== 'ERR_HTTP_HEADERS_SENT' && code !== 'ERR_HTTP2_HEADERS_SENT') throw err
   }
 }
 
@@ -362,11 +376,7 @@ function apply<Req, C, R>(
     dropConnection(res)
     return io.abandon(ctx)
   }
-  // An earlier middleware may have sent the headers already: decide anyway, but write no
-  // header (Node would throw ERR_HTTP_HEADERS_SENT). One check per response, not per header:
-  // on Express's requests and responses every property read is a cache miss (thousands of
-  // instructions), since Express swaps their prototypes per request.
-  if (!res.headersSent) setHeaders(ctx, io as HttpIo<C, unknown>, res, decision, settings)
+  setHeaders(ctx, io as HttpIo<C, unknown>, res, decision, settings)
   io.attach?.(ctx, rateLimitInfo(decision))
   if (action === 'reject') {
     const { body, json } = serializedProblem(decision)
@@ -421,7 +431,7 @@ async function queue<Req, C, R>(
   // Still there but not admitted (the limiter closed while it waited): answer, or the
   // connection would wait forever for a response nobody writes.
   const refusal = queueRefusal(decision)
-  if (!res.headersSent) setHeaders(ctx, io as HttpIo<C, unknown>, res, refusal, settings)
+  setHeaders(ctx, io as HttpIo<C, unknown>, res, refusal, settings)
   io.attach?.(ctx, rateLimitInfo(refusal))
   const { body, json } = serializedProblem(refusal)
   return io.reject(ctx, { status: body.status, body, json, decision: refusal })
