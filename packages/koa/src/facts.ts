@@ -7,9 +7,16 @@ import type { Context } from 'koa'
  * `ctx.request` are read there directly: the same getters, one call fewer.
  */
 export class KoaFacts implements RequestFacts<Context> {
+  /**
+   * @param request - the Koa context
+   * @param cost - the mount's cost for this request
+   * @param ipCache - where Koa keeps `ctx.request.ip` for this app (see `koaIpCache`), or
+   *   undefined to read Koa's getter
+   */
   constructor(
     readonly request: Context,
     readonly cost: number | undefined,
+    private readonly ipCache: symbol | undefined,
   ) {}
 
   get method(): string {
@@ -40,9 +47,22 @@ export class KoaFacts implements RequestFacts<Context> {
     return mountPrefix(canonicalPath(full), canonicalPath(routed)) + matched
   }
 
-  /** Koa's own resolution: `app.proxy` (and `maxIpsCount`) decide whether X-Forwarded-For counts. */
+  /**
+   * Koa's own resolution: `app.proxy` (and `maxIpsCount`) decide whether X-Forwarded-For counts.
+   * Without a proxy, Koa's answer is the address it cached (or an earlier middleware set) and
+   * else the socket's, which it then caches: done here directly when `koaIpCache` found where
+   * Koa keeps it.
+   */
   get ip(): string | undefined {
-    return this.request.request.ip
+    const ctx = this.request
+    const key = this.ipCache
+    if (key === undefined || ctx.app.proxy) return ctx.request.ip
+    const request = ctx.request as unknown as Record<symbol, string | undefined>
+    const cached = request[key]
+    if (cached) return cached
+    // Kept where Koa's getter keeps it, as it does: a later read (this one or ctx.ip) answers the
+    // same address after the socket has closed and no longer tells it.
+    return (request[key] = ctx.req.socket.remoteAddress || '')
   }
 
   get headers(): HeaderBag {

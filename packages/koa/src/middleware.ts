@@ -19,6 +19,7 @@ import {
 import { type Limiter } from '@floodgate/core'
 import type { Context, Middleware, Next } from 'koa'
 import { KoaFacts } from './facts.js'
+import { koaIpCache } from './ip-cache.js'
 
 /** Options of the Koa middleware: the options shared by every Floodgate adapter, plus a Koa-shaped rejection handler. */
 export interface KoaRateLimitOptions extends AdapterOptions<Context> {
@@ -80,6 +81,9 @@ export function rateLimit(
   const { skip, cost } = settings
   const onRejected = options.onRejected ?? options.onLimited
   let proxyChecked = false
+  // Where this app's Koa keeps ctx.request.ip, found for the last app seen (one, nearly always).
+  let ipApp: unknown
+  let ipCache: symbol | undefined
   const checkProxy = proxyWarnings(
     warn,
     'app.proxy',
@@ -127,7 +131,11 @@ export function rateLimit(
     }
     // app.proxy with maxIpsCount 0 (trust all) has its own warning above.
     checkProxy(ctx.app.proxy ? 'some' : 'none', ctx.request.headers)
-    const facts = new KoaFacts(ctx, routeCost(cost, ctx, warn))
+    if (ctx.app !== ipApp) {
+      ipApp = ctx.app
+      ipCache = koaIpCache(ctx.app)
+    }
+    const facts = new KoaFacts(ctx, routeCost(cost, ctx, warn), ipCache)
     return enforce(limiter, facts, { ctx, next }, io, settings) as void | Promise<void>
   }
   return Object.assign(middleware, { limiter })
