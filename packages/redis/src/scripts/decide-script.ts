@@ -388,7 +388,7 @@ const consumeOne = (alg: string, writes: StateWrites): string => `
     end`
 
 /** The locals of a request's header and its first entry, as the general script unpacks them. */
-const requestLocals = `n, m, ${entryLocals('_')}`
+const requestLocals = `n, m, ${entryLocals('shadow')}`
 
 /** Where the general script keeps {@link requestLocals} of the request before. */
 const savedLocals = requestLocals
@@ -470,7 +470,7 @@ const replyOne = (packed: string): string => `local packed_out = ${packed}
  * request that consumes one entry runs the algorithm in place, its state and answer in locals:
  * the table path's steps and Lua, at about a seventh fewer Redis instructions per decision.
  */
-const mainOf = (fast?: InlineConsume): string => `
+const mainOf = (fast?: InlineConsume, runs?: readonly InlineConsume[]): string => `
 ${clock}
 -- The batch's answers, made only when there are several: a lone request returns its own.
 local R
@@ -501,7 +501,13 @@ else
   end
 end
 local PX = {}
-local first = {}
+local first = {}${
+  runs
+    ? `
+-- The writes a request of several entries made, to be undone if it is refused (see severalInline).
+local U`
+    : ''
+}
 -- The last request's bytes and its numbers (see the loop), when the batch holds more than
 -- one request.
 local several = nblob > ${REQUEST_HEADER_BYTES + ENTRY_BYTES}
@@ -545,6 +551,12 @@ while pos <= nblob do
     ${cachedRaw}
     ${inlineConsume(fast, batchWrites('f'), true)}
     ${replyOne(packResult({ locals: 'o' }))}
+  else`
+      : ''
+  }${
+    runs
+      ? `${severalInline(runs)}
+  if done then
   elseif`
       : 'if'
   } m >= 2 then
@@ -647,7 +659,7 @@ while pos <= nblob do
       if r == 1 then R = {} end
       R[r] = ${packResult('o')}
     end
-  end
+  end${fast ? '\n  end' : ''}
 end
 ${flushWrites}
 return table.concat(R)
@@ -671,7 +683,11 @@ export function decideScript(algorithms: readonly AlgorithmName[] = SCRIPT_ALGOR
   const lease = names.includes('concurrency') ? [concurrencyPrelude] : []
   const size = names.length === 1 ? INLINE_STATE_SIZE[names[0]!] : undefined
   const fast = size === undefined ? undefined : inlineRun(names[0]!, size)
-  return [prelude, ...lease, ...defs, table, mainOf(fast)].join('\n')
+  const sizes = names.map((a) => INLINE_STATE_SIZE[a])
+  const runs = sizes.every((n) => n !== undefined)
+    ? names.map((a, i) => inlineRun(a, sizes[i]!))
+    : undefined
+  return [prelude, ...lease, ...defs, table, mainOf(fast, runs)].join('\n')
 }
 
 /**
@@ -761,6 +777,14 @@ const inlineRun = (algorithm: AlgorithmName, size: number): InlineConsume => ({
   size,
 })
 
+/** How {@link inlineConsume} fits where it runs. */
+interface InlineOptions {
+  /** The answer's locals `o1`…`o6` are declared, and zeroed, by the Lua around it. */
+  readonly answerDeclared?: boolean
+  /** Lua that must hold as well for an admission's state to be written. */
+  readonly writeIf?: string
+}
+
 /**
  * Lua that consumes a one-entry request with the algorithm inline (`fast`): the entry's
  * locals, `full` and `raw` (the key's value) set; the answer is left in the locals `o1`…`o6`
@@ -771,12 +795,13 @@ function inlineConsume(
   { run, size }: InlineConsume,
   writes: StateWrites,
   cachedPx: boolean,
+  { answerDeclared = false, writeIf }: InlineOptions = {},
 ): string {
   const vars = (p: string): string =>
     Array.from({ length: size }, (_, i) => `${p}${i + 1}`).join(', ')
   const zeros = Array.from({ length: size }, () => '0').join(', ')
   const sane = saneDoubles(Array.from({ length: size }, (_, i) => `x${i + 1}`))
-  return `local o1, o2, o3, o4, o5, o6 = 0, 0, 0, 0, 0, 0
+  return `${answerDeclared ? '' : 'local o1, o2, o3, o4, o5, o6 = 0, 0, 0, 0, 0, 0'}
 -- The state, all zero when there is none, one of the wrong size, or one holding a number
 -- Floodgate never writes (see loadState).
 local ${vars('s')} = ${zeros}
@@ -795,7 +820,7 @@ while true do
   if o1 ~= 1 then break end
   commit = true
 end
-if o1 == 1 then
+if o1 == 1${writeIf === undefined ? '' : ` and ${writeIf}`} then
   -- See storeState: the useful life, from the commit or asked of the algorithm ('i').
   if life == nil then
     op, cost, max_wait, commit = 'i', 0, 0, false
@@ -811,6 +836,83 @@ if o1 == 1 then
     ${writes.set}
   end
 end`
+}
+
+/**
+ * Lua that records a write of the state at slot `f` in the undo log `U` (the slot, its value
+ * and its owed write before), then makes it as {@link batchWrites} does.
+ */
+const undoableWrites = (f: string): StateWrites => {
+  const log = `w = w + 3
+    U[w - 2], U[w - 1], U[w] = ${f}, got[${f}], PX[${f}]
+    `
+  const { set, del } = batchWrites(f)
+  return { set: log + set, del: log + del }
+}
+
+/**
+ * Lua (in the general script's request loop, after the request's header and first entry are
+ * read) that consumes a request of several entries with each entry's algorithm inline (`runs`,
+ * by the algorithm's index), when its keys are distinct, and sets `done`; else it leaves
+ * `done` false, and the table path decides the request. Each entry runs once, as the one-rule
+ * path runs it (see {@link inlineConsume}), its state and answer in locals: with distinct keys
+ * an entry's dry run and its commit answer alike, so one run gives the answer and the state a
+ * commit leaves. An admitted entry's state is written as it goes (the request's later entries
+ * read other keys) and logged in `U`; when a non-shadow entry refused, every write of the
+ * request is undone, so that nothing is charged. An entry the runs cannot take (an algorithm
+ * index or state size not theirs) undoes what the request did and leaves it to the table path.
+ */
+function severalInline(runs: readonly InlineConsume[]): string {
+  const locals = entryLocals('shadow')
+  const branches = runs.map(
+    (run, i) => `if ai == ${i + 1} and size == ${run.size} then
+        ${inlineConsume(run, undoableWrites('f'), true, { answerDeclared: true, writeIf: 'ok' })}
+      `,
+  )
+  return `
+  local done = false
+  if m == ${WIRE_MODES.indexOf('c')} and n >= 2 then
+    -- A key named twice in the request: its entries' dry runs and commits differ (the table
+    -- path's job).
+    local distinct = true
+    for a = k + 2, k + n do
+      local ka = KEYS[a]
+      for b = k + 1, a - 1 do
+        if KEYS[b] == ka then distinct = false end
+      end
+    end
+    if distinct then
+      if not U then U = {} end
+      local k0, r0, w, ok = k, r, 0, true
+      done = true
+      for j = 1, n do
+        -- The first entry is unpacked with the header already.
+        local ${locals} = ${locals}
+        if j > 1 then
+          ${locals}, pos = struct.unpack('${ENTRY_FORMAT}', blob, pos)
+        end
+        ${keySlot}
+        ${queueFullFlag}
+        ${cachedRaw}
+        local o1, o2, o3, o4, o5, o6 = 0, 0, 0, 0, 0, 0
+        ${branches.join('else')}else
+          done = false
+          break
+        end
+        if o1 == 0 and shadow ~= 1 then ok = false end
+        r = r + 1
+        if r == 1 then R = {} end
+        R[r] = ${packResult({ locals: 'o' })}
+      end
+      if not (ok and done) then
+        for v = w, 3, -3 do
+          local f = U[v - 2]
+          got[f], PX[f] = U[v - 1], U[v]
+        end
+      end
+      if not done then k, r, pos = k0, r0, body end
+    end
+  end`
 }
 
 /**
