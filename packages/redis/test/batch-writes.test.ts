@@ -9,7 +9,15 @@ import {
 import { testRule } from '@floodgate/core/testing'
 import { createRedisStore } from '@floodgate/redis'
 import { decideScript, scriptAlgorithms } from '../src/scripts/decide-script.js'
-import { encodeBatch, type WireMode, type WireRequest } from '../src/wire-format.js'
+import {
+  ENTRY_BYTES,
+  ENTRY_OFFSET,
+  REQUEST_HEADER_BYTES,
+  encodeBatch,
+  requestBytes,
+  type WireMode,
+  type WireRequest,
+} from '../src/wire-format.js'
 import { adminConnection, redisAvailable, uniquePrefix } from './helpers/redis.js'
 import { RedisServer, redisBinariesAvailable } from './helpers/redis-server.js'
 
@@ -273,11 +281,14 @@ describe.skipIf(!available)('the general script of one inlined algorithm, its fa
   const redis = adminConnection(fastPrefix)
 
   // A one-algorithm script of an inlined algorithm runs a one-rule consume with the
-  // algorithm's Lua inline, its state in locals. Against the table path (the same algorithm in
-  // a script of two algorithms, which has no fast path), one call per request: the same reply,
-  // stored bytes and TTLs, in batches mixing such consumes with every other mode, several
-  // entries per request, repeated keys, full queues, and keys holding what Floodgate did not
-  // write or dated past the clock-step horizon.
+  // algorithm's Lua inline, its state in locals; a script whose algorithms are all inlined
+  // runs a consume of several entries on distinct keys inline too. Against the table path (the
+  // same algorithms in a script with one more, which has no inline path), one call per
+  // request: the same reply, stored bytes and TTLs, in batches mixing such consumes with every
+  // other mode, several entries per request, repeated keys, full queues, shadow entries, keys
+  // holding what Floodgate did not write or dated past the clock-step horizon, and entries
+  // whose state size is not their algorithm's (a client of another version: the inline path
+  // leaves such a request to the table path, after starting on it).
   const INLINED: AlgorithmName[] = [
     'token-bucket',
     'gcra',
@@ -285,13 +296,19 @@ describe.skipIf(!available)('the general script of one inlined algorithm, its fa
     'leaky-bucket',
     'sliding-window-counter',
   ]
-  for (const algorithm of INLINED) {
-    it(`answers, stores and expires what the table path does: ${algorithm}`, async () => {
-      const fast = decideScript([algorithm])
-      const tableNames = scriptAlgorithms([algorithm, 'sliding-window-log'])
+  const SCRIPTS: AlgorithmName[][] = [
+    ...INLINED.map((a) => [a]),
+    ['fixed-window', 'token-bucket'],
+    ['gcra', 'sliding-window-counter'],
+  ]
+  for (const names of SCRIPTS) {
+    it(`answers, stores and expires what the table path does: ${names.join(' + ')}`, async () => {
+      const algorithms = scriptAlgorithms(names)
+      const fast = decideScript(algorithms)
+      const tableNames = scriptAlgorithms([...algorithms, 'sliding-window-log'])
       const table = decideScript(tableNames)
-      const size = algorithm === 'sliding-window-counter' ? 3 : 2
-      const penalizes = algorithm === 'token-bucket' || algorithm === 'gcra'
+      const sizeOf = (a: AlgorithmName): number => (a === 'sliding-window-counter' ? 3 : 2)
+      const penalizes = (a: AlgorithmName): boolean => a === 'token-bucket' || a === 'gcra'
       let n = 0
       await fc.assert(
         fc.asyncProperty(
@@ -318,6 +335,7 @@ describe.skipIf(!available)('the general script of one inlined algorithm, its fa
               entries: fc.array(
                 fc.record({
                   key: fc.integer({ min: 0, max: 2 }),
+                  alg: fc.nat(),
                   cost: fc.constantFrom(1, 1, 2, 0, 0.5),
                   maxWaitMs: fc.constantFrom(0, 0, 300),
                   shadow: fc.boolean(),
@@ -325,18 +343,47 @@ describe.skipIf(!available)('the general script of one inlined algorithm, its fa
                 }),
                 { minLength: 1, maxLength: 3 },
               ),
+              // The last entry's state size one more than its algorithm's.
+              foreignSize: fc.constantFrom(false, false, false, false, false, false, true),
             }),
             { minLength: 1, maxLength: 20 },
           ),
           async (limit, windowMs, starts, drawn) => {
-            const rule = testRule(algorithm, limit, windowMs)
+            const rules = algorithms.map((a) => testRule(a, limit, windowMs))
             const run = ++n
-            const keyOf = (side: string, key: number): string =>
-              `${fastPrefix}:${algorithm}:${run}:${side}:${key}`
-            const requests = drawn.map((d) => ({
-              mode: d.mode === 'f' && !penalizes ? ('c' as const) : d.mode,
-              entries: d.entries.map((e, i) => ({ ...e, rule, key: String(e.key), lease: i + 1 })),
-            }))
+            // A client key and a rule make a Redis key, as in the store.
+            const keyOf = (side: string, key: number, rule: number): string =>
+              `${fastPrefix}:${algorithms.join('+')}:${run}:${side}:${key}:${rule}`
+            const requests = drawn.map((d) => {
+              const entries = d.entries.map((e, i) => ({
+                ...e,
+                ruleIndex: e.alg % rules.length,
+                rule: rules[e.alg % rules.length]!,
+                key: String(e.key),
+                lease: i + 1,
+              }))
+              const charges = entries.every((e) => penalizes(e.rule.algorithm.name))
+              return {
+                mode: d.mode === 'f' && !charges ? ('c' as const) : d.mode,
+                entries,
+                foreignSize: d.foreignSize,
+              }
+            })
+            // Sets the last entry's state size of each foreign-size request in `packed` (the
+            // requests `rs`, packed in order).
+            const withForeignSizes = (packed: Buffer, rs: typeof requests): Buffer => {
+              let at = 0
+              for (const r of rs) {
+                const last = r.entries.length - 1
+                if (r.foreignSize) {
+                  const size = sizeOf(r.entries[last]!.rule.algorithm.name) + 1
+                  const o = at + REQUEST_HEADER_BYTES + last * ENTRY_BYTES + ENTRY_OFFSET.size
+                  packed.writeDoubleLE(size, o)
+                }
+                at += requestBytes(r.entries.length)
+              }
+              return packed
+            }
             const now = 1_763_000_000_000
             const argv = (at: number, packed: Buffer): (string | Buffer)[] => [
               String(at),
@@ -352,39 +399,43 @@ describe.skipIf(!available)('the general script of one inlined algorithm, its fa
             const writingFrom = Date.now()
             for (const side of ['batch', 'alone']) {
               for (const [key, start] of starts.entries()) {
-                const k = keyOf(side, key)
-                const valid = Array.from({ length: size }, () => now - 50)
-                if (start === 'short') await redis.admin.set(k, 'xyz')
-                if (start === 'size') await redis.admin.set(k, doubles([...valid, 1]))
-                if (start === 'nan')
-                  await redis.admin.set(k, doubles([Number.NaN, ...valid.slice(1)]))
-                if (start === 'negative') await redis.admin.set(k, doubles([...valid.slice(1), -1]))
-                if (start === 'infinite') {
-                  await redis.admin.set(k, doubles([...valid.slice(1), Number.POSITIVE_INFINITY]))
-                }
-                if (start === 'hash') await redis.admin.hset(k, 'f', '1')
-                if (start === 'used' || start === 'near' || start === 'ahead') {
-                  // A state Floodgate wrote: before now, within the horizon ahead, past it.
-                  const at = {
-                    used: now - 100,
-                    near: now + STATE_TIME_HORIZON_MS / 2,
-                    ahead: now + STATE_TIME_HORIZON_MS + 500,
-                  }[start]
-                  const e = { rule, key: String(key), cost: 1, maxWaitMs: 0, shadow: false }
-                  const packed = encodeBatch([{ mode: 'c', entries: [e] }], tableNames)
-                  await redis.admin.callBuffer('EVAL', table, 1, k, ...argv(at, packed))
+                for (const [ri, rule] of rules.entries()) {
+                  const k = keyOf(side, key, ri)
+                  const size = sizeOf(rule.algorithm.name)
+                  const valid = Array.from({ length: size }, () => now - 50)
+                  if (start === 'short') await redis.admin.set(k, 'xyz')
+                  if (start === 'size') await redis.admin.set(k, doubles([...valid, 1]))
+                  if (start === 'nan')
+                    await redis.admin.set(k, doubles([Number.NaN, ...valid.slice(1)]))
+                  if (start === 'negative')
+                    await redis.admin.set(k, doubles([...valid.slice(1), -1]))
+                  if (start === 'infinite') {
+                    await redis.admin.set(k, doubles([...valid.slice(1), Number.POSITIVE_INFINITY]))
+                  }
+                  if (start === 'hash') await redis.admin.hset(k, 'f', '1')
+                  if (start === 'used' || start === 'near' || start === 'ahead') {
+                    // A state Floodgate wrote: before now, within the horizon ahead, past it.
+                    const at = {
+                      used: now - 100,
+                      near: now + STATE_TIME_HORIZON_MS / 2,
+                      ahead: now + STATE_TIME_HORIZON_MS + 500,
+                    }[start]
+                    const e = { rule, key: String(key), cost: 1, maxWaitMs: 0, shadow: false }
+                    const packed = encodeBatch([{ mode: 'c', entries: [e] }], tableNames)
+                    await redis.admin.callBuffer('EVAL', table, 1, k, ...argv(at, packed))
+                  }
                 }
               }
             }
             const keysOf = (side: string, rs: typeof requests): string[] =>
-              rs.flatMap((r) => r.entries.map((e) => keyOf(side, Number(e.key))))
+              rs.flatMap((r) => r.entries.map((e) => keyOf(side, Number(e.key), e.ruleIndex)))
             const batchKeys = keysOf('batch', requests)
             const batchReply = (await redis.admin.callBuffer(
               'EVAL',
               fast,
               batchKeys.length,
               ...batchKeys,
-              ...argv(now, encodeBatch(requests, [algorithm])),
+              ...argv(now, withForeignSizes(encodeBatch(requests, algorithms), requests)),
             )) as Buffer
             const aloneReplies: Buffer[] = []
             for (const r of requests) {
@@ -395,14 +446,16 @@ describe.skipIf(!available)('the general script of one inlined algorithm, its fa
                   table,
                   keys.length,
                   ...keys,
-                  ...argv(now, encodeBatch([r], tableNames)),
+                  ...argv(now, withForeignSizes(encodeBatch([r], tableNames), [r])),
                 )) as Buffer,
               )
             }
             expect(batchReply).toEqual(Buffer.concat(aloneReplies))
             for (let key = 0; key < 3; key++) {
-              const [b, a] = [keyOf('batch', key), keyOf('alone', key)]
-              await expectSameKey(redis.admin, b, a, String(key), writingFrom)
+              for (let ri = 0; ri < rules.length; ri++) {
+                const [b, a] = [keyOf('batch', key, ri), keyOf('alone', key, ri)]
+                await expectSameKey(redis.admin, b, a, `${key}:${ri}`, writingFrom)
+              }
             }
           },
         ),
