@@ -296,27 +296,59 @@ const refuseReservation = (out: Answer): string => {
 }
 
 /**
+ * Where a TTL and its string are kept for the next write (Lua lvalues, see {@link ttlString});
+ * with `apart`, where a request's later entries keep theirs (`first` is its first entry's).
+ */
+interface PxCache {
+  readonly ttl: string
+  readonly text: string
+  readonly apart?: { readonly first: string; readonly ttl: string; readonly text: string }
+}
+
+/** The call's last TTL written. */
+const TTL_CACHE: PxCache = { ttl: 'last_px', text: 'last_pxs' }
+
+/**
+ * In a request of several entries (`j`: the entry's place), the first entry's last TTL apart
+ * from the others': two rules live apart, and the call's one last TTL would be the other
+ * rule's every time.
+ */
+const ENTRY_TTL_CACHE: PxCache = {
+  ...TTL_CACHE,
+  apart: { first: 'j == 1', ttl: 'next_px', text: 'next_pxs' },
+}
+
+/**
  * Lua that sets `px` to the TTL string of a state whose life rounded up is `ttl`. Redis writes
  * a number argument with '%.17g' (glibc's float printer: a third of the cost of the SET, and
  * "1e+17" from 10^17 on, which PX refuses): the TTL goes as an integer string, capped where
  * Redis would refuse the expiry (a debt of Number.MAX_SAFE_INTEGER units, a burst that takes
- * longer than that to refill). With `cached`, a TTL equal to the call's last one reuses its
- * string: states of one rule at one now often live alike.
+ * longer than that to refill). With a `cache` (see {@link TTL_CACHE}), a TTL equal to the one
+ * cached reuses its string: states of one rule at one now often live alike.
  */
-const ttlString = (cached: boolean): string => `local px = ttl + slack
-    if not (px < MAX_TTL) then px = MAX_TTL end${
-      cached
-        ? `
-    if px == last_px then
-      px = last_pxs
+const ttlString = (cache: PxCache | false): string => {
+  const cached = ({ ttl, text }: { readonly ttl: string; readonly text: string }): string => `
+    if px == ${ttl} then
+      px = ${text}
     else
-      last_px = px
+      ${ttl} = px
       px = string.format('%d', px)
-      last_pxs = px
+      ${text} = px
     end`
-        : `
+  const apart = cache && cache.apart
+  return `local px = ttl + slack
+    if not (px < MAX_TTL) then px = MAX_TTL end${
+      !cache
+        ? `
     px = string.format('%d', px)`
+        : apart
+          ? `
+    if ${apart.first} then${cached(cache)}
+    else${cached(apart)}
+    end`
+          : cached(cache)
     }`
+}
 
 /**
  * Lua that writes state `s` back (`writes`) with a TTL of its useful life (the algorithm's
@@ -349,7 +381,7 @@ const storeState = (
       for j = 1, size do parts[j] = struct.pack('<d', s[j]) end
       packed = table.concat(parts)
     end
-    ${ttlString(true)}
+    ${ttlString(TTL_CACHE)}
     ${writes.set}
   end`
 
@@ -504,8 +536,9 @@ local PX = {}
 local first = {}${
   runs
     ? `
--- The writes a request of several entries made, to be undone if it is refused (see severalInline).
-local U`
+-- The writes a request of several entries made, to be undone if it is refused, and the last
+-- TTL of entries after a request's first (see severalInline).
+local U, next_px, next_pxs`
     : ''
 }
 -- The last request's bytes and its numbers (see the loop), when the batch holds more than
@@ -549,7 +582,7 @@ while pos <= nblob do
     ${keySlot}
     ${queueFullFlag}
     ${cachedRaw}
-    ${inlineConsume(fast, batchWrites('f'), true)}
+    ${inlineConsume(fast, batchWrites('f'), TTL_CACHE)}
     ${replyOne(packResult({ locals: 'o' }))}
   else`
       : ''
@@ -788,13 +821,13 @@ interface InlineOptions {
 /**
  * Lua that consumes a one-entry request with the algorithm inline (`fast`): the entry's
  * locals, `full` and `raw` (the key's value) set; the answer is left in the locals `o1`…`o6`
- * and the state written back (`writes`; `cachedPx`: see {@link ttlString}). The same steps as
+ * and the state written back (`writes`; `cache`: see {@link ttlString}). The same steps as
  * {@link consumeOne} and {@link storeState}, with the state held in locals.
  */
 function inlineConsume(
   { run, size }: InlineConsume,
   writes: StateWrites,
-  cachedPx: boolean,
+  cache: PxCache | false,
   { answerDeclared = false, writeIf }: InlineOptions = {},
 ): string {
   const vars = (p: string): string =>
@@ -831,7 +864,7 @@ if o1 == 1${writeIf === undefined ? '' : ` and ${writeIf}`} then
   if not (ttl > 0) then
     ${writes.del}
   else
-    ${ttlString(cachedPx)}
+    ${ttlString(cache)}
     local packed = struct.pack('<${'d'.repeat(size)}', ${vars('s')})
     ${writes.set}
   end
@@ -839,12 +872,19 @@ end`
 }
 
 /**
- * Lua that records a write of the state at slot `f` in the undo log `U` (the slot, its value
- * and its owed write before), then makes it as {@link batchWrites} does.
+ * Lua that records a write of the state at slot `f` by the `j`th of `n` entries (the slot, its
+ * value and its owed write before: the first entry's in the locals `u_f`, `u_got`, `u_px`, the
+ * others' in the table `U`, made on first use), then makes it as {@link batchWrites} does. The
+ * last entry's write is not recorded: it is made only when no entry refused.
  */
 const undoableWrites = (f: string): StateWrites => {
-  const log = `w = w + 3
-    U[w - 2], U[w - 1], U[w] = ${f}, got[${f}], PX[${f}]
+  const log = `if j == 1 then
+      u_f, u_got, u_px = ${f}, got[${f}], PX[${f}]
+    elseif j < n then
+      if not U then U = {} end
+      w = w + 3
+      U[w - 2], U[w - 1], U[w] = ${f}, got[${f}], PX[${f}]
+    end
     `
   const { set, del } = batchWrites(f)
   return { set: log + set, del: log + del }
@@ -858,15 +898,15 @@ const undoableWrites = (f: string): StateWrites => {
  * path runs it (see {@link inlineConsume}), its state and answer in locals: with distinct keys
  * an entry's dry run and its commit answer alike, so one run gives the answer and the state a
  * commit leaves. An admitted entry's state is written as it goes (the request's later entries
- * read other keys) and logged in `U`; when a non-shadow entry refused, every write of the
- * request is undone, so that nothing is charged. An entry the runs cannot take (an algorithm
+ * read other keys) and logged (see {@link undoableWrites}); when a non-shadow entry refused,
+ * every write of the request is undone, so that nothing is charged. An entry the runs cannot take (an algorithm
  * index or state size not theirs) undoes what the request did and leaves it to the table path.
  */
 function severalInline(runs: readonly InlineConsume[]): string {
   const locals = entryLocals('shadow')
   const branches = runs.map(
     (run, i) => `if ai == ${i + 1} and size == ${run.size} then
-        ${inlineConsume(run, undoableWrites('f'), true, { answerDeclared: true, writeIf: 'ok' })}
+        ${inlineConsume(run, undoableWrites('f'), ENTRY_TTL_CACHE, { answerDeclared: true, writeIf: 'ok' })}
       `,
   )
   return `
@@ -882,8 +922,8 @@ function severalInline(runs: readonly InlineConsume[]): string {
       end
     end
     if distinct then
-      if not U then U = {} end
       local k0, r0, w, ok = k, r, 0, true
+      local u_f, u_got, u_px
       done = true
       for j = 1, n do
         -- The first entry is unpacked with the header already.
@@ -909,6 +949,7 @@ function severalInline(runs: readonly InlineConsume[]): string {
           local f = U[v - 2]
           got[f], PX[f] = U[v - 1], U[v]
         end
+        if u_f then got[u_f], PX[u_f] = u_got, u_px end
       end
       if not done then k, r, pos = k0, r0, body end
     end
