@@ -428,6 +428,9 @@ const savedLocals = requestLocals
   .map((x) => `p_${x}`)
   .join(', ')
 
+/** Lua that makes the table path's answer table and state tables (see {@link mainOf}). */
+const TABLE_PATH_TABLES = '{ 0, 0, 0, 0, 0, 0 }, { 0, 0 }, { 0, 0, 0 }'
+
 /** `struct` format of a request's header and its first entry (a lone request: its one entry). */
 const LONE_FORMAT = `${REQUEST_HEADER_FORMAT}${ENTRY_FORMAT.slice(1)}`
 
@@ -502,7 +505,7 @@ const replyOne = (packed: string): string => `local packed_out = ${packed}
  * request that consumes one entry runs the algorithm in place, its state and answer in locals:
  * the table path's steps and Lua, at about a seventh fewer Redis instructions per decision.
  */
-const mainOf = (fast?: InlineConsume, runs?: readonly InlineConsume[]): string => `
+const mainOf = (algs: string, fast?: InlineConsume, runs?: readonly InlineConsume[]): string => `
 ${clock}
 -- The batch's answers, made only when there are several: a lone request returns its own.
 local R
@@ -511,10 +514,13 @@ local k = 0
 local blob = ARGV[${ARGV.batch}]
 local pos = 1
 local nblob = #blob
--- Reused by every one-entry request: the algorithm fills it, the reply takes a copy.
-local out = { 0, 0, 0, 0, 0, 0 }
--- The state tables of requests whose state is packed before the next is read (see loadState).
-local S2, S3 = { 0, 0 }, { 0, 0, 0 }
+-- The algorithms' functions by index; \`out\`, reused by every one-entry request (the algorithm
+-- fills it, the reply takes a copy); the state tables of requests whose state is packed before
+-- the next is read (see loadState).${
+  runs
+    ? ' Made by the first request the inline paths leave to the tables:\nlocal ALG, out, S2, S3'
+    : `\nlocal ALG, out, S2, S3 = ${algs}, ${TABLE_PATH_TABLES}`
+}
 -- Every key's value, read at once: one MGET costs about what one GET does, whatever the keys
 -- (one Cluster slot: a call's keys share a hash tag). A key at slot f (its first place in KEYS)
 -- holds got[f]; PX[f] is the write the call owes it (a TTL string: SET, false: DEL, nil: none).
@@ -589,6 +595,7 @@ while pos <= nblob do
   }${
     runs
       ? `${severalInline(runs)}
+  if not (done or ALG) then ALG, out, S2, S3 = ${algs}, ${TABLE_PATH_TABLES} end
   if done then
   elseif`
       : 'if'
@@ -711,8 +718,8 @@ return table.concat(R)
  */
 export function decideScript(algorithms: readonly AlgorithmName[] = SCRIPT_ALGORITHMS): string {
   const names = scriptAlgorithms(algorithms)
-  const defs = names.map((a, i) => `local A${i + 1} = ${ALGORITHM_LUA[a].trim()}`)
-  const table = `local ALG = { ${names.map((_, i) => `A${i + 1}`).join(', ')} } -- ${names.join(', ')}`
+  // The algorithms' functions by index (a closure each, made when the table is).
+  const algs = `{\n${names.map((a) => `-- ${a}\n${ALGORITHM_LUA[a].trim()}`).join(',\n')}\n}`
   const lease = names.includes('concurrency') ? [concurrencyPrelude] : []
   const size = names.length === 1 ? INLINE_STATE_SIZE[names[0]!] : undefined
   const fast = size === undefined ? undefined : inlineRun(names[0]!, size)
@@ -720,7 +727,7 @@ export function decideScript(algorithms: readonly AlgorithmName[] = SCRIPT_ALGOR
   const runs = sizes.every((n) => n !== undefined)
     ? names.map((a, i) => inlineRun(a, sizes[i]!))
     : undefined
-  return [prelude, ...lease, ...defs, table, mainOf(fast, runs)].join('\n')
+  return [prelude, ...lease, mainOf(algs, fast, runs)].join('\n')
 }
 
 /**
