@@ -504,6 +504,11 @@ const replyOne = (packed: string): string => `local packed_out = ${packed}
  * With `fast` (a script of one algorithm that runs inline, see {@link inlineConsume}), a
  * request that consumes one entry runs the algorithm in place, its state and answer in locals:
  * the table path's steps and Lua, at about a seventh fewer Redis instructions per decision.
+ * With `runs` (a script whose algorithms all run inline, by index), a consume of several
+ * entries on distinct keys runs each entry's algorithm in place too (see {@link severalInline}),
+ * and `algs` (the Lua table of the algorithms' functions) and the table path's tables are made
+ * only when a request goes to the table path: closures and tables cost every call that makes
+ * them.
  */
 const mainOf = (algs: string, fast?: InlineConsume, runs?: readonly InlineConsume[]): string => `
 ${clock}
@@ -709,9 +714,11 @@ return table.concat(R)
  * The script that decides a batch of requests: the Lua of each algorithm the requests use,
  * then a per-entry dispatch on the algorithm's index in `algorithms` sorted, so a request
  * whose rules use different algorithms is still one EVALSHA, one round trip and one atomic
- * step. Only the algorithms named are included (each costs a closure per call); with none
- * named, all of them. A script of one algorithm whose state is a few doubles consumes a
- * one-rule request with the algorithm inline, as the lone script does (see {@link mainOf}).
+ * step. Only the algorithms named are included (each costs a closure per call that uses the
+ * table path); with none named, all of them. A script of one algorithm whose state is a few
+ * doubles consumes a one-rule request with the algorithm inline, as the lone script does, and
+ * a script whose algorithms all have such states a request of several rules too (see
+ * {@link mainOf}).
  *
  * @param algorithms - The algorithms the script must handle.
  * @returns The Lua source.
@@ -906,8 +913,9 @@ const undoableWrites = (f: string): StateWrites => {
  * an entry's dry run and its commit answer alike, so one run gives the answer and the state a
  * commit leaves. An admitted entry's state is written as it goes (the request's later entries
  * read other keys) and logged (see {@link undoableWrites}); when a non-shadow entry refused,
- * every write of the request is undone, so that nothing is charged. An entry the runs cannot take (an algorithm
- * index or state size not theirs) undoes what the request did and leaves it to the table path.
+ * every write of the request is undone, so that nothing is charged. An entry the runs cannot
+ * take (an algorithm index or state size not theirs) undoes what the request did and leaves it
+ * to the table path.
  */
 function severalInline(runs: readonly InlineConsume[]): string {
   const locals = entryLocals('shadow')
