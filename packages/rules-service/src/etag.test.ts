@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { etagOf, ifMatchTags, noneMatchHits, versionOf } from './etag.js'
+import { etagOf, noneMatchHits, versionOf, writeConditions } from './etag.js'
 
 describe('etag', () => {
   const v3 = versionOf({ revision: 3, tag: 'ab12' })
@@ -26,12 +26,13 @@ describe('etag', () => {
 
   it.each([
     [undefined, undefined],
-    ['*', undefined],
+    ['*', '*'],
+    ['"7-a", *', '*'],
     ['"7-a"', ['"7-a"']],
     ['"7-a", "8-b"', ['"7-a"', '"8-b"']],
     ['W/"7-a"', []],
     ['7-a', []],
   ])('If-Match %s → %j', (header, list) => {
-    expect(ifMatchTags(header)).toEqual(list)
+    expect(writeConditions(header, undefined).ifMatch).toEqual(list)
   })
 })

@@ -47,20 +47,75 @@ function tags(header: string): string[] {
  */
 export function noneMatchHits(header: string | undefined, version: string): boolean {
   if (header === undefined) return false
-  const current = etagOf(version)
-  return tags(header).some((t) => t === '*' || t === current || t === `W/${current}`)
+  const list = tags(header)
+  return list.includes('*') || weakHit(list, etagOf(version))
+}
+
+/** Weak comparison (RFC 9110 §8.8.3.2): `W/"x"` matches `"x"`. */
+function weakHit(list: readonly string[], current: string): boolean {
+  return list.some((t) => t === current || t === `W/${current}`)
 }
 
 /**
- * The entity tags an `If-Match` header accepts (strong comparison: weak tags never match, and
- * neither does anything that is not a quoted tag).
- *
- * @param header - the header value
- * @returns undefined when there is no condition (absent or `*`), else the strong tags
+ * A write's preconditions (RFC 9110 §13.1), as its `If-Match` and `If-None-Match` headers gave
+ * them: each `*` (the target exists, or does not) or the entity tags listed.
  */
-export function ifMatchTags(header: string | undefined): string[] | undefined {
-  if (header === undefined) return undefined
-  const list = tags(header)
-  if (list.includes('*')) return undefined
-  return list.filter((t) => /^"[^"]*"$/.test(t))
+export interface WriteConditions {
+  /** `If-Match`: `*`, or its strong tags (a weak tag never matches, nor does a bare word). */
+  readonly ifMatch?: '*' | readonly string[] | undefined
+  /** `If-None-Match`: `*`, or its tags (weak comparison, so `W/"…"` counts too). */
+  readonly ifNoneMatch?: '*' | readonly string[] | undefined
+}
+
+/**
+ * Read a write's preconditions from its headers.
+ *
+ * @param ifMatch - the `If-Match` header
+ * @param ifNoneMatch - the `If-None-Match` header
+ * @returns the conditions; an absent header is no condition
+ */
+export function writeConditions(
+  ifMatch: string | undefined,
+  ifNoneMatch: string | undefined,
+): WriteConditions {
+  const list = (header: string | undefined): '*' | string[] | undefined => {
+    if (header === undefined) return undefined
+    const all = tags(header)
+    return all.includes('*') ? '*' : all
+  }
+  const match = list(ifMatch)
+  return {
+    ifMatch:
+      match === '*' || match === undefined ? match : match.filter((t) => /^"[^"]*"$/.test(t)),
+    ifNoneMatch: list(ifNoneMatch),
+  }
+}
+
+/**
+ * Evaluate a write's preconditions as RFC 9110 §13.2.2 orders them: `If-Match` when present,
+ * else `If-None-Match`. `*` asks whether the target exists (a rule for `…/rules/{id}`, the set
+ * otherwise); a list of tags compares with the set's version.
+ *
+ * @param conditions - the write's preconditions
+ * @param version - the set's current version
+ * @param exists - whether the write's target exists
+ * @returns why the precondition fails (for the 412's detail), or undefined when it holds
+ */
+export function preconditionFailure(
+  conditions: WriteConditions,
+  version: string,
+  exists: boolean,
+): string | undefined {
+  const current = etagOf(version)
+  const { ifMatch, ifNoneMatch } = conditions
+  if (ifMatch !== undefined) {
+    if (ifMatch === '*') return exists ? undefined : 'If-Match: * asks for one that exists'
+    if (ifMatch.includes(current)) return undefined
+    return `If-Match names ${ifMatch.join(' or ') || 'no strong entity tag'}, not the current version`
+  }
+  if (ifNoneMatch === undefined) return undefined
+  if (ifNoneMatch === '*') {
+    return exists ? 'If-None-Match: * asks for one that does not exist yet' : undefined
+  }
+  return weakHit(ifNoneMatch, current) ? 'If-None-Match names the current version' : undefined
 }

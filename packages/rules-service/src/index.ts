@@ -32,6 +32,7 @@ export type {
 } from './rules-repository.js'
 export { RulesRepository } from './rules-repository.js'
 export { mergePatch } from './rule-bodies.js'
+export type { WriteConditions } from './etag.js'
 export type { ProblemBody, ProblemType } from './problem.js'
 export { ProblemError } from './problem.js'
 export { validateWithCore } from './core-validator.js'

@@ -44,7 +44,15 @@ const ifMatch: Json = {
   name: 'If-Match',
   in: 'header',
   schema: { type: 'string' },
-  description: 'The ETag the change is based on; 412 when the set changed in between',
+  description:
+    "The ETag the change is based on; 412 when the set changed in between. `*`: 412 unless the URL's rule (or, for the set, the service) exists",
+}
+const writeIfNoneMatch: Json = {
+  name: 'If-None-Match',
+  in: 'header',
+  schema: { type: 'string' },
+  description:
+    "`*`: 412 when the URL's rule exists (the set always does), so a PUT only creates; ETags: 412 when the set is in one of those states. Ignored when If-Match is given",
 }
 const common = {
   '400': problem(
@@ -57,7 +65,9 @@ const common = {
 const writeErrors = {
   ...common,
   '409': problem('A rule with this id exists'),
-  '412': problem("If-Match (or the body's version) did not name the current state of the set"),
+  '412': problem(
+    "If-Match (or the body's version) did not name the current state of the set, or If-None-Match did",
+  ),
   '413': problem('Body larger than the limit'),
   '415': problem('Body is not JSON'),
 }
@@ -181,13 +191,13 @@ export function openApiDocument(): Json {
         },
         post: {
           summary: 'Create a rule (appended)',
-          parameters: [serviceParam, ifMatch],
+          parameters: [serviceParam, ifMatch, writeIfNoneMatch],
           requestBody: { required: true, content: { 'application/json': { schema: ref('Rule') } } },
           responses: { '201': ruleResponse('Created'), ...writeErrors },
         },
         put: {
           summary: 'Replace the whole set (rules absent from the body are deleted)',
-          parameters: [serviceParam, ifMatch],
+          parameters: [serviceParam, ifMatch, writeIfNoneMatch],
           requestBody: {
             required: true,
             content: {
@@ -227,7 +237,7 @@ export function openApiDocument(): Json {
         },
         put: {
           summary: 'Replace (or create) a rule',
-          parameters: [serviceParam, idParam, ifMatch],
+          parameters: [serviceParam, idParam, ifMatch, writeIfNoneMatch],
           requestBody: { required: true, content: { 'application/json': { schema: ref('Rule') } } },
           responses: {
             '200': ruleResponse('Replaced'),
@@ -238,7 +248,7 @@ export function openApiDocument(): Json {
         patch: {
           summary:
             'Change some fields of a rule (JSON merge patch, RFC 7396: null deletes a field)',
-          parameters: [serviceParam, idParam, ifMatch],
+          parameters: [serviceParam, idParam, ifMatch, writeIfNoneMatch],
           requestBody: {
             required: true,
             content: {
@@ -250,7 +260,7 @@ export function openApiDocument(): Json {
         },
         delete: {
           summary: 'Delete a rule',
-          parameters: [serviceParam, idParam, ifMatch],
+          parameters: [serviceParam, idParam, ifMatch, writeIfNoneMatch],
           responses: {
             '200': json(
               {

@@ -1,5 +1,11 @@
 import type { Db, DbSession } from './db/db.js'
-import { etagOf, versionOf, type SetVersion } from './etag.js'
+import {
+  etagOf,
+  preconditionFailure,
+  versionOf,
+  type SetVersion,
+  type WriteConditions,
+} from './etag.js'
 import { ProblemError } from './problem.js'
 import { diffRules, mergePatch, orderChange, type RuleBody } from './rule-bodies.js'
 import type {
@@ -148,15 +154,16 @@ export class RulesRepository {
    * @param service - the service name
    * @param body - the rule
    * @param actor - who (the token's name), for the audit trail
-   * @param ifMatch - the ETags the writer accepts (If-Match), if any
+   * @param conditions - the write's preconditions (If-Match, If-None-Match), if any; a list is
+   * If-Match's tags
    */
   create(
     service: string,
     body: RuleBody,
     actor: string,
-    ifMatch?: readonly string[],
+    conditions?: readonly string[] | WriteConditions,
   ): Promise<Change> {
-    return this.#change(service, actor, ifMatch, (current) => {
+    return this.#change(service, actor, conditions, undefined, (current) => {
       if (current.some((r) => r.id === body.id)) {
         throw new ProblemError(
           'conflict',
@@ -174,7 +181,8 @@ export class RulesRepository {
    * @param id - the rule id (the body's id must equal it)
    * @param body - the new rule
    * @param actor - who, for the audit trail
-   * @param ifMatch - the ETags the writer accepts (If-Match), if any
+   * @param conditions - the write's preconditions (If-Match, If-None-Match), if any; a list is
+   * If-Match's tags
    * @returns the change, and whether the rule was created
    */
   async replace(
@@ -182,10 +190,10 @@ export class RulesRepository {
     id: string,
     body: RuleBody,
     actor: string,
-    ifMatch?: readonly string[],
+    conditions?: readonly string[] | WriteConditions,
   ): Promise<Change & { created: boolean }> {
     let created = false
-    const change = await this.#change(service, actor, ifMatch, (current) => {
+    const change = await this.#change(service, actor, conditions, id, (current) => {
       const index = current.findIndex((r) => r.id === id)
       const next = [...current]
       created = index < 0
@@ -203,7 +211,8 @@ export class RulesRepository {
    * @param id - the rule id
    * @param patch - RFC 7396 merge patch
    * @param actor - who, for the audit trail
-   * @param ifMatch - the ETags the writer accepts (If-Match), if any
+   * @param conditions - the write's preconditions (If-Match, If-None-Match), if any; a list is
+   * If-Match's tags
    * @param check - validates the patched body before the set is (400 problems)
    */
   patch(
@@ -211,10 +220,10 @@ export class RulesRepository {
     id: string,
     patch: Record<string, unknown>,
     actor: string,
-    ifMatch: readonly string[] | undefined,
+    conditions: readonly string[] | WriteConditions | undefined,
     check: (patched: unknown) => RuleBody,
   ): Promise<Change> {
-    return this.#change(service, actor, ifMatch, (current) => {
+    return this.#change(service, actor, conditions, id, (current) => {
       const index = current.findIndex((r) => r.id === id)
       const before = current[index]
       if (before === undefined) throw unknownRule(service, id)
@@ -230,10 +239,16 @@ export class RulesRepository {
    * @param service - the service name
    * @param id - the rule id
    * @param actor - who, for the audit trail
-   * @param ifMatch - the ETags the writer accepts (If-Match), if any
+   * @param conditions - the write's preconditions (If-Match, If-None-Match), if any; a list is
+   * If-Match's tags
    */
-  delete(service: string, id: string, actor: string, ifMatch?: readonly string[]): Promise<Change> {
-    return this.#change(service, actor, ifMatch, (current) => {
+  delete(
+    service: string,
+    id: string,
+    actor: string,
+    conditions?: readonly string[] | WriteConditions,
+  ): Promise<Change> {
+    return this.#change(service, actor, conditions, id, (current) => {
       if (!current.some((r) => r.id === id)) throw unknownRule(service, id)
       return { next: current.filter((r) => r.id !== id), action: () => 'delete' }
     })
@@ -245,15 +260,16 @@ export class RulesRepository {
    * @param service - the service name
    * @param rules - the new set
    * @param actor - who, for the audit trail
-   * @param ifMatch - the ETags the writer accepts (If-Match), if any
+   * @param conditions - the write's preconditions (If-Match, If-None-Match), if any; a list is
+   * If-Match's tags
    */
   replaceAll(
     service: string,
     rules: RuleBody[],
     actor: string,
-    ifMatch?: readonly string[],
+    conditions?: readonly string[] | WriteConditions,
   ): Promise<Change> {
-    return this.#change(service, actor, ifMatch, () => ({
+    return this.#change(service, actor, conditions, undefined, () => ({
       next: rules,
       action: (before, after) =>
         before === undefined ? 'create' : after === undefined ? 'delete' : 'replace',
@@ -304,7 +320,9 @@ export class RulesRepository {
   async #change(
     service: string,
     actor: string,
-    ifMatch: readonly string[] | undefined,
+    given: readonly string[] | WriteConditions | undefined,
+    /** The rule the URL names, whose existence `*` asks about; undefined: the set (it exists). */
+    target: string | undefined,
     plan: (current: RuleBody[]) => PlannedChange,
   ): Promise<Change> {
     const change = await this.#db.transaction(async (tx) => {
@@ -317,19 +335,26 @@ export class RulesRepository {
       const current = toVersion(locked[0])
       const { revision } = current
       const version = versionOf(current)
-      if (ifMatch !== undefined && !ifMatch.includes(etagOf(version))) {
-        throw new ProblemError(
-          'precondition-failed',
-          `the rule set of ${JSON.stringify(service)} is at ${etagOf(version)} (revision ${revision}), not ${ifMatch.join(' or ') || 'the one given'}; reload and retry`,
-          { revision, version },
-        )
-      }
       const rules = (
         await tx.query<{ body: RuleBody }>(
           'SELECT body FROM rules WHERE service = $1 ORDER BY position',
           [service],
         )
       ).map((r) => r.body)
+      const conditions: WriteConditions = isTagList(given) ? { ifMatch: given } : (given ?? {})
+      const exists = target === undefined || rules.some((r) => r.id === target)
+      const failure = preconditionFailure(conditions, version, exists)
+      if (failure !== undefined) {
+        const subject =
+          target === undefined
+            ? `the rule set of ${JSON.stringify(service)}`
+            : `rule ${JSON.stringify(target)} of ${JSON.stringify(service)}`
+        throw new ProblemError(
+          'precondition-failed',
+          `${subject}: ${failure}; nothing was written (the set is at ${etagOf(version)}, revision ${revision}); reload and retry`,
+          { revision, version },
+        )
+      }
       const { next, action } = plan(rules)
       this.#check(next)
       const entries = diffRules(rules, next)
@@ -414,6 +439,10 @@ async function write(
     )
   }
 }
+
+const isTagList = (
+  given: readonly string[] | WriteConditions | undefined,
+): given is readonly string[] => Array.isArray(given)
 
 function unknownRule(service: string, id: string): ProblemError {
   return new ProblemError(

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { canRead, type Principal, type TokenRegistry } from '../auth.js'
 import { accessChecks } from './access.js'
-import { etagOf, ifMatchTags, noneMatchHits } from '../etag.js'
+import { etagOf, noneMatchHits, writeConditions, type WriteConditions } from '../etag.js'
 import { ProblemError } from '../problem.js'
 import { SERVICE_NAME } from '../service-name.js'
 import { unknownService } from '../unknown-service.js'
@@ -76,6 +76,10 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       'rules changed',
     )
   }
+
+  /** A write's preconditions: `If-Match` and `If-None-Match` (RFC 9110 §13.1). */
+  const conditionsOf = (request: FastifyRequest): WriteConditions =>
+    writeConditions(request.headers['if-match'], request.headers['if-none-match'])
 
   const sendWithEtag = (reply: FastifyReply, version: string, status = 200): FastifyReply =>
     reply.code(status).header('etag', etagOf(version)).header('cache-control', 'no-cache')
@@ -191,12 +195,11 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
         'revision: a revision alone cannot make a write conditional (revisions start over when the data is lost); send the set as read, with its "version", or an If-Match header with its ETag — or leave both out to write unconditionally',
       )
     }
-    const ifMatch =
-      header !== undefined
-        ? ifMatchTags(header)
-        : body.version === undefined
-          ? undefined
-          : [`"${body.version}"`]
+    const fromHeaders = conditionsOf(request)
+    const conditions: WriteConditions =
+      header !== undefined || body.version === undefined
+        ? fromHeaders
+        : { ...fromHeaders, ifMatch: [`"${body.version}"`] }
     const rules = body.rules as unknown[]
     const issues = rules.every(isObject) ? validate(rules) : ['rules: expected an array of objects']
     if (issues.length > 0)
@@ -205,7 +208,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       service,
       rules as RuleBody[],
       principal.name,
-      ifMatch,
+      conditions,
     )
     logChange(request, service, principal, change, 'replace-all', '*')
     return sendWithEtag(reply, change.version).send({
@@ -222,12 +225,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     const service = serviceParam(request.params)
     const principal = writer(request, reply, service)
     const rule = checkRule(request.body)
-    const change = await repository.create(
-      service,
-      rule,
-      principal.name,
-      ifMatchTags(request.headers['if-match']),
-    )
+    const change = await repository.create(service, rule, principal.name, conditionsOf(request))
     logChange(request, service, principal, change, 'create', rule.id)
     return sendWithEtag(reply, change.version, 201)
       .header(
@@ -254,7 +252,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       rule.id,
       rule,
       principal.name,
-      ifMatchTags(request.headers['if-match']),
+      conditionsOf(request),
     )
     logChange(request, service, principal, change, change.created ? 'create' : 'replace', rule.id)
     return sendWithEtag(reply, change.version, change.created ? 201 : 200).send({
@@ -275,7 +273,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       request.params.id,
       request.body,
       principal.name,
-      ifMatchTags(request.headers['if-match']),
+      conditionsOf(request),
       (candidate) => (patched = checkRule(candidate, request.params.id)),
     )
     logChange(request, service, principal, change, 'patch', request.params.id)
@@ -293,7 +291,7 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       service,
       request.params.id,
       principal.name,
-      ifMatchTags(request.headers['if-match']),
+      conditionsOf(request),
     )
     logChange(request, service, principal, change, 'delete', request.params.id)
     return sendWithEtag(reply, change.version).send({

@@ -1,0 +1,178 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { DATABASE_URL, dropSchema, postgresAvailable, TOKENS, uniqueSchema } from './helpers.js'
+import { createRulesService, type RulesServiceApp } from '@floodgate/rules-service'
+import { afterAll, beforeAll } from 'vitest'
+
+// A write's preconditions (RFC 9110 §13.1) against a reference model, over real HTTP and the
+// real PostgreSQL: If-Match and If-None-Match, each absent, `*`, the current ETag (strong or
+// weak), a stale one or garbage, on every write, with the rule there or not. `*` asks whether
+// the target exists (the rule for …/rules/{id}, the set otherwise); a list of tags compares
+// with the set's version. A failed precondition answers 412 and changes nothing; a request
+// that would fail anyway (404, 409) may answer that instead, and changes nothing either.
+const hasPostgres = await postgresAvailable()
+
+type Method = 'PUT rule' | 'PATCH rule' | 'DELETE rule' | 'POST rule' | 'PUT set'
+type Tag = 'absent' | '*' | 'current' | 'weak current' | 'stale' | 'garbage' | 'current, stale'
+
+const header = (tag: Tag, current: string): string | undefined => {
+  switch (tag) {
+    case 'absent':
+      return undefined
+    case '*':
+      return '*'
+    case 'current':
+      return current
+    case 'weak current':
+      return `W/${current}`
+    case 'stale':
+      return '"0-00000000000000000000000000000000"'
+    case 'garbage':
+      return 'not-a-tag'
+    case 'current, stale':
+      return `"1-ffff", ${current}`
+  }
+}
+
+/** The model: does the precondition fail? (RFC 9110 §13.2.2: If-Match first, else If-None-Match.) */
+function fails(ifMatch: Tag, ifNoneMatch: Tag, exists: boolean): boolean {
+  if (ifMatch !== 'absent') {
+    if (ifMatch === '*') return !exists
+    // Strong comparison: a weak tag or garbage never matches.
+    return !(ifMatch === 'current' || ifMatch === 'current, stale')
+  }
+  if (ifNoneMatch === 'absent') return false
+  if (ifNoneMatch === '*') return exists
+  // Weak comparison.
+  return (
+    ifNoneMatch === 'current' || ifNoneMatch === 'weak current' || ifNoneMatch === 'current, stale'
+  )
+}
+
+describe.skipIf(!hasPostgres)('write preconditions over HTTP and PostgreSQL', () => {
+  const schema = uniqueSchema('fg_rules_precond')
+  let app: RulesServiceApp | undefined
+  let base = ''
+  beforeAll(async () => {
+    app = await createRulesService({
+      databaseUrl: DATABASE_URL,
+      schema,
+      tokens: [{ name: 'ops', role: 'admin', token: TOKENS.admin }],
+      logger: false,
+    })
+    base = await app.listen({ port: 0, host: '127.0.0.1' })
+  })
+  afterAll(async () => {
+    await app?.close()
+    await dropSchema(schema)
+  })
+  const send = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string | undefined> = {},
+  ) => {
+    const set: Record<string, string> = { authorization: `Bearer ${TOKENS.admin}` }
+    for (const [k, v] of Object.entries(headers)) if (v !== undefined) set[k] = v
+    if (body !== undefined)
+      set['content-type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json'
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: set,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
+    const text = await res.text()
+    return {
+      status: res.status,
+      etag: res.headers.get('etag'),
+      body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+    }
+  }
+  let round = 0
+
+  it('property: a write proceeds exactly when its preconditions hold; a refused one changes nothing', async () => {
+    const tags: Tag[] = [
+      'absent',
+      '*',
+      'current',
+      'weak current',
+      'stale',
+      'garbage',
+      'current, stale',
+    ]
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom<Method>('PUT rule', 'PATCH rule', 'DELETE rule', 'POST rule', 'PUT set'),
+        fc.boolean(),
+        fc.constantFrom(...tags),
+        fc.constantFrom(...tags),
+        async (method, present, ifMatch, ifNoneMatch) => {
+          const service = `pre-${round++}`
+          const rules = `/v1/services/${service}/rules`
+          expect((await send('PUT', `/v1/services/${service}`)).status).toBe(201)
+          const seed = [
+            { id: 'keep', rate: '1/1m' },
+            ...(present ? [{ id: 'x', rate: '2/1m' }] : []),
+          ]
+          expect((await send('PUT', rules, { rules: seed })).status).toBe(200)
+          const before = await send('GET', `/v1/services/${service}/ruleset`)
+          const current = before.etag!
+          const conditions = {
+            'if-match': header(ifMatch, current),
+            'if-none-match': header(ifNoneMatch, current),
+          }
+          const what = `${method} (x ${present ? 'present' : 'absent'}), If-Match ${ifMatch}, If-None-Match ${ifNoneMatch}`
+          const res = await (async () => {
+            switch (method) {
+              case 'PUT rule':
+                return send('PUT', `${rules}/x`, { rate: '9/1m' }, conditions)
+              case 'PATCH rule':
+                return send('PATCH', `${rules}/x`, { rate: '9/1m' }, conditions)
+              case 'DELETE rule':
+                return send('DELETE', `${rules}/x`, undefined, conditions)
+              case 'POST rule':
+                return send('POST', rules, { id: 'x', rate: '9/1m' }, conditions)
+              case 'PUT set':
+                return send('PUT', rules, { rules: [{ id: 'x', rate: '9/1m' }] }, conditions)
+            }
+          })()
+          // What the write answers without conditions.
+          const baseline =
+            method === 'PUT rule'
+              ? present
+                ? 200
+                : 201
+              : method === 'PATCH rule' || method === 'DELETE rule'
+                ? present
+                  ? 200
+                  : 404
+                : method === 'POST rule'
+                  ? present
+                    ? 409
+                    : 201
+                  : 200
+          const exists =
+            method === 'PUT rule' || method === 'PATCH rule' || method === 'DELETE rule'
+              ? present
+              : true
+          const after = await send('GET', `/v1/services/${service}/ruleset`)
+          if (baseline >= 400) {
+            expect([baseline, 412], what).toContain(res.status)
+            expect(after.etag, what).toBe(current)
+          } else if (fails(ifMatch, ifNoneMatch, exists)) {
+            expect(res.status, `${what}: ${JSON.stringify(res.body)}`).toBe(412)
+            expect(res.body, what).toMatchObject({
+              status: 412,
+              version: JSON.parse(current) as string,
+            })
+            expect(after.etag, what).toBe(current)
+          } else {
+            expect(res.status, `${what}: ${JSON.stringify(res.body)}`).toBe(baseline)
+            expect(after.etag, what).not.toBe(current)
+          }
+        },
+      ),
+      { numRuns: 150 },
+    )
+  })
+})
