@@ -97,13 +97,21 @@ export function adminServiceOnPostgres(schemaPrefix: string) {
     await app?.close()
     await dropSchema(schema)
   })
-  const call = async (method: string, path: string, body?: unknown, ifMatch?: string) => {
+  const call = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    ifMatch?: string,
+    more: Record<string, string | undefined> = {},
+  ) => {
+    const extra = Object.entries(more).filter((e): e is [string, string] => e[1] !== undefined)
     const res = await fetch(`${base}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${TOKENS.admin}`,
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         ...(ifMatch === undefined ? {} : { 'if-match': ifMatch }),
+        ...Object.fromEntries(extra),
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     })

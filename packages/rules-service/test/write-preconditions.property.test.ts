@@ -1,8 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { DATABASE_URL, dropSchema, postgresAvailable, TOKENS, uniqueSchema } from './helpers.js'
-import { createRulesService, type RulesServiceApp } from '@floodgate/rules-service'
-import { afterAll, beforeAll } from 'vitest'
+import { adminServiceOnPostgres, postgresAvailable } from './helpers.js'
 
 // A write's preconditions (RFC 9110 §13.1) against a reference model, over real HTTP and the
 // real PostgreSQL: If-Match and If-None-Match, each absent, `*`, the current ETag (strong or
@@ -50,44 +48,13 @@ function fails(ifMatch: Tag, ifNoneMatch: Tag, exists: boolean): boolean {
 }
 
 describe.skipIf(!hasPostgres)('write preconditions over HTTP and PostgreSQL', () => {
-  const schema = uniqueSchema('fg_rules_precond')
-  let app: RulesServiceApp | undefined
-  let base = ''
-  beforeAll(async () => {
-    app = await createRulesService({
-      databaseUrl: DATABASE_URL,
-      schema,
-      tokens: [{ name: 'ops', role: 'admin', token: TOKENS.admin }],
-      logger: false,
-    })
-    base = await app.listen({ port: 0, host: '127.0.0.1' })
-  })
-  afterAll(async () => {
-    await app?.close()
-    await dropSchema(schema)
-  })
-  const send = async (
+  const { call } = adminServiceOnPostgres('fg_rules_precond')
+  const send = (
     method: string,
     path: string,
     body?: unknown,
     headers: Record<string, string | undefined> = {},
-  ) => {
-    const set: Record<string, string> = { authorization: `Bearer ${TOKENS.admin}` }
-    for (const [k, v] of Object.entries(headers)) if (v !== undefined) set[k] = v
-    if (body !== undefined)
-      set['content-type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json'
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers: set,
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    })
-    const text = await res.text()
-    return {
-      status: res.status,
-      etag: res.headers.get('etag'),
-      body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
-    }
-  }
+  ) => call(method, path, body, undefined, headers)
   let round = 0
 
   it('property: a write proceeds exactly when its preconditions hold; a refused one changes nothing', async () => {
