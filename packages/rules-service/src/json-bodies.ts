@@ -1,7 +1,7 @@
 // How request bodies become JSON. JSON is UTF-8 (RFC 8259): bytes that are not UTF-8, or a body
 // declared in another charset, are refused rather than decoded with U+FFFD in place of what
 // could not be read, which stored a header value or a description other than the one sent.
-import { decodeText } from '@floodgate/core/rules'
+import { decodeText, duplicateJsonKey } from '@floodgate/core/rules'
 import type { FastifyInstance } from 'fastify'
 import { ProblemError } from './problem.js'
 
@@ -28,7 +28,8 @@ function charsetOf(contentType: string | undefined): string | undefined {
 
 /**
  * Parse `application/json` and `application/merge-patch+json` bodies as UTF-8 JSON, refusing
- * `__proto__` and `constructor.prototype` keys; every other media type gets 415.
+ * `__proto__` and `constructor.prototype` keys and a key given twice in one object (JSON.parse
+ * would keep the last and drop the first without a word); every other media type gets 415.
  *
  * @param app - the service's Fastify app, before its routes are registered
  */
@@ -55,6 +56,16 @@ export function installJsonBodies(app: FastifyInstance): void {
       return
     }
     // The default parser calls done itself; its typed result is not a promise to wait for.
-    void parseJson(request, text, done)
+    void parseJson(request, text, (err, value) => {
+      const duplicate = err ? undefined : duplicateJsonKey(text, 'body')
+      if (duplicate === undefined) return done(err, value)
+      done(
+        new ProblemError(
+          'invalid-json',
+          `${duplicate}: given twice in one object (which value counts would depend on the parser); give each key once`,
+        ),
+        undefined,
+      )
+    })
   })
 }

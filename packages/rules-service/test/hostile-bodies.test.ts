@@ -151,6 +151,43 @@ for (const backend of [
       )
     }, 240_000)
 
+    // JSON.parse keeps the last of a key given twice (`{"rules":[…],"rules":[]}` emptied the
+    // set; `{"limit":5,"limit":5000}` stored 5000). Such a body is refused, naming the key, and
+    // nothing is stored, wherever in the body the key repeats.
+    it('refuses a body that gives a key twice in one object, naming it, storing nothing', async () => {
+      await resetRuleX()
+      const ruleset = async () =>
+        (await app.inject({ url: `/v1/services/${SERVICE}/ruleset` })).body
+      const before = await ruleset()
+      const isSet = (route: Route) => route.method === 'PUT' && route.url.endsWith('/rules')
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...routes.slice(0, 4)),
+          fc.constantFrom(
+            ['{"id":"x","window":"1m","limit":5,"limit":5000}', 'limit'],
+            ['{"id":"x","limit":5,"window":"1m","w\\u0069ndow":"1s"}', 'window'],
+            [
+              '{"id":"x","rate":"1/s","match":{"headers":{"x-a":"1","x-a":"2"}}}',
+              'match.headers["x-a"]',
+            ],
+          ),
+          async (route, [rule, path]) => {
+            const res = await send(route, isSet(route) ? `{"rules":[${rule}]}` : rule)
+            expect(res.statusCode, `${route.method} ${route.url} ${rule}`).toBe(400)
+            const problem = res.json<{ type: string; detail: string }>()
+            expect(problem.type).toMatch(/#problem-invalid-json$/)
+            expect(problem.detail).toBe(
+              `body${isSet(route) ? '.rules[0]' : ''}.${path}: given twice in one object (which value counts would depend on the parser); give each key once`,
+            )
+            expect(await ruleset()).toBe(before)
+          },
+        ),
+      )
+      const emptied = await send(routes[1]!, '{"rules":[{"id":"x","rate":"1/s"}],"rules":[]}')
+      expect(emptied.json<{ detail: string }>().detail).toMatch(/^body\.rules: given twice/)
+      expect(await ruleset()).toBe(before)
+    })
+
     // Bytes that are not UTF-8 (what Latin-1 or Windows-1252 writes for 'é', a cut sequence,
     // an encoded surrogate) were read as U+FFFD and stored: a header value or a description
     // other than the one sent, without a word. They are refused, naming where they are, and a

@@ -35,6 +35,7 @@ export type {
 } from './rule.js'
 export { canonicalPath } from './canonical-path.js'
 export { decodeText } from './sources/decode-text.js'
+export { duplicateJsonKey } from './sources/json-duplicate-keys.js'
 export { parseDuration } from '../duration.js'
 export type { LimitAnswer, LimitFunction, LimitFunctions } from '../limiter-limits.js'
 export type { AccessList } from '../lists/access-list.js'

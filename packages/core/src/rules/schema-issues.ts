@@ -57,7 +57,8 @@ export class Checker {
   }
 }
 
-function formatPath(prefix: string, path: readonly PropertyKey[]): string {
+/** A JSON path for messages: `prefix.name[2]["odd key"]`. */
+export function formatPath(prefix: string, path: readonly PropertyKey[]): string {
   let out = prefix
   for (const p of path) {
     if (typeof p === 'number') out += `[${p}]`

@@ -164,6 +164,17 @@ describe('fileRules', () => {
     expect(errors[0]!.message).toMatch(/rules file .*rules\.json is not valid JSON/)
   })
 
+  it('refuses a JSON file that gives a key twice in one object, naming it', async () => {
+    const { errors, delivered } = await setup(
+      'dup.json',
+      '{"rules":[{"id":"a","limit":5,"window":"1m","window":"1s"}]}',
+    )
+    expect(delivered).toHaveLength(0)
+    expect(errors[0]!.message).toMatch(
+      /rules file .*dup\.json is not valid JSON: it gives a key twice in one object, at rules\[0\]\.window \(which value counts would depend on the parser\); give each key once/,
+    )
+  })
+
   it('starts without a file, reports it once, and loads it when it appears', async () => {
     const { path, source, delivered, errors } = await setup('later.yaml', undefined)
     expect(errors).toHaveLength(1)

@@ -8,6 +8,7 @@ import { scopeLogger, type Logger } from '../../logger.js'
 import type { Rule } from '../rule.js'
 import { parseRulesDocument } from '../schema-document.js'
 import { isInstalled } from './optional-peer.js'
+import { duplicateKeyIssue } from './json-duplicate-keys.js'
 import { decodeText } from './decode-text.js'
 import { FailureLog, SourceRuns, type RulesSource } from './rules-source.js'
 
@@ -51,7 +52,12 @@ const isJson = (path: string): boolean => extname(path).toLowerCase() === '.json
 async function parseText(path: string, text: string): Promise<unknown> {
   const json = isJson(path)
   try {
-    if (json) return JSON.parse(text) as unknown
+    if (json) {
+      const data = JSON.parse(text) as unknown
+      const duplicate = duplicateKeyIssue(text)
+      if (duplicate !== undefined) throw new Error(`it ${duplicate}`)
+      return data
+    }
     // Loaded on first use: JSON users neither install nor load the YAML parser.
     const { parse } = await import('yaml')
     return parse(text) as unknown

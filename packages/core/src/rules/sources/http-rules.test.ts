@@ -13,7 +13,7 @@ import type { Logger } from '../../logger.js'
 import type { Rule, RuleMatch } from '../rule.js'
 import { httpRules, jitteredDelay, type HttpRulesSource } from './http-rules.js'
 
-type Mode = 'ok' | 'garbage' | 'html' | 'invalid' | 'error' | 'hang' | 'bare'
+type Mode = 'ok' | 'garbage' | 'html' | 'invalid' | 'error' | 'hang' | 'bare' | 'duplicate'
 
 interface Fake {
   server: Server
@@ -64,6 +64,10 @@ function listen(fake: Partial<Fake> & { port?: number } = {}): Promise<Fake> {
         )
       case 'bare':
         return res.end(JSON.stringify([{ id: 'bare', limit: 3, window: '1s' }]))
+      case 'duplicate':
+        // Valid JSON, but which limit counts depends on the parser: JSON.parse keeps the last.
+        res.setHeader('etag', '"dup"')
+        return res.end('{"rules":[{"id":"api","limit":1,"window":"1s","limit":1000}]}')
       case 'ok':
         if (req.headers['if-none-match'] === etag) {
           state.notModified++
@@ -324,6 +328,19 @@ describe('httpRules', () => {
     fake.revision = 2
     await source.poll()
     expect(delivered).toHaveLength(2)
+  })
+
+  it('refuses a body that gives a key twice in one object, naming it, and keeps the rules', async () => {
+    const { fake, source, delivered, errors } = await setup()
+    fake.mode = 'duplicate'
+    await source.poll()
+    expect(delivered).toHaveLength(1)
+    expect(errors.map((e) => e.message)).toEqual([
+      expect.stringMatching(
+        /: body gives a key twice in one object, at rules\[0\]\.limit \(which value counts would depend on the parser\); give each key once \(FG_ERR_RULES_SOURCE/,
+      ),
+    ])
+    expect(fake.requests.at(-1)!['if-none-match']).toBe('"rev-1"')
   })
 
   it('refuses a body larger than maxBytes and keeps the rules', async () => {

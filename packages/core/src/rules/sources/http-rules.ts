@@ -11,6 +11,7 @@ import {
   type HostReportOptions,
 } from './host-report.js'
 import { decodeText } from './decode-text.js'
+import { duplicateKeyIssue } from './json-duplicate-keys.js'
 import { FailureLog, SourceRuns, type RulesSource } from './rules-source.js'
 
 // setTimeout's ceiling.
@@ -380,6 +381,8 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       } catch {
         throw sourceError(`body is not JSON (${notJson(res.headers.get('content-type'), body)})`)
       }
+      const duplicate = duplicateKeyIssue(body)
+      if (duplicate !== undefined) throw sourceError(`body ${duplicate}`)
       const doc = parseRulesDocument(data)
       onRules(doc.rules, doc.revision ?? newEtag)
       // Remembered only once the body proved good, so a bad one is fetched (and refused) again.
