@@ -54,11 +54,14 @@ export function reportRoutes(app: FastifyInstance, options: ReportRoutesOptions)
     const version = await repository.version(service)
     if (version === undefined) throw unknownService(service)
     fleet.add(service, report)
-    reply.header('etag', etagOf(version)).header('cache-control', 'no-cache')
+    reply.header('cache-control', 'no-cache')
     if (noneMatchHits(request.headers['if-none-match'], version)) {
-      return reply.code(304).send()
+      return reply.code(304).header('etag', etagOf(version)).send()
     }
-    return reply.send(await repository.ruleset(service))
+    // The ETag of the set sent, read with it: a write committed since the version was read
+    // is in the body, and an ETag of the state before would name a set the host never got.
+    const set = await repository.ruleset(service)
+    return reply.header('etag', etagOf(set.version)).send(set)
   })
 
   app.get<{ Params: ServiceParams }>('/v1/services/:service/fleet', async (request, reply) => {
