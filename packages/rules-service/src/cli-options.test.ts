@@ -1,8 +1,11 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { parseCli } from './cli-options.js'
+
+type Options = ReturnType<typeof parseCli>['options']
 
 describe('parseCli', () => {
   it('defaults to embedded storage in ./.floodgate-data on 127.0.0.1:8080', () => {
@@ -85,7 +88,70 @@ describe('parseCli', () => {
     expect(parseCli([], {}).command).toBe('help')
     expect(parseCli(['serve', '--help'], {}).command).toBe('help')
     expect(() => parseCli(['start'], {})).toThrow(/unknown command "start"/)
-    expect(() => parseCli(['serve', '--port', 'x'], {})).toThrow(/--port: expected a whole number/)
+    expect(() => parseCli(['serve', '--port', 'x'], {})).toThrow(
+      /--port: expected a whole number from 0 to 65535, got "x"/,
+    )
     expect(() => parseCli(['serve', '--nope'], {})).toThrow()
+  })
+
+  // Number() reads '' as 0 (an empty PORT= listened on a random port), and ' 80', '0x1F90',
+  // '1e3' or '8080.0' as numbers nobody wrote. Numbers from the command line or the environment
+  // are decimal digits, within the option's range, or refused naming the option.
+  it('property: a number option is taken exactly when it is decimal digits within its range', () => {
+    const options = [
+      { flag: '--port', env: 'PORT', min: 0, max: 65_535, read: (o: Options) => o.port },
+      {
+        flag: '--body-limit',
+        env: undefined,
+        min: 1,
+        max: 2 ** 31 - 1,
+        read: (o: Options) => o.bodyLimit,
+      },
+      {
+        flag: '--database-timeout',
+        env: 'FLOODGATE_DATABASE_TIMEOUT_MS',
+        min: 1,
+        max: 2 ** 31 - 1001,
+        read: (o: Options) => o.databaseTimeoutMs,
+      },
+    ]
+    const spelling = fc.oneof(
+      fc.nat({ max: 2 ** 32 }).map(String),
+      fc.constantFrom(
+        '',
+        ' ',
+        ' 80',
+        '80 ',
+        '+80',
+        '-1',
+        '0x1F90',
+        '1e3',
+        '8080.0',
+        '08080',
+        '٨٠',
+        'Infinity',
+        'NaN',
+        '99999999999999999999',
+      ),
+      fc.string({ unit: fc.constantFrom('0', '1', '9', ' ', '.', 'e', 'x', '-', '+') }),
+    )
+    fc.assert(
+      fc.property(fc.constantFrom(...options), spelling, fc.boolean(), (option, value, viaEnv) => {
+        const env: Record<string, string> = { DATABASE_URL: 'postgres://db/x' }
+        const argv = ['serve']
+        if (viaEnv && option.env !== undefined) env[option.env] = value
+        else argv.push(`${option.flag}=${value}`)
+        const n = Number(value)
+        const ok = /^\d+$/.test(value) && n >= option.min && n <= option.max
+        if (ok) expect(option.read(parseCli(argv, env).options)).toBe(n)
+        else
+          expect(() => parseCli(argv, env), `${option.flag} ${JSON.stringify(value)}`).toThrow(
+            new RegExp(
+              `^${option.flag}: expected a whole number from ${option.min} to ${option.max}, got `,
+            ),
+          )
+      }),
+      { numRuns: 1000 },
+    )
   })
 })

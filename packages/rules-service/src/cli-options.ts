@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import type { TokenOptions } from './auth.js'
+import { MAX_DB_TIMEOUT_MS } from './db/pg-db.js'
 import type { StartRulesServiceOptions } from './rules-service.js'
 
 /** `floodgate-rules --help`. */
@@ -40,11 +41,23 @@ export interface CliCommand {
   options: StartRulesServiceOptions
 }
 
-const intOption = (name: string, value: string | undefined): number | undefined => {
+/**
+ * A number from the command line or the environment: decimal digits within `min`-`max`.
+ * Number() alone would read '' as 0 (an empty `PORT=` listened on a random port) and ' 80',
+ * '0x1F90' or '1e3' as numbers nobody wrote.
+ */
+const intOption = (
+  name: string,
+  value: string | undefined,
+  min: number,
+  max: number,
+): number | undefined => {
   if (value === undefined) return undefined
-  const n = Number(value)
-  if (!Number.isInteger(n) || n < 0)
-    throw new TypeError(`${name}: expected a whole number, got ${JSON.stringify(value)}`)
+  const n = /^\d{1,16}$/.test(value) ? Number(value) : NaN
+  if (!(n >= min && n <= max))
+    throw new TypeError(
+      `${name}: expected a whole number from ${min} to ${max}, got ${JSON.stringify(value)}`,
+    )
   return n
 }
 
@@ -124,16 +137,18 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliCo
             databaseTimeoutMs: intOption(
               '--database-timeout',
               values['database-timeout'] ?? env.FLOODGATE_DATABASE_TIMEOUT_MS,
+              1,
+              MAX_DB_TIMEOUT_MS,
             ),
           }
         : { dataDir: values['data-dir'] ?? env.FLOODGATE_DATA_DIR ?? '.floodgate-data' }),
       schema: values.schema ?? env.FLOODGATE_SCHEMA,
-      port: intOption('--port', values.port ?? env.PORT) ?? 8080,
+      port: intOption('--port', values.port ?? env.PORT, 0, 65_535) ?? 8080,
       host: values.host ?? env.HOST ?? '127.0.0.1',
       tokens,
       ...(values['require-read-token'] ? { requireReadToken: true } : {}),
       services: values.service ?? [],
-      bodyLimit: intOption('--body-limit', values['body-limit']),
+      bodyLimit: intOption('--body-limit', values['body-limit'], 1, 2 ** 31 - 1),
       logger: { level: values['log-level'] ?? env.LOG_LEVEL ?? 'info' },
     },
   }

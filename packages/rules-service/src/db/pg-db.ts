@@ -27,6 +27,8 @@ export interface PgDbOptions {
 
 /** Default of {@link PgDbOptions.timeoutMs}. */
 export const DEFAULT_DB_TIMEOUT_MS = 10_000
+/** Largest {@link PgDbOptions.timeoutMs}: the query's own deadline (one second more) is a timer. */
+export const MAX_DB_TIMEOUT_MS: number = 2 ** 31 - 1001
 
 /**
  * Connect to a PostgreSQL server through a `pg` pool.
@@ -98,9 +100,9 @@ export async function openPgDb(options: PgDbOptions): Promise<Db> {
 
 function checkTimeoutMs(v: unknown): number {
   if (v === undefined) return DEFAULT_DB_TIMEOUT_MS
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 2 ** 31 - 1001) {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_DB_TIMEOUT_MS) {
     throw new TypeError(
-      `databaseTimeoutMs: expected a whole number of milliseconds from 1 to ${2 ** 31 - 1001}, got ${JSON.stringify(v) ?? typeof v}`,
+      `databaseTimeoutMs: expected a whole number of milliseconds from 1 to ${MAX_DB_TIMEOUT_MS}, got ${JSON.stringify(v) ?? typeof v}`,
     )
   }
   return v
