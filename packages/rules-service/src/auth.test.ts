@@ -16,6 +16,41 @@ describe('TokenRegistry', () => {
     expect(registry.authenticate('Bearer  read-token-0123456789 ')?.name).toBe('hosts')
   })
 
+  // Scopes are a list of service names. A string was spread into its letters (a token for
+  // "checkout" covered the services c, h, e, k, o, u and t, and start created them).
+  it('property: refuses services that are not a list of service names, naming the entry', () => {
+    const shape = fc.oneof(
+      fc.constantFrom<unknown>('checkout', 7, null, {}, { 0: 'checkout' }, true),
+      fc.array(fc.constantFrom<unknown>('checkout', 'search', '', ' x', 'a/b', 3, null, ['c']), {
+        minLength: 1,
+        maxLength: 3,
+      }),
+    )
+    fc.assert(
+      fc.property(shape, fc.constantFrom('read' as const, 'write' as const), (services, role) => {
+        const make = () =>
+          new TokenRegistry([
+            { name: 'ops', role: 'admin', token: 'admin-token-0123456789' },
+            { name: 't', role, services: services as string[], token: 'team-token-0123456789' },
+          ])
+        const names = Array.isArray(services) ? (services as unknown[]) : undefined
+        const bad = names?.findIndex(
+          (n) => typeof n !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(n),
+        )
+        if (names === undefined) {
+          expect(make).toThrow(/^tokens\[1\]\.services: expected a list of service names, got /)
+        } else if (bad !== undefined && bad >= 0) {
+          expect(make).toThrow(
+            new RegExp(`^tokens\\[1\\]\\.services\\[${bad}\\]: expected a service name`),
+          )
+        } else {
+          const principal = make().authenticate('Bearer team-token-0123456789')
+          expect([...(principal?.services ?? [])]).toEqual([...new Set(names)])
+        }
+      }),
+    )
+  })
+
   // A token holding what `Authorization: Bearer <token>` cannot carry (the newline a secret
   // file ends with, a space, a non-ASCII letter) was accepted and then never matched: the
   // service started, and every write answered 401.

@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
+import { checkServiceName } from './service-name.js'
 import { unstorableReason } from './storable-json.js'
 
 /** What a token may do. */
@@ -77,6 +78,18 @@ export class TokenRegistry {
         throw new TypeError(
           `tokens[${i}].role: expected admin, write or read, got ${JSON.stringify(t.role)}`,
         )
+      }
+      // A list of service names: a string would be spread into its letters, each a service.
+      const services: unknown = t.services
+      if (services !== undefined) {
+        if (!Array.isArray(services)) {
+          throw new TypeError(
+            `tokens[${i}].services: expected a list of service names, got ${JSON.stringify(services) ?? typeof services}`,
+          )
+        }
+        services.forEach((name: unknown, j) => {
+          checkServiceName(name as string, `tokens[${i}].services[${j}]`)
+        })
       }
       if (t.role === 'write' && (t.services === undefined || t.services.length === 0)) {
         throw new TypeError(`tokens[${i}].services: a write token needs the services it may change`)

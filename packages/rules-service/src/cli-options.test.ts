@@ -84,6 +84,34 @@ describe('parseCli', () => {
     )
   })
 
+  // A tokens file is access control: a field read otherwise than it was meant must stop the
+  // start. `"service": [...]` (a typo) left a read token covering every service, and
+  // `"services": "checkout"` (a string) scoped a token to the services c, h, e, k, o, u and t,
+  // each created at start.
+  it('refuses a tokens file whose entries have unknown fields, wrong shapes or a key twice', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fg-cli-'))
+    const cases: [string, RegExp][] = [
+      [
+        '[{"name":"hosts","role":"read","service":["checkout"],"token":"read-token-0123456789"}]',
+        /tokens\[0\]: unknown field "service" \(expected name, role, services, token, tokenEnv\)/,
+      ],
+      ['["read-token-0123456789"]', /tokens\[0\]: expected an object/],
+      [
+        '[{"name":"hosts","role":"read","role":"admin","token":"read-token-0123456789"}]',
+        /gives a key twice in one object, at \[0\]\.role/,
+      ],
+    ]
+    for (const [i, [text, error]] of cases.entries()) {
+      const file = join(dir, `tokens-${i}.json`)
+      writeFileSync(file, text)
+      expect(() => parseCli(['serve', '--tokens-file', file], {}), text).toThrow(error)
+    }
+    // What Windows editors write: a byte order mark before the JSON.
+    const bom = join(dir, 'bom.json')
+    writeFileSync(bom, `\uFEFF[{"name":"hosts","role":"read","token":"read-token-0123456789"}]`)
+    expect(parseCli(['serve', '--tokens-file', bom], {}).options.tokens).toHaveLength(1)
+  })
+
   it('shows help, and refuses unknown commands and bad numbers', () => {
     expect(parseCli([], {}).command).toBe('help')
     expect(parseCli(['serve', '--help'], {}).command).toBe('help')

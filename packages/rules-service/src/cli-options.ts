@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import { decodeText, duplicateJsonKey } from '@floodgate/core/rules'
 import type { TokenOptions } from './auth.js'
 import { MAX_DB_TIMEOUT_MS } from './db/pg-db.js'
 import type { StartRulesServiceOptions } from './rules-service.js'
@@ -68,7 +69,14 @@ const intOption = (
 function readTokensFile(path: string, env: NodeJS.ProcessEnv): TokenOptions[] {
   let data: unknown
   try {
-    data = JSON.parse(readFileSync(path, 'utf8'))
+    // UTF-8 or UTF-16, a byte order mark (as Windows editors write one) left out.
+    const text = decodeText(readFileSync(path))
+    data = JSON.parse(text)
+    // Access control read otherwise than written is worse than no start: `"role"` twice.
+    const duplicate = duplicateJsonKey(text)
+    if (duplicate !== undefined) {
+      throw new Error(`it gives a key twice in one object, at ${duplicate}; give each key once`)
+    }
   } catch (err) {
     throw new TypeError(`--tokens-file ${path}: ${(err as Error).message}`)
   }
@@ -76,7 +84,19 @@ function readTokensFile(path: string, env: NodeJS.ProcessEnv): TokenOptions[] {
   if (!Array.isArray(list))
     throw new TypeError(`--tokens-file ${path}: expected a JSON list of tokens`)
   return list.map((entry: unknown, i) => {
-    const t = (entry ?? {}) as Partial<TokenOptions> & { tokenEnv?: string }
+    if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
+      throw new TypeError(
+        `--tokens-file ${path}: tokens[${i}]: expected an object { name, role, services?, token | tokenEnv }, got ${JSON.stringify(entry)}`,
+      )
+    }
+    // A misspelt field is not ignored: `"service"` for `"services"` left a token unscoped.
+    const unknown = Object.keys(entry).find((k) => !TOKEN_FIELDS.includes(k))
+    if (unknown !== undefined) {
+      throw new TypeError(
+        `--tokens-file ${path}: tokens[${i}]: unknown field ${JSON.stringify(unknown)} (expected ${TOKEN_FIELDS.join(', ')})`,
+      )
+    }
+    const t = entry as Partial<TokenOptions> & { tokenEnv?: string }
     const token = t.tokenEnv !== undefined ? env[t.tokenEnv] : t.token
     if (token === undefined) {
       throw new TypeError(
@@ -86,6 +106,9 @@ function readTokensFile(path: string, env: NodeJS.ProcessEnv): TokenOptions[] {
     return { name: t.name ?? '', role: t.role ?? 'read', services: t.services, token }
   })
 }
+
+/** The fields of a tokens file's entry. */
+const TOKEN_FIELDS: readonly string[] = ['name', 'role', 'services', 'token', 'tokenEnv']
 
 /**
  * Turn argv and the environment into service options.

@@ -124,7 +124,8 @@ export async function createRulesService(
   // Bad names fail at start, before any database is opened.
   const services = [
     ...(options.services ?? []).map((name, i) => checkServiceName(name, `services[${i}]`)),
-    ...tokens.namedServices.map((name) => checkServiceName(name, 'tokens[].services')),
+    // Checked by the registry, naming the token and the entry.
+    ...tokens.namedServices,
   ]
   const validate = options.validate ?? validateWithCore
   // Bad fleet options fail at start too.

@@ -8,7 +8,7 @@ describe('createRulesService options', () => {
     [{ services: ['checkout', 'bad name'] }, /services\[1\]: expected a service name/],
     [
       { tokens: [{ name: 't', role: 'write' as const, services: ['a/b'], token: 'x'.repeat(16) }] },
-      /tokens\[\]\.services: expected a service name/,
+      /tokens\[0\]\.services\[0\]: expected a service name/,
     ],
     [{ tokens: [{ name: 't', role: 'admin' as const, token: 'short' }] }, /tokens\[0\]\.token/],
   ])('refuses %j', async (options, message) => {
