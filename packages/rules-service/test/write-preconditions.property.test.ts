@@ -142,4 +142,31 @@ describe.skipIf(!hasPostgres)('write preconditions over HTTP and PostgreSQL', ()
       { numRuns: 150 },
     )
   })
+
+  it('property: of writers racing to create one rule with If-None-Match: *, exactly one wins', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: 8 }), async (writers) => {
+        const service = `pre-${round++}`
+        expect((await send('PUT', `/v1/services/${service}`)).status).toBe(201)
+        const results = await Promise.all(
+          Array.from({ length: writers }, (_, i) =>
+            send(
+              'PUT',
+              `/v1/services/${service}/rules/x`,
+              { rate: `${i + 1}/1m` },
+              { 'if-none-match': '*' },
+            ),
+          ),
+        )
+        const statuses = results.map((r) => r.status).sort()
+        expect(statuses).toEqual([201, ...Array.from({ length: writers - 1 }, () => 412)])
+        const winner = results.find((r) => r.status === 201)!.body as { rule: { rate: string } }
+        const set = await send('GET', `/v1/services/${service}/ruleset`)
+        expect((set.body as { rules: unknown[] }).rules).toEqual([
+          { id: 'x', rate: winner.rule.rate },
+        ])
+      }),
+      { numRuns: 15 },
+    )
+  })
 })
