@@ -8,6 +8,7 @@ import {
 import { FloodgateError } from '../errors.js'
 import { checkPositiveInt } from '../options/checks.js'
 import { checkChargeable, unchargeableRule } from './chargeable.js'
+import { IdleQueue } from './idle-queue.js'
 import type { CompiledRule } from '../rules/compiled-rules.js'
 import type { ConsumeEntry, RefundEntry, StateEntry, Store } from './store.js'
 
@@ -40,6 +41,9 @@ const SWEEP_GRACE_MS = 60_000
 /** Whether a slot is in use by the request being decided, so it must not be evicted. */
 type Pinned = (table: RuleTable, slot: number) => boolean
 
+// What IdleQueue.pop hands back, reused.
+const POPPED = { key: '', slot: 0 }
+
 /**
  * State of one rule: key → slot in a packed Float64Array (a stride of the algorithm's state
  * size per slot), so a key costs its Map entry plus a few numbers, not an object.
@@ -51,6 +55,13 @@ class RuleTable {
   private readonly freeSlots: number[] = []
   private nextSlot = 1 // slot 0 stays fresh: it answers for keys refused because the store is full
   private sweep: Iterator<[string, number]> | undefined
+  /**
+   * Built when a full store's scans meet no fresh entry, then kept while the store stays at
+   * least half full: every entry has a record no later than the moment its state can be fresh
+   * (a write that may bring that moment forward, a new key or a refund, adds one), so a
+   * newcomer is refused only when no entry is fresh, and without a scan of the whole table.
+   */
+  private queue: IdleQueue | undefined
 
   constructor(
     readonly algorithm: Algorithm,
@@ -78,7 +89,18 @@ class RuleTable {
       }
     }
     this.index.set(key, slot)
+    this.queue?.push(Number.NEGATIVE_INFINITY, key, slot)
     return slot
+  }
+
+  /** After a write that may bring forward the moment the entry is fresh (a refund). */
+  touched(key: string, slot: number): void {
+    this.queue?.push(Number.NEGATIVE_INFINITY, key, slot)
+  }
+
+  /** The store is no longer under pressure: stop keeping the queue up to date. */
+  dropQueue(): void {
+    this.queue = undefined
   }
 
   remove(key: string, slot: number): void {
@@ -134,6 +156,49 @@ class RuleTable {
       }
     }
     return false
+  }
+
+  /**
+   * Evict an entry whose state is back to fresh wherever it sits in the table; false only when
+   * none is (or each one that is belongs to the request being decided).
+   */
+  evictFresh(nowMs: number, pinned: Pinned): boolean {
+    let q = this.queue
+    // Rebuilt when the clock went back, since a state dated past the horizon then reads as
+    // fresh at once, and when stale records outnumber the entries.
+    if (q === undefined || nowMs < q.nowMs || q.size > 2 * this.index.size + 64) {
+      q = this.queue = new IdleQueue(nowMs)
+      for (const [key, slot] of this.index) q.push(this.idleAt(slot, nowMs), key, slot)
+    }
+    q.nowMs = nowMs
+    let evicted = false
+    // Fresh entries of the request being decided: looked at again next time.
+    const keptKeys: string[] = []
+    const keptSlots: number[] = []
+    while (q.topAt() <= nowMs) {
+      q.pop(POPPED)
+      const { key, slot } = POPPED
+      // Removed since, or its slot now holds another key (which has its own record).
+      if (this.index.get(key) !== slot) continue
+      const idleAt = this.idleAt(slot, nowMs)
+      if (idleAt > nowMs) q.push(idleAt, key, slot)
+      else if (pinned(this, slot)) {
+        keptKeys.push(key)
+        keptSlots.push(slot)
+      } else {
+        this.remove(key, slot)
+        evicted = true
+        break
+      }
+    }
+    for (let i = 0; i < keptKeys.length; i++) {
+      q.push(Number.NEGATIVE_INFINITY, keptKeys[i]!, keptSlots[i]!)
+    }
+    return evicted
+  }
+
+  private idleAt(slot: number, nowMs: number): number {
+    return this.algorithm.idleAtMs(this.slab, slot * this.stride, this.params, nowMs)
   }
 }
 
@@ -206,26 +271,32 @@ export class MemoryStore implements Store {
     if (found >= 0) return found
     if (cost === 0) return 0
     this.keyCount -= t.sweepIdle(SWEEP_PER_INSERT, nowMs, this.pinned)
-    if (this.keyCount >= this.maxKeys && !this.makeRoom(t, nowMs)) {
-      this.overflowed++
-      return -1
-    }
+    if (this.keyCount >= this.maxKeys) {
+      if (!this.makeRoom(t, nowMs)) {
+        this.overflowed++
+        return -1
+      }
+    } else if (this.keyCount < this.maxKeys / 2) t.dropQueue()
     this.keyCount++
     return t.allocate(key)
   }
 
-  /** Evict fresh state from the rule's own table first, then from the others. */
+  /**
+   * Evict fresh state from the rule's own table first, then from the others: a short scan of
+   * each, then, if that met none, a search of each that finds fresh state wherever it sits.
+   */
   private makeRoom(t: RuleTable, nowMs: number): boolean {
-    if (t.evictOne(nowMs, this.pinned)) {
-      this.keyCount--
-      return true
-    }
-    for (const other of this.tables.values()) {
-      if (other !== t && other.evictOne(nowMs, this.pinned)) {
-        this.keyCount--
-        return true
-      }
-    }
+    const room =
+      this.evictWith(t, (table) => table.evictOne(nowMs, this.pinned)) ||
+      this.evictWith(t, (table) => table.evictFresh(nowMs, this.pinned))
+    if (room) this.keyCount--
+    return room
+  }
+
+  /** Runs `evict` on the rule's own table, then on each other, until one evicts an entry. */
+  private evictWith(t: RuleTable, evict: (table: RuleTable) => boolean): boolean {
+    if (evict(t)) return true
+    for (const other of this.tables.values()) if (other !== t && evict(other)) return true
     return false
   }
 
@@ -334,7 +405,9 @@ export class MemoryStore implements Store {
     for (const e of entries) {
       const t = this.table(e.rule)
       const slot = t.find(e.key)
-      if (slot >= 0) t.algorithm.refund(t.slab, slot * t.stride, t.params, e.cost, nowMs)
+      if (slot < 0) continue
+      t.algorithm.refund(t.slab, slot * t.stride, t.params, e.cost, nowMs)
+      t.touched(e.key, slot)
     }
   }
 
