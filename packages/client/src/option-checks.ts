@@ -82,3 +82,71 @@ export function checkKnownKeys(name: string, value: object, known: readonly stri
     }
   }
 }
+
+/**
+ * A number checked by `inRange` (a TypeError for anything but a number, a RangeError for a
+ * number out of range); `def` when left out.
+ */
+function checkNumber(
+  name: string,
+  value: unknown,
+  def: number,
+  expected: string,
+  inRange: (n: number) => boolean,
+): number {
+  if (value === undefined) return def
+  if (typeof value !== 'number') throw optionError(name, expected, value)
+  if (!inRange(value)) throw new RangeError(optionMessage(name, expected, value))
+  return value
+}
+
+/** An optional number `>= 0`, `Infinity` included (no bound); `def` when left out. */
+export function checkNonNegative(name: string, value: unknown, def: number): number {
+  return checkNumber(name, value, def, 'a number >= 0', (n) => n >= 0)
+}
+
+/** An optional integer `>= 1`; `def` when left out. */
+export function checkCount(name: string, value: unknown, def: number): number {
+  return checkNumber(name, value, def, 'an integer >= 1', (n) => Number.isInteger(n) && n >= 1)
+}
+
+/** An optional boolean; `def` when left out. */
+export function checkBoolean(name: string, value: unknown, def: boolean): boolean {
+  if (value === undefined) return def
+  if (typeof value !== 'boolean') throw optionError(name, 'a boolean', value)
+  return value
+}
+
+/** An optional array of HTTP statuses (integers from 100 to 599); `def` when left out. */
+export function checkStatuses(
+  name: string,
+  value: unknown,
+  def: readonly number[],
+): readonly number[] {
+  if (value === undefined) return def
+  const expected = 'an array of HTTP statuses (integers from 100 to 599)'
+  if (!Array.isArray(value) || value.some((s) => typeof s !== 'number')) {
+    throw optionError(name, expected, value)
+  }
+  const statuses = value as number[]
+  if (!statuses.every((s) => Number.isInteger(s) && s >= 100 && s <= 599)) {
+    throw new RangeError(optionMessage(name, expected, value))
+  }
+  return statuses
+}
+
+/** An optional string among `allowed`; `def` when left out. */
+export function checkOneOf<T extends string>(
+  name: string,
+  value: unknown,
+  def: T,
+  allowed: readonly T[],
+): T {
+  if (value === undefined) return def
+  const expected = allowed.map((a) => `'${a}'`).join(' or ')
+  if (typeof value !== 'string') throw optionError(name, expected, value)
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new RangeError(optionMessage(name, expected, value))
+  }
+  return value as T
+}

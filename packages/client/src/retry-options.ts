@@ -2,6 +2,16 @@ import { createAdaptiveThrottle } from './adaptive-throttle.js'
 import type { AdaptiveThrottle, AdaptiveThrottleOptions } from './adaptive-throttle.js'
 import { DEFAULT_BASE_MS, DEFAULT_CAP_MS } from './backoff.js'
 import type { Jitter } from './backoff.js'
+import {
+  checkBoolean,
+  checkCount,
+  checkFunction,
+  checkNonNegative,
+  checkObject,
+  checkOneOf,
+  checkSignal,
+  checkStatuses,
+} from './option-checks.js'
 import { sleep as defaultSleep } from './sleep.js'
 import type { Sleep } from './sleep.js'
 
@@ -138,14 +148,6 @@ export interface ResolvedOptions {
   readonly throttle: AdaptiveThrottle | undefined
 }
 
-function nonNegative(name: string, value: number | undefined, fallback: number): number {
-  if (value === undefined) return fallback
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0) {
-    throw new RangeError(`${name}: expected a number >= 0, got ${String(value)}`)
-  }
-  return value
-}
-
 function isThrottle(value: object): value is AdaptiveThrottle {
   const t = value as Partial<AdaptiveThrottle>
   return typeof t.admit === 'function' && typeof t.accepted === 'function'
@@ -167,31 +169,28 @@ function resolveThrottle(
   return createAdaptiveThrottle({ clock, random, ...option })
 }
 
+/**
+ * Checks every option when the wrapper is created: a value of the wrong type is a TypeError, a
+ * number or name out of range a RangeError, each naming the option.
+ */
 export function resolveOptions(options: RetryOptions): ResolvedOptions {
-  const maxAttempts = nonNegative('maxAttempts', options.maxAttempts, 5)
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
-    throw new RangeError(`maxAttempts: expected an integer >= 1, got ${String(maxAttempts)}`)
-  }
-  const jitter = options.jitter ?? 'full'
-  if (jitter !== 'full' && jitter !== 'none') {
-    throw new RangeError(`jitter: expected 'full' or 'none', got ${String(jitter)}`)
-  }
-  const random = options.random ?? Math.random
-  const clock = options.clock ?? Date.now
+  checkObject('options', options)
+  const random = checkFunction('random', options.random, Math.random)
+  const clock = checkFunction('clock', options.clock, Date.now)
   return {
-    baseMs: nonNegative('baseMs', options.baseMs, DEFAULT_BASE_MS),
-    capMs: nonNegative('capMs', options.capMs, DEFAULT_CAP_MS),
-    maxAttempts,
-    maxTotalMs: nonNegative('maxTotalMs', options.maxTotalMs, 60_000),
-    retryOn: new Set(options.retryOn ?? [429, 503]),
-    retryNonIdempotent: options.retryNonIdempotent ?? false,
-    retryNetworkErrors: options.retryNetworkErrors ?? true,
-    jitter,
+    baseMs: checkNonNegative('baseMs', options.baseMs, DEFAULT_BASE_MS),
+    capMs: checkNonNegative('capMs', options.capMs, DEFAULT_CAP_MS),
+    maxAttempts: checkCount('maxAttempts', options.maxAttempts, 5),
+    maxTotalMs: checkNonNegative('maxTotalMs', options.maxTotalMs, 60_000),
+    retryOn: new Set(checkStatuses('retryOn', options.retryOn, [429, 503])),
+    retryNonIdempotent: checkBoolean('retryNonIdempotent', options.retryNonIdempotent, false),
+    retryNetworkErrors: checkBoolean('retryNetworkErrors', options.retryNetworkErrors, true),
+    jitter: checkOneOf<Jitter>('jitter', options.jitter, 'full', ['full', 'none']),
     random,
-    sleep: options.sleep ?? defaultSleep,
+    sleep: checkFunction<Sleep>('sleep', options.sleep, defaultSleep),
     clock,
-    onRetry: options.onRetry,
-    signal: options.signal,
+    onRetry: checkFunction<RetryOptions['onRetry']>('onRetry', options.onRetry, undefined),
+    signal: checkSignal('signal', options.signal),
     throttle: resolveThrottle(options.adaptiveThrottle, clock, random),
   }
 }
