@@ -82,6 +82,10 @@ async function discardBody(response: Response): Promise<void> {
  * One attempt through the adaptive throttle, when there is one: counted as a request, refused
  * locally or sent, and counted as accepted when the server answers neither 429 nor 503. A
  * network error or an abort counts as a request the server did not accept.
+ *
+ * An abort of the call, before or during the attempt, rejects with the signal's reason,
+ * whatever the fetch did with it: a fetch that ignores its signal may still answer, or fail
+ * with a network error or an abort error of its own.
  */
 async function sendAttempt(
   fetchImpl: FetchLike,
@@ -90,13 +94,20 @@ async function sendAttempt(
   init: RequestInit | undefined,
   signal: AbortSignal | undefined,
 ): Promise<Response> {
-  // An aborted call rejects with its reason before anything is sent or counted, even through
-  // a fetch that ignores its signal.
   if (signal?.aborted) throw signal.reason
-  if (throttle === undefined) return fetchImpl(input(), init)
-  if (!throttle.admit()) return new LocallyRefusedResponse()
-  const response = await fetchImpl(input(), init)
-  if (!THROTTLED_STATUSES.has(response.status)) throttle.accepted()
+  if (throttle !== undefined && !throttle.admit()) return new LocallyRefusedResponse()
+  let response: Response
+  try {
+    response = await fetchImpl(input(), init)
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason
+    throw error
+  }
+  if (throttle !== undefined && !THROTTLED_STATUSES.has(response.status)) throttle.accepted()
+  if (signal?.aborted) {
+    void discardBody(response)
+    throw signal.reason
+  }
   return response
 }
 

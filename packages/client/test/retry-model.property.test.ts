@@ -10,7 +10,10 @@ import { backoffDelayMs, withRetry, type FetchInput } from '@floodgate/client'
 // - a refusal (429, 503) is retried while attempts and budget are left; any other status ends;
 // - the wait is max(server ask, min(backoff, budget left)); a server ask past the budget left
 //   ends the retries at once, with the refusal;
-// - an abort during a wait rejects with its reason, and nothing more is sent.
+// - an abort during a wait rejects with its reason, and nothing more is sent;
+// - so does an abort while an attempt is in flight, whatever the fetch does then (answers as if
+//   it had not heard, fails as a network error, rejects with an abort error of its own), and
+//   onRetry is not called for a call already aborted.
 
 const METHODS = ['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS', 'POST', 'PATCH'] as const
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS'])
@@ -34,6 +37,10 @@ interface Case {
   readonly answers: readonly Answer[]
   /** Abort during this wait (1 for the first), if any. */
   readonly abortAtWait: number | undefined
+  /** Abort while this attempt (1 for the first) is in flight, if any. */
+  readonly abortAtAttempt: number | undefined
+  /** What the fetch does with an attempt aborted in flight. */
+  readonly abortedFetch: 'answers' | 'network-error' | 'own-abort-error'
 }
 
 interface Outcome {
@@ -48,6 +55,7 @@ function model(c: Case): Outcome {
   const waits: number[] = []
   let waited = 0
   for (let attempt = 1; ; attempt++) {
+    if (c.abortAtAttempt === attempt) return { sent: attempt, waits, result: { aborted: true } }
     const answer = c.answers[attempt - 1] ?? { status: 200, retryAfter: undefined }
     const refused = answer.status === 429 || answer.status === 503
     if (!refused || !retryable || attempt >= c.maxAttempts) {
@@ -86,6 +94,12 @@ const testCase: fc.Arbitrary<Case> = fc.record({
   draw: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
   answers: fc.array(answer, { minLength: 1, maxLength: 8 }),
   abortAtWait: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+  abortAtAttempt: fc.option(fc.integer({ min: 1, max: 7 }), { nil: undefined }),
+  abortedFetch: fc.constantFrom<Case['abortedFetch']>(
+    'answers',
+    'network-error',
+    'own-abort-error',
+  ),
 })
 
 function bodyOf(kind: BodyKind): BodyInit | undefined {
@@ -113,8 +127,21 @@ describe('withRetry against its model (property)', () => {
           const a = c.answers[bodies.length - 1] ?? { status: 200, retryAfter: undefined }
           const headers: Record<string, string> =
             a.retryAfter === undefined ? {} : { 'retry-after': String(a.retryAfter) }
+          if (c.abortAtAttempt === bodies.length) {
+            // The caller gives up while this attempt is in flight; this fetch does not listen.
+            controller.abort(reason)
+            if (c.abortedFetch === 'network-error') {
+              return Promise.reject(
+                new TypeError('fetch failed', { cause: { code: 'ECONNRESET' } }),
+              )
+            }
+            if (c.abortedFetch === 'own-abort-error') {
+              return Promise.reject(new DOMException('This operation was aborted', 'AbortError'))
+            }
+          }
           return Promise.resolve(new Response(null, { status: a.status, headers }))
         }
+        let hooksAfterAbort = 0
         const call = withRetry(fetchImpl, {
           maxAttempts: c.maxAttempts,
           baseMs: c.baseMs,
@@ -124,6 +151,9 @@ describe('withRetry against its model (property)', () => {
           random: () => c.draw,
           clock: () => now,
           signal: controller.signal,
+          onRetry: () => {
+            if (controller.signal.aborted) hooksAfterAbort++
+          },
           sleep: (ms, signal) => {
             waits.push(ms)
             now += ms
@@ -145,6 +175,7 @@ describe('withRetry against its model (property)', () => {
           result = { aborted: true }
         }
         expect({ sent: bodies.length, waits, result }).toEqual(expected)
+        expect(hooksAfterAbort).toBe(0)
         // Bounds that hold whatever the model: each wait is within the backoff cap or what the
         // server asked, the waits in all within the budget.
         for (const [i, w] of waits.entries()) {
