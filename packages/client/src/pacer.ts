@@ -101,6 +101,24 @@ interface Waiter {
 
 const KNOWN = ['rate', 'burst', 'warmup', 'clock', 'sleep']
 
+/**
+ * The clock as the pacer reads it: only the time that passes counts. A reading earlier than the
+ * last one (a wall clock stepped back: an NTP step, a VM restored) counts as no time passing,
+ * and time counts on from there; standing still at the last reading instead would hold every
+ * caller for as long as the step.
+ */
+function elapsedTime(clock: () => number): () => number {
+  let last: number | undefined
+  let elapsed = 0
+  return () => {
+    const now = clock()
+    if (last === undefined) elapsed = now
+    else if (now > last) elapsed += now - last
+    last = now
+    return elapsed
+  }
+}
+
 function checkCost(cost: unknown): number {
   return checkNumberAbove('cost', cost, 1)
 }
@@ -139,7 +157,7 @@ export function createPacer(options: PacerOptions): Pacer {
     )
   }
   const burst = checkNumberAbove('burst', options.burst, rate, 0, true)
-  const clock = checkFunction<() => number>('clock', options.clock, Date.now)
+  const clock = elapsedTime(checkFunction<() => number>('clock', options.clock, Date.now))
   const sleep = checkFunction<Sleep>('sleep', options.sleep, defaultSleep)
 
   const shape = warmup === undefined ? burstyShape(rate, burst) : warmingUpShape(rate, warmup)

@@ -36,6 +36,11 @@ const callSpec = fc.record({
   cost: fc.constantFrom(0.5, 1, 1, 1, 2, 3, 5),
   timeoutMs: fc.option(timeout, { nil: undefined }),
   abortAfterMs: fc.option(fc.integer({ min: 0, max: 3000 }), { nil: undefined }),
+  /**
+   * How far the wall clock is stepped back just before the call, in the runs that step it:
+   * further than any gap (at most 5 s), so the call's reading is earlier than the last one.
+   */
+  stepBackMs: fc.option(fc.constantFrom(6_000, 60_000, 3_600_000), { nil: undefined }),
 })
 type CallSpec = typeof callSpec extends fc.Arbitrary<infer T> ? T : never
 
@@ -60,15 +65,21 @@ async function run(
   start: number,
   specs: readonly CallSpec[],
   withAborts: boolean,
+  stepBack = false,
 ): Promise<Run> {
   const time = new VirtualTime(start)
-  const pacer = createPacer({ ...spec, clock: time.clock, sleep: time.sleep })
+  // The pacer's clock: virtual time, less the steps back of the wall clock so far. Turns are
+  // recorded in virtual time, the time that really passes.
+  let steppedBack = 0
+  const clock = (): number => time.clock() - steppedBack
+  const pacer = createPacer({ ...spec, clock, sleep: time.sleep })
   const calls: ModelCall[] = []
   const results: (number | false | 'aborted')[] = []
   const order: number[] = []
   const abortedAt = new Map<number, number>()
   for (const [i, s] of specs.entries()) {
     await time.advance(s.gapMs)
+    if (stepBack) steppedBack += s.stepBackMs ?? 0
     const at = time.clock()
     if (withAborts) {
       calls.push({ kind: 'acquire', at, cost: s.cost })
@@ -91,7 +102,9 @@ async function run(
       calls.push({ kind: 'acquire', at, cost: s.cost })
       void pacer.acquire(s.cost).then((waited) => {
         results[i] = time.clock()
-        expect(near(waited, time.clock() - at)).toBe(true)
+        // Measured on the pacer's clock: a step back during the wait hides the time before it.
+        if (stepBack) expect(waited).toBeLessThanOrEqual(time.clock() - at + 1e-6)
+        else expect(near(waited, time.clock() - at)).toBe(true)
         order.push(i)
       })
     } else {
@@ -174,6 +187,46 @@ describe('createPacer against the reference model', () => {
             }
           }
           expect(order).toEqual([...order].sort((a, b) => a - b))
+        },
+      ),
+      { numRuns: 150 },
+    )
+  })
+
+  it('a wall clock stepped back, by seconds or by an hour, costs a turn at most the time since the pacer last read it', async () => {
+    // Failed before the pacer counted only the time that passes: stepped back an hour, it held
+    // every caller for an hour. Between the last reading before a step and the first after it,
+    // no clock can tell how much time passed: that much (at most the call's gap) is lost, not
+    // the size of the step. Bursty pacers: a warming-up one that loses idle time is warmer.
+    const bursty = fc.record({
+      rate: fc.constantFrom(...RATES),
+      burst: fc.option(fc.constantFrom(0, 0.5, 1, 2.5, 5, 20), { nil: undefined }),
+    })
+    await fc.assert(
+      fc.asyncProperty(
+        bursty,
+        START,
+        // acquire only: a tryAcquire's answer may turn on the time lost.
+        fc
+          .array(callSpec, { minLength: 1, maxLength: 30 })
+          .map((all) => all.map((c) => ({ ...c, timeoutMs: undefined }))),
+        async (spec, start, specs) => {
+          const { calls, results } = await run(spec, start, specs, false, true)
+          const expected = modelGrants(spec, start, calls)
+          for (const [i, want] of expected.entries()) {
+            const got = results[i]
+            if (want === false || got === false) continue
+            // The time lost to every step taken before this turn came.
+            let lost = 0
+            for (const [j, c] of calls.entries()) {
+              if (specs[j]!.stepBackMs !== undefined && c.at <= (got as number)) {
+                lost += specs[j]!.gapMs
+              }
+            }
+            const slack = 1e-6 + Math.abs(want) * 1e-13
+            expect(got as number, `call ${i}`).toBeGreaterThanOrEqual(want - slack)
+            expect(got as number, `call ${i}`).toBeLessThanOrEqual(want + lost + slack)
+          }
         },
       ),
       { numRuns: 150 },
