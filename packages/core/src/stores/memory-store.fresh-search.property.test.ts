@@ -101,6 +101,25 @@ describe('MemoryStore finds fresh state wherever it sits', () => {
     }
   })
 
+  it('keeps its search queue within twice its keys, however many requests come and go', () => {
+    // Failed before the queue was capped where records are added: once built, it gained a
+    // record for every release while the store stayed at least half full, without bound.
+    const conc = testRule('concurrency', 1, 1000)
+    const store = new MemoryStore({ maxKeys: 100 })
+    for (let i = 0; i < 100; i++) store.consume([ask(conc, `c${i}`)], 0)
+    expect(store.consume([ask(conc, 'newcomer')], 0)[0]).toMatchObject({ storeFull: true })
+    const queueSize = (): number => {
+      const table = tablesOf(store).get(conc.stateId) as unknown as { queue?: { size: number } }
+      return table.queue?.size ?? 0
+    }
+    for (let n = 0; n < 10_000; n++) {
+      const key = `c${n % 100}`
+      store.refund([ask(conc, key)], n)
+      store.consume([ask(conc, key)], n)
+      expect(queueSize()).toBeLessThanOrEqual(2 * 100 + 64)
+    }
+  })
+
   it('refuses a newcomer for want of room only when no key is fresh, and decides every other request as an unbounded store (property)', () => {
     const step = fc.oneof(
       {

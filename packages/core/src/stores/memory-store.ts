@@ -89,13 +89,20 @@ class RuleTable {
       }
     }
     this.index.set(key, slot)
-    this.queue?.push(Number.NEGATIVE_INFINITY, key, slot)
+    this.touched(key, slot)
     return slot
   }
 
-  /** After a write that may bring forward the moment the entry is fresh (a refund). */
+  /**
+   * After a write that may bring forward the moment the entry is fresh (a new key, a refund):
+   * the queue looks at it again. A queue whose records outnumber twice the keys is dropped (and
+   * built again when next needed), so it never holds more.
+   */
   touched(key: string, slot: number): void {
-    this.queue?.push(Number.NEGATIVE_INFINITY, key, slot)
+    const q = this.queue
+    if (q === undefined) return
+    if (q.size >= 2 * this.index.size + 64) this.queue = undefined
+    else q.push(Number.NEGATIVE_INFINITY, key, slot)
   }
 
   /** The store is no longer under pressure: stop keeping the queue up to date. */
