@@ -46,7 +46,8 @@ export function holdBack(memory: MemoryStore, t: Tracked, nowMs: number): boolea
  * Learn the fleet bucket's level: this host's batches are in it, and the local bucket becomes
  * the fleet's (or, while it has room, this host's share of the room) plus what this host
  * admitted since the call left. With one host sharing the key the local bucket is already
- * exact and is left alone.
+ * exact and is left alone, except at the host's first read of a counter that holds units
+ * (hosts gone since left them there): it takes that level too.
  *
  * @param memory - The host's local store.
  * @param t - The key the level was read for.
@@ -62,12 +63,17 @@ export function adoptFleetLevel(
   current: boolean,
 ): void {
   t.unacked.length = 0
+  // A first read finds what hosts gone since left in the fleet bucket (a penalty, an overshoot
+  // still owed): this host must hold it even when it is the only one sharing the key now.
+  const first = !t.known
   t.known = true
   const burst = t.rule.params.burst
   const hosts = Math.max(1, level.hosts)
   t.room = burst - level.used
   t.share = 1 / hosts
-  if (hosts === 1 || !current) return
+  if (!current) return
+  // Alone on a key it has followed since its first read, the local bucket is already exact.
+  if (hosts === 1 && !(first && level.used > EPSILON)) return
   // At least one unit of the room, so a trickle spread over the hosts is not refused while
   // the fleet bucket still has room for it.
   const mine = t.room > 0 ? burst - Math.min(t.room, Math.max(t.room * t.share, 1)) : level.used
