@@ -67,10 +67,12 @@ for i = 1, #KEYS do
   local sum = #total < 5000 and string.find(total, '^%-?[%d%.]+[eE]?[%+%-]?%d*$') and tonumber(total)
   -- x - x == 0 holds for finite numbers only (not NaN, not an infinity).
   if not (sum and tat and last and owed and wrote and sum - sum == 0 and tat - tat == 0
-      and last - last == 0 and owed - owed == 0 and wrote - wrote == 0) then
-    -- A hash whose fields Floodgate never writes (not numbers, NaN, infinities) failed the
-    -- call, and every other key of it, on every round, and was never given a TTL: it is
-    -- replaced with a fresh counter, like a key of another type.
+      and last - last == 0 and owed - owed == 0 and wrote - wrote == 0
+      and owed >= 0 and owed * interval <= 2 * ${MAX_TTL_MS} and tat - now <= 2 * ${MAX_TTL_MS}) then
+    -- A hash whose fields Floodgate never writes (not numbers, NaN, infinities, a debt or a
+    -- schedule past what a counter can live, which made the answer infinite) failed the call,
+    -- and every other key of it, on every round, and was never given a TTL: it is replaced
+    -- with a fresh counter, like a key of another type.
     redis.call('DEL', k)
     total, tat, last, owed, wrote = '0', 0, 0, 0, 0
   end
@@ -93,9 +95,13 @@ for i = 1, #KEYS do
       owed = 0
     end
     tat = tat + added * interval
+    -- A debt past what the counter can live is forgotten with it anyway: kept finite, so the
+    -- answer stays a number and the next read takes the counter as Floodgate's.
+    if tat - now > ${MAX_TTL_MS} then tat = now + ${MAX_TTL_MS} end
     -- Measured when the newest unit was admitted: the refill since then is not forgiveness.
     local over = (tat - now + since) / interval - burst
     if over > owed then owed = over end
+    if owed * interval > ${MAX_TTL_MS} then owed = ${MAX_TTL_MS} / interval end
     redis.call('HSET', k, sfield, last, 'f', string.format('%.3f', tat), pfield, now, 'x', tostring(owed), 'w', now)
   elseif stepped then
     redis.call('HSET', k, sfield, last, 'f', string.format('%.3f', tat), pfield, now, 'w', now)

@@ -34,6 +34,8 @@ const value = fc.oneof(
     `${'0'.repeat(6000)}1`,
   ),
   fc.constantFrom('0', '1', '-1', '2.5', '5000000'),
+  // Finite, but past anything a sync writes: the schedule or the debt they make must stay finite.
+  fc.constantFrom('1e308', '-1e308', '1.7976931348623157e308', '4.7e18', '-4.7e18', '1e20'),
   fc.double({ min: -1e6, max: 1e6, noNaN: true }).map(String),
 )
 
@@ -78,6 +80,11 @@ describe.skipIf(!available)(
                 const ttl = await redis.admin.pttl(counter(key))
                 expect(ttl).toBeGreaterThan(0)
                 expect(ttl).toBeLessThanOrEqual(MAX_TTL_MS)
+                // The host's own view stays a bucket: no NaN, nothing below empty or past full.
+                const seen = store.peek([{ rule, key }], now)[0]!
+                expect(seen.remaining).toBeGreaterThanOrEqual(0)
+                expect(seen.remaining).toBeLessThanOrEqual(10)
+                expect(Number.isFinite(seen.retryAfterMs)).toBe(true)
               }
             } finally {
               await store.close()
