@@ -62,14 +62,15 @@ describe.skipIf(!available)('SyncedStore reading a fleet counter in debt afresh'
 
   let run = 0
   it('after its first read a host admits no more than the fleet bucket has room for (property)', async () => {
-    const rule = testRule('token-bucket', 10, 1000)
+    const rules = [testRule('token-bucket', 10, 1000), testRule('gcra', 10, 1000)]
     await fc.assert(
       fc.asyncProperty(
+        fc.constantFrom(...rules),
         fc.integer({ min: 0, max: 12 }), // units host a admits
         fc.integer({ min: 0, max: 40 }), // units host a charges as a penalty
         fc.boolean(), // whether a's last sync is long past (b is then alone on the key)
         fc.integer({ min: 1, max: 3 }), // units b admits before its first read lands (the first tracks the key)
-        async (admitted, penalty, aged, cold) => {
+        async (rule, admitted, penalty, aged, cold) => {
           const key = `k${++run}`
           const counter = `${prefix}:{${hashTag(key)}}:${rule.stateId}:synced`
           const a = createSyncedStore({ url: REDIS_URL, prefix, syncMs: 600_000, clock: () => now })
