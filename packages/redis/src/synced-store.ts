@@ -29,6 +29,9 @@ export type { SyncedStoreOptions } from './synced/options.js'
 /** How long close() waits for a reconnect or a late reply before its next round. */
 const CLOSE_RETRY_MS = 10
 
+/** When a new client key refused for want of room may ask again (as MemoryStore answers). */
+const STORE_FULL_RETRY_MS = 1000
+
 /**
  * Decides locally, shares consumption through Redis: the "synced" distributed mode.
  *
@@ -75,6 +78,7 @@ export class SyncedStore implements Store {
   private readonly memory: MemoryStore
   private readonly keys: TrackedKeys
   private readonly syncMs: number
+  private readonly maxKeys: number
   private readonly clock: Clock
   /** Redis trouble, at most one line per 10 s. */
   private readonly warn: ReturnType<typeof throttledWarn>
@@ -112,6 +116,7 @@ export class SyncedStore implements Store {
     if (options.client) warnUnsafeClient(options.client, o.logger, 'floodgate-synced')
     this.client = this.connection.client
     this.syncMs = o.syncMs
+    this.maxKeys = o.maxKeys ?? 1_000_000
     this.timeoutMs = o.timeoutMs
     this.clock = o.clock
     this.exchange = new SyncExchange(this.connection, o)
@@ -133,6 +138,9 @@ export class SyncedStore implements Store {
 
   /** Decide locally; the units admitted are shared with the fleet at the next sync. */
   consume(entries: readonly ConsumeEntry[], nowMs: number): readonly AlgorithmResult[] {
+    if (this.keys.size >= 2 * this.maxKeys && !this.roomFor(entries)) {
+      return this.storeFull(entries, nowMs)
+    }
     // Each entry's shared key, found once (no array unless some key is shared).
     let tracked: (Tracked | undefined)[] | undefined
     let queueing = false
@@ -154,6 +162,8 @@ export class SyncedStore implements Store {
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!
       if (e.shadow && !results[i]!.allowed) continue
+      // A shadow rule's new key finds no room (see storeFull): it is decided, not shared.
+      if (e.shadow && this.keys.size >= 2 * this.maxKeys && !this.roomForShadow(e)) continue
       const t = this.keys.track(e.rule, e.key)
       t.pending += e.cost
       // A burst starting, or this host's share spent: the others should learn soon.
@@ -164,6 +174,39 @@ export class SyncedStore implements Store {
       t.fullAtMs = Math.max(t.fullAtMs, nowMs) + e.cost * interval(e.rule)
     }
     return results
+  }
+
+  /** Whether every non-shadow entry's key is shared already or can be added to the table. */
+  private roomFor(entries: readonly ConsumeEntry[]): boolean {
+    for (const e of entries) {
+      if (!e.shadow && !this.keys.get(e.rule.stateId, e.key) && !this.keys.hasRoom()) return false
+    }
+    return true
+  }
+
+  private roomForShadow(e: ConsumeEntry): boolean {
+    return this.keys.get(e.rule.stateId, e.key) !== undefined || this.keys.hasRoom()
+  }
+
+  /**
+   * The table of shared keys is full of keys whose units Redis has not confirmed (an outage
+   * under a flood of new client keys): a new key is refused, as MemoryStore refuses one when it
+   * is full of state that is not fresh, rather than forgetting units or growing without bound.
+   * Nothing is recorded.
+   */
+  private storeFull(entries: readonly ConsumeEntry[], nowMs: number): readonly AlgorithmResult[] {
+    return this.memory.peek(entries, nowMs).map((r, i) => {
+      const e = entries[i]!
+      if (e.shadow || this.keys.get(e.rule.stateId, e.key) !== undefined) return r
+      return {
+        ...r,
+        allowed: false,
+        waitMs: 0,
+        remaining: 0,
+        retryAfterMs: STORE_FULL_RETRY_MS,
+        storeFull: true,
+      }
+    })
   }
 
   /**

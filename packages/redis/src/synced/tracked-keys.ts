@@ -152,6 +152,18 @@ export class TrackedKeys {
     }
   }
 
+  /**
+   * Whether a new entry can be added: past twice `maxKeys`, only when one whose units are all
+   * in Redis can be dropped first. Entries with units to send are never dropped, so while Redis
+   * is away (no round confirms anything) a flood of new client keys would otherwise grow the
+   * table without bound.
+   */
+  hasRoom(): boolean {
+    if (this.count < 2 * this.maxKeys) return true
+    this.makeRoom()
+    return this.count < 2 * this.maxKeys
+  }
+
   /** The entry held for this stateId and key, whatever rule object compiled it. */
   get(stateId: string, key: string): Tracked | undefined {
     return this.byState.get(stateId)?.get(key)
