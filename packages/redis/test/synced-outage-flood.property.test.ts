@@ -100,7 +100,7 @@ describe.skipIf(!available)(
                   }),
                 },
               ),
-              { maxLength: 200 },
+              { minLength: 20, maxLength: 200, size: 'max' },
             ),
             fc.constantFrom<FaultMode>('pass', 'stall', 'drop-replies'),
             async (steps, start) => {

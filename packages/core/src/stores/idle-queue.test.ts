@@ -9,7 +9,7 @@ describe('IdleQueue', () => {
       fc.constant({ pop: true as const }),
     )
     fc.assert(
-      fc.property(fc.array(op, { maxLength: 200 }), (ops) => {
+      fc.property(fc.array(op, { maxLength: 200, size: 'max' }), (ops) => {
         const q = new IdleQueue(0)
         const model: { at: number; slot: number }[] = []
         const out = { key: '', slot: 0 }
