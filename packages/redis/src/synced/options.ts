@@ -38,7 +38,9 @@ export interface SyncedStoreOptions extends RedisConnectionOptions {
   timeoutMs?: number
   /**
    * Hard cap on keys held locally (the local MemoryStore's `maxKeys`), and on the keys this
-   * host shares with the fleet whose units are all sent.
+   * host shares with the fleet whose units are all sent. Keys with units still to send are
+   * held up to twice this; past that, a request from a new client key is refused (`storeFull`,
+   * `retryAfterMs` 1 s) until Redis confirms units.
    * @default 1_000_000
    */
   maxKeys?: number
