@@ -191,7 +191,7 @@ describe('ban: property against a reference model', () => {
           withinMs: fc.integer({ min: 10, max: 5000 }),
           forMs: fc.integer({ min: 1, max: 5000 }),
         }),
-        fc.array(fc.integer({ min: 0, max: 700 }), { minLength: 1, maxLength: 80 }),
+        fc.array(fc.integer({ min: 0, max: 700 }), { minLength: 1, maxLength: 80, size: 'max' }),
         (p, gaps) => {
           let now = 0
           const limiter = createLimiter({
@@ -325,7 +325,7 @@ describe('ban under a full MemoryStore', () => {
           forMs: fc.constantFrom(300, 3000, 20_000),
         }),
         fc.integer({ min: 1, max: 8 }),
-        fc.array(step, { minLength: 1, maxLength: 60 }),
+        fc.array(step, { minLength: 1, maxLength: 60, size: 'max' }),
         async (p, maxKeys, steps) => {
           const store = new MemoryStore({ maxKeys })
           const { limiter, check, advance, at } = clocked(

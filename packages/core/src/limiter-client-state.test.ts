@@ -65,7 +65,7 @@ describe('limiter.get / reset / penalty / reward', () => {
     // Any order of requests starting, finishing and resets of the client.
     const op = fc.constantFrom('start', 'finish', 'reset')
     await fc.assert(
-      fc.asyncProperty(fc.array(op, { maxLength: 40 }), async (ops) => {
+      fc.asyncProperty(fc.array(op, { maxLength: 40, size: 'max' }), async (ops) => {
         const { limiter, check } = clocked([
           { id: 'slots', algorithm: 'concurrency', limit: 2 },
           { id: 'per-ip', limit: 1000, window: '1m' },

@@ -152,7 +152,7 @@ describe('counting by outcome against a reference model', () => {
           'gcra',
         ),
         fc.integer({ min: 1, max: 8 }),
-        fc.array(step, { maxLength: 60 }),
+        fc.array(step, { maxLength: 60, size: 'max' }),
         (count, algorithm, limit, steps) => {
           const { limiter, check, store } = setup([
             { id: 'r', limit, window: '1h', algorithm, count },

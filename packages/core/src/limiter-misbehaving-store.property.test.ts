@@ -181,7 +181,7 @@ describe('a store that misbehaves in every way, on every call', () => {
   it('every call of the limiter settles within its deadline, nothing is left unhandled, and with a well-behaved store afterwards the client is decided as if nothing had happened (property)', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(act, { maxLength: 60 }),
+        fc.array(act, { maxLength: 60, size: 'max' }),
         fc.array(op, { minLength: 1, maxLength: 15 }),
         act,
         async (script, ops, atClose) => {

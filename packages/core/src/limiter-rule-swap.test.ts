@@ -33,7 +33,7 @@ describe('a rule that leaves and comes back: what the old requests hold stays wi
       fc.constant({ op: 'same' as const }),
     )
     fc.assert(
-      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+      fc.property(fc.array(op, { maxLength: 60, size: 'max' }), (ops) => {
         const limiter = createLimiter({ rules: [slots, other], clock: () => 0 })
         // The model: the requests holding a slot of the state in force, and each admitted
         // request's life of that state.

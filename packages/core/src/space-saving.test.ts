@@ -12,9 +12,9 @@ const streams = fc.record({
       { weight: 3, arbitrary: fc.constantFrom('a', 'b', 'c') },
       { weight: 2, arbitrary: fc.integer({ min: 0, max: 60 }).map((i) => `k${i}`) },
     ),
-    { maxLength: 400 },
+    { maxLength: 400, size: 'max' },
   ),
-  weights: fc.array(fc.integer({ min: 1, max: 3 }), { maxLength: 400 }),
+  weights: fc.array(fc.integer({ min: 1, max: 3 }), { maxLength: 400, size: 'max' }),
 })
 
 describe('SpaceSaving against an exact counter', () => {

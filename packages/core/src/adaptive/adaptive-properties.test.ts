@@ -69,6 +69,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('swap' as const), variant: variantArb }) },
 )
+// size 'max': at fast-check's default size an array of maxLength 60 holds about ten operations.
+const opsArb = fc.array(opArb, { maxLength: 60, size: 'max' })
 
 function rulesOf(v: Variant): RuleInput[] {
   const rules: RuleInput[] = []
@@ -158,7 +160,7 @@ function expectInFlight(limiter: Limiter, model: Model, present: boolean, where:
 describe('adaptive rule: in flight against a reference model', () => {
   it('property: slots equal the model’s through checks, releases, clock, swaps and shadow', async () => {
     await fc.assert(
-      fc.asyncProperty(variantArb, fc.array(opArb, { maxLength: 60 }), async (start, ops) => {
+      fc.asyncProperty(variantArb, opsArb, async (start, ops) => {
         let now = 1_000_000
         let variant = start
         const limiter = createLimiter({ clock: () => now, rules: rulesOf(start) })
@@ -350,7 +352,7 @@ describe('adaptive rule beside a token bucket, on a store that fails, answers la
         fc.asyncProperty(
           fc.boolean(),
           fc.boolean(),
-          fc.array(hostileOpArb, { maxLength: 50 }),
+          fc.array(hostileOpArb, { maxLength: 50, size: 'max' }),
           async (startShadow, refundFails, ops) => {
             let shadow = startShadow
             let now = 1_000_000
@@ -544,6 +546,8 @@ const sharedOpArb: fc.Arbitrary<SharedOp> = fc.oneof(
     arbitrary: fc.record({ kind: fc.constant('swap' as const), variant: sharedVariantArb }),
   },
 )
+// size 'max': at fast-check's default size an array of maxLength 60 holds about ten operations.
+const sharedOpsArb = fc.array(sharedOpArb, { maxLength: 60, size: 'max' })
 
 interface SharedHeld {
   readonly decision: Decision
@@ -557,7 +561,7 @@ interface SharedHeld {
 describe('a gate shared by a normal and a background rule', () => {
   it('property: the gate admits exactly as the model does (reserve, fair share, background), counts per rule, and gives everything back', () => {
     fc.assert(
-      fc.property(sharedVariantArb, fc.array(sharedOpArb, { maxLength: 60 }), (start, ops) => {
+      fc.property(sharedVariantArb, sharedOpsArb, (start, ops) => {
         let now = 1_000_000
         let variant = start
         const limiter = createLimiter({ clock: () => now, rules: sharedRules(start) })

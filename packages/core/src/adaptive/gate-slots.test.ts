@@ -16,7 +16,7 @@ describe('GateSlots', () => {
       rule: fc.constantFrom('a', 'b'),
     })
     fc.assert(
-      fc.property(fc.array(op, { maxLength: 400 }), (ops) => {
+      fc.property(fc.array(op, { maxLength: 400, size: 'max' }), (ops) => {
         const slots = new GateSlots(true)
         // What each (key, rule) holds, as a list of the costs taken and not given back.
         const model = new Map<string, number[]>()

@@ -54,7 +54,7 @@ describe('MemoryStore eviction under key pressure', () => {
         ruleSpec,
         ruleSpec,
         fc.integer({ min: 1, max: 8 }),
-        fc.array(step, { minLength: 1, maxLength: 60 }),
+        fc.array(step, { minLength: 1, maxLength: 60, size: 'max' }),
         (specA, specB, maxKeys, steps) => {
           const rules = [build(specA), build(specB), testRule('fixed-window', 3, 60_000)]
           const bounded = new MemoryStore({ maxKeys })
