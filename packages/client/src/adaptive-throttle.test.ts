@@ -91,7 +91,7 @@ describe('createAdaptiveThrottle', () => {
         fc.double({ min: 1, max: 4, noNaN: true }),
         fc.constantFrom(1000, 6000, 120_000),
         fc.integer({ min: 0, max: 1e9 }),
-        fc.array(op, { maxLength: 300 }),
+        fc.array(op, { maxLength: 300, size: 'max' }),
         (k, windowMs, start, ops) => {
           let now = start
           let nextRandom = 0

@@ -127,7 +127,7 @@ describe('createPacer against the reference model', () => {
       fc.asyncProperty(
         pacerSpec,
         START,
-        fc.array(callSpec, { minLength: 1, maxLength: 40 }),
+        fc.array(callSpec, { minLength: 1, maxLength: 40, size: 'max' }),
         async (spec, start, specs) => {
           const { calls, results, order } = await run(spec, start, specs, false)
           const expected = modelGrants(spec, start, calls)

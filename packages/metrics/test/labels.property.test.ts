@@ -83,8 +83,10 @@ describe('prometheusMetrics labels', () => {
         fc.string().map((s) => `/q/${encodeURIComponent(s)}`),
       ),
     })
+    // size 'max': at fast-check's default size an array of maxLength 200 holds about ten requests.
+    const requestsArb = fc.array(request, { minLength: 1, maxLength: 200, size: 'max' })
     await fc.assert(
-      fc.asyncProperty(fc.array(request, { minLength: 1, maxLength: 200 }), async (requests) => {
+      fc.asyncProperty(requestsArb, async (requests) => {
         const registry = new Registry()
         const limiter = createLimiter({ rules })
         const exporter = prometheusMetrics(limiter, { registry })

@@ -164,7 +164,7 @@ describe('BatchQueue', () => {
       fc.record({ kind: fc.constant('answer' as const), pick: fc.nat() }),
     )
     await fc.assert(
-      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 40 }), async (ops) => {
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 40, size: 'max' }), async (ops) => {
         const h = harness()
         const start = performance.now()
         const now = (): number => performance.now() - start

@@ -79,7 +79,7 @@ describe.skipIf(!available)('RedisStore batches the requests of one event-loop t
               shadow: fc.constantFrom(false, false, true),
               refund: fc.constantFrom(false, false, false, true),
             }),
-            { minLength: 1, maxLength: 40 },
+            { minLength: 1, maxLength: 40, size: 'max' },
           ),
           { minLength: 1, maxLength: 4 },
         ),
