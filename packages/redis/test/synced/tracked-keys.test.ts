@@ -110,8 +110,11 @@ describe('TrackedKeys', () => {
           for (let i = 0; i < 3 * maxKeys; i++) {
             // A one-off client, admitted and its units sent by the next round: idle again.
             keys.track(i % 2 === 0 ? r1 : r2, `flood-${i}`)
-            // A search of 32 entries that meets only busy ones finds no room once per turn.
-            expect(keys.size).toBeLessThanOrEqual(maxKeys + Math.ceil(busyCount / 32))
+            // A search of 32 entries that meets only busy ones finds no room, at most
+            // floor(busyCount / 32) times per turn, and one search more at the turn's end: with
+            // busyCount a multiple of 32 and one idle entry the table reaches that bound (found by
+            // sweeping every input of this property; it stays there over 100 x maxKeys new keys).
+            expect(keys.size).toBeLessThanOrEqual(maxKeys + Math.floor(busyCount / 32) + 1)
             // The busy clients keep sending.
             for (const t of busy) t.pending++
           }
@@ -119,7 +122,15 @@ describe('TrackedKeys', () => {
           for (const t of busy) expect(keys.find(r1, t.key)).toBe(t)
         },
       ),
-      { numRuns: 50 },
+      {
+        numRuns: 50,
+        // The inputs where the table is largest (the old bound, ceil(busyCount / 32), was one
+        // short there; random runs drew one of them about once in 1,400 runs).
+        examples: [
+          [192, 1, false],
+          [160, 1, true],
+        ],
+      },
     )
   })
 
