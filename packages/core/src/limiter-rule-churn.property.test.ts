@@ -16,7 +16,7 @@ describe('counters().byRule under rule churn', () => {
     const ids = Array.from({ length: 400 }, (_, i) => `r${i}`)
     const set = fc.uniqueArray(fc.constantFrom(...ids), { minLength: 10, maxLength: 30 })
     fc.assert(
-      fc.property(fc.array(set, { minLength: 10, maxLength: 60 }), (sets) => {
+      fc.property(fc.array(set, { minLength: 10, maxLength: 60, size: 'max' }), (sets) => {
         const limiter = createLimiter({
           rules: [rule('route-wide')],
           clock: () => 0,

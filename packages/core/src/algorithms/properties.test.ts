@@ -63,7 +63,7 @@ function opsFor(p: AlgorithmParams, { refunds = true, waits = true, backwards = 
         ? fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false)))
         : fc.constant(false),
     }),
-    { minLength: 1, maxLength: 40 },
+    { minLength: 1, maxLength: 40, size: 'max' },
   )
 }
 
