@@ -45,7 +45,7 @@ describe('the script frame writer', () => {
       fc.property(
         fc.array(text, { minLength: 1, maxLength: 6 }),
         fc.array(text, { maxLength: 4 }),
-        fc.uint8Array({ maxLength: 300 }),
+        fc.uint8Array({ maxLength: 300, size: 'max' }),
         fc.option(fc.string({ minLength: 1, maxLength: 10 }), { nil: undefined }),
         (keys, argv, tail, keyPrefix) => {
           const { client, sent } = recordingClient(keyPrefix)

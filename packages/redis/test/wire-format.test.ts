@@ -141,7 +141,7 @@ describe('the packed wire format', () => {
     const field = fc.double({ noNaN: true })
     const result = fc.tuple(fc.constantFrom(0, 1), field, field, field, field, field)
     const reply = fc.record({
-      results: fc.array(result, { minLength: 1, maxLength: 40 }),
+      results: fc.array(result, { minLength: 1, maxLength: 40, size: 'max' }),
       offset: fc.nat({ max: 15 }),
     })
     fc.assert(
