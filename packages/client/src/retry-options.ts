@@ -6,6 +6,7 @@ import {
   checkBoolean,
   checkCount,
   checkFunction,
+  checkKnownKeys,
   checkNonNegative,
   checkObject,
   checkOneOf,
@@ -170,11 +171,33 @@ function resolveThrottle(
 }
 
 /**
- * Checks every option when the wrapper is created: a value of the wrong type is a TypeError, a
- * number or name out of range a RangeError, each naming the option.
+ * The names of {@link RetryOptions} (a record, so the compiler checks none is missing): a
+ * misspelt one would otherwise leave its default in force without a word.
+ */
+const KNOWN = Object.keys({
+  maxAttempts: true,
+  baseMs: true,
+  capMs: true,
+  maxTotalMs: true,
+  retryOn: true,
+  retryNonIdempotent: true,
+  retryNetworkErrors: true,
+  jitter: true,
+  random: true,
+  sleep: true,
+  clock: true,
+  onRetry: true,
+  signal: true,
+  adaptiveThrottle: true,
+} satisfies Record<keyof RetryOptions, true>)
+
+/**
+ * Checks every option when the wrapper is created: an unknown name or a value of the wrong type
+ * is a TypeError, a number or name out of range a RangeError, each naming the option.
  */
 export function resolveOptions(options: RetryOptions): ResolvedOptions {
   checkObject('options', options)
+  checkKnownKeys('withRetry', options, KNOWN)
   const random = checkFunction('random', options.random, Math.random)
   const clock = checkFunction('clock', options.clock, Date.now)
   return {

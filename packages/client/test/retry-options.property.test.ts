@@ -87,6 +87,29 @@ describe('withRetry options', () => {
     )
   })
 
+  // A misspelt name (`maxAttempt`) was ignored: the wrapper ran with the default, silently.
+  it('an option name it does not know throws a TypeError naming it, the known names listed (property)', () => {
+    const known = [...Object.keys(KINDS), 'adaptiveThrottle']
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ minLength: 1, maxLength: 20 }),
+          fc.constantFrom('maxAttempt', 'retry', 'timeout', 'retries', 'backoff', 'MaxAttempts'),
+        ),
+        fc.anything(),
+        (name, value) => {
+          fc.pre(!known.includes(name))
+          expect(() => withRetry(ok, { [name]: value })).toThrow(
+            new TypeError(
+              `withRetry.${name}: expected one of ${known.join(', ')}, got an unknown option`,
+            ),
+          )
+        },
+      ),
+      { numRuns: 500 },
+    )
+  })
+
   it('examples: the wrong type, out of range, and what is accepted', () => {
     const bad: [RetryOptions | null, ErrorConstructor, string][] = [
       [{ maxAttempts: '3' as never }, TypeError, 'maxAttempts: expected an integer >= 1, got "3"'],
