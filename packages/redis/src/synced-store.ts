@@ -78,7 +78,6 @@ export class SyncedStore implements Store {
   private readonly memory: MemoryStore
   private readonly keys: TrackedKeys
   private readonly syncMs: number
-  private readonly maxKeys: number
   private readonly clock: Clock
   /** Redis trouble, at most one line per 10 s. */
   private readonly warn: ReturnType<typeof throttledWarn>
@@ -116,7 +115,6 @@ export class SyncedStore implements Store {
     if (options.client) warnUnsafeClient(options.client, o.logger, 'floodgate-synced')
     this.client = this.connection.client
     this.syncMs = o.syncMs
-    this.maxKeys = o.maxKeys ?? 1_000_000
     this.timeoutMs = o.timeoutMs
     this.clock = o.clock
     this.exchange = new SyncExchange(this.connection, o)
@@ -138,7 +136,7 @@ export class SyncedStore implements Store {
 
   /** Decide locally; the units admitted are shared with the fleet at the next sync. */
   consume(entries: readonly ConsumeEntry[], nowMs: number): readonly AlgorithmResult[] {
-    if (this.keys.size >= 2 * this.maxKeys && !this.roomFor(entries)) {
+    if (this.keys.full && !this.roomFor(entries)) {
       return this.storeFull(entries, nowMs)
     }
     // Each entry's shared key, found once (no array unless some key is shared).
@@ -163,7 +161,7 @@ export class SyncedStore implements Store {
       const e = entries[i]!
       if (e.shadow && !results[i]!.allowed) continue
       // A shadow rule's new key finds no room (see storeFull): it is decided, not shared.
-      if (e.shadow && this.keys.size >= 2 * this.maxKeys && !this.roomForShadow(e)) continue
+      if (e.shadow && this.keys.full && !this.keys.hasRoomFor(e.rule.stateId, e.key)) continue
       const t = this.keys.track(e.rule, e.key)
       t.pending += e.cost
       // A burst starting, or this host's share spent: the others should learn soon.
@@ -179,13 +177,9 @@ export class SyncedStore implements Store {
   /** Whether every non-shadow entry's key is shared already or can be added to the table. */
   private roomFor(entries: readonly ConsumeEntry[]): boolean {
     for (const e of entries) {
-      if (!e.shadow && !this.keys.get(e.rule.stateId, e.key) && !this.keys.hasRoom()) return false
+      if (!e.shadow && !this.keys.hasRoomFor(e.rule.stateId, e.key)) return false
     }
     return true
-  }
-
-  private roomForShadow(e: ConsumeEntry): boolean {
-    return this.keys.get(e.rule.stateId, e.key) !== undefined || this.keys.hasRoom()
   }
 
   /**

@@ -159,9 +159,19 @@ export class TrackedKeys {
    * table without bound.
    */
   hasRoom(): boolean {
-    if (this.count < 2 * this.maxKeys) return true
+    if (!this.full) return true
     this.makeRoom()
-    return this.count < 2 * this.maxKeys
+    return !this.full
+  }
+
+  /** At twice `maxKeys` entries: a new one is added only if {@link hasRoom} finds it room. */
+  get full(): boolean {
+    return this.count >= 2 * this.maxKeys
+  }
+
+  /** Whether the entry for this key is held, or could be added ({@link hasRoom}). */
+  hasRoomFor(stateId: string, key: string): boolean {
+    return this.get(stateId, key) !== undefined || this.hasRoom()
   }
 
   /** The entry held for this stateId and key, whatever rule object compiled it. */
