@@ -26,7 +26,10 @@ function optionError(name: string, expected: string, got: unknown): TypeError {
   return new TypeError(optionMessage(name, expected, got))
 }
 
-/** A finite number greater than 0 (or at least `min` when `inclusive`); `def` when left out. */
+/**
+ * A finite number greater than 0 (or at least `min` when `inclusive`); `def` when left out,
+ * required when there is none.
+ */
 export function checkNumberAbove(
   name: string,
   value: unknown,
@@ -34,16 +37,15 @@ export function checkNumberAbove(
   min = 0,
   inclusive = false,
 ): number {
-  if (value === undefined && def !== undefined) return def
-  const ok =
-    typeof value === 'number' && Number.isFinite(value) && (inclusive ? value >= min : value > min)
-  if (!ok) {
-    const expected = `a finite number ${inclusive ? '>=' : '>'} ${min}`
-    // A number out of range is a RangeError; anything else is the wrong type.
-    if (typeof value === 'number') throw new RangeError(optionMessage(name, expected, value))
-    throw optionError(name, expected, value)
-  }
-  return value
+  const expected = `a finite number ${inclusive ? '>=' : '>'} ${min}`
+  if (value === undefined && def === undefined) throw optionError(name, expected, value)
+  return checkNumber(
+    name,
+    value,
+    def!,
+    expected,
+    (n) => Number.isFinite(n) && (inclusive ? n >= min : n > min),
+  )
 }
 
 /** An optional function; `def` when left out. */
