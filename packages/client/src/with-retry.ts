@@ -166,8 +166,11 @@ async function fetchWithRetries(
     const left = o.maxTotalMs - Math.max(now - started, waited)
     const asked = response === undefined ? undefined : serverWaitMs(response.headers, now)
     // Waiting less than the server asked only earns another refusal; if its ask does not fit
-    // in the budget, hand the caller the refusal now instead of failing later.
-    if (left <= 0 || (asked !== undefined && asked > left)) return giveUp()
+    // in the budget, hand the caller the refusal now instead of failing later. An ask past
+    // what a double holds (Retry-After of 400 digits) never ends, even with no budget bound.
+    if (left <= 0 || (asked !== undefined && (asked > left || asked === Infinity))) {
+      return giveUp()
+    }
     const backoffMs = backoffDelayMs(attempt - 1, o)
     const delayMs = Math.max(asked ?? 0, Math.min(backoffMs, left))
 

@@ -8,8 +8,9 @@ import { backoffDelayMs, withRetry, type FetchInput } from '@floodgate/client'
 // - idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) are retried; others only with
 //   retryNonIdempotent; a streaming body never (it cannot be sent twice);
 // - a refusal (429, 503) is retried while attempts and budget are left; any other status ends;
-// - the wait is max(server ask, min(backoff, budget left)); a server ask past the budget left
-//   ends the retries at once, with the refusal;
+// - the wait is max(server ask, min(backoff, budget left)); a server ask past the budget left,
+//   or one no clock can reach (a delay past what a double holds), ends the retries at once,
+//   with the refusal, even with no budget bound (maxTotalMs Infinity);
 // - an abort during a wait rejects with its reason, and nothing more is sent;
 // - so does an abort while an attempt is in flight, whatever the fetch does then (answers as if
 //   it had not heard, fails as a network error, rejects with an abort error of its own), and
@@ -21,8 +22,8 @@ type BodyKind = 'none' | 'text' | 'stream'
 
 interface Answer {
   readonly status: 200 | 404 | 429 | 500 | 503
-  /** Retry-After in seconds, when sent. */
-  readonly retryAfter: number | undefined
+  /** Retry-After in seconds, when sent; 'huge' is 400 nines, past what a double holds. */
+  readonly retryAfter: number | 'huge' | undefined
 }
 
 interface Case {
@@ -62,8 +63,8 @@ function model(c: Case): Outcome {
       return { sent: attempt, waits, result: { status: answer.status } }
     }
     const left = c.maxTotalMs - waited
-    const asked = answer.retryAfter === undefined ? undefined : answer.retryAfter * 1000
-    if (left <= 0 || (asked !== undefined && asked > left)) {
+    const asked = askedMs(answer)
+    if (left <= 0 || (asked !== undefined && (asked > left || asked === Infinity))) {
       return { sent: attempt, waits, result: { status: answer.status } }
     }
     const backoff = backoffDelayMs(attempt - 1, {
@@ -78,9 +79,16 @@ function model(c: Case): Outcome {
   }
 }
 
+function askedMs(a: Answer): number | undefined {
+  if (a.retryAfter === 'huge') return Infinity
+  return a.retryAfter === undefined ? undefined : a.retryAfter * 1000
+}
+
 const answer = fc.record({
   status: fc.constantFrom<Answer['status']>(200, 404, 429, 500, 503, 429, 503),
-  retryAfter: fc.option(fc.integer({ min: 0, max: 120 }), { nil: undefined }),
+  retryAfter: fc.option(fc.oneof(fc.integer({ min: 0, max: 120 }), fc.constant('huge' as const)), {
+    nil: undefined,
+  }),
 })
 
 const testCase: fc.Arbitrary<Case> = fc.record({
@@ -90,7 +98,7 @@ const testCase: fc.Arbitrary<Case> = fc.record({
   maxAttempts: fc.integer({ min: 1, max: 7 }),
   baseMs: fc.integer({ min: 0, max: 5000 }),
   capMs: fc.integer({ min: 0, max: 60_000 }),
-  maxTotalMs: fc.integer({ min: 0, max: 300_000 }),
+  maxTotalMs: fc.oneof(fc.integer({ min: 0, max: 300_000 }), fc.constant(Infinity)),
   draw: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
   answers: fc.array(answer, { minLength: 1, maxLength: 8 }),
   abortAtWait: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
@@ -126,7 +134,9 @@ describe('withRetry against its model (property)', () => {
           bodies.push(init?.body)
           const a = c.answers[bodies.length - 1] ?? { status: 200, retryAfter: undefined }
           const headers: Record<string, string> =
-            a.retryAfter === undefined ? {} : { 'retry-after': String(a.retryAfter) }
+            a.retryAfter === undefined
+              ? {}
+              : { 'retry-after': a.retryAfter === 'huge' ? '9'.repeat(400) : String(a.retryAfter) }
           if (c.abortAtAttempt === bodies.length) {
             // The caller gives up while this attempt is in flight; this fetch does not listen.
             controller.abort(reason)
@@ -179,8 +189,9 @@ describe('withRetry against its model (property)', () => {
         // Bounds that hold whatever the model: each wait is within the backoff cap or what the
         // server asked, the waits in all within the budget.
         for (const [i, w] of waits.entries()) {
-          const asked = (c.answers[i]?.retryAfter ?? 0) * 1000
-          expect(w).toBeLessThanOrEqual(Math.max(c.capMs, asked))
+          const a = c.answers[i]
+          expect(Number.isFinite(w)).toBe(true)
+          expect(w).toBeLessThanOrEqual(Math.max(c.capMs, (a && askedMs(a)) ?? 0))
         }
         expect(waits.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(c.maxTotalMs)
         // A stream is handed to fetch once; a replayable body is the same one each attempt.
