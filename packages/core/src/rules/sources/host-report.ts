@@ -2,7 +2,6 @@ import { hostname } from 'node:os'
 import type { DecisionCounts, CountersSnapshot } from '../../limiter-counters.js'
 import type { TopClient, TopClientsQuery } from '../../limiter-top-clients.js'
 import { checkIntInRange, checkKnownKeys, checkObject, optionError } from '../../options/checks.js'
-import { reportClientName } from './report-client-name.js'
 
 /**
  * What a limiter shows a rules source that reports (passed to `RulesSource.start`): its
@@ -168,17 +167,13 @@ export class HostReporter {
         }
       }
       const clients = new Map<string, number>()
-      // By reported name: the service refuses a report naming one client twice.
-      const named = new Map<string, number>()
+      const top: { client: string; count: number }[] = []
       for (const c of this.#top(limiter, id)) {
         clients.set(c.client, c.count)
         const prev = restarted ? undefined : before?.clients.get(c.client)
         const d = prev === undefined || c.count < prev ? c.count : c.count - prev
-        if (d <= 0) continue
-        const name = reportClientName(c.client)
-        named.set(name, (named.get(name) ?? 0) + d)
+        if (d > 0) top.push({ client: c.client, count: d })
       }
-      const top = [...named].map(([client, count]) => ({ client, count }))
       seen.set(id, { counts, clients })
       if (weight > 0 || top.length > 0) entries.push({ id, counts: delta, top, weight })
     }
