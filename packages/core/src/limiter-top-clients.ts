@@ -6,6 +6,7 @@ import {
   checkObject,
   optionError,
 } from './options/checks.js'
+import { printableKey } from './keys/printable-key.js'
 import { SpaceSaving } from './space-saving.js'
 
 /** Options of the per-rule summaries behind `limiter.topClients()`. */
@@ -18,7 +19,10 @@ export interface TopClientsOptions {
   readonly size?: number | undefined
   /**
    * Show client keys as they are (API keys, IPs) instead of a salted hash. Only for owners who
-   * may see their clients' keys.
+   * may see their clients' keys. A key with a backslash, a control character, U+2028, U+2029
+   * or a lone surrogate is shown escaped (`\u0000ip:203.0.113.7` for a client keyed by its
+   * address as the rule's fallback, `\u001f` between the parts of a composite key), so every
+   * client can be printed and sent in a fleet report, and no two clients show alike.
    * @default false
    */
   readonly clearKeys?: boolean | undefined
@@ -34,7 +38,7 @@ export interface TopClientsOptions {
 export interface TopClient {
   /**
    * The client: `sha256:` and 16 hex digits of the salted key hash, or the key itself when
-   * `clearKeys` is set.
+   * `clearKeys` is set (escaped when it holds a backslash or a character that cannot be printed).
    */
   readonly client: string
   /** Refusals counted for this client (an over-estimate by at most `error`). */
@@ -119,7 +123,10 @@ export class TopClientsTracker {
   }
 
   private show(key: string): string {
-    if (this.clearKeys) return key
+    // Printable: a stored key can hold control characters (the IP fallback, a composite
+    // key's separator, whatever a header or key builder gave), which a log line, a page or the
+    // rules service (which refuses a report holding one) must not get.
+    if (this.clearKeys) return printableKey(key)
     const digest = createHash('sha256').update(this.salt).update('\u0000').update(key).digest('hex')
     return `sha256:${digest.slice(0, 16)}`
   }

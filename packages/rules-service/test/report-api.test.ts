@@ -278,6 +278,67 @@ describe('hosts reporting to a running service', () => {
     })
   })
 
+  it('a host showing clear keys reports clients keyed by fallback, by several parts or with control characters', async () => {
+    // Stored keys hold control characters: the IP fallback of a client without the header
+    // ("\u0000ip:…"), the separator of a composite key, a tab a client put in its header. Sent
+    // as they are, the service refused the whole report, and every later one (the client stays
+    // in the summary): the host's counts never reached the fleet view.
+    const own = await startRulesService({
+      port: 0,
+      tokens: [{ name: 'ops', token: TOKENS.admin, role: 'admin' }],
+      services: ['shop'],
+    })
+    try {
+      await fetch(`${own.url}/v1/services/shop/rules`, {
+        method: 'PUT',
+        headers: { ...auth(TOKENS.admin), 'content-type': 'application/json' },
+        body: JSON.stringify({
+          rules: [
+            { id: 'api', key: 'header:x-api-key', limit: 1, window: '1m' },
+            { id: 'pair', key: ['header:x-api-key', 'ip'], limit: 1, window: '1m' },
+          ],
+        }),
+      })
+      const warnings: unknown[] = []
+      const logger = {
+        warn: (obj: unknown) => void warnings.push(obj),
+        info: () => {},
+        error: () => {},
+        debug: () => {},
+      }
+      const rules = httpRules(`${own.url}/v1/services/shop/ruleset`, {
+        intervalMs: 3_600_000,
+        report: { host: 'web-c' },
+        logger,
+      })
+      const limiter = createLimiter({ rules, topClients: { clearKeys: true } })
+      limiters.push(limiter)
+      await limiter.ready
+      const send = (headers: Record<string, string>) =>
+        limiter.check({ method: 'GET', path: '/x', ip: '127.0.0.1', headers })
+      for (let i = 0; i < 3; i++) await send({}) // no key: the IP fallback, 2 refusals per rule
+      for (let i = 0; i < 2; i++) await send({ 'x-api-key': 'a\tb' }) // 1 refusal per rule
+      await rules.poll()
+      await rules.poll()
+      expect(warnings).toEqual([])
+      const view = (await (await fetch(`${own.url}/v1/services/shop/fleet`)).json()) as {
+        hostCount: number
+        rules: { id: string; totals: Record<string, number>; top: { client: string }[] }[]
+      }
+      expect(view.hostCount).toBe(1)
+      const api = view.rules.find((r) => r.id === 'api')
+      expect(api?.totals).toMatchObject({ allowed: 2, rejected: 3 })
+      expect(api?.top.map((c) => c.client)).toEqual(['\\u0000ip:127.0.0.1', 'a\\u0009b'])
+      const pair = view.rules.find((r) => r.id === 'pair')
+      expect(pair?.top.map((c) => c.client)).toEqual([
+        '\\u0000ip:127.0.0.1',
+        'a\\u0009b\\u001f127.0.0.1',
+      ])
+    } finally {
+      await own.stop()
+    }
+  })
+
   it('a host whose service takes no reports keeps its rules current and warns once', async () => {
     const old = await startRulesService({
       port: 0,

@@ -48,6 +48,25 @@ describe('HostReporter', () => {
     expect(reporter().r.next()).toBeUndefined()
   })
 
+  it('leaves out a client the service could not show, never the report', () => {
+    // The service refuses a whole report for one client with a control character or past 256
+    // characters; the client would be in every later report too.
+    const { limiter, set } = fakeLimiter()
+    const { r, advance } = reporter()
+    r.attach(limiter)
+    set('api', { rejected: 9 }, [
+      ['\u0000ip:127.0.0.1', 5],
+      ['a\tb', 2],
+      ['x'.repeat(257), 1],
+      ['\ud800', 1],
+      ['ok\\u0000', 1],
+    ])
+    advance(1000)
+    expect(parse(r.next()?.body).rules).toEqual([
+      { id: 'api', counts: { rejected: 9 }, top: [{ client: 'ok\\u0000', count: 1 }] },
+    ])
+  })
+
   it('reports counts and clients since the last accepted report', () => {
     const { limiter, set } = fakeLimiter()
     const { r, advance } = reporter()

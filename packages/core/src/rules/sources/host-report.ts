@@ -1,6 +1,7 @@
 import { hostname } from 'node:os'
 import type { DecisionCounts, CountersSnapshot } from '../../limiter-counters.js'
 import type { TopClient, TopClientsQuery } from '../../limiter-top-clients.js'
+import { isPrintable } from '../../keys/printable-key.js'
 import { checkIntInRange, checkKnownKeys, checkObject, optionError } from '../../options/checks.js'
 
 /**
@@ -169,6 +170,11 @@ export class HostReporter {
       const clients = new Map<string, number>()
       const top: { client: string; count: number }[] = []
       for (const c of this.#top(limiter, id)) {
+        // The service refuses a whole report for one client it cannot show (a control
+        // character, too long), and the client would be in every later report too: a
+        // limiter's topClients() prints every key, but a client that is not printable is left
+        // out rather than cost the host its reports.
+        if (!isPrintable(c.client)) continue
         clients.set(c.client, c.count)
         const prev = restarted ? undefined : before?.clients.get(c.client)
         const d = prev === undefined || c.count < prev ? c.count : c.count - prev
