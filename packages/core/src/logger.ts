@@ -51,13 +51,29 @@ function write(
   }
 }
 
+// Characters that would end a stderr line early or hide what follows: control characters
+// (C0, DEL, C1) and the line and paragraph separators.
+const UNPRINTABLE = /[\p{Cc}\u2028\u2029]/gu
+
+/**
+ * A text as one printable line: each control character, U+2028 and U+2029 written `\uXXXX`.
+ * An error message can carry what a client sent (a key builder or `skip` that echoes a header
+ * in what it throws); raw, a newline in it would forge a log line of the client's choosing.
+ *
+ * @param text - any text
+ * @returns the text without line breaks or other control characters
+ */
+export function oneLine(text: string): string {
+  return text.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
 /** One line for stderr: `floodgate: <message>: <error message> (<code>)`. */
 function stderrLine(obj: object, msg: string | undefined): void {
   const { code, err } = obj as { code?: unknown; err?: unknown }
-  const cause = err instanceof Error ? err.message : undefined
+  const cause = err instanceof Error ? String(err.message) : undefined
   // A FloodgateError's message already ends with its code.
   const tail = typeof code === 'string' && !cause?.includes(code) ? ` (${code})` : ''
-  process.stderr.write(`floodgate: ${msg ?? ''}${cause ? `: ${cause}` : ''}${tail}\n`)
+  process.stderr.write(`floodgate: ${oneLine(`${msg ?? ''}${cause ? `: ${cause}` : ''}${tail}`)}\n`)
 }
 
 /**
