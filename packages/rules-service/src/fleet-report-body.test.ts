@@ -1,3 +1,4 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { parseHostReport, REPORT_LIMITS } from './fleet-report-body.js'
 
@@ -60,6 +61,50 @@ describe('parseHostReport', () => {
     expect(
       refused({ ...good, rules: [{ id: 'a', top: [{ client: '\ud800', count: 1 }] }] }),
     ).toMatch(/^rules\[0\]\.top\[0\]\.client: control characters or unpaired surrogates/)
+  })
+
+  it('accepts a client of any printable text, a character outside the BMP included', () => {
+    // A surrogate pair is one character (an emoji in a user id a key builder gives); only a
+    // lone surrogate is not text.
+    for (const client of ['u-\u{1F600}', '\u{10FFFF}', 'a\\u0000b', 'é ü']) {
+      expect(refused({ ...good, rules: [{ id: 'a', top: [{ client, count: 1 }] }] })).toBe(
+        'accepted',
+      )
+    }
+    for (const client of ['\ud83d', 'a\ude00', '\ude00\ud83d']) {
+      expect(refused({ ...good, rules: [{ id: 'a', top: [{ client, count: 1 }] }] })).toMatch(
+        /unpaired surrogates/,
+      )
+    }
+  })
+
+  it('property: accepts a client exactly when it is 1-256 characters of text without control characters (model)', () => {
+    const unit = fc.oneof(
+      fc.constantFrom('a', 'é', '\\', '\u{1F600}', '\u2028', '\u0085'),
+      fc.constantFrom('\u0000', '\t', '\n', '\u007f', '\ud83d', '\ude00'),
+    )
+    fc.assert(
+      fc.property(fc.string({ unit, maxLength: 8 }), (client) => {
+        const units = client.split('')
+        const lone = units.some((c, i) => {
+          const n = c.charCodeAt(0)
+          if (n >= 0xd800 && n <= 0xdbff) {
+            const next = client.charCodeAt(i + 1)
+            return !(next >= 0xdc00 && next <= 0xdfff)
+          }
+          if (n >= 0xdc00 && n <= 0xdfff) {
+            const prev = client.charCodeAt(i - 1)
+            return !(prev >= 0xd800 && prev <= 0xdbff)
+          }
+          return false
+        })
+        const control = units.some((c) => c.charCodeAt(0) < 0x20 || c === '\u007f')
+        const ok = client.length > 0 && !lone && !control
+        const answer = refused({ ...good, rules: [{ id: 'a', top: [{ client, count: 1 }] }] })
+        expect(answer === 'accepted').toBe(ok)
+      }),
+      { numRuns: 2000 },
+    )
   })
 
   it('refuses reports past the size bounds', () => {

@@ -54,9 +54,10 @@ export const REPORT_LIMITS = {
 } as const
 
 const HOST = /^[A-Za-z0-9][A-Za-z0-9._:@-]*$/
-// Printable characters only: ids and clients are shown on the admin page.
+// Printable characters only: ids and clients are shown on the admin page. A lone surrogate
+// (\p{Cs} under the u flag) is no text; a surrogate pair is one character, an emoji.
 // eslint-disable-next-line no-control-regex -- control characters are what is refused
-const CONTROL = /[\u0000-\u001f\u007f\uD800-\uDFFF]/
+const CONTROL = /[\u0000-\u001f\u007f]|\p{Cs}/u
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value)
