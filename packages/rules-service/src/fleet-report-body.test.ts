@@ -127,3 +127,45 @@ describe('parseHostReport', () => {
     )
   })
 })
+
+describe('parseHostReport: identities listed twice (property)', () => {
+  // Model: a report is refused exactly when a rule id repeats in `rules` or a client repeats
+  // in one rule's `top`, and the error names the first repeat in document order (rules are
+  // read one by one, each with its top, before the ids are compared).
+  const id = fc.constantFrom('a', 'b', 'c')
+  const client = fc.constantFrom('sha256:aa', 'sha256:bb', 'k', 'K')
+  const rule = fc.record({
+    id,
+    top: fc.array(fc.record({ client, count: fc.nat({ max: 9 }) }), { maxLength: 5 }),
+  })
+
+  function firstRepeat(rules: { id: string; top: { client: string }[] }[]): RegExp | undefined {
+    for (const [i, r] of rules.entries()) {
+      const seen = new Set<string>()
+      for (const [j, t] of r.top.entries()) {
+        if (seen.has(t.client)) {
+          return new RegExp(`^rules\\[${i}\\]\\.top\\[${j}\\]\\.client: duplicate client`)
+        }
+        seen.add(t.client)
+      }
+    }
+    const ids = new Set<string>()
+    for (const [i, r] of rules.entries()) {
+      if (ids.has(r.id)) return new RegExp(`^rules\\[${i}\\]\\.id: duplicate rule`)
+      ids.add(r.id)
+    }
+    return undefined
+  }
+
+  it('refuses a repeated rule or client naming where, and accepts every report without one', () => {
+    fc.assert(
+      fc.property(fc.array(rule, { maxLength: 4 }), (rules) => {
+        const expected = firstRepeat(rules)
+        const got = refused({ ...good, rules })
+        if (expected === undefined) expect(got).toBe('accepted')
+        else expect(got).toMatch(expected)
+      }),
+      { numRuns: 500 },
+    )
+  })
+})

@@ -118,14 +118,17 @@ function ruleReport(where: string, value: unknown): RuleReport {
       `${where}.top: expected an array of at most ${REPORT_LIMITS.top} clients, got ${Array.isArray(rawTop) ? `${rawTop.length} entries` : show(rawTop)}`,
     )
   }
+  // A client listed twice would count twice in the fleet's top clients, as a rule named
+  // twice would in its totals (refused below): a host never sends either.
+  const clients = new Set<string>()
   const top = rawTop.map((entry: unknown, i) => {
     const at = `${where}.top[${i}]`
     if (!isObject(entry)) throw new ReportError(`${at}: expected an object, got ${show(entry)}`)
     unknownKeys(at, entry, ['client', 'count'])
-    return {
-      client: text(`${at}.client`, entry.client, REPORT_LIMITS.clientLength),
-      count: count(`${at}.count`, entry.count),
-    }
+    const client = text(`${at}.client`, entry.client, REPORT_LIMITS.clientLength)
+    if (clients.has(client)) throw new ReportError(`${at}.client: duplicate client ${show(client)}`)
+    clients.add(client)
+    return { client, count: count(`${at}.count`, entry.count) }
   })
   return { id, counts, top }
 }

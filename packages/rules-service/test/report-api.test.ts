@@ -91,6 +91,21 @@ describe('POST /v1/services/:service/report', () => {
         { ...report, rules: Array.from({ length: 257 }, (_, i) => ({ id: `r${i}` })) },
         /^rules: expected an array of at most 256/,
       ],
+      [
+        {
+          ...report,
+          rules: [
+            {
+              id: 'api',
+              top: [
+                { client: 'sha256:aa', count: 3 },
+                { client: 'sha256:aa', count: 3 },
+              ],
+            },
+          ],
+        },
+        /^rules\[0\]\.top\[1\]\.client: duplicate client "sha256:aa"/,
+      ],
       [{ ...report, admin: true }, /unknown field "admin"/],
       [[1, 2], /expected a JSON object/],
     ]
