@@ -2,6 +2,7 @@ import { createServer } from 'node:http'
 import {
   echoRateLimit,
   listenOnLoopback,
+  type AgreeServe,
   type HarnessSetup,
   type RunningApp,
   type ScenarioRoute,
@@ -51,4 +52,20 @@ export async function startExpress(setup: HarnessSetup): Promise<RunningApp> {
     },
     close,
   }
+}
+
+/** The app of `describeAdaptersAgree`: the limiter app-wide, every request answered 200. */
+export const agreeExpress: AgreeServe = (limiter, trust) => {
+  const app = express()
+  app.set('trust proxy', trust === 'all' ? true : trust === 'one' ? 'loopback' : false)
+  app.use(
+    rateLimit(limiter as unknown as Limiter<Request>, {
+      warnings: false,
+    }),
+  )
+  app.use((_req: Request, res: Response) => void res.json({ ok: true }))
+  app.use((_err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    res.status(500).json({ error: 'boom' })
+  })
+  return listenOnLoopback(createServer(app))
 }

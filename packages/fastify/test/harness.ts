@@ -1,6 +1,11 @@
 import type { AddressInfo } from 'node:net'
 import type { Limiter } from '@floodgate/core'
-import { echoRateLimit, type HarnessSetup, type RunningApp } from '@floodgate/core/testing'
+import {
+  echoRateLimit,
+  type AgreeServe,
+  type HarnessSetup,
+  type RunningApp,
+} from '@floodgate/core/testing'
 import { rateLimit } from '@floodgate/fastify'
 import Fastify, { type FastifyRequest } from 'fastify'
 
@@ -36,6 +41,25 @@ export async function startFastify(setup: HarnessSetup): Promise<RunningApp> {
       const r = await app.inject({ method: req.method, url: req.path, headers: req.headers ?? {} })
       return { status: r.statusCode, headers: r.headers as Record<string, string>, text: r.body }
     },
+    close: async () => {
+      app.server.closeAllConnections()
+      await app.close()
+    },
+  }
+}
+
+/** The app of `describeAdaptersAgree`: the plugin, no routes, every request answered 200. */
+export const agreeFastify: AgreeServe = async (limiter, trust) => {
+  const app = Fastify({ trustProxy: trust === 'all' ? true : trust === 'one' ? 'loopback' : false })
+  await app.register(rateLimit, {
+    rules: limiter as unknown as Limiter<FastifyRequest>,
+    warnings: false,
+  })
+  app.setNotFoundHandler((_request, reply) => void reply.send({ ok: true }))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as AddressInfo
+  return {
+    port,
     close: async () => {
       app.server.closeAllConnections()
       await app.close()

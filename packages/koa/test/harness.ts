@@ -3,6 +3,7 @@ import type { Limiter } from '@floodgate/core'
 import {
   echoRateLimit,
   listenOnLoopback,
+  type AgreeServe,
   type HarnessSetup,
   type RunningApp,
   type ScenarioRoute,
@@ -65,4 +66,21 @@ export async function startKoa(setup: HarnessSetup): Promise<RunningApp> {
     },
     close,
   }
+}
+
+/** The app of `describeAdaptersAgree`: the limiter app-wide, every request answered 200. */
+export const agreeKoa: AgreeServe = (limiter, trust) => {
+  const app = new Koa()
+  app.silent = true
+  app.proxy = trust !== 'none'
+  if (trust === 'one') app.maxIpsCount = 1
+  app.use(
+    rateLimit(limiter as unknown as Limiter<Context>, {
+      warnings: false,
+    }),
+  )
+  app.use((ctx) => {
+    ctx.body = { ok: true }
+  })
+  return listenOnLoopback(createServer((req, res) => void app.callback()(req, res)))
 }

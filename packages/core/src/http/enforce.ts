@@ -355,8 +355,9 @@ function dropConnection(res: ServerResponse): void {
 }
 
 /**
- * Write a refusal as `application/problem+json` on a raw Node response. Adapters whose
- * framework has its own reply API use that instead; the bytes are the same.
+ * Write a refusal as `application/problem+json` on a raw Node response, with its
+ * `Content-Length` (also on a HEAD response, which carries no body). Adapters whose framework
+ * has its own reply API use that instead; the bytes are the same.
  *
  * @param res - the response (headers from {@link enforce} already set)
  * @param rejection - the refusal
@@ -364,6 +365,9 @@ function dropConnection(res: ServerResponse): void {
 export function writeProblem(res: ServerResponse, rejection: Rejection): void {
   res.statusCode = rejection.status
   res.setHeader('Content-Type', PROBLEM_CONTENT_TYPE)
+  // Node computes Content-Length from the body it writes, which a HEAD response has none of:
+  // set it, so a refused HEAD has the headers of the refused GET, as on Fastify and Koa.
+  res.setHeader('Content-Length', Buffer.byteLength(rejection.json))
   res.end(rejection.json)
 }
 

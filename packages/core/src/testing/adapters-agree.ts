@@ -1,0 +1,284 @@
+import { connect } from 'node:net'
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { createLimiter } from '../limiter.js'
+import type { Limiter } from '../limiter-types.js'
+import type { RuleInput } from '../rules/schema.js'
+import { spellingOf } from './request-targets.js'
+
+/**
+ * Which proxies an app trusts, in each framework's spelling: `none` (the default), `all`
+ * (every proxy: the leftmost `X-Forwarded-For` entry is the client), `one` (one proxy in front:
+ * Express `'loopback'`, Fastify `'loopback'`, Koa `proxy` with `maxIpsCount: 1`).
+ */
+export type AgreeTrust = 'none' | 'all' | 'one'
+
+/**
+ * Starts an adapter's app on a loopback port: `limiter` mounted app-wide (Fastify: registered,
+ * no routes, its not-found handler answering), every request that passes answered
+ * `200 {"ok":true}` as JSON whatever its method and path, with the proxy trust given.
+ */
+export type AgreeServe = (
+  limiter: Limiter<never>,
+  trust: AgreeTrust,
+) => Promise<{ readonly port: number; close(): Promise<void> }>
+
+const NOW = 1_700_000_000_000
+
+/**
+ * Small limits, so refusals come within a few requests; a cost, a 503 refusal, a key from a
+ * header, a dropped connection and a deny list, so every part of a decision shows.
+ */
+const AGREE_RULES: readonly RuleInput[] = [
+  { id: 'login', match: 'POST /login', limit: 2, window: '1m' },
+  { id: 'user', match: '/users/:id', limit: 3, window: '1m' },
+  {
+    id: 'files',
+    match: '/files/**',
+    limit: 3,
+    window: '1m',
+    onLimit: { action: 'reject', status: 503 },
+  },
+  { id: 'drop', match: '/drop/**', limit: 1, window: '1m', onLimit: { action: 'drop' } },
+  {
+    id: 'api-key',
+    match: { headers: { 'x-api-key': true } },
+    key: 'header:x-api-key',
+    limit: 4,
+    window: '1m',
+  },
+  {
+    id: 'writes',
+    match: { methods: ['POST', 'PUT', 'DELETE', 'PATCH'] },
+    cost: 2,
+    limit: 9,
+    window: '1m',
+  },
+  { id: 'reads', match: 'GET /**', limit: 7, window: '10s' },
+  { id: 'per-ip', limit: 12, window: '1m' },
+]
+
+/** One request of a run, sent byte for byte to every adapter. */
+interface AgreeRequest {
+  readonly method: string
+  readonly target: string
+  /** Header lines (without CRLF), in order; values may repeat a name. */
+  readonly headers: readonly string[]
+}
+
+const method = fc.constantFrom(
+  'GET',
+  'GET',
+  'HEAD',
+  'POST',
+  'POST',
+  'PUT',
+  'DELETE',
+  'PATCH',
+  'OPTIONS',
+  // Not methods Node's parser takes: every adapter must agree that nothing was decided.
+  'get',
+  'FOO',
+)
+
+const target: fc.Arbitrary<string> = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc
+      .constantFrom('/login', '/users/me', '/files/a.txt', '/x', '/drop/x', '/')
+      .chain(spellingOf),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom('/files/', '/users/', '/x/'), fc.integer({ min: 200, max: 6000 }))
+      .map(([p, n]) => p + 'a'.repeat(n)),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      'http://x',
+      'http://x?a=/login',
+      '/%2e%2e/login',
+      '/login%2F',
+      '/login%00',
+    ),
+  },
+)
+
+// Values for the header a rule keys on: absent, given twice, empty, with a comma, not ASCII
+// (a latin1 byte on the wire), differing in case, on the deny list.
+const apiKey = fc.constantFrom(
+  [],
+  [],
+  ['k1'],
+  ['K1'],
+  ['k1', 'k2'],
+  ['k1, k2'],
+  [''],
+  [' k1 '],
+  ['caf\u00e9'],
+  ['banned'],
+  ['k1', 'banned'],
+)
+const forwardedFor = fc.constantFrom(
+  [],
+  [],
+  ['203.0.113.7'],
+  ['203.0.113.7, 198.51.100.2'],
+  ['203.0.113.7', '198.51.100.2'],
+  ['203.0.113.7 ,198.51.100.2 '],
+  ['2001:DB8::1'],
+  ['[2001:db8::1]:80'],
+  ['203.0.113.7:8080'],
+  ['::ffff:203.0.113.7'],
+  ['not-an-ip'],
+  [''],
+)
+const host = fc.constantFrom(['x'], ['EX.com:80'], [], ['a', 'b'])
+
+const request: fc.Arbitrary<AgreeRequest> = fc
+  .record({ method, target, apiKey, forwardedFor, host })
+  .map(({ method: m, target: t, apiKey: k, forwardedFor: f, host: h }) => ({
+    method: m,
+    target: t,
+    headers: [
+      ...h.map((v) => `Host: ${v}`),
+      ...k.map((v) => `X-Api-Key: ${v}`),
+      ...f.map((v) => `X-Forwarded-For: ${v}`),
+    ],
+  }))
+
+/** What a client saw of one answer, and what the limiter decided. */
+interface Seen {
+  readonly status: number | 'dropped'
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+  /** Per decision: each rule's id, key, whether it allowed, and what remains. */
+  readonly decisions: readonly string[]
+}
+
+// The headers that tell a decision (names lower-cased: Fastify sends them so).
+const COMPARED = new Set([
+  'ratelimit',
+  'ratelimit-policy',
+  'retry-after',
+  'content-type',
+  'content-length',
+  'floodgate-shadow',
+])
+
+function send(port: number, r: AgreeRequest): Promise<Omit<Seen, 'decisions'>> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      const head = [
+        `${r.method} ${r.target} HTTP/1.1`,
+        ...r.headers,
+        'Content-Length: 0',
+        'Connection: close',
+      ]
+      socket.write(head.join('\r\n') + '\r\n\r\n', 'latin1')
+    })
+    let data = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk: string) => (data += chunk))
+    socket.on('error', () => {})
+    socket.on('close', () => {
+      const end = data.indexOf('\r\n\r\n')
+      const status = /^HTTP\/1\.1 (\d{3})/.exec(data)?.[1]
+      if (status === undefined || end < 0) {
+        resolve({ status: 'dropped', headers: {}, body: '' })
+        return
+      }
+      const headers: Record<string, string> = {}
+      for (const line of data.slice(0, end).split('\r\n').slice(1)) {
+        const colon = line.indexOf(':')
+        const name = line.slice(0, colon).toLowerCase()
+        if (COMPARED.has(name)) headers[name] = line.slice(colon + 1).trim()
+      }
+      resolve({ status: Number(status), headers, body: data.slice(end + 4) })
+    })
+  })
+}
+
+/**
+ * The adapters agree: a fast-check property that sends the same generated requests, byte for
+ * byte over real HTTP, to every adapter's app (each with its own limiter built from the same
+ * rules, on one frozen clock) and requires the same answer from each: status, RateLimit,
+ * RateLimit-Policy and Retry-After headers, content type and length, body, and the same
+ * decisions (the rules matched, the key each counted under, what remains after the cost).
+ * Requests vary the method (lower-case and unknown ones included), the target (percent-encoding,
+ * encoded slashes and dots, dot segments, double and trailing slashes, `;` parameters, query
+ * strings, absolute form, `*`, long paths), a keyed header (twice, empty, with a comma, not
+ * ASCII), `X-Forwarded-For` spellings, and each app's proxy trust.
+ *
+ * @param adapters - each adapter's app, by name
+ * @param numRuns - fast-check runs
+ */
+export function describeAdaptersAgree(
+  adapters: Readonly<Record<string, AgreeServe>>,
+  numRuns: number = 25,
+): void {
+  describe('the adapters agree on every request', () => {
+    it('answers and decides the same request the same way on every adapter', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom<AgreeTrust>('none', 'all', 'one'),
+          fc.array(request, { minLength: 1, maxLength: 14 }),
+          async (trust, requests) => {
+            const runs = await Promise.all(
+              Object.entries(adapters).map(async ([name, serve]) => {
+                const decisions: string[] = []
+                const limiter = createLimiter<never>({
+                  rules: AGREE_RULES,
+                  clock: () => NOW,
+                  deny: { keys: { 'header:x-api-key': ['banned'] } },
+                  onDecision: (d) => {
+                    decisions.push(
+                      JSON.stringify([
+                        d.action,
+                        d.outcomes.map((o) => [o.rule.id, o.key, o.allowed, o.remaining]),
+                      ]),
+                    )
+                  },
+                })
+                const app = await serve(limiter, trust)
+                return { name, limiter, app, decisions }
+              }),
+            )
+            try {
+              for (const r of requests) {
+                const seen: Array<[string, Seen]> = []
+                for (const run of runs) {
+                  run.decisions.length = 0
+                  const answer = await send(run.app.port, r)
+                  const decisions = [...run.decisions]
+                  // Refused by Node's parser before any framework code: each framework words its
+                  // own 400, and only the status is compared.
+                  const shown =
+                    decisions.length === 0
+                      ? { status: answer.status, headers: {}, body: '' }
+                      : answer
+                  seen.push([run.name, { ...shown, decisions }])
+                }
+                const [first, ...rest] = seen
+                for (const [name, s] of rest) {
+                  expect(
+                    s,
+                    `${r.method} ${r.target} ${JSON.stringify(r.headers)}: ${name} vs ${first![0]}`,
+                  ).toEqual(first![1])
+                }
+              }
+            } finally {
+              for (const run of runs) {
+                await run.app.close()
+                await run.limiter.close()
+              }
+            }
+          },
+        ),
+        { numRuns },
+      )
+    })
+  })
+}
