@@ -6,6 +6,7 @@ import {
   EXPOSE_HEADERS,
   exposedHeaderNames,
   firstCheck,
+  handlerAnswer,
   missingAddressWarning,
   prepareMount,
   proxyWarnings,
@@ -109,7 +110,7 @@ export function rateLimit(
     "set app.set('trust proxy', n) to the number of proxies in front of the app, or to their addresses or subnets",
   )
 
-  const io: HttpIo<Ctx, void> = {
+  const io: HttpIo<Ctx, void | Promise<void>> = {
     response: (c) => c.res,
     request: (c) => c.req,
     missingAddress: missingAddressWarning(warn, "app.set('trust proxy')"),
@@ -120,8 +121,9 @@ export function rateLimit(
     reject: (c, rejection) => {
       // Too late for a 429: end what the earlier middleware started, without the handler.
       if (c.res.headersSent) return void (c.res.writableEnded || c.res.end())
-      if (onRejected) onRejected(c.req, c.res, c.next, rejection)
-      else writeProblem(c.res, rejection)
+      // An async handler's rejection reaches next(err) (result.catch below), as a throw does.
+      if (onRejected) return handlerAnswer(onRejected(c.req, c.res, c.next, rejection))
+      writeProblem(c.res, rejection)
     },
     abandon: () => {},
   }

@@ -55,12 +55,18 @@ export async function startExpress(setup: HarnessSetup): Promise<RunningApp> {
 }
 
 /** The app of `describeAdaptersAgree`: the limiter app-wide, every request answered 200. */
-export const agreeExpress: AgreeServe = (limiter, trust) => {
+export const agreeExpress: AgreeServe = (limiter, trust, callbacks = {}) => {
   const app = express()
   app.set('trust proxy', trust === 'all' ? true : trust === 'one' ? 'loopback' : false)
+  const { skip, cost, requestWasSuccessful, onRejected } = callbacks
   app.use(
     rateLimit(limiter as unknown as Limiter<Request>, {
       warnings: false,
+      skip: skip as (() => boolean) | undefined,
+      cost: cost as (() => number) | undefined,
+      requestWasSuccessful: requestWasSuccessful as (() => boolean) | undefined,
+      onRejected:
+        onRejected && ((_req, res) => onRejected(() => void res.status(418).end()) as void),
     }),
   )
   app.use((_req: Request, res: Response) => void res.json({ ok: true }))

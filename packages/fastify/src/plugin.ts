@@ -6,6 +6,7 @@ import {
   EXPOSE_HEADERS,
   exposedHeaderNames,
   enforce,
+  handlerAnswer,
   missingAddressWarning,
   prepareMount,
   proxyWarnings,
@@ -204,7 +205,7 @@ async function floodgate(
   const expose = exposeOn ? exposedHeaderNames(resolved.format, resolved.shadowHeader) : undefined
   const onRejected = options.onRejected ?? options.onLimited
 
-  const io: HttpIo<Ctx, void> = {
+  const io: HttpIo<Ctx, void | Promise<void>> = {
     response: (c) => c.reply.raw,
     request: (c) => c.request.raw,
     missingAddress: missingAddressWarning(warn, 'trustProxy'),
@@ -222,7 +223,8 @@ async function floodgate(
       const raw = reply.raw
       // Too late for a refusal: end what the earlier hook started; the handler does not run.
       if (raw.headersSent || reply.sent) return void (raw.writableEnded || raw.end())
-      if (onRejected) return onRejected(c.request, reply, rejection)
+      // An async handler's rejection reaches done(err), as a throw does.
+      if (onRejected) return handlerAnswer(onRejected(c.request, reply, rejection))
       void reply
         .code(rejection.status)
         .header('content-type', PROBLEM_CONTENT_TYPE)

@@ -49,11 +49,17 @@ export async function startFastify(setup: HarnessSetup): Promise<RunningApp> {
 }
 
 /** The app of `describeAdaptersAgree`: the plugin, no routes, every request answered 200. */
-export const agreeFastify: AgreeServe = async (limiter, trust) => {
+export const agreeFastify: AgreeServe = async (limiter, trust, callbacks = {}) => {
   const app = Fastify({ trustProxy: trust === 'all' ? true : trust === 'one' ? 'loopback' : false })
+  const { skip, cost, requestWasSuccessful, onRejected } = callbacks
   await app.register(rateLimit, {
     rules: limiter as unknown as Limiter<FastifyRequest>,
     warnings: false,
+    skip: skip as (() => boolean) | undefined,
+    cost: cost as (() => number) | undefined,
+    requestWasSuccessful: requestWasSuccessful as (() => boolean) | undefined,
+    onRejected:
+      onRejected && ((_request, reply) => onRejected(() => void reply.code(418).send()) as void),
   })
   app.setNotFoundHandler((_request, reply) => void reply.send({ ok: true }))
   await app.listen({ port: 0, host: '127.0.0.1' })

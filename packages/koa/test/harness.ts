@@ -69,14 +69,24 @@ export async function startKoa(setup: HarnessSetup): Promise<RunningApp> {
 }
 
 /** The app of `describeAdaptersAgree`: the limiter app-wide, every request answered 200. */
-export const agreeKoa: AgreeServe = (limiter, trust) => {
+export const agreeKoa: AgreeServe = (limiter, trust, callbacks = {}) => {
   const app = new Koa()
   app.silent = true
   app.proxy = trust !== 'none'
   if (trust === 'one') app.maxIpsCount = 1
+  const { skip, cost, requestWasSuccessful, onRejected } = callbacks
   app.use(
     rateLimit(limiter as unknown as Limiter<Context>, {
       warnings: false,
+      skip: skip as (() => boolean) | undefined,
+      cost: cost as (() => number) | undefined,
+      requestWasSuccessful: requestWasSuccessful as (() => boolean) | undefined,
+      onRejected:
+        onRejected &&
+        ((ctx) =>
+          onRejected(() => {
+            ctx.status = 418
+          }) as void),
     }),
   )
   app.use((ctx) => {

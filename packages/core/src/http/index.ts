@@ -17,6 +17,7 @@ export {
   type ResolvedAdapterOptions,
   type RouteCost,
 } from './adapter-options.js'
+export { handlerAnswer, ignoreSettlement, isPromiseLike } from './app-answers.js'
 export { CHECKED_BY, doubleCountGuard } from './double-count-guard.js'
 export {
   appendExposeHeaders,

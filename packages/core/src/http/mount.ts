@@ -1,6 +1,5 @@
 import type { ServerResponse } from 'node:http'
 import type { Limiter } from '../limiter.js'
-import { isThenable } from '../limiter-deadline.js'
 import type { RequestOutcome } from '../limiter-types.js'
 import { scopeLogger, stderrWarnings, type Logger } from '../logger.js'
 import {
@@ -8,6 +7,7 @@ import {
   type AdapterOptions,
   type ResolvedAdapterOptions,
 } from './adapter-options.js'
+import { ignoreSettlement, isPromiseLike } from './app-answers.js'
 import { doubleCountGuard } from './double-count-guard.js'
 import { resolveLimiter, type LimiterInput } from './resolve-limiter.js'
 import { silentWarn, warnOnce, type WarnOnce } from './warn-once.js'
@@ -87,9 +87,9 @@ function skipGuard<Req>(
     }
     if (answer === true) return true
     if (answer === false || answer === undefined) return false
-    if (isThenable(answer)) {
+    if (isPromiseLike(answer)) {
       // Nobody waits for it: a rejection must not become an unhandled one.
-      answer.then(undefined, () => {})
+      ignoreSettlement(answer)
       warn(
         'FG_WRN_SKIP_INVALID',
         'skip answered a promise (skip is synchronous); the request was checked',
@@ -108,7 +108,8 @@ function skipGuard<Req>(
 /**
  * The outcome of a finished response from the app's `requestWasSuccessful`, guarded: a throw
  * or a non-boolean answer is a failure (it keeps a failure-counting rule's charge, the
- * cautious side for login protection) and warns once.
+ * cautious side for login protection) and warns once. A promise (an `async` function) is not
+ * waited for, and its rejection is handled.
  */
 function outcomeJudge<Req>(
   succeeded: ((req: Req, res: ServerResponse) => boolean) | undefined,
@@ -126,6 +127,16 @@ function outcomeJudge<Req>(
       return 'failed'
     }
     if (typeof answer === 'boolean') return answer ? 'succeeded' : 'failed'
+    if (isPromiseLike(answer)) {
+      // Nobody waits for it: a rejection must not become an unhandled one, which ends the
+      // process (the response has finished; there is nobody left to answer a 500 to).
+      ignoreSettlement(answer)
+      warn(
+        'FG_WRN_OUTCOME_INVALID',
+        'requestWasSuccessful answered a promise (it is synchronous); the request counted as failed',
+      )
+      return 'failed'
+    }
     warn(
       'FG_WRN_OUTCOME_INVALID',
       'requestWasSuccessful answered something other than a boolean; the request counted as failed',

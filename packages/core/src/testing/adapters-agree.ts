@@ -21,7 +21,21 @@ export type AgreeTrust = 'none' | 'all' | 'one'
 export type AgreeServe = (
   limiter: Limiter<never>,
   trust: AgreeTrust,
+  callbacks?: AgreeCallbacks,
 ) => Promise<{ readonly port: number; close(): Promise<void> }>
+
+/**
+ * The app's own callbacks on the request path, framework-neutral: the starter passes each as
+ * the adapter's option of that name (`skip`, `cost`, `requestWasSuccessful`, `onRejected`),
+ * returning what the callback here returns.
+ */
+export interface AgreeCallbacks {
+  readonly skip?: (() => unknown) | undefined
+  readonly cost?: (() => unknown) | undefined
+  readonly requestWasSuccessful?: (() => unknown) | undefined
+  /** `respond()` answers the refused request 418 the framework's way. */
+  readonly onRejected?: ((respond: () => void) => unknown) | undefined
+}
 
 const NOW = 1_700_000_000_000
 
@@ -279,6 +293,173 @@ export function describeAdaptersAgree(
         ),
         { numRuns },
       )
+    })
+  })
+}
+
+/** How a callback answers: a value, a throw, or a promise (or bare thenable) of either. */
+type Answering =
+  | { readonly kind: 'value'; readonly value: unknown }
+  | { readonly kind: 'throw' }
+  | { readonly kind: 'resolve'; readonly value: unknown }
+  | { readonly kind: 'reject' }
+  | { readonly kind: 'thenable-reject' }
+
+const answering: fc.Arbitrary<Answering> = fc.oneof(
+  fc.record({
+    kind: fc.constant('value' as const),
+    value: fc.constantFrom<unknown>(true, false, undefined, null, 2, 0, -1, Number.NaN, 'x', {}),
+  }),
+  fc.constant({ kind: 'throw' as const }),
+  fc.record({ kind: fc.constant('resolve' as const), value: fc.constantFrom<unknown>(true, 2) }),
+  fc.constant({ kind: 'reject' as const }),
+  fc.constant({ kind: 'thenable-reject' as const }),
+)
+
+function answer(a: Answering, before?: () => void): unknown {
+  before?.()
+  switch (a.kind) {
+    case 'value':
+      return a.value
+    case 'throw':
+      throw new Error('the app callback threw')
+    case 'resolve':
+      return Promise.resolve(a.value)
+    case 'reject':
+      return Promise.reject(new Error('the app callback rejected'))
+    case 'thenable-reject':
+      return {
+        then(_ok: unknown, fail: (e: unknown) => void) {
+          fail(new Error('the app thenable rejected'))
+        },
+      }
+  }
+}
+
+/** The status a request gets, by the model: only `true` skips; a refusal handler's failure is a 500. */
+function expectedStatus(skip: Answering, refused: boolean, onRejected: Answering): number {
+  if (skip.kind === 'value' && skip.value === true) return 200
+  if (!refused) return 200
+  if (
+    onRejected.kind === 'throw' ||
+    onRejected.kind === 'reject' ||
+    onRejected.kind === 'thenable-reject'
+  )
+    return 500
+  return 418
+}
+
+function get(port: number): Promise<number | 'no answer'> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write('GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+    })
+    let data = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk: string) => (data += chunk))
+    socket.on('error', () => {})
+    const timer = setTimeout(() => socket.destroy(), 3_000)
+    socket.on('close', () => {
+      clearTimeout(timer)
+      const status = /^HTTP\/1\.1 (\d{3})/.exec(data)?.[1]
+      resolve(status === undefined ? 'no answer' : Number(status))
+    })
+  })
+}
+
+/**
+ * The app's callbacks on the request path (`skip`, `cost`, `requestWasSuccessful`, `onRejected`)
+ * may answer anything: a value of any type, a throw, a promise that resolves or rejects, a bare
+ * thenable. A fast-check property over real HTTP to every adapter: no rejection goes unhandled
+ * (one would end the process), every request is answered, and with the status the model says
+ * (only `true` skips; a cost that is not a positive number costs 1; a refusal handler that
+ * throws or rejects is a 500, one that answers is its answer) on every adapter alike.
+ *
+ * @param adapters - each adapter's app, by name
+ * @param numRuns - fast-check runs
+ */
+export function describeAppCallbackAnswers(
+  adapters: Readonly<Record<string, AgreeServe>>,
+  numRuns: number = 20,
+): void {
+  describe('the app callbacks on the request path may answer anything', () => {
+    it('never leaves a rejection unhandled nor a request unanswered, on every adapter alike', async () => {
+      const unhandled: unknown[] = []
+      const onUnhandled = (reason: unknown): void => void unhandled.push(reason)
+      process.on('unhandledRejection', onUnhandled)
+      try {
+        await fc.assert(
+          fc.asyncProperty(
+            fc.record({
+              skip: answering,
+              cost: answering,
+              outcome: answering,
+              onRejected: answering,
+            }),
+            fc.integer({ min: 1, max: 4 }),
+            async (callbacks, requests) => {
+              for (const [name, serve] of Object.entries(adapters)) {
+                let charged = 0
+                const limiter = createLimiter<never>({
+                  // Two units a minute: a request of cost 2 or two of cost 1 use them up.
+                  rules: [
+                    { id: 'two', limit: 2, window: '1m' },
+                    { id: 'failures', limit: 1000, window: '1m', count: 'failed' },
+                  ],
+                  clock: () => NOW,
+                  onDecision: (d) => {
+                    const o = d.outcomes.find((x) => x.rule.id === 'two')
+                    if (o?.allowed === true) charged = 2 - o.remaining
+                  },
+                })
+                const app = await serve(limiter, 'none', {
+                  skip: () => answer(callbacks.skip),
+                  cost: () => answer(callbacks.cost),
+                  requestWasSuccessful: () => answer(callbacks.outcome),
+                  onRejected: (respond) => {
+                    const a = callbacks.onRejected
+                    // A handler that answers does so before it settles (or as it returns).
+                    return answer(
+                      a,
+                      a.kind === 'value' || a.kind === 'resolve' ? respond : undefined,
+                    )
+                  },
+                })
+                try {
+                  const cost =
+                    callbacks.cost.kind === 'value' &&
+                    typeof callbacks.cost.value === 'number' &&
+                    callbacks.cost.value > 0
+                      ? callbacks.cost.value
+                      : 1
+                  for (let i = 0; i < requests; i++) {
+                    const status = await get(app.port)
+                    const refused = (i + 1) * cost > 2
+                    expect(status, `${name}, request ${i + 1}: ${JSON.stringify(callbacks)}`).toBe(
+                      expectedStatus(callbacks.skip, refused, callbacks.onRejected),
+                    )
+                  }
+                  if (!(callbacks.skip.kind === 'value' && callbacks.skip.value === true)) {
+                    expect(charged, `${name}: charged`).toBe(
+                      Math.min(2, Math.floor(2 / cost) * cost, requests * cost),
+                    )
+                  }
+                } finally {
+                  await app.close()
+                  await limiter.close()
+                }
+                // Let a rejection nobody handled be reported before the next adapter runs.
+                await new Promise((resolve) => setImmediate(resolve))
+                await new Promise((resolve) => setImmediate(resolve))
+                expect(unhandled, `${name}: unhandled rejections`).toEqual([])
+              }
+            },
+          ),
+          { numRuns },
+        )
+      } finally {
+        process.off('unhandledRejection', onUnhandled)
+      }
     })
   })
 }
