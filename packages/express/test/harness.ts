@@ -58,10 +58,12 @@ export async function startExpress(setup: HarnessSetup): Promise<RunningApp> {
 export const agreeExpress: AgreeServe = (limiter, trust, callbacks = {}) => {
   const app = express()
   app.set('trust proxy', trust === 'all' ? true : trust === 'one' ? 'loopback' : false)
-  const { skip, cost, requestWasSuccessful, onRejected } = callbacks
+  const { skip, cost, requestWasSuccessful, onRejected, headers, shadowHeader } = callbacks
   app.use(
     rateLimit(limiter as unknown as Limiter<Request>, {
       warnings: false,
+      headers,
+      shadowHeader,
       skip: skip as (() => boolean) | undefined,
       cost: cost as (() => number) | undefined,
       requestWasSuccessful: requestWasSuccessful as (() => boolean) | undefined,

@@ -51,10 +51,12 @@ export async function startFastify(setup: HarnessSetup): Promise<RunningApp> {
 /** The app of `describeAdaptersAgree`: the plugin, no routes, every request answered 200. */
 export const agreeFastify: AgreeServe = async (limiter, trust, callbacks = {}) => {
   const app = Fastify({ trustProxy: trust === 'all' ? true : trust === 'one' ? 'loopback' : false })
-  const { skip, cost, requestWasSuccessful, onRejected } = callbacks
+  const { skip, cost, requestWasSuccessful, onRejected, headers, shadowHeader } = callbacks
   await app.register(rateLimit, {
     rules: limiter as unknown as Limiter<FastifyRequest>,
     warnings: false,
+    headers,
+    shadowHeader,
     skip: skip as (() => boolean) | undefined,
     cost: cost as (() => number) | undefined,
     requestWasSuccessful: requestWasSuccessful as (() => boolean) | undefined,

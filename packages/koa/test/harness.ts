@@ -74,10 +74,12 @@ export const agreeKoa: AgreeServe = (limiter, trust, callbacks = {}) => {
   app.silent = true
   app.proxy = trust !== 'none'
   if (trust === 'one') app.maxIpsCount = 1
-  const { skip, cost, requestWasSuccessful, onRejected } = callbacks
+  const { skip, cost, requestWasSuccessful, onRejected, headers, shadowHeader } = callbacks
   app.use(
     rateLimit(limiter as unknown as Limiter<Context>, {
       warnings: false,
+      headers,
+      shadowHeader,
       skip: skip as (() => boolean) | undefined,
       cost: cost as (() => number) | undefined,
       requestWasSuccessful: requestWasSuccessful as (() => boolean) | undefined,

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { createLimiter } from '../limiter.js'
 import type { Limiter } from '../limiter-types.js'
 import type { RuleInput } from '../rules/schema.js'
+import type { HeaderFormat } from '../http/headers.js'
 import { spellingOf } from './request-targets.js'
 
 /**
@@ -21,7 +22,7 @@ export type AgreeTrust = 'none' | 'all' | 'one'
 export type AgreeServe = (
   limiter: Limiter<never>,
   trust: AgreeTrust,
-  callbacks?: AgreeCallbacks,
+  callbacks?: AgreeOptions,
 ) => Promise<{ readonly port: number; close(): Promise<void> }>
 
 /**
@@ -35,6 +36,12 @@ export interface AgreeCallbacks {
   readonly requestWasSuccessful?: (() => unknown) | undefined
   /** `respond()` answers the refused request 418 the framework's way. */
   readonly onRejected?: ((respond: () => void) => unknown) | undefined
+}
+
+/** {@link AgreeCallbacks} and the header options, passed to the adapter under their names. */
+export interface AgreeOptions extends AgreeCallbacks {
+  readonly headers?: boolean | HeaderFormat | undefined
+  readonly shadowHeader?: boolean | undefined
 }
 
 const NOW = 1_700_000_000_000
@@ -69,6 +76,8 @@ const AGREE_RULES: readonly RuleInput[] = [
     window: '1m',
   },
   { id: 'reads', match: 'GET /**', limit: 7, window: '10s' },
+  // Refuses nothing, but says so in Floodgate-Shadow once over its limit.
+  { id: 'trial', match: '/users/**', limit: 1, window: '1m', shadow: true },
   { id: 'per-ip', limit: 12, window: '1m' },
 ]
 
@@ -180,6 +189,9 @@ const COMPARED = new Set([
   'content-type',
   'content-length',
   'floodgate-shadow',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
 ])
 
 function send(port: number, r: AgreeRequest): Promise<Omit<Seen, 'decisions'>> {
@@ -238,8 +250,18 @@ export function describeAdaptersAgree(
       await fc.assert(
         fc.asyncProperty(
           fc.constantFrom<AgreeTrust>('none', 'all', 'one'),
+          fc.record({
+            headers: fc.constantFrom<boolean | HeaderFormat>(
+              true,
+              'draft-7',
+              'legacy',
+              'both',
+              false,
+            ),
+            shadowHeader: fc.boolean(),
+          }),
           fc.array(request, { minLength: 1, maxLength: 14 }),
-          async (trust, requests) => {
+          async (trust, options, requests) => {
             const runs = await Promise.all(
               Object.entries(adapters).map(async ([name, serve]) => {
                 const decisions: string[] = []
@@ -256,7 +278,7 @@ export function describeAdaptersAgree(
                     )
                   },
                 })
-                const app = await serve(limiter, trust)
+                const app = await serve(limiter, trust, options)
                 return { name, limiter, app, decisions }
               }),
             )
