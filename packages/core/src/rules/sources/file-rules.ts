@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { watch, type FSWatcher } from 'node:fs'
-import { readFile, stat } from 'node:fs/promises'
+import { readFile, realpath, stat } from 'node:fs/promises'
+import type { Stats } from 'node:fs'
 import { basename, dirname, extname } from 'node:path'
 import { FloodgateError, toError } from '../../errors.js'
 import { checkIntInRange, refusedOption } from '../../options/checks.js'
@@ -15,8 +16,11 @@ import { FailureLog, SourceRuns, type RulesSource } from './rules-source.js'
 /** Options of {@link fileRules}. */
 export interface FileRulesOptions {
   /**
-   * Reload when the file changes (`fs.watch` on its directory, so editors that save by
-   * renaming are seen too, plus a poll in case the file system sends no events).
+   * Reload when the file changes: `fs.watch` on its directory (so editors that save by renaming
+   * are seen) and, when the path is a symlink, on the directory of the file it points to (so a
+   * Kubernetes ConfigMap's `..data` swap and a linked file saved in its own directory are seen),
+   * plus a poll in case the file system sends no events. A directory replaced by another is
+   * watched again from the next load on.
    * @default true
    */
   readonly watch?: boolean | undefined
@@ -28,7 +32,9 @@ export interface FileRulesOptions {
   readonly pollIntervalMs?: number | undefined
   /**
    * Quiet time after a change event before reloading, so a save that writes in several
-   * steps is read once, whole.
+   * steps is read once, whole. A file that changes while it is read is not applied: it is read
+   * again once it has been quiet this long. (A writer that pauses longer than this mid-file can
+   * still be read half-written: write a temporary file and rename it over the rules file.)
    * @default 100
    */
   readonly debounceMs?: number | undefined
@@ -46,6 +52,13 @@ export interface FileRulesSource extends RulesSource {
   /** Reads the file now and delivers its rules if they changed. Never rejects. */
   reload(): Promise<void>
 }
+
+/**
+ * What identifies one state of the file: which file the path leads to (a rename over it or a
+ * symlink swap brings another inode, whatever its size and times) and its size and times
+ * (ctime moves on every write and cannot be set back, unlike mtime).
+ */
+const stampOf = (st: Stats): string => `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`
 
 const isJson = (path: string): boolean => extname(path).toLowerCase() === '.json'
 
@@ -117,7 +130,9 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
   const runs = new SourceRuns()
   let onRules: (rules: Rule[], revision?: string) => void = () => {}
   let onError: (err: Error) => void = () => {}
-  let watcher: FSWatcher | undefined
+  // The directories watched (the path's, and its target's when it is a symlink), each with the
+  // identity (dev:ino) it had when watched: one replaced by another is watched again.
+  const watchers = new Map<string, { readonly id: string; readonly watcher: FSWatcher }>()
   let pollTimer: NodeJS.Timeout | undefined
   let debounceTimer: NodeJS.Timeout | undefined
   // What this run has read: a new run has delivered nothing, so its first load hands over the
@@ -127,6 +142,8 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
   let lastStamp = ''
   let loading: Promise<void> | undefined
   let again = false
+  // A debounced change names the rules file (read it) or only its directory (stat it first).
+  let pendingRead = false
 
   const fail = (err: Error): void => {
     if (failures.fail(err)) onError(err)
@@ -137,10 +154,11 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
     const current = (): boolean => runs.isCurrent(mine)
     let bytes: Uint8Array
     let stamp = ''
+    let after = ''
     try {
-      const st = await stat(path)
-      stamp = `${st.mtimeMs}:${st.size}`
+      stamp = stampOf(await stat(path))
       bytes = await readFile(path)
+      after = stampOf(await stat(path))
     } catch (e) {
       if (!current()) return
       lastStamp = ''
@@ -156,6 +174,13 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
       return
     }
     if (!current()) return
+    // Written (or swapped) while it was read: what was read may be half of it. Neither applied
+    // nor refused; it is read again once quiet.
+    if (after !== stamp) {
+      lastStamp = ''
+      changed(true)
+      return
+    }
     lastStamp = stamp
     let text: string
     try {
@@ -199,9 +224,11 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
       return loading
     }
     loading = (async () => {
+      const mine = runs.current
       do {
         again = false
         await loadOnce()
+        if (watchFile && runs.isCurrent(mine)) await watchDirs(mine)
       } while (again && runs.going)
     })().finally(() => {
       loading = undefined
@@ -209,20 +236,85 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
     return loading
   }
 
-  function onChange(): void {
+  /**
+   * A change seen (an event, the poll): after the quiet time, read the file (`read`: the event
+   * named it) or stat it and read it only if it is not the file last read (the event named
+   * something else in a watched directory, such as a ConfigMap's `..data` link).
+   */
+  function changed(read: boolean): void {
     if (!runs.going) return
+    pendingRead ||= read
     clearTimeout(debounceTimer)
-    debounceTimer = setTimeout(() => void reload(), debounceMs)
+    debounceTimer = setTimeout(() => {
+      const full = pendingRead
+      pendingRead = false
+      void (full ? reload() : check())
+    }, debounceMs)
     debounceTimer.unref()
+  }
+
+  /** Reads the file if it is not the one last read (or could not be read then). */
+  async function check(): Promise<void> {
+    try {
+      if (stampOf(await stat(path)) !== lastStamp) await reload()
+    } catch {
+      if (lastStamp !== '') await reload()
+    }
   }
 
   async function poll(): Promise<void> {
     try {
-      const st = await stat(path)
-      if (`${st.mtimeMs}:${st.size}` !== lastStamp) onChange()
+      if (stampOf(await stat(path)) !== lastStamp) changed(true)
     } catch {
-      if (lastStamp !== '') onChange()
+      if (lastStamp !== '') changed(true)
     }
+  }
+
+  /**
+   * Watches the path's directory and, when the path is a symlink, its target's directory, each
+   * for as long as it is the same directory: one removed or replaced (a ConfigMap's old stamped
+   * directory, a directory renamed over) is dropped and the current one watched.
+   */
+  async function watchDirs(mine: number): Promise<void> {
+    const wanted = new Map<string, string>()
+    const target = await realpath(path).catch(() => path)
+    for (const d of new Set([dirname(path), dirname(target)])) {
+      try {
+        const st = await stat(d)
+        wanted.set(d, `${st.dev}:${st.ino}`)
+      } catch {
+        // Not there (yet): the poll, or an event in the other directory, brings it back.
+      }
+    }
+    if (!runs.isCurrent(mine)) return
+    for (const [d, w] of watchers) {
+      if (wanted.get(d) === w.id) continue
+      w.watcher.close()
+      watchers.delete(d)
+    }
+    const names = new Set([basename(path), basename(target)])
+    let added = false
+    for (const [d, id] of wanted) {
+      if (watchers.has(d)) continue
+      added = true
+      try {
+        const watcher = watch(d, { persistent: false }, (_event, file) => {
+          changed(file === null || names.has(file))
+        })
+        // A watcher that breaks (directory removed) leaves the poll in charge until the next
+        // load watches the directory there is now.
+        watcher.on('error', () => {
+          watcher.close()
+          if (watchers.get(d)?.watcher === watcher) watchers.delete(d)
+        })
+        watchers.set(d, { id, watcher })
+      } catch {
+        // Not watchable here: the poll is in charge.
+      }
+    }
+    // A change made after the load read the file but before this watch began is seen by no
+    // event: look once more, after the quiet time.
+    if (added) changed(false)
   }
 
   return {
@@ -237,16 +329,6 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
       failures.onRecovered = recoveredCallback ?? (() => {})
       await reload()
       if (!runs.isCurrent(mine) || !watchFile) return
-      try {
-        const name = basename(path)
-        watcher = watch(dirname(path), { persistent: false }, (_event, file) => {
-          if (file === null || file === name) onChange()
-        })
-        // A watcher that breaks (directory removed) leaves the poll in charge.
-        watcher.on('error', () => watcher?.close())
-      } catch {
-        watcher = undefined
-      }
       if (pollIntervalMs > 0) {
         pollTimer = setInterval(() => void poll(), pollIntervalMs)
         pollTimer.unref()
@@ -254,8 +336,9 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
     },
     stop() {
       runs.end()
-      watcher?.close()
-      watcher = undefined
+      for (const w of watchers.values()) w.watcher.close()
+      watchers.clear()
+      pendingRead = false
       clearInterval(pollTimer)
       clearTimeout(debounceTimer)
     },
