@@ -21,8 +21,8 @@ afterEach(async () => {
 
 const rules = (id: string): string => JSON.stringify([{ id, rate: '10/s' }])
 
-async function start(path: string) {
-  const source = fileRules(path, { pollIntervalMs: 0, debounceMs: 10 })
+async function start(path: string, debounceMs = 10) {
+  const source = fileRules(path, { pollIntervalMs: 0, debounceMs })
   sources.push(source)
   const seen: string[] = []
   const errors: string[] = []
@@ -67,6 +67,16 @@ describe('fileRules follows the ways deployments replace a file', () => {
     expect(errors).toEqual([])
   })
 
+  it('a ConfigMap file deleted in its stamped directory (reported), then written there again', async () => {
+    const path = await configMapVolume('one')
+    const { seen, errors } = await start(path)
+    await rm(join(dir, '..2026_01', 'rules.json'))
+    await vi.waitFor(() => expect(errors).toHaveLength(1), { timeout: 3000, interval: 10 })
+    expect(errors[0]).toMatch(/cannot read rules file .*rules\.json: ENOENT/)
+    await writeFile(join(dir, '..2026_01', 'rules.json'), rules('two'))
+    await converges(seen, 'two')
+  })
+
   it('a symlink to a file in another directory, saved there by rename', async () => {
     await mkdir(join(dir, 'real'))
     await mkdir(join(dir, 'app'))
@@ -100,5 +110,29 @@ describe('fileRules follows the ways deployments replace a file', () => {
     await writeFile(join(dir, 'rules.json'), rules('two'))
     await converges(seen, 'two')
     expect(seen).toEqual(['one', 'two'])
+  })
+
+  it('a directory busy with other files (a log written every 10 ms) does not hold a reload back', async () => {
+    await writeFile(join(dir, 'rules.json'), rules('one'))
+    // The default quiet time, ten times the log's pace.
+    const { seen } = await start(join(dir, 'rules.json'), 100)
+    let writing = true
+    const busy = (async () => {
+      // Bounded: at most 300 writes and 3 s, until the reload is seen.
+      const until = Date.now() + 3000
+      for (let i = 0; i < 300 && writing && Date.now() < until; i++) {
+        await writeFile(join(dir, 'app.log'), `line ${i}\n`, { flag: 'a' })
+        await new Promise((r) => setTimeout(r, 10))
+      }
+    })()
+    await new Promise((r) => setTimeout(r, 30))
+    await writeFile(join(dir, '.rules.json.tmp'), rules('two'))
+    await rename(join(dir, '.rules.json.tmp'), join(dir, 'rules.json'))
+    try {
+      await vi.waitFor(() => expect(seen.at(-1)).toBe('two'), { timeout: 1000, interval: 5 })
+    } finally {
+      writing = false
+      await busy
+    }
   })
 })

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto'
 import { watch, type FSWatcher } from 'node:fs'
-import { readFile, realpath, stat } from 'node:fs/promises'
+import { readFile, readlink, realpath, stat } from 'node:fs/promises'
 import type { Stats } from 'node:fs'
-import { basename, dirname, extname } from 'node:path'
+import { basename, dirname, extname, join, resolve } from 'node:path'
 import { FloodgateError, toError } from '../../errors.js'
 import { checkIntInRange, refusedOption } from '../../options/checks.js'
 import { scopeLogger, type Logger } from '../../logger.js'
@@ -59,6 +59,24 @@ export interface FileRulesSource extends RulesSource {
  * (ctime moves on every write and cannot be set back, unlike mtime).
  */
 const stampOf = (st: Stats): string => `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`
+
+/**
+ * Where `path` leads through its symlinks, even when the file at the end is missing (deleted
+ * before being written again), so the directory it lives in stays watched meanwhile.
+ */
+async function targetOf(path: string): Promise<string> {
+  let at = path
+  // As many links as the kernel follows (ELOOP past 40).
+  for (let hops = 0; hops < 40; hops++) {
+    try {
+      at = resolve(dirname(at), await readlink(at))
+    } catch {
+      break
+    }
+  }
+  const dir = dirname(at)
+  return join(await realpath(dir).catch(() => dir), basename(at))
+}
 
 const isJson = (path: string): boolean => extname(path).toLowerCase() === '.json'
 
@@ -142,8 +160,8 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
   let lastStamp = ''
   let loading: Promise<void> | undefined
   let again = false
-  // A debounced change names the rules file (read it) or only its directory (stat it first).
-  let pendingRead = false
+  // A look at the file (stat, read if it is another) due after an event in a watched directory.
+  let checkTimer: NodeJS.Timeout | undefined
 
   const fail = (err: Error): void => {
     if (failures.fail(err)) onError(err)
@@ -178,7 +196,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
     // nor refused; it is read again once quiet.
     if (after !== stamp) {
       lastStamp = ''
-      changed(true)
+      changed()
       return
     }
     lastStamp = stamp
@@ -237,20 +255,28 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
   }
 
   /**
-   * A change seen (an event, the poll): after the quiet time, read the file (`read`: the event
-   * named it) or stat it and read it only if it is not the file last read (the event named
-   * something else in a watched directory, such as a ConfigMap's `..data` link).
+   * A change to the rules file seen (an event naming it, the poll, a read that caught it
+   * mid-write): read it once it has been quiet for `debounceMs`.
    */
-  function changed(read: boolean): void {
+  function changed(): void {
     if (!runs.going) return
-    pendingRead ||= read
     clearTimeout(debounceTimer)
-    debounceTimer = setTimeout(() => {
-      const full = pendingRead
-      pendingRead = false
-      void (full ? reload() : check())
-    }, debounceMs)
+    debounceTimer = setTimeout(() => void reload(), debounceMs)
     debounceTimer.unref()
+  }
+
+  /**
+   * Something else changed in a watched directory (a ConfigMap's `..data` link, a neighbour):
+   * look at the file within `debounceMs`. Not a debounce: a directory that never goes quiet (a
+   * log written beside the rules) must not hold the look, or a read, back.
+   */
+  function looked(): void {
+    if (!runs.going || checkTimer !== undefined) return
+    checkTimer = setTimeout(() => {
+      checkTimer = undefined
+      void check()
+    }, debounceMs)
+    checkTimer.unref()
   }
 
   /** Reads the file if it is not the one last read (or could not be read then). */
@@ -264,9 +290,9 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
 
   async function poll(): Promise<void> {
     try {
-      if (stampOf(await stat(path)) !== lastStamp) changed(true)
+      if (stampOf(await stat(path)) !== lastStamp) changed()
     } catch {
-      if (lastStamp !== '') changed(true)
+      if (lastStamp !== '') changed()
     }
   }
 
@@ -277,7 +303,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
    */
   async function watchDirs(mine: number): Promise<void> {
     const wanted = new Map<string, string>()
-    const target = await realpath(path).catch(() => path)
+    const target = await targetOf(path)
     for (const d of new Set([dirname(path), dirname(target)])) {
       try {
         const st = await stat(d)
@@ -299,7 +325,8 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
       added = true
       try {
         const watcher = watch(d, { persistent: false }, (_event, file) => {
-          changed(file === null || names.has(file))
+          if (file === null || names.has(file)) changed()
+          else looked()
         })
         // A watcher that breaks (directory removed) leaves the poll in charge until the next
         // load watches the directory there is now.
@@ -314,7 +341,7 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
     }
     // A change made after the load read the file but before this watch began is seen by no
     // event: look once more, after the quiet time.
-    if (added) changed(false)
+    if (added) looked()
   }
 
   return {
@@ -338,7 +365,8 @@ export function fileRules(path: string, options: FileRulesOptions = {}): FileRul
       runs.end()
       for (const w of watchers.values()) w.watcher.close()
       watchers.clear()
-      pendingRead = false
+      clearTimeout(checkTimer)
+      checkTimer = undefined
       clearInterval(pollTimer)
       clearTimeout(debounceTimer)
     },
