@@ -5,7 +5,13 @@ import { ipKey } from './ip-key.js'
 /** An address: eight 16-bit groups. */
 type Groups = readonly number[]
 
-const isMapped = (g: Groups) => g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff
+/**
+ * An IPv4 client written as IPv6: IPv4-mapped (`::ffff:a.b.c.d`) or translated into the NAT64
+ * well-known prefix (`64:ff9b::a.b.c.d`, RFC 6052), where the last 32 bits are the client.
+ */
+const isMapped = (g: Groups) =>
+  (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) ||
+  (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0))
 
 /** The model: who an address is, under a /prefix grouping of IPv6. */
 function identity(g: Groups, prefix: number): string {
@@ -74,8 +80,12 @@ const spelling = (g: Groups): fc.Arbitrary<string> =>
 const group = fc.oneof(fc.constant(0), fc.constant(0xffff), fc.integer({ min: 0, max: 0xffff }))
 const v6 = fc.array(group, { minLength: 8, maxLength: 8 })
 const v4 = fc
-  .tuple(fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 0, max: 0xffff }))
-  .map(([a, b]) => [0, 0, 0, 0, 0, 0xffff, a, b])
+  .tuple(
+    fc.integer({ min: 0, max: 0xffff }),
+    fc.integer({ min: 0, max: 0xffff }),
+    fc.constantFrom([0, 0, 0, 0, 0, 0xffff], [0x64, 0xff9b, 0, 0, 0, 0]),
+  )
+  .map(([a, b, prefix]) => [...prefix, a, b])
 const address = fc.oneof(v6, v4)
 
 describe('ipKey over spellings', () => {

@@ -14,7 +14,9 @@ describe('ipKey', () => {
     ['[2001:db8:abcd:12::99]:443', '2001:db8:abcd:12/64'],
     ['fe80::1%eth0', 'fe80:0:0:0/64'],
     ['::1', '0:0:0:0/64'],
-    ['64:ff9b::1.2.3.4', '64:ff9b:0:0/64'],
+    ['64:ff9b::1.2.3.4', '1.2.3.4'],
+    ['64:ff9b::102:304', '1.2.3.4'],
+    ['64:ff9b:1::1.2.3.4', '64:ff9b:1:0/64'],
   ])('%s → %s', (ip, key) => {
     expect(ipKey(ip)).toBe(key)
   })
@@ -27,6 +29,9 @@ describe('ipKey', () => {
   it('does not collapse IPv4-mapped clients into one bucket', () => {
     expect(ipKey('::ffff:1.2.3.4', 56)).toBe('1.2.3.4')
     expect(ipKey('::ffff:1.2.3.5', 56)).toBe('1.2.3.5')
+    // Behind a NAT64 translator every IPv4 client arrives inside 64:ff9b::/96.
+    expect(ipKey('64:ff9b::1.2.3.4', 56)).toBe('1.2.3.4')
+    expect(ipKey('64:ff9b::1.2.3.5', 56)).toBe('1.2.3.5')
   })
 
   it('honours the configured prefix, including odd lengths', () => {

@@ -105,8 +105,13 @@ export function ipKey(ip: string | undefined, ipv6Subnet: number = 64): string |
   }
   const g = parseIpv6(s)
   if (!g) return invalidKey(ip)
-  // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible-free check: first 80 bits zero, then ffff.
-  if (g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff) {
+  // An IPv4 client written as IPv6 is keyed as that IPv4 address, or every IPv4 client would
+  // share one IPv6 prefix: IPv4-mapped (::ffff:a.b.c.d: 80 zero bits, then ffff), and the
+  // NAT64 well-known prefix (64:ff9b::/96, RFC 6052) that a translator in front of an
+  // IPv6-only service writes every IPv4 client into.
+  const mapped = g[0] === 0 && g[1] === 0 && g[5] === 0xffff
+  const nat64 = g[0] === 0x64 && g[1] === 0xff9b && g[5] === 0
+  if ((mapped || nat64) && g[2] === 0 && g[3] === 0 && g[4] === 0) {
     return formatIpv4(((g[6]! << 16) | g[7]!) >>> 0)
   }
   const prefix = Math.max(1, Math.min(128, Math.trunc(ipv6Subnet)))

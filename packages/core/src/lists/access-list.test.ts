@@ -35,8 +35,16 @@ function v4Spellings(a: V4): string[] {
     `::ffff:${hex16(a[0], a[1])}:${hex16(a[2], a[3])}`,
     `[::ffff:${dotted(a)}]`,
     `${dotted(a)}:8080`,
+    // From a NAT64 translator (the well-known prefix 64:ff9b::/96).
+    `64:ff9b::${dotted(a)}`,
+    `[64:FF9B::${hex16(a[0], a[1])}:${hex16(a[2], a[3])}]:443`,
   ]
 }
+
+/** An IPv4 client written as IPv6: IPv4-mapped, or in the NAT64 well-known prefix. */
+const isV4Client = (g: number[]) =>
+  (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) ||
+  (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0))
 
 const v6 = fc.array(fc.integer({ min: 0, max: 0xffff }), { minLength: 8, maxLength: 8 })
 const v6Int = (g: number[]): bigint => g.reduce((acc, x) => (acc << 16n) | BigInt(x), 0n)
@@ -88,15 +96,21 @@ describe('access lists: addresses and CIDR ranges', () => {
     )
   })
 
-  it('property: an IPv4 range written as IPv4-mapped IPv6 covers the IPv4 spellings too', () => {
+  it('property: an IPv4 range written as IPv4-mapped or NAT64 IPv6 covers the IPv4 spellings too', () => {
     fc.assert(
-      fc.property(v4, fc.integer({ min: 0, max: 32 }), v4, (base, prefix, client) => {
-        const l = list([`::ffff:${dotted(base)}/${96 + prefix}`])
-        const want = inRange(v4Int(client), v4Int(base), prefix, 32)
-        for (const spelling of v4Spellings(client)) {
-          expect(l.has(facts(spelling)), spelling).toBe(want)
-        }
-      }),
+      fc.property(
+        v4,
+        fc.integer({ min: 0, max: 32 }),
+        v4,
+        fc.constantFrom('::ffff:', '64:ff9b::'),
+        (base, prefix, client, within) => {
+          const l = list([`${within}${dotted(base)}/${96 + prefix}`])
+          const want = inRange(v4Int(client), v4Int(base), prefix, 32)
+          for (const spelling of v4Spellings(client)) {
+            expect(l.has(facts(spelling)), spelling).toBe(want)
+          }
+        },
+      ),
       { numRuns: 200 },
     )
   })
@@ -107,9 +121,9 @@ describe('access lists: addresses and CIDR ranges', () => {
     fc.assert(
       fc.property(near, ([base, prefix, other, same]) => {
         const client = same ? base.map((x, i) => (i < 4 ? x : other[i]!)) : other
-        // IPv4-mapped addresses are IPv4 clients; the IPv4 properties cover them.
-        fc.pre(!(client.slice(0, 5).every((x) => x === 0) && client[5] === 0xffff))
-        fc.pre(!(base.slice(0, 5).every((x) => x === 0) && base[5] === 0xffff))
+        // IPv4-mapped and NAT64 addresses are IPv4 clients; the IPv4 properties cover them.
+        fc.pre(!isV4Client(client))
+        fc.pre(!isV4Client(base))
         const l = list([`${compressed(base)}/${prefix}`])
         const want = inRange(v6Int(client), v6Int(base), prefix, 128)
         for (const spelling of v6Spellings(client)) {

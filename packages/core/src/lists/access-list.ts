@@ -15,7 +15,7 @@ import type { KeyPart } from '../rules/rule.js'
 export interface AccessList {
   /**
    * Addresses (`'198.51.100.7'`, `'2001:db8::1'`) and CIDR ranges (`'198.51.100.0/24'`,
-   * `'2001:db8::/32'`). An IPv4 entry also covers the IPv4-mapped IPv6 spelling of its addresses
+   * `'2001:db8::/32'`). An IPv4 entry also covers the IPv4-mapped and NAT64 (`64:ff9b::/96`) IPv6 spellings of its addresses
    * (`::ffff:198.51.100.7`), and the other way round.
    */
   readonly ips?: readonly string[] | undefined
@@ -62,11 +62,20 @@ export function readRange(entry: unknown): ListRange | RangeProblem {
   if (version === 0) return { expected }
   const family = version === 4 ? 'ipv4' : 'ipv6'
   const max = version === 4 ? 32 : 128
-  if (slash < 0) return { address, prefix: max, family }
-  const bits = entry.slice(slash + 1)
-  const prefix = /^\d{1,3}$/.test(bits) ? Number(bits) : NaN
-  if (!(prefix >= 0 && prefix <= max)) {
-    return { expected: `a prefix length from 0 to ${max} after the '/'`, prefix: { bits, max } }
+  let prefix = max
+  if (slash >= 0) {
+    const bits = entry.slice(slash + 1)
+    prefix = /^\d{1,3}$/.test(bits) ? Number(bits) : NaN
+    if (!(prefix >= 0 && prefix <= max)) {
+      return { expected: `a prefix length from 0 to ${max} after the '/'`, prefix: { bits, max } }
+    }
+  }
+  // A request from an IPv4 client written as IPv6 (::ffff:a.b.c.d, or 64:ff9b::a.b.c.d from a
+  // NAT64 translator) is read as IPv4 (ipKey), so an entry within those /96s is read so too.
+  if (family === 'ipv6' && prefix >= 96) {
+    const v4 = ipKey(address, 128)
+    if (v4 !== undefined && isIP(v4) === 4)
+      return { address: v4, prefix: prefix - 96, family: 'ipv4' }
   }
   return { address, prefix, family }
 }
