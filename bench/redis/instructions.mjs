@@ -13,8 +13,9 @@
 // of 16, what 64 requests in flight send), it weighs the floors: an
 // empty script, the commands the script needs (TIME, GET, SET PX, with the TTL given as a
 // string: Lua formats a number through glibc's float printer) and nothing else, per key for a
-// batch (one MGET, then SET PX or PSETEX per key, 16 and 64 keys), and rate-limit-redis's
-// commands.
+// batch (one MGET, then SET PX or PSETEX per key, 16 and 64 keys; and the batched floor that
+// bench/redis/run.mjs times, `TIME` once, GET and SET PX per key, one number answered per key),
+// and rate-limit-redis's commands.
 // The general script is also weighed for batches of 1, 4, 16 and 64 one-rule requests (built
 // from the captured batch's first request; RedisStore sends at most 16 per call, 64 shows where
 // the per-decision cost tends), with fewer calls for the larger batches (at least 500), and
@@ -33,7 +34,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Redis } from 'ioredis'
 import { ensureBuilt } from '../ensure-built.mjs'
-import { FLOOR_LUA } from './floor-script.mjs'
+import { BATCHED_FLOOR_LUA, FLOOR_BATCH, FLOOR_LUA } from './floor-script.mjs'
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000)
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : undefined
@@ -268,6 +269,14 @@ return { totalHits, timeToExpire }`,
     `redis.call('TIME') for j = 1, #KEYS do redis.call('GET', KEYS[j]) end ${setEach} return 1`,
     [],
     BATCH,
+  ),
+  // The floor of a batched design, as bench/redis/run.mjs times it: the above, answering one
+  // number per request.
+  script(
+    `floor, batched: \`TIME\` once, \`GET\` and \`SET … PX\` per key, one number answered per key, ${FLOOR_BATCH} keys`,
+    BATCHED_FLOOR_LUA,
+    [],
+    FLOOR_BATCH,
   ),
   script(`RedisStore's script, a batch of ${BATCH} requests`, batch.lua, batchArgs, BATCH),
   ...BATCH_SIZES.map((size) =>

@@ -7,7 +7,9 @@
 //    commands each decision sends (counted on the client) and the Redis commands it executes
 //    (INFO commandstats, including the ones a Lua script calls). A last row, not a contender,
 //    is the floor of a design that keeps Redis's clock and a state per client: one script that
-//    reads the clock, reads a key and writes it with a TTL, and decides nothing.
+//    reads the clock, reads a key and writes it with a TTL, and decides nothing; and the same
+//    floor batched as RedisStore batches (one call for the requests started in one turn, up to
+//    16: `TIME` once, `GET` and `SET … PX` per key, one number answered per request).
 // 2. Added latency when Redis is down (killed: connection refused; stalled: a proxy that
 //    accepts and never answers), decisionTimeoutMs 50.
 // 3. HTTP: Fastify bare vs Fastify + Floodgate on RedisStore vs Fastify + @fastify/rate-limit
@@ -21,7 +23,7 @@ import { fileURLToPath } from 'node:url'
 import autocannon from 'autocannon'
 import { Redis } from 'ioredis'
 import { ensureBuilt } from '../ensure-built.mjs'
-import { FLOOR_LUA } from './floor-script.mjs'
+import { BATCHED_FLOOR_LUA, FLOOR_BATCH, FLOOR_LUA } from './floor-script.mjs'
 import { deleteKeys } from '../redis-keys.mjs'
 import { median, pairedRatios, ratioRange } from '../stats.mjs'
 
@@ -194,6 +196,68 @@ async function contenders() {
       name: 'floor: `TIME`, `GET`, `SET … PX` in one script, no decision',
       client,
       op: (k) => client.fgFloor(`${PREFIX}:floor:${k}`),
+    })
+  }
+  {
+    // Not a contender either: the floor of a batched design (RedisStore's), the least it pays
+    // that keeps Redis's clock and a state per client. Requests are batched as RedisStore's
+    // queue batches them: one that finds nothing in flight and nothing queued leaves at once;
+    // the others started in one turn of the event loop share one call, sent at the end of the
+    // turn (setImmediate) or when it holds FLOOR_BATCH. The script reads `TIME` once, then
+    // `GET` and `SET … PX` per key, and answers one number per request; it decides nothing.
+    const client = countedClient({ enableOfflineQueue: false, maxRetriesPerRequest: 0 })
+    await new Promise((r) => client.once('ready', r))
+    client.defineCommand('fgFloorBatch', { lua: BATCHED_FLOOR_LUA })
+    let inFlight = 0
+    let open
+    let flushScheduled = false
+    const send = (batch) => {
+      inFlight++
+      client.fgFloorBatch(batch.keys.length, ...batch.keys).then(
+        (reply) => {
+          inFlight--
+          batch.resolve.forEach((r, j) => r(reply[j]))
+        },
+        (err) => {
+          inFlight--
+          for (const r of batch.reject) r(err)
+        },
+      )
+    }
+    const flush = () => {
+      flushScheduled = false
+      const batch = open
+      open = undefined
+      if (batch) send(batch)
+    }
+    const op = (k) =>
+      new Promise((resolve, reject) => {
+        const key = `${PREFIX}:floorb:${k}`
+        if (inFlight === 0 && open === undefined) {
+          send({ keys: [key], resolve: [resolve], reject: [reject] })
+          return
+        }
+        if (open === undefined) {
+          open = { keys: [], resolve: [], reject: [] }
+          if (!flushScheduled) {
+            flushScheduled = true
+            setImmediate(flush)
+          }
+        }
+        const batch = open
+        batch.keys.push(key)
+        batch.resolve.push(resolve)
+        batch.reject.push(reject)
+        if (batch.keys.length >= FLOOR_BATCH) {
+          // Full: sent now; the flush already scheduled sends the next batch, if one opens.
+          open = undefined
+          send(batch)
+        }
+      })
+    list.push({
+      name: `floor, batched: \`TIME\` once, \`GET\`, \`SET … PX\` per key, up to ${FLOOR_BATCH} requests a call, no decision`,
+      client,
+      op,
     })
   }
   return list
