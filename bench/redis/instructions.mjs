@@ -24,7 +24,9 @@
 // of 16, captured the same way.
 // Env: BENCH_CALLS (3000), BENCH_REDIS_PORT (a free port), BENCH_ONLY (a regular expression:
 // only the scripts whose name matches), BENCH_BATCH_ALGORITHM (token-bucket: the algorithm of the
-// rule the batches are captured with).
+// rule the batches are captured with), BENCH_LUA (files of Lua, comma-separated: each weighed as
+// RedisStore's batch script on the captured batch of 16 and on the batch that all differ, for
+// trying a variant of the script).
 import { Buffer } from 'node:buffer'
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -208,10 +210,25 @@ const batchArgs = argvOf(batch)
 
 // A batch of `size` one-rule requests: the captured batch's first request, repeated.
 const BATCH_SIZES = [1, 4, 16, 64]
-const firstRequest = batchArgs[3].subarray(0, batchArgs[3].length / BATCH)
-const batchOf = (size) => [...batchArgs.slice(0, 3), Buffer.concat(Array(size).fill(firstRequest))]
+// A request's mode byte (its third) is its mode plus 8 times the requests after it that repeat
+// it, which are not packed (see packages/redis/src/wire-format.ts): the captured batch of 16 is
+// one packed request that 15 repeat. `firstRequest` is that one alone.
+const REQUEST_BYTES = 3 + 1 + 8 * 8
+const REPEAT_STEP = 8
+const MAX_REPEATS = 31
+const firstRequest = Buffer.from(batchArgs[3].subarray(0, REQUEST_BYTES))
+firstRequest[2] %= REPEAT_STEP
+const batchOf = (size) => {
+  const packed = []
+  for (let left = size; left > 0; left -= MAX_REPEATS + 1) {
+    const r = Buffer.from(firstRequest)
+    r[2] += REPEAT_STEP * (Math.min(left, MAX_REPEATS + 1) - 1)
+    packed.push(r)
+  }
+  return [...batchArgs.slice(0, 3), Buffer.concat(packed)]
+}
 // The same batch with every request's cost different (1, 2, …): no request repeats the one
-// before it, so the script unpacks each (the cost is the double after the request's 3-byte
+// before it, so each is packed and the script unpacks each (the cost is the double after the request's 3-byte
 // header, the entry's algorithm byte and its limit, window and burst).
 const COST_OFFSET = 3 + 1 + 3 * 8
 if (firstRequest.readDoubleLE(COST_OFFSET) !== 1) throw new Error('expected a cost of 1 there')
@@ -279,6 +296,18 @@ return { totalHits, timeToExpire }`,
     FLOOR_BATCH,
   ),
   script(`RedisStore's script, a batch of ${BATCH} requests`, batch.lua, batchArgs, BATCH),
+  // Script variants under trial (BENCH_LUA: files of Lua, comma-separated), given the captured
+  // batch of 16 and the batch whose requests all differ.
+  ...(process.env.BENCH_LUA ?? '')
+    .split(',')
+    .filter(Boolean)
+    .flatMap((file) => {
+      const lua = readFileSync(file, 'utf8')
+      return [
+        script(`${file}, a batch of ${BATCH} requests`, lua, batchArgs, BATCH),
+        script(`${file}, a batch of ${BATCH} that all differ`, lua, distinctBatchOf(BATCH), BATCH),
+      ]
+    }),
   ...BATCH_SIZES.map((size) =>
     script(
       `the general script, a batch of ${size} one-rule requests`,

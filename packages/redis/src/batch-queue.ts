@@ -5,7 +5,9 @@ import { hashTag, redisKey } from './redis-key.js'
 import { scriptAlgorithms } from './scripts/decide-script.js'
 import type { FrameTail } from './script-frame.js'
 import {
+  MAX_REPEATS,
   encodeRequests,
+  repeatsRequest,
   replyValues,
   requestBytes,
   resultsFrom,
@@ -81,6 +83,8 @@ export interface BatchQueueOptions {
 interface BatchedRequest {
   mode: WireMode
   entries: readonly WireEntry[]
+  /** The requests right after this one that repeat it, not packed (see `WireRequest.repeats`). */
+  repeats: number
   resolve: (results: AlgorithmResult[]) => void
   reject: (err: Error) => void
 }
@@ -93,6 +97,8 @@ interface Batch {
   /** The script's algorithms, in the order of the indexes the packed entries carry. */
   algorithms: readonly AlgorithmName[]
   requests: BatchedRequest[]
+  /** The packed request the batch's last requests repeat, or the last one packed. */
+  leader: BatchedRequest | undefined
   keys: string[]
   /** The requests' packed size. */
   bytes: number
@@ -184,10 +190,22 @@ export class BatchQueue {
     const batch = (alone ? undefined : this.open.get(batchKey)) ?? this.openBatch(batchKey, id, now)
     this.pending++
     for (const e of entries) batch.keys.push(redisKey(this.options.prefix, e.key, e.rule.stateId))
-    batch.bytes += requestBytes(entries.length)
     const result = new Promise<AlgorithmResult[]>((resolve, reject) => {
-      batch.requests.push({ mode, entries, resolve, reject })
+      batch.requests.push({ mode, entries, repeats: 0, resolve, reject })
     })
+    // A request that repeats the last one packed (one rule's requests, but for the key) is
+    // sent as a count on that one: the script neither unpacks nor compares it.
+    const leader = batch.leader
+    if (
+      leader !== undefined &&
+      leader.repeats < MAX_REPEATS &&
+      repeatsRequest(leader, mode, entries)
+    ) {
+      leader.repeats++
+    } else {
+      batch.bytes += requestBytes(entries.length)
+      batch.leader = batch.requests[batch.requests.length - 1]
+    }
     if (alone || batch.requests.length >= BATCH_REQUESTS) this.send(batch)
     return result
   }
@@ -200,6 +218,7 @@ export class BatchQueue {
       now,
       algorithms: this.algorithmsOf(id),
       requests: [],
+      leader: undefined,
       keys: [],
       bytes: 0,
       sent: false,

@@ -19,7 +19,9 @@ import {
  * 4. one string packing every request of the batch, in order.
  *
  * A packed request is a little-endian int16 entry count and a uint8 {@link WIRE_MODES} index
- * (consume, refund, peek, reset, penalize), then its entries. A packed entry is a uint8 algorithm index (1-based, into the script's sorted
+ * (consume, refund, peek, reset, penalize) plus {@link REPEAT_STEP} times the number of requests
+ * that follow it and repeat it (see {@link WireRequest.repeats}: they take no bytes), then its
+ * entries. A packed entry is a uint8 algorithm index (1-based, into the script's sorted
  * algorithm list) then eight little-endian doubles, as {@link ENTRY_FIELDS} lists them. One
  * string instead of several ARGV fields per entry: fewer arguments for ioredis to encode and
  * Redis to turn into Lua strings, one `struct.unpack` per entry, and exact values.
@@ -90,7 +92,16 @@ export const WIRE_MODES = ['c', 'r', 'p', 'x', 'f'] as const
 /** What a request asks the script (see {@link WIRE_MODES}). */
 export type WireMode = (typeof WIRE_MODES)[number]
 
-/** `struct` format of the request header (the entry count, the mode's index). */
+/**
+ * A request's mode byte is its mode's index plus this times its {@link WireRequest.repeats}:
+ * the modes take the low 3 bits.
+ */
+export const REPEAT_STEP = 8
+
+/** Most requests that one packed request may say repeat it (what the mode byte holds). */
+export const MAX_REPEATS = 31
+
+/** `struct` format of the request header (the entry count, the mode byte). */
 export const REQUEST_HEADER_FORMAT = '<hB'
 
 /** Bytes of a request's header in the packed batch. */
@@ -117,7 +128,54 @@ export type WireEntry =
 export interface WireRequest {
   readonly mode: WireMode
   readonly entries: readonly WireEntry[]
+  /**
+   * How many of the requests right after this one repeat it (0 when absent, at most
+   * {@link MAX_REPEATS}): requests of the same mode whose entries pack to the same bytes as
+   * this one's but for the keys (see {@link repeatsRequest}). They are not packed: the script
+   * decides each with this request's numbers and the next keys. The requests of one set of
+   * rules in a batch mostly are such repeats; the script neither unpacks them nor compares
+   * their bytes.
+   */
+  readonly repeats?: number
 }
+
+/**
+ * Whether a request may be sent as a repeat of `leader` (see {@link WireRequest.repeats}): the
+ * same mode and as many entries, each of the same rule as the leader's at its place, at the
+ * same cost, wait, shadow flag, queue state and lease, so that their packed bytes are the
+ * same. The numbers are compared with `Object.is` (0 and -0 pack to different bytes).
+ *
+ * @param leader - The request it would repeat.
+ * @param mode - The request's mode.
+ * @param entries - The request's entries.
+ * @returns Whether its packed bytes would repeat the leader's.
+ */
+export function repeatsRequest(
+  leader: WireRequest,
+  mode: WireMode,
+  entries: readonly WireEntry[],
+): boolean {
+  if (mode !== leader.mode || entries.length !== leader.entries.length) return false
+  for (let i = 0; i < entries.length; i++) {
+    const a = entries[i]!
+    const b = leader.entries[i]!
+    if (
+      a.rule !== b.rule ||
+      !Object.is(a.cost, b.cost) ||
+      !Object.is(a.maxWaitMs, b.maxWaitMs) ||
+      a.shadow !== b.shadow ||
+      queueFull(a) !== queueFull(b) ||
+      !Object.is(a.lease ?? 0, b.lease ?? 0)
+    ) {
+      return false
+    }
+  }
+  return true
+}
+
+/** Whether an entry says the client's queue is full (packed as a negative wait). */
+const queueFull = (e: WireEntry): boolean =>
+  e.maxWaitMs > 0 && 'queueFull' in e && e.queueFull === true
 
 /**
  * Bytes a request of `entries` entries takes in the packed batch.
@@ -149,11 +207,13 @@ export function encodeRequests(
   let o = target.byteOffset + offset
   const single = algorithms.length === 1
   for (let r = 0; r < requests.length; r++) {
-    const { mode, entries } = requests[r]!
+    const { mode, entries, repeats = 0 } = requests[r]!
     const n = entries.length
     view.setInt16(o, n, true)
-    view.setUint8(o + TYPE_BYTES.h, WIRE_MODES.indexOf(mode))
+    view.setUint8(o + TYPE_BYTES.h, WIRE_MODES.indexOf(mode) + REPEAT_STEP * repeats)
     o += REQUEST_HEADER_BYTES
+    // The requests that repeat this one are not packed.
+    r += repeats
     for (let i = 0; i < n; i++, o += ENTRY_BYTES) {
       const e = entries[i]!
       const rule = e.rule
@@ -172,8 +232,7 @@ export function encodeRequests(
       view.setFloat64(o + ENTRY_OFFSET.burst, rule.params.burst, true)
       view.setFloat64(o + ENTRY_OFFSET.cost, e.cost, true)
       // Negative: the client's queue is full (the script refuses a wait instead of reserving).
-      const full = e.maxWaitMs > 0 && 'queueFull' in e && e.queueFull === true
-      view.setFloat64(o + ENTRY_OFFSET.max_wait, full ? -e.maxWaitMs : e.maxWaitMs, true)
+      view.setFloat64(o + ENTRY_OFFSET.max_wait, queueFull(e) ? -e.maxWaitMs : e.maxWaitMs, true)
       view.setFloat64(o + ENTRY_OFFSET.shadow, e.shadow ? 1 : 0, true)
       view.setFloat64(
         o + ENTRY_OFFSET.size,
@@ -210,7 +269,9 @@ export function encodeBatch(
   algorithms: readonly string[],
 ): Buffer {
   let bytes = 0
-  for (const r of requests) bytes += requestBytes(r.entries.length)
+  for (let r = 0; r < requests.length; r += 1 + (requests[r]!.repeats ?? 0)) {
+    bytes += requestBytes(requests[r]!.entries.length)
+  }
   const packed = Buffer.allocUnsafe(bytes)
   encodeRequests(packed, 0, requests, algorithms)
   return packed
@@ -224,7 +285,7 @@ export interface DecodedRequest {
 
 /**
  * Read a packed batch back, as the script does: the inverse of {@link encodeBatch}, for
- * tests and debugging.
+ * tests and debugging. A request that others repeat is read back once for each.
  *
  * @param batch - Packed requests, concatenated.
  * @returns The requests, in order.
@@ -235,7 +296,9 @@ export function decodeBatch(batch: Buffer): DecodedRequest[] {
   let pos = 0
   while (pos < batch.length) {
     const n = batch.readInt16LE(pos)
-    const mode = WIRE_MODES[batch.readUInt8(pos + TYPE_BYTES.h)]
+    const byte = batch.readUInt8(pos + TYPE_BYTES.h)
+    const mode = WIRE_MODES[byte % REPEAT_STEP]
+    const repeats = Math.floor(byte / REPEAT_STEP)
     if (mode === undefined) throw new Error(`packed batch: unknown mode at byte ${pos}`)
     pos += REQUEST_HEADER_BYTES
     if (pos + n * ENTRY_BYTES > batch.length) {
@@ -250,7 +313,7 @@ export function decodeBatch(batch: Buffer): DecodedRequest[] {
       }
       entries.push(e as Record<FieldName, number>)
     }
-    out.push({ mode, entries })
+    for (let r = 0; r <= repeats; r++) out.push({ mode, entries })
   }
   return out
 }

@@ -12,8 +12,11 @@ import { decideScript, scriptAlgorithms } from '../src/scripts/decide-script.js'
 import {
   ENTRY_BYTES,
   ENTRY_OFFSET,
+  MAX_REPEATS,
   REQUEST_HEADER_BYTES,
+  decodeBatch,
   encodeBatch,
+  repeatsRequest,
   requestBytes,
   type WireMode,
   type WireRequest,
@@ -461,6 +464,174 @@ describe.skipIf(!available)('the general script of one inlined algorithm, its fa
         ),
         { numRuns: Number(process.env.FG_RUNS ?? 40) },
       )
+    }, 120_000)
+  }
+})
+
+describe.skipIf(!available)('a batch whose requests repeat the one before them', () => {
+  const repeatPrefix = uniquePrefix('batch-repeats')
+  const redis = adminConnection(repeatPrefix)
+
+  // A consume of one entry whose packed bytes repeat the request before it (one rule's
+  // requests, but for the key) is sent as a count in that request's mode byte, and the script
+  // decides it with that request's numbers and its own key. Against the same batch sent in
+  // full (which the properties above hold to one call per request): the same reply, stored
+  // bytes and TTLs, with runs of repeats on shared and distinct keys, full queues, shadow
+  // entries, refusals (small limits), waits, keys already used, and requests of every other
+  // mode and of several entries between the runs; in a script of one inlined algorithm (its
+  // fast path), of two, and of the table path's algorithms.
+  const SCRIPTS: AlgorithmName[][] = [
+    ['token-bucket'],
+    ['gcra'],
+    ['sliding-window-counter'],
+    ['fixed-window', 'token-bucket'],
+    ['concurrency', 'sliding-window-log'],
+  ]
+  for (const names of SCRIPTS) {
+    it(`answers, stores and expires what the batch sent in full does: ${names.join(' + ')}`, async () => {
+      const sorted = scriptAlgorithms(names)
+      const lua = decideScript(sorted)
+      const penalizes = (a: AlgorithmName): boolean => a === 'token-bucket' || a === 'gcra'
+      let n = 0
+      let repeated = 0
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 6 }),
+          fc.array(fc.constantFrom<'none' | 'used'>('none', 'used'), {
+            minLength: 4,
+            maxLength: 4,
+          }),
+          fc.array(
+            fc.record({
+              alg: fc.nat(),
+              cost: fc.constantFrom(1, 1, 2, 0, 0.5),
+              maxWaitMs: fc.constantFrom(0, 0, 300),
+              shadow: fc.constantFrom(false, false, true),
+              queueFull: fc.constantFrom(false, false, true),
+              lease: fc.constantFrom(1, 2),
+            }),
+            // Entries of one rule and lease that differ in one number or flag are common.
+            { minLength: 1, maxLength: 5 },
+          ),
+          fc.array(
+            fc.record({
+              mode: fc.constantFrom<WireMode>('c', 'c', 'c', 'c', 'c', 'c', 'r', 'p', 'x', 'f'),
+              picks: fc.array(fc.record({ entry: fc.nat(), key: fc.integer({ min: 0, max: 3 }) }), {
+                minLength: 1,
+                maxLength: 2,
+              }),
+              one: fc.constantFrom(true, true, true, false),
+              // The request, then as many more on the next keys: a run of repeats.
+              more: fc.constantFrom(0, 0, 1, 2, 4),
+            }),
+            { minLength: 1, maxLength: 20, size: 'max' },
+          ),
+          async (limit, starts, pool, drawn) => {
+            const rules = sorted.map((a) => testRule(a, limit, 1000))
+            const run = ++n
+            const keyOf = (side: string, key: number, rule: number): string =>
+              `${repeatPrefix}:${run}:${side}:${key}:${rule}`
+            // Entries are shared objects, as one rule's are in a store.
+            const entries = pool.map((p) => ({
+              rule: rules[p.alg % rules.length]!,
+              ruleIndex: p.alg % rules.length,
+              cost: p.cost,
+              maxWaitMs: p.maxWaitMs,
+              shadow: p.shadow,
+              queueFull: p.queueFull,
+              lease: p.lease,
+            }))
+            const requests = drawn.flatMap((d) => {
+              const picks = d.one ? d.picks.slice(0, 1) : d.picks
+              const es = picks.map((p) => entries[p.entry % entries.length]!)
+              const mode =
+                d.mode === 'f' && !es.every((e) => penalizes(e.rule.algorithm.name)) ? 'c' : d.mode
+              return Array.from({ length: 1 + d.more }, (_, j) => ({
+                mode,
+                entries: es.map((e, i) => ({ ...e, key: String((picks[i]!.key + j) % 4) })),
+              }))
+            })
+            // As BatchQueue marks them.
+            const marked = requests.map((r) => ({ ...r, repeats: 0 }))
+            let leader: (typeof marked)[number] | undefined
+            for (const r of marked) {
+              if (
+                leader &&
+                leader.repeats < MAX_REPEATS &&
+                repeatsRequest(leader, r.mode, r.entries)
+              ) {
+                leader.repeats++
+                repeated++
+              } else leader = r
+            }
+            const now = 1_763_000_000_000
+            const argv = (at: number, packed: Buffer): (string | Buffer)[] => [
+              String(at),
+              '60000',
+              '60000',
+              packed,
+            ]
+            const redisMs = ([s, us]: (string | number)[]): number =>
+              Number(s) * 1000 + Math.ceil(Number(us) / 1000)
+            const writingFrom = redisMs(await redis.admin.time()) - 1
+            for (const side of ['full', 'repeats']) {
+              for (const [key, start] of starts.entries()) {
+                for (const [ri, rule] of rules.entries()) {
+                  if (start !== 'used') continue
+                  const e = { rule, key: String(key), cost: 1, maxWaitMs: 0, shadow: false }
+                  const packed = encodeBatch([{ mode: 'c', entries: [e] }], sorted)
+                  const k = keyOf(side, key, ri)
+                  await redis.admin.callBuffer('EVAL', lua, 1, k, ...argv(now - 100, packed))
+                }
+              }
+            }
+            const keysOf = (side: string): string[] =>
+              requests.flatMap((r) => r.entries.map((e) => keyOf(side, Number(e.key), e.ruleIndex)))
+            const call = async (side: string, packed: Buffer): Promise<Buffer> => {
+              const keys = keysOf(side)
+              return (await redis.admin.callBuffer(
+                'EVAL',
+                lua,
+                keys.length,
+                ...keys,
+                ...argv(now, packed),
+              )) as Buffer
+            }
+            const packed = encodeBatch(marked, sorted)
+            expect(decodeBatch(packed)).toEqual(decodeBatch(encodeBatch(requests, sorted)))
+            const full = await call('full', encodeBatch(requests, sorted))
+            expect(await call('repeats', packed)).toEqual(full)
+            // Both calls write at the same `now`, so each key's TTL is the same: its expiry
+            // (Redis's clock when written, plus the TTL) differs by the time from the first
+            // write to the last, as Redis's clock tells it, and a little more: the time a write
+            // takes as its base is not bounded exactly by TIME around it (10 ms past on a
+            // loaded machine). A TTL taken from another key or another rule is off by more.
+            const window = redisMs(await redis.admin.time()) - writingFrom + 25
+            for (let key = 0; key < 4; key++) {
+              for (let ri = 0; ri < rules.length; ri++) {
+                const [b, a] = [keyOf('repeats', key, ri), keyOf('full', key, ri)]
+                const name = `${key}:${ri}`
+                expect(await redis.admin.type(b), `type of ${name}`).toBe(await redis.admin.type(a))
+                expect(await redis.admin.getBuffer(b), `value of ${name}`).toEqual(
+                  await redis.admin.getBuffer(a),
+                )
+                const [eb, ea] = [
+                  await redis.admin.pexpiretime(b),
+                  await redis.admin.pexpiretime(a),
+                ]
+                if (ea < 0) expect(eb, `expiry of ${name}`).toBe(ea)
+                else {
+                  expect(eb - ea, `expiry of ${name}: ${ea} ${eb}`).toBeGreaterThanOrEqual(0)
+                  expect(eb - ea, `expiry of ${name}: ${ea} ${eb}`).toBeLessThanOrEqual(window)
+                }
+              }
+            }
+          },
+        ),
+        { numRuns: Number(process.env.FG_RUNS ?? 40) },
+      )
+      // The draw must exercise what it is about.
+      expect(repeated).toBeGreaterThan(40)
     }, 120_000)
   }
 })

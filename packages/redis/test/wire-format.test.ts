@@ -10,6 +10,8 @@ import {
   ENTRY_FIELDS,
   ENTRY_FORMAT,
   ENTRY_OFFSET,
+  MAX_REPEATS,
+  REPEAT_STEP,
   REQUEST_HEADER_BYTES,
   REQUEST_HEADER_FORMAT,
   RESULT_BYTES,
@@ -19,8 +21,11 @@ import {
   decodeBatch,
   encodeBatch,
   encodeReply,
+  repeatsRequest,
   replyValues,
+  requestBytes,
   resultsFrom,
+  type WireRequest,
 } from '../src/wire-format.js'
 import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 
@@ -59,6 +64,73 @@ const arbRequest = fc.record({
   entries: fc.array(arbEntry, { minLength: 1, maxLength: 5 }),
 })
 
+/**
+ * Requests drawn from a few entries, mostly consumes of one: runs of requests that repeat the
+ * one before them are common. Entries are shared objects, as one rule's are in a store; a
+ * request may also take a copy of one (equal fields, another object).
+ */
+const arbRepeating = fc
+  .tuple(
+    fc.array(arbEntry, { minLength: 1, maxLength: 3 }),
+    fc.array(
+      fc.record({
+        mode: fc.constantFrom(...WIRE_MODES, 'c', 'c', 'c', 'c', 'c'),
+        picks: fc.array(fc.nat(2), { minLength: 1, maxLength: 2 }),
+        one: fc.constantFrom(true, true, true, false),
+        copy: fc.constantFrom(false, false, false, true),
+        // One field of the entry changed, the rule kept: packed, it differs by that field.
+        vary: fc.constantFrom(
+          ...Array<'none'>(8).fill('none'),
+          'cost',
+          'zero',
+          'wait',
+          'shadow',
+          'lease',
+          'full',
+        ),
+      }),
+      { minLength: 1, maxLength: 80, size: 'max' },
+    ),
+  )
+  .map(([pool, drawn]) =>
+    drawn.map((d): WireRequest => {
+      const picks = d.one ? d.picks.slice(0, 1) : d.picks
+      const entries = picks.map((i) => {
+        const e = pool[i % pool.length]!
+        switch (d.vary) {
+          case 'cost':
+            return { ...e, cost: e.cost + 1 }
+          case 'zero':
+            return { ...e, cost: Object.is(e.cost, -0) ? 0 : -0 }
+          case 'wait':
+            return { ...e, maxWaitMs: e.maxWaitMs + 1 }
+          case 'shadow':
+            return { ...e, shadow: !e.shadow }
+          case 'lease':
+            return { ...e, lease: 7 }
+          case 'full':
+            return { ...e, maxWaitMs: e.maxWaitMs + 1, queueFull: true }
+        }
+        return d.copy ? { ...e } : e
+      })
+      return { mode: d.mode, entries }
+    }),
+  )
+
+/** The requests with their repeats marked as BatchQueue marks them (see `repeatsRequest`). */
+function withRepeats(requests: readonly WireRequest[]): WireRequest[] {
+  const out: { mode: WireRequest['mode']; entries: WireRequest['entries']; repeats: number }[] = []
+  let leader: (typeof out)[number] | undefined
+  for (const r of requests) {
+    const request = { mode: r.mode, entries: r.entries, repeats: 0 }
+    out.push(request)
+    if (leader && leader.repeats < MAX_REPEATS && repeatsRequest(leader, r.mode, r.entries)) {
+      leader.repeats++
+    } else leader = request
+  }
+  return out
+}
+
 /** What the script must read for an entry: the model the packed bytes are checked against. */
 function expected(e: ConsumeEntry): Record<string, number> {
   const { rule } = e
@@ -72,10 +144,11 @@ function expected(e: ConsumeEntry): Record<string, number> {
     window_ms: bucket ? scale : rule.params.windowMs,
     burst: rule.params.burst,
     cost: e.cost,
-    max_wait: e.maxWaitMs,
+    // Negative: the client's queue is full.
+    max_wait: e.maxWaitMs > 0 && e.queueFull === true ? -e.maxWaitMs : e.maxWaitMs,
     shadow: e.shadow ? 1 : 0,
     size: rule.algorithm.name === 'concurrency' ? 0 : rule.algorithm.stateSize(rule.params),
-    lease: 0,
+    lease: 'lease' in e && typeof e.lease === 'number' ? e.lease : 0,
   }
 }
 
@@ -110,6 +183,64 @@ describe('the packed wire format', () => {
         )
       }),
     )
+  })
+
+  it('sends a request that repeats the one before it as a count on that one, and reads it back as itself (property)', () => {
+    let repeated = 0
+    fc.assert(
+      fc.property(arbRepeating, (requests) => {
+        const marked = withRepeats(requests)
+        const packed = encodeBatch(marked, ALGORITHMS)
+        const full = encodeBatch(requests, ALGORITHMS)
+        // Read back, the repeats are the requests they stand for, field by field, and the
+        // requests they repeat are the ones sent in full.
+        expect(decodeBatch(packed)).toEqual(decodeBatch(full))
+        expect(decodeBatch(full)).toEqual(
+          requests.map((r) => ({ mode: r.mode, entries: r.entries.map(expected) })),
+        )
+        // Only what is packed takes bytes.
+        let bytes = 0
+        for (let i = 0; i < marked.length; i += 1 + (marked[i]!.repeats ?? 0)) {
+          bytes += requestBytes(marked[i]!.entries.length)
+        }
+        expect(packed.length).toBe(bytes)
+        repeated += marked.reduce((n, r) => n + (r.repeats ?? 0), 0)
+      }),
+      { numRuns: 200 },
+    )
+    // The draw must exercise what it is about.
+    expect(repeated).toBeGreaterThan(200)
+  })
+
+  it('repeats only a request of the same mode whose packed bytes would be the same', () => {
+    const [e, f] = fc.sample(arbEntry, 2) as [ConsumeEntry, ConsumeEntry]
+    const r: WireRequest = { mode: 'c', entries: [e] }
+    expect(repeatsRequest(r, 'c', [{ ...e, key: 'other' }])).toBe(true)
+    expect(repeatsRequest({ mode: 'p', entries: [e, f] }, 'p', [e, { ...f, key: 'x' }])).toBe(true)
+    expect(repeatsRequest(r, 'r', [e])).toBe(false)
+    expect(repeatsRequest(r, 'c', [e, e])).toBe(false)
+    expect(repeatsRequest({ mode: 'c', entries: [e, f] }, 'c', [e, e])).toBe(false)
+    expect(repeatsRequest({ mode: 'c', entries: [e, f] }, 'c', [f, e])).toBe(false)
+    expect(repeatsRequest(r, 'c', [{ ...e, cost: e.cost + 1 }])).toBe(false)
+    expect(repeatsRequest(r, 'c', [{ ...e, shadow: !e.shadow }])).toBe(false)
+    expect(repeatsRequest(r, 'c', [{ ...e, maxWaitMs: e.maxWaitMs + 1 }])).toBe(false)
+    expect(repeatsRequest(r, 'c', [{ ...e, lease: 7 }])).toBe(false)
+    expect(repeatsRequest(r, 'c', [{ ...e, rule: { ...e.rule } }])).toBe(false)
+    const waits = { ...e, maxWaitMs: 100 }
+    expect(
+      repeatsRequest({ mode: 'c', entries: [waits] }, 'c', [{ ...waits, queueFull: true }]),
+    ).toBe(false)
+    // 0 and -0 pack to different bytes.
+    expect(
+      repeatsRequest({ mode: 'c', entries: [{ ...e, cost: 0 }] }, 'c', [{ ...e, cost: -0 }]),
+    ).toBe(false)
+    // A run longer than the mode byte counts is sent as several.
+    const run = withRepeats(Array.from({ length: 70 }, () => r))
+    expect(run.map((x) => x.repeats).filter((x) => x !== 0)).toEqual([MAX_REPEATS, MAX_REPEATS, 5])
+    expect(decodeBatch(encodeBatch(run, ALGORITHMS))).toHaveLength(70)
+    // The mode byte holds the count: at most MAX_REPEATS.
+    expect(WIRE_MODES.length).toBeLessThanOrEqual(REPEAT_STEP)
+    expect(WIRE_MODES.length - 1 + REPEAT_STEP * MAX_REPEATS).toBeLessThanOrEqual(255)
   })
 
   it('reads every result of a reply back exactly, from any request of the batch (property)', () => {

@@ -18,6 +18,7 @@ import {
   ENTRY_FORMAT,
   REQUEST_HEADER_BYTES,
   REQUEST_HEADER_FORMAT,
+  REPEAT_STEP,
   RESULT_FORMAT,
   WIRE_MODES,
 } from '../wire-format.js'
@@ -475,7 +476,7 @@ const packOut = packResult('out')
  * batch's only request returns it as the reply, without R.
  */
 const replyOne = (packed: string): string => `local packed_out = ${packed}
-    if r == 0 and pos > nblob then
+    if r == 0 and pos > nblob and reps == 0 then
       ${flushWrites}
       return packed_out
     end
@@ -552,35 +553,38 @@ local first = {}${
 local U, next_px, next_pxs`
     : ''
 }
--- The last request's bytes and its numbers (see the loop), when the batch holds more than
--- one request.
-local several = nblob > ${REQUEST_HEADER_BYTES + ENTRY_BYTES}
-local sub = string.sub
-local p_bytes, ${savedLocals}
+-- How many requests still repeat the last one unpacked, where that one's entries start, where
+-- its first one ends, and its numbers (see the loop).
+local reps = 0
+local p_body, p_pos, ${savedLocals}
 
-while pos <= nblob do
-  -- The header and the request's first entry in one unpack (every request RedisStore sends
-  -- has an entry); the paths that read their entries one by one start again after the header.
-  local body = pos + ${REQUEST_HEADER_BYTES}
+while pos <= nblob or reps > 0 do
+  local body
   local ${requestLocals}
-  local last = body + ${ENTRY_BYTES - 1}
-  if last <= nblob and several then
-    -- A request whose bytes repeat the one before it (one rule's requests in a batch: the
-    -- same entry but for the key, which KEYS holds) takes its numbers from that one: a string
-    -- of its bytes (interned: found, not made, when it repeats) costs a fraction of the unpack.
-    local bytes = sub(blob, pos, last)
-    if bytes == p_bytes then
-      ${requestLocals} = ${savedLocals}
-      pos = last + 1
-    else
+  if reps > 0 then
+    -- A request that repeats the one unpacked last (one rule's requests in a batch: the same
+    -- entries but for the keys, which KEYS holds) is not packed: it takes that one's numbers,
+    -- and the paths that read entries one by one read that one's again. They end where it
+    -- ends, which is where the next packed request starts.
+    reps = reps - 1
+    ${requestLocals} = ${savedLocals}
+    body, pos = p_body, p_pos
+  else
+    body = pos + ${REQUEST_HEADER_BYTES}
+    -- The header and the request's first entry in one unpack (every request RedisStore sends
+    -- has an entry); the paths that read their entries one by one start again after the header.
+    if body + ${ENTRY_BYTES - 1} <= nblob then
       ${requestLocals}, pos = struct.unpack('${LONE_FORMAT}', blob, pos)
-      p_bytes = bytes
+    else
+      n, m, pos = struct.unpack('${REQUEST_HEADER_FORMAT}', blob, pos)
+    end
+    if m >= ${REPEAT_STEP} then
+      -- The mode byte also counts the requests after this one that repeat it.
+      reps = floor(m / ${REPEAT_STEP})
+      m = m - reps * ${REPEAT_STEP}
+      p_body, p_pos = body, pos
       ${savedLocals} = ${requestLocals}
     end
-  elseif last <= nblob then
-    ${requestLocals}, pos = struct.unpack('${LONE_FORMAT}', blob, pos)
-  else
-    n, m, pos = struct.unpack('${REQUEST_HEADER_FORMAT}', blob, pos)
   end
   local mode = 'c'
   if m == 1 then mode = 'r' end
