@@ -458,7 +458,17 @@ describe.skipIf(!binaries)('key loss (a redis-server owned by the test)', () => 
     )
   })
 
-  it.each(['allkeys-lru', 'allkeys-random'])(
+  // Every policy that evicts: Floodgate keys all have a TTL, so the volatile-* ones may evict
+  // them too, and a Redis that never gets to evict must not fail a call.
+  it.each([
+    'allkeys-lru',
+    'allkeys-lfu',
+    'allkeys-random',
+    'volatile-ttl',
+    'volatile-lru',
+    'volatile-lfu',
+    'volatile-random',
+  ])(
     'under maxmemory with %s, a flood of clients evicts keys without an error, and a client admits at most one more limit per loss',
     async (policy) => {
       const small = await RedisServer.start(['--maxmemory', '2mb', '--maxmemory-policy', policy])
