@@ -161,9 +161,16 @@ export class BatchQueue {
    * @param mode - What the request asks (see `WIRE_MODES`): consume, refund, peek, reset, penalize.
    * @param now - `nowMs` for the script ('' for Redis TIME).
    * @param entries - The request's entries; on a Cluster, all of one hash tag.
+   * @param oneKey - The entries all have one Redis key, and share their call only with
+   *   requests of that key (a call of several keys of a slot being migrated is refused).
    * @returns The entries' results; rejects on a missed deadline or a Redis error.
    */
-  enqueue(mode: WireMode, now: string, entries: readonly WireEntry[]): Promise<AlgorithmResult[]> {
+  enqueue(
+    mode: WireMode,
+    now: string,
+    entries: readonly WireEntry[],
+    oneKey = false,
+  ): Promise<AlgorithmResult[]> {
     if (this.pending >= this.options.maxPending) {
       return Promise.reject(
         new FloodgateError(
@@ -182,11 +189,13 @@ export class BatchQueue {
     // request's queueing.
     const batchKey = alone
       ? ''
-      : this.options.isCluster
-        ? `${id}|${now}|${hashTag(entries[0]!.key)}`
-        : now === ''
-          ? id
-          : `${id}|${now}`
+      : oneKey
+        ? `${id}|${now}|${redisKey(this.options.prefix, entries[0]!.key, entries[0]!.rule.stateId)}`
+        : this.options.isCluster
+          ? `${id}|${now}|${hashTag(entries[0]!.key)}`
+          : now === ''
+            ? id
+            : `${id}|${now}`
     const batch = (alone ? undefined : this.open.get(batchKey)) ?? this.openBatch(batchKey, id, now)
     this.pending++
     for (const e of entries) batch.keys.push(redisKey(this.options.prefix, e.key, e.rule.stateId))

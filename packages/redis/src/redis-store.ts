@@ -1,4 +1,4 @@
-import type { Store } from '@floodgate/core'
+import { FloodgateError, type Store } from '@floodgate/core'
 import type { RuleTier } from '@floodgate/core/rules'
 import {
   checkPositiveInt,
@@ -19,7 +19,7 @@ import { RedisConnection, warnUnsafeClient, type RedisClient } from './connectio
 import { OwedReleases } from './owed-releases.js'
 import { RecordedLimits } from './recorded-limits.js'
 import { checkPrefix, hashTag } from './redis-key.js'
-import { tailedScript, type TailedScript } from './script-frame.js'
+import { isTryAgain, tailedScript, type TailedScript } from './script-frame.js'
 import { throttledWarn } from './throttled-warn.js'
 import type { RedisStoreOptions, TimeSource } from './redis-store-options.js'
 import { decideScript, loneScript } from './scripts/decide-script.js'
@@ -183,17 +183,102 @@ export class RedisStore implements Store {
     nowMs: number,
   ): Promise<readonly AlgorithmResult[]> {
     const now = this.now(nowMs)
-    let result: Promise<readonly AlgorithmResult[]>
-    if (!this.isCluster) {
-      result = this.queue.enqueue('c', now, entries)
-    } else {
-      const groups = groupByTag(entries)
-      result =
-        groups.length === 1
-          ? this.queue.enqueue('c', now, entries)
-          : this.consumeSplit(entries, groups, now)
-    }
-    return result
+    if (!this.isCluster) return this.queue.enqueue('c', now, entries)
+    const startedMs = performance.now()
+    const groups = groupByTag(entries)
+    return groups.length === 1
+      ? this.consumeSlot(entries, now, startedMs)
+      : this.consumeSplit(entries, groups, now, startedMs)
+  }
+
+  /**
+   * Decide entries of one hash tag in one call. While their slot is being migrated, Redis
+   * refuses a call of several keys it does not hold all of (`TRYAGAIN`: a client with a state
+   * for one rule and none yet for another, a new client, keys half moved), for as long as the
+   * migration lasts; the call did not run. The entries are then decided one key per call, as
+   * a request spanning slots is (see {@link consumeSplit}), within what is left of the deadline.
+   */
+  private consumeSlot(
+    entries: readonly ConsumeEntry[],
+    now: string,
+    startedMs: number,
+  ): Promise<readonly AlgorithmResult[]> {
+    return this.queue.enqueue('c', now, entries).catch((err: unknown) => {
+      if (!isTryAgain(err)) throw err
+      return this.inTime(
+        startedMs,
+        () => this.consumeSplit(entries, groupByKey(entries), now, startedMs, true),
+        (results) => this.undoLateAnswer('c', entries, results, now),
+      )
+    })
+  }
+
+  /**
+   * Run `work` if time is left of the deadline that started at `startedMs`, and fail once it
+   * is over: what it answers after that goes to `late`.
+   */
+  private inTime<T>(
+    startedMs: number,
+    work: () => Promise<T>,
+    late?: (value: T) => void,
+  ): Promise<T> {
+    const leftMs = startedMs + this.timeoutMs - performance.now()
+    const missed = (): FloodgateError =>
+      new FloodgateError(
+        'FG_ERR_STORE_TIMEOUT',
+        `redis store: no answer within ${this.timeoutMs} ms`,
+      )
+    if (leftMs <= 0) return Promise.reject(missed())
+    return new Promise<T>((resolve, reject) => {
+      let over = false
+      const timer = setTimeout(() => {
+        over = true
+        reject(missed())
+      }, leftMs)
+      work().then(
+        (value) => {
+          clearTimeout(timer)
+          if (!over) resolve(value)
+          else late?.(value)
+        },
+        (err: unknown) => {
+          clearTimeout(timer)
+          if (!over) reject(err instanceof Error ? err : new Error(String(err)))
+        },
+      )
+    })
+  }
+
+  /**
+   * Queue a request of one hash tag whose entries are each decided on their own (a refund,
+   * peek, reset or penalty); refused with `TRYAGAIN` (see {@link consumeSlot}), one call per
+   * key instead, within the deadline.
+   */
+  private eachInSlot(
+    mode: WireMode,
+    now: string,
+    list: readonly WireEntry[],
+    startedMs: number,
+  ): Promise<AlgorithmResult[]> {
+    return this.queue.enqueue(mode, now, list).catch((err: unknown) => {
+      if (!this.isCluster || !isTryAgain(err)) throw err
+      const groups = groupByKey(list)
+      return this.inTime(startedMs, async () => {
+        const parts = await Promise.all(
+          groups.map((g) =>
+            this.queue.enqueue(
+              mode,
+              now,
+              g.map((i) => list[i]!),
+              true,
+            ),
+          ),
+        )
+        const out: AlgorithmResult[] = new Array<AlgorithmResult>(list.length)
+        groups.forEach((g, gi) => g.forEach((i, k) => (out[i] = parts[gi]![k]!)))
+        return out
+      })
+    })
   }
 
   private orFallback(
@@ -239,16 +324,19 @@ export class RedisStore implements Store {
   private async releaseRedis(entries: readonly RefundEntry[], now: string): Promise<void> {
     const list = entries.map((e) => ({ ...e, maxWaitMs: 0, shadow: false }))
     if (!this.isCluster) await this.queue.enqueue('r', now, list)
-    else
+    else {
+      const startedMs = performance.now()
       await Promise.all(
         groupByTag(list).map((g) =>
-          this.queue.enqueue(
+          this.eachInSlot(
             'r',
             now,
             g.map((i) => list[i]!),
+            startedMs,
           ),
         ),
       )
+    }
   }
 
   /**
@@ -311,13 +399,15 @@ export class RedisStore implements Store {
       shadow: false,
     }))
     if (!this.isCluster) return this.queue.enqueue(mode, now, list)
+    const startedMs = performance.now()
     const groups = groupByTag(list)
     const parts = await Promise.all(
       groups.map((g) =>
-        this.queue.enqueue(
+        this.eachInSlot(
           mode,
           now,
           g.map((i) => list[i]!),
+          startedMs,
         ),
       ),
     )
@@ -355,15 +445,16 @@ export class RedisStore implements Store {
     entries: readonly ConsumeEntry[],
     groups: number[][],
     now: string,
+    startedMs: number,
+    oneKey = false,
   ): Promise<readonly AlgorithmResult[]> {
     const settled = await Promise.allSettled(
-      groups.map((g) =>
-        this.queue.enqueue(
-          'c',
-          now,
-          g.map((i) => entries[i]!),
-        ),
-      ),
+      groups.map((g) => {
+        const part = g.map((i) => entries[i]!)
+        return oneKey
+          ? this.queue.enqueue('c', now, part, true)
+          : this.consumeSlot(part, now, startedMs)
+      }),
     )
     // Each entry's result, where its slot's call answered.
     const results: (AlgorithmResult | undefined)[] = new Array<AlgorithmResult>(entries.length)
@@ -417,7 +508,9 @@ export class RedisStore implements Store {
       (r) => {
         if (!isWellFormedReply(r, call.keys.length)) this.owed.owe(requests, true, call.now)
       },
-      () => this.owed.owe(requests, sent, call.now),
+      // Refused with TRYAGAIN, the script did not run: it took no slot, and the store takes
+      // it again, by the same name, one key per call (see consumeSlot).
+      (err: unknown) => this.owed.owe(requests, sent && !isTryAgain(err), call.now),
     )
     return reply
   }
@@ -474,6 +567,18 @@ export class RedisStore implements Store {
   private report(err: unknown, msg: string): void {
     this.warn({ err }, msg)
   }
+}
+
+/** Entry indices grouped by Redis key (a state id under a hash tag), in first-seen order. */
+function groupByKey(entries: readonly { key: string; rule: { stateId: string } }[]): number[][] {
+  const byKey = new Map<string, number[]>()
+  entries.forEach((e, i) => {
+    const k = `${hashTag(e.key)}:${e.rule.stateId}`
+    const g = byKey.get(k)
+    if (g) g.push(i)
+    else byKey.set(k, [i])
+  })
+  return [...byKey.values()]
 }
 
 /** Entry indices grouped by hash tag, in first-seen order. */

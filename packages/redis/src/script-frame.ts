@@ -85,6 +85,10 @@ class LoadedScript {
 class TailedScriptCommand extends Command {
   /** The connection the command was last written to. */
   private socket: object | undefined
+  /** This command's own reject (NOSCRIPT and refused EVALSHA), under a Cluster's redirections. */
+  private readonly ownReject: (err: Error) => void
+  /** Whether {@link TailedScriptCommand.failOnTryAgain} has run. */
+  private tryAgainFails = false
 
   constructor(
     private readonly script: LoadedScript,
@@ -118,10 +122,31 @@ class TailedScriptCommand extends Command {
       resent = true
       void client.sendCommand(this)
     }
+    this.ownReject = this.reject
+  }
+
+  /**
+   * A Cluster answers `TRYAGAIN` to a call of several keys of a slot being migrated when it
+   * holds some of them but not all (or, importing, not all): the call did not run. ioredis
+   * would send it again to a random node after `retryDelayOnTryAgain` (100 ms, past a limiter's
+   * deadline), and again, for as long as the migration lasts: a call that runs after its
+   * request passed unjudged. Here the call fails at once with `TRYAGAIN` instead, so the store
+   * can decide its keys one call each (a call of one key is always served). The Cluster has
+   * wrapped this command's reject by the time it is first written: wrapped once more, around
+   * its redirections.
+   */
+  private failOnTryAgain(): void {
+    if (this.tryAgainFails) return
+    this.tryAgainFails = true
+    const outer = this.reject
+    if (outer === this.ownReject) return
+    const own = this.ownReject
+    this.reject = (err: Error) => (isTryAgain(err) ? own(err) : outer(err))
   }
 
   override toWritable(socket: object): Buffer {
     this.socket = socket
+    this.failOnTryAgain()
     // SHA, key count, keys: strings (the constructor applied any key prefix to the keys).
     const args = this.args as string[]
     const { script, argv, tail } = this
@@ -192,4 +217,12 @@ export function tailedScript(client: RedisClient, lua: string): TailedScript {
       new TailedScriptCommand(script, args, written, tail, client, keyPrefix),
     ) as Promise<unknown>
   }
+}
+
+/**
+ * Whether Redis refused a call because its keys are split by a slot migration (`TRYAGAIN`):
+ * the call did not run, so nothing it would have written was written.
+ */
+export function isTryAgain(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith('TRYAGAIN')
 }
