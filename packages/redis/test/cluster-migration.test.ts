@@ -10,7 +10,7 @@ import {
   type RuleInput,
 } from '@floodgate/core'
 import type { RequestFacts } from '@floodgate/core/http'
-import { createRedisStore, redisKey, type RedisStore } from '@floodgate/redis'
+import { createRedisStore, createSyncedStore, redisKey, type RedisStore } from '@floodgate/redis'
 import { hashTag } from '../src/redis-key.js'
 import { RedisClusterFixture } from './helpers/redis-cluster.js'
 import { redisBinariesAvailable, type RedisServer } from './helpers/redis-server.js'
@@ -307,4 +307,97 @@ describe.skipIf(!binaries)('RedisStore while a Cluster slot is being migrated', 
       { numRuns: 15 },
     )
   }, 240_000)
+
+  it('SyncedStore: no sync fails while a slot migrates, and every unit reaches the fleet once (property)', async () => {
+    const rules: RuleInput[] = [
+      { id: 'a', algorithm: 'token-bucket', limit: 6, window: '1h', key: ['ip'] },
+      { id: 'b', algorithm: 'gcra', limit: 9, window: '1h', key: ['ip'] },
+    ]
+    const clients = clientsInOneSlot('192.0.2.45', 2)
+    const slot = slotOf(hashTag(clients[0]!))
+    type Op =
+      | { kind: 'check'; host: number; client: number }
+      | { kind: 'sync'; host: number }
+      | { kind: 'begin' }
+      | { kind: 'move'; pick: number }
+      | { kind: 'end' }
+    const host = fc.nat(1)
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      {
+        weight: 5,
+        arbitrary: fc.record({
+          kind: fc.constant('check' as const),
+          host,
+          client: fc.nat(clients.length - 1),
+        }),
+      },
+      { weight: 4, arbitrary: fc.record({ kind: fc.constant('sync' as const), host }) },
+      { weight: 2, arbitrary: fc.constant({ kind: 'begin' as const }) },
+      { weight: 3, arbitrary: fc.record({ kind: fc.constant('move' as const), pick: fc.nat() }) },
+      { weight: 1, arbitrary: fc.constant({ kind: 'end' as const }) },
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 5, maxLength: 30, size: 'max' }), async (ops) => {
+        const now = 1_700_000_000_000
+        const clock = (): number => now
+        const prefix = `migs${++run}`
+        const log = recordingLogger()
+        // Syncs only when the test says (and early ones the store starts itself).
+        const stores = [0, 1].map(() =>
+          createSyncedStore({
+            cluster: cluster.seeds,
+            prefix,
+            syncMs: 3_600_000,
+            syncTimeoutMs: DEADLINE_MS,
+            clock,
+            logger: log,
+          }),
+        )
+        const limiters = stores.map((store) => createLimiter({ rules, store, clock, logger: log }))
+        const admitted = clients.map(() => 0)
+        let migration: SlotMigration | undefined
+        try {
+          await Promise.all(stores.map((s) => s.ready))
+          for (const [step, o] of ops.entries()) {
+            if (o.kind === 'check') {
+              const d = await limiters[o.host]!.check(facts(clients[o.client]!))
+              if (d.allowed) admitted[o.client]!++
+            } else if (o.kind === 'sync') await stores[o.host]!.syncNow()
+            else if (o.kind === 'begin') migration ??= await SlotMigration.begin(cluster, slot)
+            else if (o.kind === 'move') await migration?.moveOne(o.pick)
+            else {
+              await migration?.end()
+              migration = undefined
+            }
+            expect(
+              stores.map((s) => s.failedSyncs),
+              `step ${step}: ${JSON.stringify(o)}`,
+            ).toEqual([0, 0])
+          }
+          // Everything each host admitted reaches the fleet counters, once, migration or not.
+          for (const s of stores) await s.syncNow()
+          for (const s of stores) await s.syncNow()
+          expect(stores.map((s) => s.failedSyncs)).toEqual([0, 0])
+          // Read once every key is on one node.
+          await migration?.end()
+          migration = undefined
+          const owner = admin(await cluster.primaryOf(slot, cluster.nodes[0]!))
+          const keys = await owner.cluster('GETKEYSINSLOT', slot, 1000)
+          for (const [c, ip] of clients.entries()) {
+            for (const rule of ['a', 'b']) {
+              const key = keys.find((k) => k.startsWith(`${redisKey(prefix, ip, '')}${rule}|`))
+              const total = key === undefined ? 0 : Number(await owner.hget(key, 't'))
+              expect(total, `${ip} rule ${rule}`).toBe(admitted[c])
+            }
+          }
+          owner.disconnect()
+          expect(log.lines).toEqual([])
+        } finally {
+          await migration?.end()
+          await Promise.all(limiters.map((l) => l.close()))
+        }
+      }),
+      { numRuns: 10 },
+    )
+  }, 300_000)
 })

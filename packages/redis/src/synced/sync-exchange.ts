@@ -21,7 +21,12 @@ type SyncFn = (numKeys: number, ...args: (string | number)[]) => Promise<string[
 
 /**
  * Split a round's keys into script calls: on a single Redis, chunks of at most
- * {@link MAX_KEYS_PER_CALL}; on a Cluster, one call per hash tag (one slot per call).
+ * {@link MAX_KEYS_PER_CALL}; on a Cluster, one call per key. Keys of one hash tag share a
+ * slot, but while that slot is being migrated Redis refuses (`TRYAGAIN`) a call of several
+ * keys its node holds only in part, for as long as the migration lasts, and ioredis resends
+ * it every 100 ms: that client's sync failed every round, and its call, still in flight past
+ * the round's deadline, held back the next round of every key. A call of one key is always
+ * served (following `ASK`); each key's sync stands on its own anyway.
  *
  * @param batch - The keys to sync.
  * @param isCluster - Whether the client is a Redis Cluster.
@@ -35,13 +40,7 @@ export function callGroups(batch: readonly Tracked[], isCluster: boolean): Track
     }
     return groups
   }
-  const byTag = new Map<string, Tracked[]>()
-  for (const t of batch) {
-    const g = byTag.get(t.tag)
-    if (g) g.push(t)
-    else byTag.set(t.tag, [t])
-  }
-  return [...byTag.values()]
+  return batch.map((t) => [t])
 }
 
 /** How a {@link SyncExchange} calls Redis. */
