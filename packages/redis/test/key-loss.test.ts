@@ -101,6 +101,53 @@ describe.skipIf(!binaries)('key loss (a redis-server owned by the test)', () => 
     return { limiter, store, prefix, log }
   }
 
+  it('a full Redis with noeviction: a burst fails open with one log line and writes nothing, and limiting resumes where it was', async () => {
+    const now = 5_000
+    const rules: RuleInput[] = [
+      { id: 'fw', algorithm: 'fixed-window', limit: 5, window: '1h', key: ['ip'] },
+      { id: 'conc', algorithm: 'concurrency', limit: 3, key: ['ip'] },
+    ]
+    const { limiter, prefix, log } = await redisLimiter(rules, () => now)
+    const snapshot = async (): Promise<string[]> => {
+      const out: string[] = []
+      for (const k of await keysUnder(admin, prefix)) {
+        out.push(`${k}=${(await admin.getBuffer(k))?.toString('hex')}`)
+      }
+      return out
+    }
+    const hot = '198.51.100.3'
+    try {
+      const held = [await limiter.check(facts(hot)), await limiter.check(facts(hot))]
+      expect(held.map((d) => d.allowed)).toEqual([true, true])
+      const before = await snapshot()
+      await admin.config('SET', 'maxmemory-policy', 'noeviction')
+      await admin.config('SET', 'maxmemory', '1')
+      // 64 decisions at once: batches of 16 requests per script call, every one refused OOM.
+      const burst = await Promise.all(
+        Array.from({ length: 64 }, async (_, i) =>
+          limiter.check(facts(i % 4 === 0 ? hot : `203.0.113.${i}`)),
+        ),
+      )
+      expect(burst.filter((d) => !d.failedOpen)).toEqual([])
+      expect(log.lines).toHaveLength(1)
+      expect(log.lines[0]).toMatch(/OOM/)
+      // Nothing was written, not even part of a batch.
+      expect(await snapshot()).toEqual(before)
+      await admin.config('SET', 'maxmemory', '0')
+      // Decisions that failed open hold no slot: their releases free nothing.
+      for (const d of [...burst, ...held]) limiter.release(d)
+      await new Promise((r) => setTimeout(r, 100))
+      // Two of the window's five were used before the burst, and all three slots are free.
+      const after = []
+      for (let i = 0; i < 4; i++) after.push(await limiter.check(facts(hot)))
+      expect(after.map((d) => d.allowed)).toEqual([true, true, true, false])
+      expect(after.map((d) => d.failedOpen)).toEqual([false, false, false, false])
+    } finally {
+      await admin.config('SET', 'maxmemory', '0')
+      await limiter.close()
+    }
+  })
+
   it('a lost concurrency key forgets the slots it held, and the releases of those slots free nothing', async () => {
     // Held slots are tagged with how many times their key was lost before they were taken:
     // the store must count exactly the slots taken since the last loss.
