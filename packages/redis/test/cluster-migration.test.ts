@@ -70,25 +70,32 @@ const admin = (node: RedisServer): Redis => {
 
 /** One slot's migration from the primary serving it to another, step by step. */
 class SlotMigration {
+  /**
+   * Who serves each slot a migration here ended on: a node's CLUSTER SLOTS can lag the
+   * SETSLOTs that just ended one.
+   */
+  private static readonly owners = new Map<number, RedisServer>()
+
   private constructor(
     private readonly cluster: RedisClusterFixture,
     readonly slot: number,
     private readonly source: Redis,
     private readonly target: Redis,
-    private readonly targetPort: number,
+    private readonly targetNode: RedisServer,
     private readonly targetId: string,
   ) {}
 
   /** SETSLOT IMPORTING on the target, then MIGRATING on the source: nothing moved yet. */
   static async begin(cluster: RedisClusterFixture, slot: number): Promise<SlotMigration> {
-    const from = await cluster.primaryOf(slot, cluster.nodes[0]!)
+    const from =
+      SlotMigration.owners.get(slot) ?? (await cluster.primaryOf(slot, cluster.nodes[0]!))
     const to = cluster.nodes.find((n) => n !== from)!
     const [source, target] = [admin(from), admin(to)]
     const sourceId = await source.cluster('MYID')
     const targetId = await target.cluster('MYID')
     await target.cluster('SETSLOT', slot, 'IMPORTING', sourceId)
     await source.cluster('SETSLOT', slot, 'MIGRATING', targetId)
-    return new SlotMigration(cluster, slot, source, target, to.port, targetId)
+    return new SlotMigration(cluster, slot, source, target, to, targetId)
   }
 
   /** The keys of the slot still on the source. */
@@ -109,7 +116,7 @@ class SlotMigration {
     await this.source.call(
       'MIGRATE',
       '127.0.0.1',
-      String(this.targetPort),
+      String(this.targetNode.port),
       '',
       '0',
       '5000',
@@ -128,6 +135,7 @@ class SlotMigration {
       await c.cluster('SETSLOT', this.slot, 'NODE', this.targetId)
       c.disconnect()
     }
+    SlotMigration.owners.set(this.slot, this.targetNode)
     this.source.disconnect()
     this.target.disconnect()
   }
@@ -362,8 +370,12 @@ describe.skipIf(!binaries)('RedisStore while a Cluster slot is being migrated', 
             if (o.kind === 'check') {
               const d = await limiters[o.host]!.check(facts(clients[o.client]!))
               if (d.allowed) admitted[o.client]!++
-            } else if (o.kind === 'sync') await stores[o.host]!.syncNow()
-            else if (o.kind === 'begin') migration ??= await SlotMigration.begin(cluster, slot)
+            } else if (o.kind === 'sync') {
+              // An early round the store started itself (a burst on a new key) may still be in
+              // flight: a round then sends nothing and counts as failed, migration or not.
+              await new Promise((r) => setTimeout(r, 50))
+              await stores[o.host]!.syncNow()
+            } else if (o.kind === 'begin') migration ??= await SlotMigration.begin(cluster, slot)
             else if (o.kind === 'move') await migration?.moveOne(o.pick)
             else {
               await migration?.end()
@@ -371,26 +383,35 @@ describe.skipIf(!binaries)('RedisStore while a Cluster slot is being migrated', 
             }
             expect(
               stores.map((s) => s.failedSyncs),
-              `step ${step}: ${JSON.stringify(o)}`,
+              `step ${step}: ${JSON.stringify(o)}: ${log.lines.join('; ')}`,
             ).toEqual([0, 0])
           }
           // Everything each host admitted reaches the fleet counters, once, migration or not.
+          await new Promise((r) => setTimeout(r, 50))
           for (const s of stores) await s.syncNow()
           for (const s of stores) await s.syncNow()
           expect(stores.map((s) => s.failedSyncs)).toEqual([0, 0])
           // Read once every key is on one node.
           await migration?.end()
           migration = undefined
-          const owner = admin(await cluster.primaryOf(slot, cluster.nodes[0]!))
-          const keys = await owner.cluster('GETKEYSINSLOT', slot, 1000)
+          // Each node's keys of the slot, read from the node itself (one node's view of who
+          // owns the slot can lag the SETSLOTs that just ended the migration).
+          const totals = new Map<string, number>()
+          for (const n of cluster.nodes) {
+            const c = admin(n)
+            for (const k of await c.cluster('GETKEYSINSLOT', slot, 1000)) {
+              if (k.startsWith(`${prefix}:`)) totals.set(k, Number(await c.hget(k, 't')))
+            }
+            c.disconnect()
+          }
           for (const [c, ip] of clients.entries()) {
             for (const rule of ['a', 'b']) {
-              const key = keys.find((k) => k.startsWith(`${redisKey(prefix, ip, '')}${rule}|`))
-              const total = key === undefined ? 0 : Number(await owner.hget(key, 't'))
-              expect(total, `${ip} rule ${rule}`).toBe(admitted[c])
+              const start = `${redisKey(prefix, ip, '')}${rule}|`
+              const found = [...totals].filter(([k]) => k.startsWith(start))
+              expect(found.length, `${ip} rule ${rule}: keys`).toBeLessThanOrEqual(1)
+              expect(found[0]?.[1] ?? 0, `${ip} rule ${rule}`).toBe(admitted[c])
             }
           }
-          owner.disconnect()
           expect(log.lines).toEqual([])
         } finally {
           await migration?.end()
