@@ -1,6 +1,7 @@
 import type { CompiledRule } from './rules/compiled-rules.js'
-import type { ConsumeEntry, RefundEntry } from './stores/store.js'
+import type { ConsumeEntry } from './stores/store.js'
 import type { RuleRuntime } from './limiter-rules.js'
+import type { StateGeneration } from './limiter-state-generations.js'
 import { allowedByRule } from './limiter-rule-lists.js'
 import { queueWaitMs } from './limiter-queue-wait.js'
 import type { RequestFacts } from './request-facts.js'
@@ -20,11 +21,13 @@ export interface Entry extends ConsumeEntry {
    * `Holdings.joinQueues`), never before, so a request whose answer is still on its way holds none.
    */
   place: string | undefined
-}
-
-/** A copy of what the store needs to give an entry back: entry objects may be reused. */
-export function refundOf(e: Entry): RefundEntry {
-  return { rule: e.rule, key: e.key, cost: e.cost }
+  /**
+   * The life of the entry's state when the request was sent to the store, for a store that
+   * drops the state of rules that leave (see `Holdings.stamp`): what the store records for the
+   * request is recorded in that life, and nothing goes back once it is over. Undefined when
+   * nothing can drop the state, or the request holds nothing.
+   */
+  generation: StateGeneration | undefined
 }
 
 /** A unit count the store can charge: a finite, non-negative number. */
@@ -77,7 +80,16 @@ export function fillEntries<Req>(
       e.rt = rt
       e.place = undefined
     } else {
-      entries[n] = { rule: chosen, key, cost, maxWaitMs, shadow: rule.shadow, rt, place: undefined }
+      entries[n] = {
+        rule: chosen,
+        key,
+        cost,
+        maxWaitMs,
+        shadow: rule.shadow,
+        rt,
+        place: undefined,
+        generation: undefined,
+      }
     }
     n++
   }

@@ -1,7 +1,7 @@
 import type { Clock } from './clock.js'
 import type { Decision } from './decision.js'
 import { refuseReservation, type AlgorithmResult } from './algorithms/algorithm.js'
-import { refundOf, type Entry } from './limiter-entry.js'
+import type { Entry } from './limiter-entry.js'
 import type { FailOpenLog } from './limiter-fail-open-log.js'
 import type { CompiledRule } from './rules/compiled-rules.js'
 import type { RefundEntry, Store } from './stores/store.js'
@@ -89,12 +89,35 @@ export class Holdings {
   ) {}
 
   /**
-   * What the entry holds, with the life of the state it was charged in and, for a slot, the
-   * store's name for it (see `AlgorithmResult.lease`).
+   * Just before the store is asked about a request: note in each entry the life of its state
+   * then, the life in which the store records what it charges (see `Entry.generation`). Read
+   * when the answer is in, it could be a later life: a rules swap while an asynchronous store
+   * decides may drop the state and let the rule come back with a fresh one, and what the request
+   * gives back would then free a slot another request holds there, or credit units nobody spent.
+   * Only for a request that may give something back (a slot, outcome-counted units, a queue's
+   * reservation with every other unit of its request); no work for a store that drops nothing.
    */
-  private held(e: Entry, lease?: number): HeldEntry {
+  stamp(entries: readonly Entry[]): void {
+    const generations = this.generations
+    if (generations === undefined) return
+    let holds = false
+    for (let i = 0; i < entries.length && !holds; i++) {
+      const e = entries[i]!
+      holds = e.rt.holdsSlot || e.rt.countsOutcome || e.maxWaitMs > 0
+    }
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!
+      e.generation = holds ? generations.of(e) : undefined
+    }
+  }
+
+  /**
+   * What the entry holds, with the life of the state it was charged in (see
+   * {@link Holdings.stamp}) and, for a slot, the store's name for it (`AlgorithmResult.lease`).
+   */
+  held(e: Entry, lease?: number): HeldEntry {
     // A copy: the entry objects may be reused by the next check.
-    return { rule: e.rule, key: e.key, cost: e.cost, lease, generation: this.generations?.of(e) }
+    return { rule: e.rule, key: e.key, cost: e.cost, lease, generation: e.generation }
   }
 
   private leaseOf(decision: Decision): Lease | undefined {
@@ -177,11 +200,11 @@ export class Holdings {
       if (!e.shadow) refused = true
     }
     if (out === undefined) return results
-    const back: RefundEntry[] = []
+    const back: HeldEntry[] = []
     for (let i = 0; i < n; i++) {
       const e = entries[i]!
       if (!results[i]!.allowed || (!refused && out[i]!.allowed)) continue
-      back.push(refundOf(e))
+      back.push(this.held(e))
       if (refused && e.place !== undefined) {
         this.leavePlace(e.place)
         e.place = undefined
@@ -309,7 +332,12 @@ export class Holdings {
     return lease
   }
 
-  refund(entries: readonly RefundEntry[]): void {
+  /**
+   * Give back what a request holds. Every return goes through here: what was charged in a
+   * state the store has since dropped (its rule left the set) is left out, since giving it to
+   * the state that replaced it would free what another request holds there.
+   */
+  refund(entries: readonly HeldEntry[]): void {
     // A closed store has nothing to give back to: its state is gone (MemoryStore) or expires
     // on its own (Redis), and the call would only fail.
     if (this.closed) return
@@ -317,7 +345,9 @@ export class Holdings {
   }
 
   /** Give the entries back; resolves once the store has (a failure is logged, never thrown). */
-  private refundNow(entries: readonly RefundEntry[]): Promise<void> | undefined {
+  private refundNow(held: readonly HeldEntry[]): Promise<void> | undefined {
+    const entries = stillHeld(held)
+    if (entries.length === 0) return undefined
     try {
       const pending = this.store.refund(entries, this.clock())
       if (pending) {
@@ -381,8 +411,7 @@ export class Holdings {
           ? lease.refundIfFailed
           : undefined
     // One store call for the slots and the uncounted units: one round trip with Redis.
-    // A state the store dropped meanwhile (its rule left the set) has nothing to take back.
-    const back = stillHeld(uncounted?.length ? lease.slots.concat(uncounted) : lease.slots)
+    const back = uncounted?.length ? lease.slots.concat(uncounted) : lease.slots
     if (back.length > 0) this.refund(back)
   }
 
@@ -397,7 +426,7 @@ export class Holdings {
       lease.released = true
       this.leaveQueue(lease)
       this.dropSlots(lease)
-      const back = stillHeld(lease.charged)
+      const back = lease.charged
       if (batch !== undefined) batch.push(...back)
       else if (back.length > 0) this.refund(back)
     }

@@ -17,13 +17,14 @@ import {
   withBanChecks,
 } from './limiter-ban.js'
 import { FAILED_OPEN, invalidAnswer, judge, judgeOne, validResults } from './limiter-decide.js'
-import { refundOf, type Entry } from './limiter-entry.js'
+import type { Entry } from './limiter-entry.js'
 import { FAIL_OPEN_MESSAGES, type FailOpenCode, type FailOpenLog } from './limiter-fail-open-log.js'
 import type { Holdings } from './limiter-holdings.js'
 import type { DecisionReport } from './limiter-report.js'
 import type { TopClientsTracker } from './limiter-top-clients.js'
 import type { RequestFacts } from './request-facts.js'
-import type { RefundEntry, Store } from './stores/store.js'
+import type { Store } from './stores/store.js'
+import type { HeldEntry } from './limiter-state-generations.js'
 
 /**
  * One entry whose rule neither bans nor queues, the common request: there is no ban check to
@@ -75,6 +76,7 @@ export class RoundTrip<Req> {
     const bans = plain ? undefined : withBanChecks(entries)
     const asked = bans ? bans.all : entries
     if (!plain) this.parts.holdings.markFullQueues(entries)
+    this.parts.holdings.stamp(entries)
     let results: readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
     // Store timings only when an observer asks for them: no clock read otherwise.
     const startedMs = reporter.timeStore ? performance.now() : -1
@@ -139,15 +141,15 @@ export class RoundTrip<Req> {
    */
   undoLateAnswer(entries: Entry[], results: readonly AlgorithmResult[]): void {
     if (!validResults(results, entries)) return
-    const slots: RefundEntry[] = []
+    const { holdings } = this.parts
+    const slots: HeldEntry[] = []
     entries.forEach((e, i) => {
       const r = results[i]!
-      if (e.rule.algorithm.name === 'concurrency' && r.allowed) {
-        slots.push({ ...refundOf(e), lease: r.lease })
-      }
+      if (e.rule.algorithm.name === 'concurrency' && r.allowed)
+        slots.push(holdings.held(e, r.lease))
     })
     if (slots.length > 0 && entries.every((e, i) => e.shadow || results[i]?.allowed)) {
-      this.parts.holdings.refund(slots)
+      holdings.refund(slots)
     }
   }
 

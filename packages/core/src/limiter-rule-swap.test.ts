@@ -1,11 +1,11 @@
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import type { Decision } from './decision.js'
 import { createLimiter } from './limiter.js'
 import type { RequestFacts } from './request-facts.js'
 import type { RuleInput } from './rules/schema.js'
 import { MemoryStore } from './stores/memory-store.js'
-import type { RefundEntry } from './stores/store.js'
+import type { RefundEntry, Store } from './stores/store.js'
 
 const facts = (ip = '203.0.113.7'): RequestFacts => ({ method: 'GET', path: '/', ip, headers: {} })
 
@@ -142,5 +142,100 @@ describe('a rule that leaves and comes back: what the old requests hold stays wi
     // The new state's own requests still get their units back.
     limiter.release(a, 'succeeded')
     expect(refunded.map((e) => e.rule.rule.id)).toEqual(['failed'])
+  })
+})
+
+/**
+ * A MemoryStore that records at once and answers when the test says (a networked store with a
+ * rules swap under way meanwhile), and drops the state of rules that leave (a custom store
+ * keeping its state in memory may, as SyncedStore does).
+ */
+function laterStore() {
+  const memory = new MemoryStore()
+  const answers: (() => void)[] = []
+  const refunded: RefundEntry[] = []
+  const store: Store = {
+    consume: (entries, nowMs) => {
+      const results = memory.consume(entries, nowMs).map((r) => ({ ...r }))
+      return new Promise((resolve) => answers.push(() => resolve(results)))
+    },
+    refund: (entries, nowMs) => {
+      refunded.push(...entries)
+      memory.refund(entries, nowMs)
+    },
+    retain: (ids) => memory.retain(ids),
+  }
+  const answer = async <T>(d: Decision | Promise<T>): Promise<T> => {
+    answers.shift()!()
+    return (await d) as T
+  }
+  return { store, answer, answers, refunded }
+}
+
+describe('a rule that leaves and comes back while the store decides a request: what it records stays with the state that left', () => {
+  it('a slot taken before the swap, answered after it and released, frees none of the new slots', async () => {
+    const { store, answer } = laterStore()
+    const one = { ...slots, limit: 1 }
+    const limiter = createLimiter({ rules: [one], store, clock: () => 0 })
+    const sent = limiter.check(facts())
+    limiter.updateRules([other])
+    limiter.updateRules([one])
+    const before = await answer<Decision>(sent)
+    expect(before.allowed).toBe(true)
+    const after = await answer<Decision>(limiter.check(facts()))
+    expect(after.allowed).toBe(true)
+    limiter.release(before)
+    // `after` still holds the new state's only slot (before the fix: freed, and a third admitted).
+    expect((await answer<Decision>(limiter.check(facts()))).allowed).toBe(false)
+    limiter.release(after)
+    expect((await answer<Decision>(limiter.check(facts()))).allowed).toBe(true)
+  })
+
+  it('a slot in the answer that came after the deadline is not given back to the new state', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const { store, answers, refunded } = laterStore()
+      const one = { ...slots, limit: 1 }
+      const limiter = createLimiter({ rules: [one], store, clock: () => 0 })
+      const sent = limiter.check(facts())
+      vi.advanceTimersByTime(50)
+      expect((await sent).failedOpen).toBe(true)
+      limiter.updateRules([other])
+      limiter.updateRules([one])
+      const now = limiter.check(facts())
+      answers[1]!()
+      expect((await now).allowed).toBe(true)
+      // The first answer comes now: its slot was taken in the state that left.
+      answers[0]!()
+      for (let i = 0; i < 5; i++) await Promise.resolve()
+      expect(refunded).toEqual([])
+      const third = limiter.check(facts())
+      answers[2]!()
+      expect((await third).allowed).toBe(false)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it('units charged before the swap for a request whose queue filled meanwhile are not credited to the new state', async () => {
+    const { store, answer, refunded } = laterStore()
+    const rate: RuleInput = { id: 'rate', limit: 10, window: '1m' }
+    const q: RuleInput = {
+      id: 'q',
+      limit: 1,
+      window: '1s',
+      onLimit: { action: 'queue', maxWait: '5s', maxQueue: 1 },
+    }
+    const limiter = createLimiter({ rules: [rate, q], store, clock: () => 0 })
+    expect((await answer<Decision>(limiter.check(facts()))).action).toBe('allow')
+    // Two requests sent together: both would wait, the second finds the one place taken.
+    const first = limiter.check(facts())
+    const second = limiter.check(facts())
+    limiter.updateRules([other])
+    limiter.updateRules([rate, q])
+    expect((await answer<Decision>(first)).action).toBe('queue')
+    expect((await answer<Decision>(second)).action).toBe('reject')
+    // What the second was charged went with the states that left.
+    expect(refunded).toEqual([])
   })
 })

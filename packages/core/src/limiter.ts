@@ -114,6 +114,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     shadow: false,
     rt: undefined as unknown as RuleRuntime,
     place: undefined,
+    generation: undefined,
   }
   private readonly loneEntries: Entry[] = [this.lone]
   /** The short path for requests one plain rule decides; off only to test it against the general path. */
@@ -458,6 +459,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
       shadow: rule.shadow,
       rt,
       place: undefined,
+      generation: undefined,
     }
     return this.roundTrip.decideEntries([entry], false, undefined)
   }

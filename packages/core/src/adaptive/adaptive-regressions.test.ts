@@ -260,3 +260,37 @@ describe('adaptive rules: counterexamples found by the properties', () => {
     expect(limiter.adaptive('a')!.inFlight).toBe(0)
   })
 })
+
+describe('adaptive rules: a rules swap while the store decides', () => {
+  it('units a refused request was charged before another rule left and came back are not credited to its new state', async () => {
+    const memory = new MemoryStore()
+    const waiting: (() => void)[] = []
+    const refunded: RefundEntry[] = []
+    // Drops the state of rules that leave, as MemoryStore and SyncedStore do.
+    const store: Store = {
+      consume: (entries, nowMs) => {
+        const answer = memory.consume(entries, nowMs).map((r) => ({ ...r }))
+        return new Promise((resolve) => waiting.push(() => resolve(answer)))
+      },
+      refund: (entries, nowMs) => {
+        refunded.push(...entries)
+        memory.refund(entries, nowMs)
+      },
+      retain: (ids) => memory.retain(ids),
+    }
+    const gate: RuleInput = { id: 'a', algorithm: 'adaptive', adaptive: adaptive() }
+    const tb: RuleInput = { id: 'tb', limit: 100, window: '1m' }
+    const limiter = createLimiter({ store, rules: [gate, tb] })
+    // Both fit the gate of one slot at the first look; the store charges 'tb' for both.
+    const first = limiter.check(facts())
+    const second = limiter.check(facts())
+    limiter.updateRules([gate])
+    limiter.updateRules([gate, tb])
+    waiting.shift()!()
+    expect((await first).allowed).toBe(true)
+    waiting.shift()!()
+    // The gate is full at the second answer: refused, and its 'tb' unit went with the old state.
+    expect((await second).allowed).toBe(false)
+    expect(refunded).toEqual([])
+  })
+})

@@ -5,8 +5,12 @@ import { invalidAnswer, validResults } from '../limiter-decide.js'
 import type { ConsumeEntry, RefundEntry, StateEntry, Store } from '../stores/store.js'
 import type { AdaptiveGate } from './adaptive-gate.js'
 import { isAdaptive, type AdaptiveGates } from './adaptive-gates.js'
+import type { StateGeneration } from '../limiter-state-generations.js'
 
 type Answer = readonly AlgorithmResult[] | Promise<readonly AlgorithmResult[]>
+
+/** An entry as the limiter sends it: with the life of its state then (`Entry.generation`). */
+type Stamped = ConsumeEntry & { readonly generation?: StateGeneration | undefined }
 
 /** Whether an adaptive entry's rule is background traffic, shed first. */
 function background(e: StateEntry): boolean {
@@ -184,11 +188,15 @@ export class AdaptiveStore implements Store {
     }
     if (!refused) return results
     for (const e of taken) gateOf(this.gates, e).release(e.key, e.cost, e.rule.rule.id)
-    // Each with the name its store gave the slot, if any: a release frees that slot only.
+    // Each with the name its store gave the slot, if any: a release frees that slot only. Not
+    // what was charged in a state the store dropped since (a rules swap while it decided): see
+    // `Holdings.stamp`.
     const charged: RefundEntry[] = []
     others.forEach((e, j) => {
       const r = answer[j]!
-      if (r.allowed) charged.push({ rule: e.rule, key: e.key, cost: e.cost, lease: r.lease })
+      if (r.allowed && (e as Stamped).generation?.dropped !== true) {
+        charged.push({ rule: e.rule, key: e.key, cost: e.cost, lease: r.lease })
+      }
     })
     if (charged.length > 0) {
       try {
