@@ -6,6 +6,7 @@ import type { FailOpenLog } from './limiter-fail-open-log.js'
 import type { CompiledRule } from './rules/compiled-rules.js'
 import type { RefundEntry, Store } from './stores/store.js'
 import type { RequestOutcome } from './limiter-types.js'
+import { timerDelay } from './timer-delay.js'
 import { stillHeld, type HeldEntry, type StateGenerations } from './limiter-state-generations.js'
 
 /** What an admitted request holds until it ends. */
@@ -382,7 +383,10 @@ export class Holdings {
    * here is not left again by a later wait or release (the lease's queueKeys are emptied).
    */
   private expirePlaces(lease: Lease, waitMs: number): void {
-    lease.placeTimer = setTimeout(() => this.leaveQueue(lease), waitMs + QUEUE_PLACE_GRACE_MS)
+    // Within a grace of the timer's ceiling, the grace is cut short: past it the timer would
+    // fire at once, and the place go back while the request still waits its turn.
+    const ms = timerDelay(waitMs + QUEUE_PLACE_GRACE_MS)
+    lease.placeTimer = setTimeout(() => this.leaveQueue(lease), ms)
     lease.placeTimer.unref?.()
   }
 
@@ -471,7 +475,7 @@ export class Holdings {
     const timer = setTimeout(() => {
       this.leaveQueue(lease)
       this.endWait(lease, true)
-    }, decision.waitMs)
+    }, timerDelay(decision.waitMs))
     lease.wait = { promise, timer, settle }
     // From here the wait's own timer frees the places.
     clearTimeout(lease.placeTimer)

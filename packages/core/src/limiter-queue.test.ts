@@ -271,3 +271,66 @@ describe('a queued decision nobody waits for or releases', () => {
     )
   })
 })
+
+describe('queue timers near the 2^31-1 ms ceiling of setTimeout', () => {
+  const MAX = 2 ** 31 - 1
+  const reserving = ['token-bucket', 'gcra', 'fixed-window', 'leaky-bucket'] as const
+
+  /** The queue places the limiter holds now (a white-box read). */
+  const placesOf = (limiter: unknown): number => {
+    const queued = (limiter as { holdings: { queued: Map<string, number> } }).holdings.queued
+    return [...queued.values()].reduce((a, b) => a + b, 0)
+  }
+
+  it('a queued request keeps its place until its wait is over, and its wait ends when it says, whatever the wait (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...reserving),
+        // Windows (and the longest waits) up to the ceiling, most of them within a grace of it.
+        fc.oneof(fc.integer({ min: MAX - 5000, max: MAX }), fc.integer({ min: 1000, max: MAX })),
+        fc.integer({ min: 1, max: 3 }),
+        // How much of a window the queued request's cost is, and when (as a share of its wait
+        // and grace) the place and the wait are looked at.
+        fc.double({ min: 0.5, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 1.2, noNaN: true }),
+        fc.boolean(),
+        async (algorithm, windowMs, limit, share, at, waits) => {
+          vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+          try {
+            const limiter = createLimiter({
+              rules: [
+                {
+                  id: 'q',
+                  algorithm,
+                  limit,
+                  window: windowMs,
+                  onLimit: { action: 'queue', maxWait: windowMs, maxQueue: 1 },
+                },
+              ],
+              clock: () => 0,
+            })
+            expect((limiter.check(facts(limit)) as Decision).action).toBe('allow')
+            const queued = limiter.check(facts(limit * share)) as Decision
+            if (queued.action !== 'queue') return
+            let admitted: boolean | undefined
+            if (waits) void limiter.waitInQueue(queued).then((ok) => (admitted = ok))
+            const t = Math.floor((queued.waitMs + 1000) * at)
+            vi.advanceTimersByTime(t)
+            await Promise.resolve()
+            if (t < queued.waitMs) {
+              expect(placesOf(limiter), `place at ${t} ms of a ${queued.waitMs} ms wait`).toBe(1)
+              expect(admitted).toBeUndefined()
+            }
+            if (waits && t >= queued.waitMs) expect(admitted).toBe(true)
+            if (t >= queued.waitMs + 1000) expect(placesOf(limiter)).toBe(0)
+            vi.runAllTimers()
+            await limiter.close()
+          } finally {
+            vi.useRealTimers()
+          }
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+})

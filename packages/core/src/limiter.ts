@@ -41,6 +41,7 @@ import {
 } from './limiter-rules.js'
 import { TopClientsTracker, type TopClient, type TopClientsQuery } from './limiter-top-clients.js'
 import { scopeLogger, stderrLogger, type Logger } from './logger.js'
+import { MAX_TIMER_MS } from './timer-delay.js'
 import {
   checkFunction,
   checkFunctionMap,
@@ -81,8 +82,6 @@ export function createLimiter<Req = unknown>(options: LimiterOptions<Req> = {}):
 
 /** The default `stateTimeoutMs`, in `decisionTimeoutMs`. */
 const STATE_TIMEOUT_FACTOR = 20
-/** The longest delay a timer keeps (Node fires a longer one at once). */
-const MAX_TIMER_MS = 2 ** 31 - 1
 
 class LimiterEngine<Req> implements Limiter<Req> {
   private readonly store: Store
