@@ -14,7 +14,8 @@ import { collectUnhandledRejections } from './testing/unhandled-rejections.js'
 // on a MemoryStore (answering at once, or later in an order fast-check's scheduler picks):
 // every concurrency slot the store records is given back exactly once, to the state it was
 // taken in, and every queue place is left exactly once, whatever happens meanwhile: requests
-// released (twice, with any outcome), aborted while waiting or before their decision came back,
+// released (twice, with any outcome), waited for with several signals, aborted (one signal or
+// another) while waiting, before their decision came back or once served,
 // waits that end at the tick of an abort, rule sets swapped in and out (the slot rule removed,
 // changed, made shadow; a bad set refused) while answers are on their way, answers that come
 // after the deadline, the clock stepped hours back or forward, and close().
@@ -59,7 +60,7 @@ type Op =
   | { readonly op: 'check'; readonly client: number; readonly cost: number }
   | { readonly op: 'deliver' }
   | { readonly op: 'wait'; readonly pick: number }
-  | { readonly op: 'abort'; readonly pick: number }
+  | { readonly op: 'abort'; readonly pick: number; readonly which: number }
   | {
       readonly op: 'release'
       readonly pick: number
@@ -83,7 +84,10 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 4, arbitrary: fc.constant({ op: 'deliver' as const }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('wait' as const), pick: fc.nat() }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('abort' as const), pick: fc.nat() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ op: fc.constant('abort' as const), pick: fc.nat(), which: fc.nat() }),
+  },
   {
     weight: 4,
     arbitrary: fc.record({
@@ -123,7 +127,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 interface Req {
   readonly client: number
   readonly cost: number
-  readonly leave: AbortController
+  /** Its client's signal (made with it, so it may abort before the decision), then one per later waitInQueue. */
+  readonly signals: AbortController[]
   /** The life of the slot rule's state the store was asked in; undefined: no slot rule. */
   readonly life: string | undefined
   decision: Decision | undefined
@@ -133,10 +138,13 @@ interface Req {
   placeUntil: number | undefined
   /** The (fake) time its wait in waitInQueue ends; undefined: not waiting. */
   waitUntil: number | undefined
-  waitCalled: boolean
-  /** What its waitInQueue should resolve to, and what it did. */
-  waitExpected: boolean | undefined
-  waitGot: boolean | undefined
+  /** Each waitInQueue call: what it should resolve to, and what it did. */
+  readonly waits: { expected: boolean | undefined; got: boolean | undefined }[]
+  /** The calls joined to the wait under way, and the signals armed on it. */
+  joined: number[]
+  armed: Set<AbortController>
+  /** Its wait ran out: it is being served. */
+  served: boolean
   /** Its lease ended: nothing it holds is given back again. */
   ended: boolean
 }
@@ -239,7 +247,10 @@ describe('what requests hold, against a model, over interleavings of requests, a
           const endWait = (r: Req, admitted: boolean): void => {
             if (r.waitUntil === undefined) return
             r.waitUntil = undefined
-            r.waitExpected = admitted
+            for (const i of r.joined) r.waits[i]!.expected = admitted
+            r.joined = []
+            r.armed.clear()
+            if (admitted) r.served = true
           }
           /** The lease ends without being served: everything held goes back. */
           const abandon = (r: Req): void => {
@@ -308,7 +319,8 @@ describe('what requests hold, against a model, over interleavings of requests, a
               expect(want.length).toBeLessThanOrEqual(MAX_QUEUE)
             }
             for (const r of reqs) {
-              if (r.waitGot !== undefined) expect(r.waitGot, 'a wait').toBe(r.waitExpected)
+              for (const w of r.waits)
+                if (w.got !== undefined) expect(w.got, 'a wait').toBe(w.expected)
             }
           }
 
@@ -338,15 +350,16 @@ describe('what requests hold, against a model, over interleavings of requests, a
                 const r: Req = {
                   client: o.client,
                   cost: o.cost,
-                  leave: new AbortController(),
+                  signals: [new AbortController()],
                   life: rule === undefined ? undefined : lifeOf(stateIdOf(rule)!),
                   decision: undefined,
                   holdsSlot: false,
                   placeUntil: undefined,
                   waitUntil: undefined,
-                  waitCalled: false,
-                  waitExpected: undefined,
-                  waitGot: undefined,
+                  waits: [],
+                  joined: [],
+                  armed: new Set(),
+                  served: false,
                   ended: false,
                 }
                 reqs.push(r)
@@ -370,18 +383,33 @@ describe('what requests hold, against a model, over interleavings of requests, a
               case 'wait': {
                 const r = pick(o.pick)
                 const d = r?.decision
-                if (r === undefined || d === undefined || r.waitCalled) break
-                r.waitCalled = true
-                void limiter.waitInQueue(d, r.leave.signal).then((ok) => {
-                  r.waitGot = ok
+                if (r === undefined || d === undefined) break
+                // The first call with the client's signal, each later one with a signal of its own.
+                if (r.waits.length > 0) r.signals.push(new AbortController())
+                const leave = r.signals[r.signals.length - 1]!
+                const call = r.waits.push({ expected: undefined, got: undefined }) - 1
+                void limiter.waitInQueue(d, leave.signal).then((ok) => {
+                  r.waits[call]!.got = ok
                 })
+                const w = r.waits[call]!
                 if (d.action !== 'queue') {
-                  r.waitExpected = d.allowed
-                } else if (r.ended || closed || r.leave.signal.aborted) {
-                  r.waitUntil = fakeNow
+                  w.expected = d.allowed
+                } else if (r.ended || closed) {
+                  w.expected = false
                   abandon(r)
+                } else if (r.served) {
+                  w.expected = true
+                } else if (leave.signal.aborted) {
+                  w.expected = false
+                  abandon(r)
+                } else if (r.waitUntil !== undefined) {
+                  // Joins the wait under way; its signal can end it too.
+                  r.joined.push(call)
+                  r.armed.add(leave)
                 } else {
                   r.waitUntil = fakeNow + d.waitMs
+                  r.joined = [call]
+                  r.armed = new Set([leave])
                   // The wait's own timer leaves the place from now (if it is still held).
                   if (r.placeUntil !== undefined) r.placeUntil = r.waitUntil
                 }
@@ -390,9 +418,10 @@ describe('what requests hold, against a model, over interleavings of requests, a
               }
               case 'abort': {
                 const r = pick(o.pick)
-                if (r === undefined || r.leave.signal.aborted) break
-                r.leave.abort()
-                if (r.waitUntil !== undefined) abandon(r)
+                const leave = r?.signals[o.which % r.signals.length]
+                if (r === undefined || leave === undefined || leave.signal.aborted) break
+                leave.abort()
+                if (r.armed.has(leave)) abandon(r)
                 await settle()
                 break
               }
@@ -478,7 +507,25 @@ describe('what requests hold, against a model, over interleavings of requests, a
           }
         },
       ),
-      { numRuns: 400 },
+      {
+        numRuns: 400,
+        examples: [
+          // Waited for with two signals; the second aborts once the request is being served.
+          [
+            false,
+            fc.schedulerFor([]),
+            [
+              { op: 'check', client: 0, cost: 2 },
+              { op: 'release', pick: 0, outcome: undefined },
+              { op: 'check', client: 0, cost: 1 },
+              { op: 'wait', pick: 1 },
+              { op: 'wait', pick: 1 },
+              { op: 'advance', ms: 1000 },
+              { op: 'abort', pick: 1, which: 1 },
+            ],
+          ],
+        ],
+      },
     )
   })
 })

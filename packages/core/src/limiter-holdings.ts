@@ -26,6 +26,8 @@ interface Lease {
   startedMs: number
   /** A queued request's wait in `waitInQueue`, until it ends either way. */
   wait?: Wait | undefined
+  /** Its wait in `waitInQueue` ran out: its turn has come, and a later call resolves true at once. */
+  served?: boolean | undefined
   /** Frees the queue places of a queued decision nobody waits for or releases. */
   placeTimer?: ReturnType<typeof setTimeout> | undefined
 }
@@ -35,6 +37,12 @@ interface Wait {
   readonly promise: Promise<boolean>
   readonly timer: ReturnType<typeof setTimeout>
   readonly settle: (admitted: boolean) => void
+  /**
+   * The signals of every `waitInQueue` call joined to this wait, each with its listener: all of
+   * them are disarmed when the wait ends, or a signal aborted later (while the request is served)
+   * would end a lease that is no longer waiting.
+   */
+  readonly signals: { readonly signal: AbortSignal; readonly onAbort: () => void }[]
 }
 
 /**
@@ -444,6 +452,7 @@ export class Holdings {
     lease.wait = undefined
     this.waiting.delete(lease)
     clearTimeout(wait.timer)
+    for (const { signal, onAbort } of wait.signals) signal.removeEventListener('abort', onAbort)
     wait.settle(admitted)
   }
 
@@ -455,34 +464,34 @@ export class Holdings {
       this.abandon(lease)
       return Promise.resolve(false)
     }
+    // Its turn came in an earlier call: it is being served, and a signal now ends nothing.
+    if (lease.served === true) return Promise.resolve(true)
     const onAbort = (): void => this.abandon(lease)
     if (signal?.aborted) {
       onAbort()
       return Promise.resolve(false)
     }
-    // Waited for twice: one wait, one timer; either signal ends it.
-    if (lease.wait !== undefined) {
-      signal?.addEventListener('abort', onAbort, { once: true })
-      return lease.wait.promise
+    // Waited for twice: one wait, one timer; either signal ends it, until it ends.
+    let wait = lease.wait
+    if (wait === undefined) {
+      let settle!: (admitted: boolean) => void
+      const promise = new Promise<boolean>((resolve) => (settle = resolve))
+      const timer = setTimeout(() => {
+        lease.served = true
+        this.leaveQueue(lease)
+        this.endWait(lease, true)
+      }, timerDelay(decision.waitMs))
+      wait = lease.wait = { promise, timer, settle, signals: [] }
+      // From here the wait's own timer frees the places.
+      clearTimeout(lease.placeTimer)
+      lease.placeTimer = undefined
+      this.waiting.add(lease)
     }
-    let settle!: (admitted: boolean) => void
-    const promise = new Promise<boolean>((resolve) => {
-      settle = (admitted) => {
-        signal?.removeEventListener('abort', onAbort)
-        resolve(admitted)
-      }
-    })
-    const timer = setTimeout(() => {
-      this.leaveQueue(lease)
-      this.endWait(lease, true)
-    }, timerDelay(decision.waitMs))
-    lease.wait = { promise, timer, settle }
-    // From here the wait's own timer frees the places.
-    clearTimeout(lease.placeTimer)
-    lease.placeTimer = undefined
-    this.waiting.add(lease)
-    signal?.addEventListener('abort', onAbort, { once: true })
-    return promise
+    if (signal !== undefined) {
+      signal.addEventListener('abort', onAbort, { once: true })
+      wait.signals.push({ signal, onAbort })
+    }
+    return wait.promise
   }
 
   /**

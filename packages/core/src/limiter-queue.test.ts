@@ -334,3 +334,42 @@ describe('queue timers near the 2^31-1 ms ceiling of setTimeout', () => {
     )
   })
 })
+
+describe('a queued request waited for with more than one signal', () => {
+  it('a signal aborted once the request is being served frees nothing, and a later wait resolves true at once', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      const limiter = createLimiter({
+        rules: [
+          { id: 'c', algorithm: 'concurrency', limit: 1 },
+          { ...queueRule(), onLimit: { action: 'queue', maxWait: '5s', maxQueue: 5 } },
+        ],
+        clock: () => 0,
+      })
+      limiter.release(limiter.check(facts()) as Decision)
+      const queued = limiter.check(facts()) as Decision
+      expect(queued).toMatchObject({ action: 'queue', waitMs: 1000 })
+      const [first, second, third] = [0, 1, 2].map(() => new AbortController())
+      const waits = [
+        limiter.waitInQueue(queued, first!.signal),
+        limiter.waitInQueue(queued, second!.signal),
+      ]
+      vi.advanceTimersByTime(1000)
+      expect(await Promise.all(waits)).toEqual([true, true])
+      // Being served: no signal ends it now (before the fix, the second one freed its slot).
+      second!.abort()
+      expect(limiter.counters().inFlight.get('c')).toBe(1)
+      // Its turn has come: a later wait neither waits again nor can be ended by its signal.
+      const late = limiter.waitInQueue(queued, third!.signal)
+      third!.abort()
+      expect(await late).toBe(true)
+      expect(limiter.counters().inFlight.get('c')).toBe(1)
+      expect((limiter.check(facts()) as Decision).outcomes[0]!.allowed).toBe(false)
+      limiter.release(queued)
+      expect(limiter.counters().inFlight.get('c') ?? 0).toBe(0)
+      expect(vi.getTimerCount()).toBe(0)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+})
