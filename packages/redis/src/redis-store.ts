@@ -262,22 +262,9 @@ export class RedisStore implements Store {
   ): Promise<AlgorithmResult[]> {
     return this.queue.enqueue(mode, now, list).catch((err: unknown) => {
       if (!this.isCluster || !isTryAgain(err)) throw err
-      const groups = groupByKey(list)
-      return this.inTime(startedMs, async () => {
-        const parts = await Promise.all(
-          groups.map((g) =>
-            this.queue.enqueue(
-              mode,
-              now,
-              g.map((i) => list[i]!),
-              true,
-            ),
-          ),
-        )
-        const out: AlgorithmResult[] = new Array<AlgorithmResult>(list.length)
-        groups.forEach((g, gi) => g.forEach((i, k) => (out[i] = parts[gi]![k]!)))
-        return out
-      })
+      return this.inTime(startedMs, () =>
+        inGroups(list, groupByKey(list), (part) => this.queue.enqueue(mode, now, part, true)),
+      )
     })
   }
 
@@ -400,20 +387,7 @@ export class RedisStore implements Store {
     }))
     if (!this.isCluster) return this.queue.enqueue(mode, now, list)
     const startedMs = performance.now()
-    const groups = groupByTag(list)
-    const parts = await Promise.all(
-      groups.map((g) =>
-        this.eachInSlot(
-          mode,
-          now,
-          g.map((i) => list[i]!),
-          startedMs,
-        ),
-      ),
-    )
-    const out: AlgorithmResult[] = new Array<AlgorithmResult>(list.length)
-    groups.forEach((g, gi) => g.forEach((i, k) => (out[i] = parts[gi]![k]!)))
-    return out
+    return inGroups(list, groupByTag(list), (part) => this.eachInSlot(mode, now, part, startedMs))
   }
 
   /**
@@ -569,28 +543,41 @@ export class RedisStore implements Store {
   }
 }
 
+/** Entry indices grouped by `keyOf`, in first-seen order. */
+function groupIndices<T>(entries: readonly T[], keyOf: (e: T) => string): number[][] {
+  const groups = new Map<string, number[]>()
+  entries.forEach((e, i) => {
+    const k = keyOf(e)
+    const g = groups.get(k)
+    if (g) g.push(i)
+    else groups.set(k, [i])
+  })
+  return [...groups.values()]
+}
+
 /** Entry indices grouped by Redis key (a state id under a hash tag), in first-seen order. */
 function groupByKey(entries: readonly { key: string; rule: { stateId: string } }[]): number[][] {
-  const byKey = new Map<string, number[]>()
-  entries.forEach((e, i) => {
-    const k = `${hashTag(e.key)}:${e.rule.stateId}`
-    const g = byKey.get(k)
-    if (g) g.push(i)
-    else byKey.set(k, [i])
-  })
-  return [...byKey.values()]
+  return groupIndices(entries, (e) => `${hashTag(e.key)}:${e.rule.stateId}`)
 }
 
 /** Entry indices grouped by hash tag, in first-seen order. */
 function groupByTag(entries: readonly { key: string }[]): number[][] {
-  const byTag = new Map<string, number[]>()
-  entries.forEach((e, i) => {
-    const tag = hashTag(e.key)
-    const g = byTag.get(tag)
-    if (g) g.push(i)
-    else byTag.set(tag, [i])
-  })
-  return [...byTag.values()]
+  return groupIndices(entries, (e) => hashTag(e.key))
+}
+
+/**
+ * Run each group of `list` (indices, see {@link groupIndices}) and put the results back in the
+ * order of `list`.
+ */
+async function inGroups<T>(
+  list: readonly T[],
+  groups: readonly number[][],
+  run: (part: T[]) => Promise<readonly AlgorithmResult[]>,
+): Promise<AlgorithmResult[]> {
+  const parts = await Promise.all(groups.map((g) => run(g.map((i) => list[i]!))))
+  const out: AlgorithmResult[] = new Array<AlgorithmResult>(list.length)
+  groups.forEach((g, gi) => g.forEach((i, k) => (out[i] = parts[gi]![k]!)))
+  return out
 }
 
 /**
