@@ -2,6 +2,7 @@ import type { AlgorithmResult } from './algorithms/algorithm.js'
 import type { Decision, RuleOutcome } from './decision.js'
 import { FloodgateError } from './errors.js'
 import type { Entry } from './limiter-entry.js'
+import { isThenable } from './limiter-deadline.js'
 import type { FailOpenLog } from './limiter-fail-open-log.js'
 import { BAN_CHARGE } from './rules/ban-states.js'
 import type { ConsumeEntry, RefundEntry, StateEntry, Store } from './stores/store.js'
@@ -136,7 +137,7 @@ export function recordRefusals(
           .then(() => earned)
   }
   const answer = store.consume(refusals, nowMs)
-  if (!isPromiseLike(answer)) return startBans(answer)
+  if (!isThenable(answer)) return startBans(answer)
   return Promise.resolve(answer).then(startBans)
 }
 
@@ -150,10 +151,6 @@ function andThen(
 
 function isStoreFull(err: unknown): boolean {
   return err instanceof FloodgateError && err.code === 'FG_ERR_STORE_FULL'
-}
-
-function isPromiseLike<T>(x: T | PromiseLike<T>): x is PromiseLike<T> {
-  return typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function'
 }
 
 /**

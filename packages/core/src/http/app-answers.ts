@@ -1,7 +1,9 @@
 /**
  * What an application's callback on the request path answered (`skip`, `cost`,
  * `requestWasSuccessful`, `onRejected`), when it is a promise or another thenable. A thenable
- * whose `then` cannot be read (a revoked Proxy) is none.
+ * whose `then` cannot be read (a revoked Proxy) is none. Warier than the engine's `isThenable`
+ * for store answers: an app's callback may answer anything, a function with a `then` included,
+ * and reading `then` must not throw on the request path.
  *
  * @param answer - the callback's answer
  * @returns whether it is a thenable
