@@ -1,5 +1,6 @@
 import { createServer } from 'node:http'
 import {
+  agreeMountOptions,
   echoRateLimit,
   listenOnLoopback,
   type AgreeServe,
@@ -58,15 +59,10 @@ export async function startExpress(setup: HarnessSetup): Promise<RunningApp> {
 export const agreeExpress: AgreeServe = (limiter, trust, callbacks = {}) => {
   const app = express()
   app.set('trust proxy', trust === 'all' ? true : trust === 'one' ? 'loopback' : false)
-  const { skip, cost, requestWasSuccessful, onRejected, headers, shadowHeader } = callbacks
+  const { onRejected } = callbacks
   app.use(
     rateLimit(limiter as unknown as Limiter<Request>, {
-      warnings: false,
-      headers,
-      shadowHeader,
-      skip: skip as (() => boolean) | undefined,
-      cost: cost as (() => number) | undefined,
-      requestWasSuccessful: requestWasSuccessful as (() => boolean) | undefined,
+      ...agreeMountOptions(callbacks),
       onRejected:
         onRejected && ((_req, res) => onRejected(() => void res.status(418).end()) as void),
     }),

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import type { Limiter } from '@floodgate/core'
 import {
+  agreeMountOptions,
   echoRateLimit,
   type AgreeServe,
   type HarnessSetup,
@@ -51,15 +52,10 @@ export async function startFastify(setup: HarnessSetup): Promise<RunningApp> {
 /** The app of `describeAdaptersAgree`: the plugin, no routes, every request answered 200. */
 export const agreeFastify: AgreeServe = async (limiter, trust, callbacks = {}) => {
   const app = Fastify({ trustProxy: trust === 'all' ? true : trust === 'one' ? 'loopback' : false })
-  const { skip, cost, requestWasSuccessful, onRejected, headers, shadowHeader } = callbacks
+  const { onRejected } = callbacks
   await app.register(rateLimit, {
     rules: limiter as unknown as Limiter<FastifyRequest>,
-    warnings: false,
-    headers,
-    shadowHeader,
-    skip: skip as (() => boolean) | undefined,
-    cost: cost as (() => number) | undefined,
-    requestWasSuccessful: requestWasSuccessful as (() => boolean) | undefined,
+    ...agreeMountOptions(callbacks),
     onRejected:
       onRejected && ((_request, reply) => onRejected(() => void reply.code(418).send()) as void),
   })

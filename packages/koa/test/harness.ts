@@ -1,6 +1,7 @@
 import { createServer } from 'node:http'
 import type { Limiter } from '@floodgate/core'
 import {
+  agreeMountOptions,
   echoRateLimit,
   listenOnLoopback,
   type AgreeServe,
@@ -74,15 +75,10 @@ export const agreeKoa: AgreeServe = (limiter, trust, callbacks = {}) => {
   app.silent = true
   app.proxy = trust !== 'none'
   if (trust === 'one') app.maxIpsCount = 1
-  const { skip, cost, requestWasSuccessful, onRejected, headers, shadowHeader } = callbacks
+  const { onRejected } = callbacks
   app.use(
     rateLimit(limiter as unknown as Limiter<Context>, {
-      warnings: false,
-      headers,
-      shadowHeader,
-      skip: skip as (() => boolean) | undefined,
-      cost: cost as (() => number) | undefined,
-      requestWasSuccessful: requestWasSuccessful as (() => boolean) | undefined,
+      ...agreeMountOptions(callbacks),
       onRejected:
         onRejected &&
         ((ctx) =>

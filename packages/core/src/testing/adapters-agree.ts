@@ -44,6 +44,35 @@ export interface AgreeOptions extends AgreeCallbacks {
   readonly shadowHeader?: boolean | undefined
 }
 
+/**
+ * The options every adapter takes alike, from an {@link AgreeOptions}: warnings off, the header
+ * options, and the synchronous callbacks typed as each adapter's own (they read no argument).
+ * `onRejected` differs per framework (how it answers 418) and is left to the harness.
+ *
+ * @param options - what a run of {@link describeAdaptersAgree} or
+ *   {@link describeAppCallbackAnswers} passes to the app
+ * @returns the options to spread into the adapter's
+ */
+export function agreeMountOptions(options: AgreeOptions): {
+  warnings: false
+  headers: boolean | HeaderFormat | undefined
+  shadowHeader: boolean | undefined
+  skip: (() => boolean) | undefined
+  cost: (() => number) | undefined
+  requestWasSuccessful: (() => boolean) | undefined
+} {
+  const { skip, cost, requestWasSuccessful, headers, shadowHeader } = options
+  return {
+    warnings: false,
+    headers,
+    shadowHeader,
+    // Any answer on purpose: the property checks what the adapter makes of values of any type.
+    skip: skip as (() => boolean) | undefined,
+    cost: cost as (() => number) | undefined,
+    requestWasSuccessful: requestWasSuccessful as (() => boolean) | undefined,
+  }
+}
+
 const NOW = 1_700_000_000_000
 
 /**

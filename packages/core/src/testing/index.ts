@@ -68,4 +68,8 @@ export { describeHttp2AbortProperty } from './http2-abort-property.js'
 export type { KeepAliveServe } from './keep-alive.js'
 export { describeKeepAliveProperty } from './keep-alive.js'
 export type { AgreeCallbacks, AgreeOptions, AgreeServe, AgreeTrust } from './adapters-agree.js'
-export { describeAdaptersAgree, describeAppCallbackAnswers } from './adapters-agree.js'
+export {
+  agreeMountOptions,
+  describeAdaptersAgree,
+  describeAppCallbackAnswers,
+} from './adapters-agree.js'
