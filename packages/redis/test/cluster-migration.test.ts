@@ -6,13 +6,13 @@ import {
   createLimiter,
   type Decision,
   type Limiter,
-  type Logger,
   type RuleInput,
 } from '@floodgate/core'
 import type { RequestFacts } from '@floodgate/core/http'
 import { createRedisStore, createSyncedStore, redisKey, type RedisStore } from '@floodgate/redis'
 import { hashTag } from '../src/redis-key.js'
 import { RedisClusterFixture } from './helpers/redis-cluster.js'
+import { recordingLogger } from './helpers/recording-logger.js'
 import { redisBinariesAvailable, type RedisServer } from './helpers/redis-server.js'
 
 // A slot being migrated (`redis-cli --cluster reshard`, or SETSLOT MIGRATING/IMPORTING and
@@ -29,17 +29,6 @@ const facts = (ip: string): RequestFacts => ({ method: 'GET', path: '/', ip, hea
 
 // Long enough that a busy machine meets it: a decision that fails open here is the defect.
 const DEADLINE_MS = 2000
-
-/** A logger that keeps every warning and error. */
-function recordingLogger(): Logger & { lines: string[] } {
-  const lines: string[] = []
-  const keep = (obj: object, msg?: string): void => {
-    lines.push(
-      `${msg ?? ''} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? v.message : v))}`,
-    )
-  }
-  return { lines, debug: () => {}, info: () => {}, warn: keep, error: keep }
-}
 
 /** The Cluster slot of a hash tag (CRC16/XMODEM of it, modulo 16384). */
 function slotOf(tag: string): number {

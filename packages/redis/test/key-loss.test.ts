@@ -6,12 +6,12 @@ import {
   createLimiter,
   type Decision,
   type Limiter,
-  type Logger,
   type RuleInput,
   type Store,
 } from '@floodgate/core'
 import type { RequestFacts } from '@floodgate/core/http'
 import { createRedisStore, createSyncedStore, redisKey, type RedisStore } from '@floodgate/redis'
+import { recordingLogger } from './helpers/recording-logger.js'
 import { RedisServer, redisBinariesAvailable } from './helpers/redis-server.js'
 
 // Any Floodgate key may vanish between two operations: evicted under `maxmemory`, deleted by an
@@ -22,17 +22,6 @@ const binaries = redisBinariesAvailable()
 if (!binaries && process.env.CI === 'true') throw new Error('redis-server is required under CI')
 
 const facts = (ip: string): RequestFacts => ({ method: 'GET', path: '/', ip, headers: {} })
-
-/** A logger that remembers every warning and error: a loss must cause none. */
-function recordingLogger(): Logger & { lines: string[] } {
-  const lines: string[] = []
-  const keep = (obj: object, msg?: string): void => {
-    lines.push(
-      `${msg ?? ''} ${JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? v.message : v))}`,
-    )
-  }
-  return { lines, debug: () => {}, info: () => {}, warn: keep, error: keep }
-}
 
 /** Every key under `prefix` (SCAN, not KEYS: the way an operator would look). */
 async function keysUnder(redis: Redis, prefix: string): Promise<string[]> {
