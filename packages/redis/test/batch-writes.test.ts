@@ -32,6 +32,14 @@ const available = await redisAvailable()
 const binaries = redisBinariesAvailable()
 const prefix = uniquePrefix('batch-writes')
 
+/** A script call's ARGV for `packed` decided at `at` (ms), with 60 s of TTL slack each way. */
+const argv = (at: number, packed: Buffer): (string | Buffer)[] => [
+  String(at),
+  '60000',
+  '60000',
+  packed,
+]
+
 /**
  * Key `b` holds what key `a` holds: the same type, the same bytes for a string, and the same TTL
  * up to the time since `writingFrom` (-1: no TTL, a hash never written; -2: no key).
@@ -220,12 +228,6 @@ describe.skipIf(!available)('the general script, a batch against one call per re
               }
             }
           }
-          const argv = (packed: Buffer): (string | Buffer)[] => [
-            String(now),
-            '60000',
-            '60000',
-            packed,
-          ]
           const batchKeys = requests.flatMap((r) =>
             r.keys.map(([key, i]) => keyOf('batch', key, i)),
           )
@@ -235,6 +237,7 @@ describe.skipIf(!available)('the general script, a batch against one call per re
             batchKeys.length,
             ...batchKeys,
             ...argv(
+              now,
               encodeBatch(
                 requests.map((r) => r.request),
                 sorted,
@@ -250,7 +253,7 @@ describe.skipIf(!available)('the general script, a batch against one call per re
                 lua,
                 keys.length,
                 ...keys,
-                ...argv(encodeBatch([r.request], sorted)),
+                ...argv(now, encodeBatch([r.request], sorted)),
               )) as Buffer,
             )
           }
@@ -388,12 +391,6 @@ describe.skipIf(!available)('the general script of one inlined algorithm, its fa
               return packed
             }
             const now = 1_763_000_000_000
-            const argv = (at: number, packed: Buffer): (string | Buffer)[] => [
-              String(at),
-              '60000',
-              '60000',
-              packed,
-            ]
             const doubles = (values: number[]): Buffer => {
               const b = Buffer.alloc(values.length * 8)
               values.forEach((v, i) => b.writeDoubleLE(v, i * 8))
@@ -565,12 +562,6 @@ describe.skipIf(!available)('a batch whose requests repeat the one before them',
               } else leader = r
             }
             const now = 1_763_000_000_000
-            const argv = (at: number, packed: Buffer): (string | Buffer)[] => [
-              String(at),
-              '60000',
-              '60000',
-              packed,
-            ]
             const redisMs = ([s, us]: (string | number)[]): number =>
               Number(s) * 1000 + Math.ceil(Number(us) / 1000)
             const writingFrom = redisMs(await redis.admin.time()) - 1
