@@ -132,10 +132,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
     const o = options ?? {}
     const store = o.store === undefined ? new MemoryStore() : o.store
     checkMethods('store', store, ['consume', 'refund'])
-    // Adaptive rules are decided on this host; the store given decides the others.
-    this.store = new AdaptiveStore(store, this.gates)
     const clock = checkFunction('clock', o.clock) ?? turnClock
     this.clock = clock
+    // Adaptive rules are decided on this host; the store given decides the others.
+    this.store = new AdaptiveStore(store, this.gates, clock)
     const deadline = renamedOption(o, 'timeoutMs', 'decisionTimeoutMs', 'createLimiter', o.logger)
     const timeoutMs = checkPositiveInt(deadline.name, deadline.value, 50)
     // Calls about one client are not on a request's path and may make two store round trips

@@ -8,11 +8,6 @@ import type { QuantileSketch } from './latency-sketch.js'
 /** The shortest `Retry-After` a shed request is told: a slot frees when a response ends. */
 const MIN_RETRY_AFTER_MS = 1000
 /**
- * Windows that passed without a single event are replayed one by one (each may lower a stalled
- * limit); past this many the rest would change nothing more than these have.
- */
-const MAX_IDLE_WINDOWS = 64
-/**
  * A window with too few responses to tell a percentile is carried into the next one, so a
  * low limit (few responses) still moves; past this many windows its samples are too old.
  */
@@ -21,7 +16,8 @@ const MAX_CARRIED_WINDOWS = 8
 /**
  * The gate of one adaptive rule on this host: the requests it holds in flight (in total and per
  * client key), the latencies of the window under way, and the limit the control law set at the
- * end of the last one. Every method takes the time as an argument; nothing here reads a clock.
+ * end of the last one. Every method takes the time as an argument (a reading of the limiter's
+ * clock, which may step back or forward); nothing here reads a clock.
  */
 export class AdaptiveGate {
   private control: ControlState
@@ -29,6 +25,24 @@ export class AdaptiveGate {
   private cap: number
   /** Slots only clients within their fair share may take. */
   private reserved: number
+  /**
+   * Windows are timed on the gate's own steady time, not on the clock's readings: the clock
+   * may be the wall clock, which an NTP correction or a restored VM steps back or forward.
+   * Steady time advances by the time between two readings, by none when the clock went back,
+   * and by at most one window when it leapt forward (the gate cannot tell a leap from a pause,
+   * and a pause longer than a window measured nothing either).
+   */
+  private steadyMs = 0
+  /** The last reading of the clock; NaN before the first event. */
+  private lastReadingMs = Number.NaN
+  /**
+   * The first reading after the clock last jumped (back, or forward by more than a window): a
+   * response that started before it spans the jump, and its latency is not the service's.
+   */
+  private jumpedAtMs = Number.NEGATIVE_INFINITY
+  /** The clock leapt forward during the window under way: how long it really lasted is unknown. */
+  private leapt = false
+  /** When the window under way ends, in steady time; NaN before the first event. */
   private windowEndMs = Number.NaN
   private sketch: QuantileSketch
   private peak = 0
@@ -141,24 +155,59 @@ export class AdaptiveGate {
     this.slots.release(key, cost, ruleId)
   }
 
-  /** Record the latency of a response that ended at `nowMs`. */
+  /**
+   * Record the latency of a response that ended at `nowMs`. A latency the clock made up is
+   * left out: below 0 (the clock went back while the request ran), or of a request that
+   * started before the clock last jumped.
+   */
   record(latencyMs: number, nowMs: number): void {
     this.roll(nowMs)
-    this.sketch.accept(latencyMs > 0 ? latencyMs : 0)
+    if (!(latencyMs >= 0) || nowMs - latencyMs < this.jumpedAtMs) return
+    this.sketch.accept(latencyMs)
   }
 
-  /** Close the windows that ended by `nowMs` and move the limit for each. */
+  /** Steady time at the clock reading `nowMs` (see `steadyMs`). */
+  private steadyAt(nowMs: number): number {
+    // A reading that is no number at all tells no time.
+    if (!Number.isFinite(nowMs)) return this.steadyMs
+    const last = this.lastReadingMs
+    this.lastReadingMs = nowMs
+    if (Number.isNaN(last)) return this.steadyMs
+    const elapsed = nowMs - last
+    const windowMs = this.settings.windowMs
+    if (elapsed >= 0 && elapsed <= windowMs) {
+      this.steadyMs += elapsed
+    } else {
+      this.jumpedAtMs = nowMs
+      if (elapsed > 0) {
+        // Always past the end of the window under way: the roll reading this clears the flag.
+        this.steadyMs += windowMs
+        this.leapt = true
+      }
+    }
+    return this.steadyMs
+  }
+
+  /**
+   * Close the window under way if it ended by the reading `nowMs`, and move the limit. Steady
+   * time moves at most a window per reading, so one reading closes at most one window: the
+   * limit moves at most one step at a time, whatever the clock did.
+   */
   private roll(nowMs: number): void {
-    if (!(nowMs >= this.windowEndMs)) {
-      // The first event starts the first window; a clock that went back waits for it.
-      if (Number.isNaN(this.windowEndMs)) this.windowEndMs = nowMs + this.settings.windowMs
+    const t = this.steadyAt(nowMs)
+    if (!(t >= this.windowEndMs)) {
+      // The first event starts the first window.
+      if (Number.isNaN(this.windowEndMs)) this.windowEndMs = t + this.settings.windowMs
       return
     }
     const s = this.settings
     const samples = this.sketch.count
-    let end = this.windowEndMs + s.windowMs
-    const stalled = samples === 0 && this.slots.inFlight >= this.cap
-    if (samples < s.minSamples && !stalled && this.carried < MAX_CARRIED_WINDOWS && nowMs < end) {
+    const end = this.windowEndMs + s.windowMs
+    // Nothing completed while the limit was full, for a whole window: unless the clock leapt
+    // during it, when the window may have lasted a moment.
+    const stalled = samples === 0 && this.slots.inFlight >= this.cap && !this.leapt
+    this.leapt = false
+    if (samples < s.minSamples && !stalled && this.carried < MAX_CARRIED_WINDOWS) {
       // Too few responses yet: the window goes on, its samples and peak kept.
       this.carried++
       this.windowEndMs = end
@@ -171,13 +220,6 @@ export class AdaptiveGate {
     this.sketch = this.newSketch()
     this.peak = this.slots.inFlight
     this.carried = 0
-    // Windows with no event at all: nothing completed in them.
-    for (let idle = 0; nowMs >= end && idle < MAX_IDLE_WINDOWS; idle++) {
-      this.closeWindow(0, 0, this.slots.inFlight)
-      this.lastSamples = 0
-      end += s.windowMs
-    }
-    if (nowMs >= end) end = nowMs + s.windowMs
     this.windowEndMs = end
   }
 

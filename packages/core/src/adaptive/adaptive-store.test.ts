@@ -59,7 +59,7 @@ describe('AdaptiveStore carries every member of the store it wraps', () => {
   it.each(STORE_MEMBERS)('%s reaches the wrapped store', (name) => {
     const calls: string[] = []
     const inner = fullStore(calls)
-    const wrapped = new AdaptiveStore(inner, new AdaptiveGates())
+    const wrapped = new AdaptiveStore(inner, new AdaptiveGates(), () => 0)
     expect(wrapped[name], name).toBeDefined()
     const answer = call(wrapped, name)
     if (name === 'synchronous' || name === 'settlesWithinMs') {
@@ -71,7 +71,7 @@ describe('AdaptiveStore carries every member of the store it wraps', () => {
 
   it('adds no optional member the wrapped store lacks (the limiter reads their absence)', () => {
     const bare: Store = { consume: () => [], refund: () => {} }
-    const wrapped = new AdaptiveStore(bare, new AdaptiveGates())
+    const wrapped = new AdaptiveStore(bare, new AdaptiveGates(), () => 0)
     const optional = STORE_MEMBERS.filter((m) => m !== 'consume' && m !== 'refund')
     for (const name of optional) expect(wrapped[name], name).toBeUndefined()
   })

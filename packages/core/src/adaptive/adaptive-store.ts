@@ -1,4 +1,5 @@
 import { newResult, type AlgorithmResult } from '../algorithms/algorithm.js'
+import type { Clock } from '../clock.js'
 import { FloodgateError } from '../errors.js'
 import { isThenable } from '../limiter-deadline.js'
 import { invalidAnswer, validResults } from '../limiter-decide.js'
@@ -83,9 +84,14 @@ export class AdaptiveStore implements Store {
   private readonly oneResult = newResult()
   private readonly one: AlgorithmResult[] = [this.oneResult]
 
+  /**
+   * @param clock - the limiter's clock, read when a store's answer arrives: a gate decides an
+   *   answer at its arrival, never at the time it was asked (see `mixed`)
+   */
   constructor(
     private readonly inner: Store,
     private readonly gates: AdaptiveGates,
+    private readonly clock: Clock,
   ) {
     this.wrapped = inner
     if (inner.synchronous !== undefined) this.synchronous = inner.synchronous
@@ -143,7 +149,7 @@ export class AdaptiveStore implements Store {
     // Refused anyway: the other rules only report their state, charging nothing.
     const asked = refused ? others.map((e) => ({ ...e, cost: 0, maxWaitMs: 0 })) : others
     const answer = this.inner.consume(asked, nowMs)
-    const merge = (a: readonly AlgorithmResult[]): readonly AlgorithmResult[] => {
+    const merge = (a: readonly AlgorithmResult[], atMs: number): readonly AlgorithmResult[] => {
       // Checked as the limiter checks it, before any slot is taken: an answer the limiter
       // would then refuse (and fail open on) must not leave slots taken behind it.
       if (!validResults(a, asked)) throw invalidAnswer(a, asked)
@@ -157,9 +163,14 @@ export class AdaptiveStore implements Store {
         results[at[j]!] = r
       }
       if (refused || !othersAdmit) return results
-      return this.takeSlots(entries, results, others, a, nowMs)
+      return this.takeSlots(entries, results, others, a, atMs)
     }
-    return isThenable(answer) ? Promise.resolve(answer).then(merge) : merge(answer)
+    // An answer that comes later (after the limiter's deadline even) takes its slots now, and
+    // the gate reads the clock now: an older reading, after readings since, would tell the
+    // gate the clock went back.
+    return isThenable(answer)
+      ? Promise.resolve(answer).then((a) => merge(a, this.clock()))
+      : merge(answer, nowMs)
   }
 
   /**
@@ -238,16 +249,18 @@ export class AdaptiveStore implements Store {
   private peekEntries(entries: readonly StateEntry[], nowMs: number): Answer {
     const rest = this.storeEntries(entries)
     const answer = rest.length > 0 ? this.inner.peek!(rest, nowMs) : []
-    const merge = (a: readonly AlgorithmResult[]): readonly AlgorithmResult[] => {
+    const merge = (a: readonly AlgorithmResult[], atMs: number): readonly AlgorithmResult[] => {
       if (rest === entries) return a
       let j = 0
       return entries.map((e) => {
         if (!isAdaptive(e.rule)) return a[j++]!
         const r = newResult()
-        gateOf(this.gates, e).peek(nowMs, r)
+        gateOf(this.gates, e).peek(atMs, r)
         return r
       })
     }
-    return isThenable(answer) ? Promise.resolve(answer).then(merge) : merge(answer)
+    return isThenable(answer)
+      ? Promise.resolve(answer).then((a) => merge(a, this.clock()))
+      : merge(answer, nowMs)
   }
 }
