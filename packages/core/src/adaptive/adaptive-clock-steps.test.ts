@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest'
+import type { AlgorithmResult } from '../algorithms/algorithm.js'
 import type { Decision } from '../decision.js'
 import { createLimiter } from '../limiter.js'
 import type { RuleInput } from '../rules/schema.js'
+import { MemoryStore } from '../stores/memory-store.js'
+import type { ConsumeEntry, RefundEntry, Store } from '../stores/store.js'
 
 // The limiter's default clock is the wall clock, which an NTP correction, a restored VM
 // snapshot or an operator can step back or forward. An adaptive rule's window, the latencies it
@@ -111,5 +114,52 @@ describe('adaptive rule: the wall clock steps forward', () => {
     clock.now += SECOND
     expect(state().percentileMs ?? 0).toBeLessThan(SECOND)
     expect(state().baselineMs ?? 0).toBeLessThan(SECOND)
+  })
+})
+
+describe('adaptive rule beside another rule: a store answer that comes later', () => {
+  it('is decided by the gate at its arrival, not at the time it was asked', async () => {
+    const clock = { now: 1_000_000_000 }
+    const memory = new MemoryStore()
+    const waiting: (() => void)[] = []
+    const store: Store = {
+      consume: (entries: readonly ConsumeEntry[], nowMs: number) => {
+        const answer = memory.consume(entries, nowMs)
+        return new Promise<readonly AlgorithmResult[]>((resolve) =>
+          waiting.push(() => resolve(answer)),
+        )
+      },
+      refund: (entries: readonly RefundEntry[], nowMs: number) => memory.refund(entries, nowMs),
+    }
+    const limiter = createLimiter({
+      clock: () => clock.now,
+      store,
+      decisionTimeoutMs: HOUR,
+      rules: [
+        {
+          id: 'a',
+          algorithm: 'adaptive',
+          adaptive: { target: '100ms', window: '1s', initialLimit: 4, minSamples: 1, reserve: 0 },
+        },
+        { id: 'tb', algorithm: 'token-bucket', limit: 100, window: '1s' },
+      ],
+    })
+    const pending = limiter.check(facts) // starts the first window, and waits for the store
+    clock.now += 600
+    expect(limiter.adaptive('a')!.windows).toBe(0)
+    waiting.pop()!()
+    const d = await pending
+    expect(d.allowed).toBe(true)
+    expect(limiter.adaptive('a')!.inFlight).toBe(1)
+    clock.now += 50
+    limiter.release(d) // a response of 50 ms, for the window to close on
+    // Had the gate been told the time the store was asked, it would have seen the clock go
+    // back 600 ms, then forward 650, counting those 600 ms twice: the window would have ended
+    // early, before its one response.
+    clock.now += 250
+    expect(limiter.adaptive('a')!.windows, '900 ms into the first window').toBe(0)
+    clock.now += 100
+    expect(limiter.adaptive('a')!.windows, 'at its end').toBe(1)
+    expect(limiter.adaptive('a')!.samples).toBe(1)
   })
 })
