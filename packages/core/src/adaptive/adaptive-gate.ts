@@ -168,22 +168,27 @@ export class AdaptiveGate {
 
   /** Steady time at the clock reading `nowMs` (see `steadyMs`). */
   private steadyAt(nowMs: number): number {
+    const elapsed = nowMs - this.lastReadingMs
+    // The common case, on every decision: the clock moved on by less than a window.
+    if (elapsed >= 0 && elapsed <= this.settings.windowMs) {
+      this.lastReadingMs = nowMs
+      return (this.steadyMs += elapsed)
+    }
+    return this.jumped(nowMs, elapsed)
+  }
+
+  /** The first reading, one that is no number, or a clock that went back or leapt forward. */
+  private jumped(nowMs: number, elapsed: number): number {
     // A reading that is no number at all tells no time.
     if (!Number.isFinite(nowMs)) return this.steadyMs
-    const last = this.lastReadingMs
+    const first = Number.isNaN(this.lastReadingMs)
     this.lastReadingMs = nowMs
-    if (Number.isNaN(last)) return this.steadyMs
-    const elapsed = nowMs - last
-    const windowMs = this.settings.windowMs
-    if (elapsed >= 0 && elapsed <= windowMs) {
-      this.steadyMs += elapsed
-    } else {
-      this.jumpedAtMs = nowMs
-      if (elapsed > 0) {
-        // Always past the end of the window under way: the roll reading this clears the flag.
-        this.steadyMs += windowMs
-        this.leapt = true
-      }
+    if (first) return this.steadyMs
+    this.jumpedAtMs = nowMs
+    if (elapsed > 0) {
+      // Always past the end of the window under way: the roll reading this clears the flag.
+      this.steadyMs += this.settings.windowMs
+      this.leapt = true
     }
     return this.steadyMs
   }
