@@ -6,7 +6,8 @@ import { TTL_SLACK_MS } from './synced/rule-maths.js'
  * The one script of SyncedStore. It adds batches of units to a fleet bucket and answers each
  * bucket's level; it decides nothing (core's algorithms run locally, in each host).
  *
- * KEYS: fleet buckets (hashes), all in one Cluster slot. ARGV[1]: the host's id; then per key:
+ * KEYS: fleet buckets (hashes), all in one Cluster slot. ARGV[1]: the host's id; ARGV[2]: the
+ * newest batch seq the host has issued (no `s:<host>` it wrote is above it); then per key:
  * TTL in ms (the script keeps a bucket in debt longer: until it is fresh again, plus the
  * slack), the emission interval in ms (`windowMs / limit`), the window in ms within which a
  * host that synced counts as active, the burst, how many ms ago the newest unit sent was
@@ -21,7 +22,9 @@ import { TTL_SLACK_MS } from './synced/rule-maths.js'
  *   refills while idle forgives that overshoot, so the next run starts owing it: the fleet's
  *   excess over one bucket stays that of one run instead of adding up run after run;
  * - `s:<host>`: the last batch seq the host applied: a batch sent again after its reply was
- *   lost carries the same seq and is skipped, so units are counted once;
+ *   lost carries the same seq and is skipped, so units are counted once. A value the host never
+ *   wrote (no integer, negative, above the newest seq it issued) reads as absent: taken as
+ *   "applied", it would skip every batch of the host on that key for good;
  * - `p:<host>`: Redis TIME of the host's last sync of the key (a push or a read), to count the
  *   hosts sharing the key;
  * - `w`: Redis TIME of the key's last sync by any host. One more than the horizon
@@ -39,8 +42,9 @@ local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local sfield = 's:' .. ARGV[1]
 local pfield = 'p:' .. ARGV[1]
+local newest = tonumber(ARGV[2])
 local out = {}
-local a = 2
+local a = 3
 for i = 1, #KEYS do
   local k = KEYS[i]
   local ttl = ARGV[a]
@@ -60,21 +64,26 @@ for i = 1, #KEYS do
   local total = f[1] or '0'
   local tat = tonumber(f[2] or '0')
   local last = tonumber(f[3] or '0')
+  -- The host's own field holds what it wrote: an integer from 0 to the newest seq it issued.
+  -- Anything else was written by someone else (an operator, a backup from another database):
+  -- read as absent, so the host's next batch counts (it is the one unacked batch of the key)
+  -- instead of every batch of the host being skipped, or the whole counter thrown away.
+  if not (last and last >= 0 and last <= newest and last == math.floor(last)) then last = 0 end
   local owed = tonumber(f[4] or '0')
   local wrote = tonumber(f[5] or '0')
   -- The total as HINCRBYFLOAT writes it (Lua's tonumber also takes ' 1', '0x10' and digits
   -- past the 5 KiB HINCRBYFLOAT reads, which it refuses).
   local sum = #total < 5000 and string.find(total, '^%-?[%d%.]+[eE]?[%+%-]?%d*$') and tonumber(total)
   -- x - x == 0 holds for finite numbers only (not NaN, not an infinity).
-  if not (sum and tat and last and owed and wrote and sum - sum == 0 and tat - tat == 0
-      and last - last == 0 and owed - owed == 0 and wrote - wrote == 0
+  if not (sum and tat and owed and wrote and sum - sum == 0 and tat - tat == 0
+      and owed - owed == 0 and wrote - wrote == 0
       and owed >= 0 and owed * interval <= 2 * ${MAX_TTL_MS} and tat - now <= 2 * ${MAX_TTL_MS}) then
     -- A hash whose fields Floodgate never writes (not numbers, NaN, infinities, a debt or a
     -- schedule past what a counter can live, which made the answer infinite) failed the call,
     -- and every other key of it, on every round, and was never given a TTL: it is replaced
     -- with a fresh counter, like a key of another type.
     redis.call('DEL', k)
-    total, tat, last, owed, wrote = '0', 0, 0, 0, 0
+    total, tat, owed, wrote = '0', 0, 0, 0
   end
   local stepped = wrote - now > ${STATE_TIME_HORIZON_MS}
   if stepped then tat = tat - (wrote - now) end

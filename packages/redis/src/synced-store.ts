@@ -88,7 +88,6 @@ export class SyncedStore implements Store {
   private earlyTimer: NodeJS.Timeout | undefined
   private lastEarlyMs = Date.now()
   private readScheduled = false
-  private seq = 0
   private round: Promise<void> = Promise.resolve()
   private reads: Promise<void> = Promise.resolve()
   private timer: NodeJS.Timeout | undefined
@@ -479,7 +478,7 @@ export class SyncedStore implements Store {
       return
     }
     const now = this.clock()
-    const seq = ++this.seq
+    const seq = this.exchange.nextSeq()
     const batch: Tracked[] = []
     const candidates = urgentOnly ? this.urgent.splice(0) : this.keys.all()
     for (const t of candidates) {

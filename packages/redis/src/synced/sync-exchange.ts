@@ -60,6 +60,8 @@ export interface SyncExchangeOptions {
 export class SyncExchange {
   /** Distinguishes this process's batches in Redis; a restarted host is a new one. */
   readonly hostId: string = randomBytes(12).toString('base64url')
+  /** The newest batch seq issued: Redis reads a host's recorded seq above it as none. */
+  private seq = 0
   private pending = 0
   private settled = 0
   private script: SyncFn | undefined
@@ -68,6 +70,11 @@ export class SyncExchange {
     private readonly connection: RedisConnection,
     private readonly options: SyncExchangeOptions,
   ) {}
+
+  /** A new batch seq, above every one this host sent before. */
+  nextSeq(): number {
+    return ++this.seq
+  }
 
   /** Whether the client is connected now. */
   get connected(): boolean {
@@ -139,7 +146,7 @@ export class SyncExchange {
 
   private call(group: readonly Tracked[]): Promise<string[]> {
     const args: (string | number)[] = group.map((t) => t.redisKey)
-    args.push(this.hostId)
+    args.push(this.hostId, this.seq)
     const now = this.options.clock()
     for (const t of group) {
       const r = t.rule
