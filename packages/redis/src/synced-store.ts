@@ -456,7 +456,7 @@ export class SyncedStore implements Store {
     // A lazyConnect client nothing connected yet: a round is the store's first command.
     this.connection.connectIfLazy()
     const connected = this.exchange.connected
-    if (urgentOnly && (!connected || this.exchange.inFlight > 0)) {
+    if (urgentOnly && (!connected || this.exchange.lateCalls > 0)) {
       // The regular round will carry these keys; an early round never counts as failed.
       for (const t of this.urgent.splice(0)) t.urgent = false
       return
@@ -469,9 +469,11 @@ export class SyncedStore implements Store {
       )
       return
     }
-    if (this.exchange.inFlight > 0) {
-      // The last round's calls are still unanswered (a stalled link): send nothing more, so an
-      // outage cannot pile up commands without bound. Their units go again once Redis answers.
+    if (this.exchange.lateCalls > 0) {
+      // Calls are still unanswered past their deadline (a stalled link): send nothing more, so
+      // an outage cannot pile up commands without bound. Their units go again once Redis
+      // answers. (A read still within its deadline, of a key first seen while this round
+      // waited for the reads, is no sign of one: counting it failed rounds on a healthy link.)
       this.failed++
       this.connection.missedDeadline(this.exchange.settledCalls)
       this.report(undefined, 'synced store: Redis has not answered the last sync; waiting')

@@ -63,6 +63,8 @@ export class SyncExchange {
   /** The newest batch seq issued: Redis reads a host's recorded seq above it as none. */
   private seq = 0
   private pending = 0
+  /** Calls still unanswered past their deadline. */
+  private overdue = 0
   private settled = 0
   private script: SyncFn | undefined
 
@@ -92,6 +94,14 @@ export class SyncExchange {
   }
 
   /**
+   * Script calls still unanswered past their deadline: the link is stalled. A call within its
+   * deadline (a new key's read, sent while a round waited) says nothing about the link.
+   */
+  get lateCalls(): number {
+    return this.overdue
+  }
+
+  /**
    * Send these keys' unacked batches and read their fleet levels: one script call per group
    * (see {@link callGroups}), all in flight together. Replies that come in time go to
    * `onLevels`; a late reply is ignored (its batches stay unacked, and Redis skips them when
@@ -115,12 +125,17 @@ export class SyncExchange {
       }, this.options.timeoutMs)
     })
     let failure: unknown
+    const open = new Set<{ overdue: boolean }>()
     const calls = groups.map((g) => {
       this.pending++
+      const state = { overdue: false }
+      open.add(state)
       return this.call(g)
         .finally(() => {
           this.pending--
           this.settled++
+          open.delete(state)
+          if (state.overdue) this.overdue--
         })
         .then(
           (reply) => {
@@ -138,6 +153,10 @@ export class SyncExchange {
     await Promise.race([Promise.all(calls), deadline])
     clearTimeout(timer)
     if (late) {
+      for (const state of open) {
+        state.overdue = true
+        this.overdue++
+      }
       failure ??= new Error(`no answer within ${this.options.timeoutMs} ms`)
       this.connection.missedDeadline(this.settled)
     }
