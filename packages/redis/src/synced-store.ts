@@ -252,12 +252,24 @@ export class SyncedStore implements Store {
     })
   }
 
-  /** Give units back locally at once; the fleet gets them back with the next sync. */
+  /**
+   * Give units back locally at once; the fleet gets them back with the next sync (a key no
+   * longer shared here is shared again to send them, when the table has room for it).
+   */
   refund(entries: readonly RefundEntry[], nowMs: number): void {
     this.memory.refund(entries, nowMs)
+    if (this.closed) return
     for (const e of entries) {
-      const t = this.keys.get(e.rule.stateId, e.key)
-      if (t) t.pending -= e.cost
+      let t = this.keys.get(e.rule.stateId, e.key)
+      if (t === undefined) {
+        // Dropped from the table (idle, or for room past maxKeys) once Redis had confirmed its
+        // units: the fleet counter still holds the ones refunded. Share the key again (read
+        // first, like any new key) so the refund reaches it; forgotten, every host would admit
+        // that much less. A table full of units to send keeps its bound: the refund stays local.
+        if (!this.keys.hasRoom()) continue
+        t = this.keys.track(e.rule, e.key)
+      }
+      t.pending -= e.cost
     }
   }
 
