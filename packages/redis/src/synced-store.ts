@@ -258,15 +258,15 @@ export class SyncedStore implements Store {
    */
   refund(entries: readonly RefundEntry[], nowMs: number): void {
     this.memory.refund(entries, nowMs)
-    if (this.closed) return
     for (const e of entries) {
       let t = this.keys.get(e.rule.stateId, e.key)
       if (t === undefined) {
         // Dropped from the table (idle, or for room past maxKeys) once Redis had confirmed its
         // units: the fleet counter still holds the ones refunded. Share the key again (read
         // first, like any new key) so the refund reaches it; forgotten, every host would admit
-        // that much less. A table full of units to send keeps its bound: the refund stays local.
-        if (!this.keys.hasRoom()) continue
+        // that much less. A table full of units to send keeps its bound, and a closed store
+        // shares nothing new: the refund stays local.
+        if (this.closed || !this.keys.hasRoom()) continue
         t = this.keys.track(e.rule, e.key)
       }
       t.pending -= e.cost

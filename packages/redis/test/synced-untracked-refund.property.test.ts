@@ -79,6 +79,21 @@ describe.skipIf(!available)('SyncedStore: refunds of a key it no longer shares',
     }
   })
 
+  it('a refund while close() runs still reaches the fleet counter', async () => {
+    const a = `closing${++run}`
+    const now = 1_000_000
+    const store = createSyncedStore({ url: REDIS_URL, prefix, syncMs: 600_000, clock: () => now })
+    await store.ready
+    store.consume(one(a, 4), now)
+    await store.syncNow()
+    await store.syncNow()
+    // A request still in flight during a shutdown gives its units back.
+    const closing = store.close()
+    store.refund([{ rule, key: a, cost: 3 }], now)
+    await closing
+    expect(await total(a)).toBe(1)
+  })
+
   type Step =
     | { kind: 'consume'; host: number; key: number; cost: number }
     | { kind: 'refund'; host: number; key: number; cost: number }
