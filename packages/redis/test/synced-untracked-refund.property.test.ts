@@ -5,6 +5,7 @@ import { testRule } from '@floodgate/core/testing'
 import { createSyncedStore, type SyncedStore } from '@floodgate/redis'
 import { hashTag } from '../src/redis-key.js'
 import { recordingLogger } from './helpers/recording-logger.js'
+import { RedisServer, redisBinariesAvailable } from './helpers/redis-server.js'
 import { REDIS_URL, adminConnection, redisAvailable, uniquePrefix } from './helpers/redis.js'
 
 // Units refunded after their key stopped being shared here (dropped from the table for a new
@@ -93,6 +94,45 @@ describe.skipIf(!available)('SyncedStore: refunds of a key it no longer shares',
     await closing
     expect(await total(a)).toBe(1)
   })
+
+  it.skipIf(!redisBinariesAvailable())(
+    'refunds of keys no longer shared, during an outage, keep the table within twice maxKeys',
+    async () => {
+      const server = await RedisServer.start()
+      const logger = recordingLogger()
+      let now = 1_000_000
+      const store = createSyncedStore({
+        url: server.url,
+        prefix,
+        syncMs: 600_000,
+        syncTimeoutMs: 100,
+        maxKeys: 10,
+        clock: () => now,
+        logger,
+      })
+      try {
+        await store.ready
+        for (let i = 0; i < 10; i++) store.consume(one(`old${i}`, 1), now)
+        await store.syncNow()
+        await store.syncNow()
+        await server.kill()
+        // New keys push the confirmed ones out, then fill the table with units to send.
+        now += 5000
+        for (let i = 0; i < 40; i++) store.consume(one(`new${i}`, 1), now)
+        const held = store.trackedKeys
+        expect(held).toBeLessThanOrEqual(20)
+        for (let i = 0; i < 10; i++) store.refund([{ rule, key: `old${i}`, cost: 1 }], now)
+        expect(store.trackedKeys).toBeLessThanOrEqual(20)
+        // Every key held has units to send: none was dropped, none added past the bound.
+        expect(store.trackedKeys).toBeGreaterThanOrEqual(held)
+        await store.syncNow()
+        expect(logger.lines.length).toBe(1)
+      } finally {
+        await store.close()
+        await server.stop()
+      }
+    },
+  )
 
   type Step =
     | { kind: 'consume'; host: number; key: number; cost: number }
