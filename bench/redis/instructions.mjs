@@ -216,7 +216,7 @@ const BATCH_SIZES = [1, 4, 16, 64]
 const REQUEST_BYTES = 3 + 1 + 8 * 8
 const REPEAT_STEP = 8
 const MAX_REPEATS = 31
-const firstRequest = Buffer.from(batchArgs[3].subarray(0, REQUEST_BYTES))
+const firstRequest = Buffer.from(batchArgs.at(-1).subarray(0, REQUEST_BYTES))
 firstRequest[2] %= REPEAT_STEP
 const batchOf = (size) => {
   const packed = []
@@ -225,7 +225,7 @@ const batchOf = (size) => {
     r[2] += REPEAT_STEP * (Math.min(left, MAX_REPEATS + 1) - 1)
     packed.push(r)
   }
-  return [...batchArgs.slice(0, 3), Buffer.concat(packed)]
+  return [...batchArgs.slice(0, -1), Buffer.concat(packed)]
 }
 // The same batch with every request's cost different (1, 2, …): no request repeats the one
 // before it, so each is packed and the script unpacks each (the cost is the double after the request's 3-byte
@@ -233,7 +233,7 @@ const batchOf = (size) => {
 const COST_OFFSET = 3 + 1 + 3 * 8
 if (firstRequest.readDoubleLE(COST_OFFSET) !== 1) throw new Error('expected a cost of 1 there')
 const distinctBatchOf = (size) => [
-  ...batchArgs.slice(0, 3),
+  ...batchArgs.slice(0, -1),
   Buffer.concat(
     Array.from({ length: size }, (_, j) => {
       const r = Buffer.from(firstRequest)

@@ -6,11 +6,11 @@ import { scriptAlgorithms } from './scripts/decide-script.js'
 import type { FrameTail } from './script-frame.js'
 import {
   MAX_REPEATS,
+  ReplyReader,
   encodeRequests,
   repeatsRequest,
   replyValues,
   requestBytes,
-  resultsFrom,
   type WireEntry,
   type WireMode,
 } from './wire-format.js'
@@ -42,15 +42,18 @@ export class PackedBatch implements FrameTail {
    * @param requests - The batch's requests, in order.
    * @param bytes - Their packed size.
    * @param algorithms - The script's algorithms, sorted (the packed entries' indexes).
+   * @param keysDiffer - The call's keys all differ, and it goes to the decide script (see
+   *   `encodeRequests`).
    */
   constructor(
     readonly requests: readonly { mode: WireMode; entries: readonly WireEntry[] }[],
     readonly bytes: number,
     readonly algorithms: readonly AlgorithmName[],
+    readonly keysDiffer = false,
   ) {}
 
   writeTo(target: Buffer, offset: number): void {
-    encodeRequests(target, offset, this.requests, this.algorithms)
+    encodeRequests(target, offset, this.requests, this.algorithms, this.keysDiffer)
   }
 }
 
@@ -307,11 +310,14 @@ export class BatchQueue {
     }
     batch.sent = true
     this.inFlight++
-    const packed = new PackedBatch(batch.requests, batch.bytes, batch.algorithms)
-    const lone = batch.keys.length === 1 && batch.requests[0]!.mode === 'c'
+    const keys = batch.keys
+    const lone = keys.length === 1 && batch.requests[0]!.mode === 'c'
+    // The decide script keeps a table of each key's first place only when a key may repeat.
+    const keysDiffer = !lone && (keys.length < 2 || new Set(keys).size === keys.length)
+    const packed = new PackedBatch(batch.requests, batch.bytes, batch.algorithms, keysDiffer)
     let call: Promise<unknown>
     try {
-      call = this.options.call({ id: batch.id, lone, now: batch.now, keys: batch.keys, packed })
+      call = this.options.call({ id: batch.id, lone, now: batch.now, keys, packed })
     } catch (err) {
       // Sent from a setImmediate, a synchronous throw would be uncaught: fail the batch instead.
       call = Promise.reject(err instanceof Error ? err : new Error(String(err)))
@@ -323,12 +329,10 @@ export class BatchQueue {
         this.settledCalls++
         this.forgetSettled()
         // One key per entry: the batch asked for as many results as it sent keys.
-        const values = replyValues(reply, batch.keys.length)
-        let from = 0
+        const reader = new ReplyReader(replyValues(reply, batch.keys.length))
         for (const req of batch.requests) {
           this.pending--
-          const results = resultsFrom(values, from, req.entries.length)
-          from += req.entries.length
+          const results = reader.next(req.entries)
           if (batch.timedOut) this.options.onLateAnswer(req.mode, req.entries, results, batch.now)
           else req.resolve(results)
         }

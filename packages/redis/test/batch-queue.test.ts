@@ -92,6 +92,39 @@ describe('BatchQueue', () => {
     expect(h.calls.map((c) => c.keys.length)).toEqual([1, BATCH_REQUESTS, 1])
   })
 
+  it('marks a call for the decide script as of keys that all differ exactly when none stands in it twice (property)', () => {
+    // Requests of one to three entries on keys from a small pool, all started in one turn (a
+    // key repeats within a request, across requests, or not at all).
+    const request = fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 1, maxLength: 3 })
+    fc.assert(
+      fc.property(fc.array(request, { minLength: 1, maxLength: 40, size: 'max' }), (requests) => {
+        const h = harness()
+        for (const keys of requests) {
+          // Never answered: each fails at its deadline, when later tests move the fake clock.
+          h.queue
+            .enqueue(
+              'c',
+              '',
+              keys.flatMap((k) => entry(`k${k}`)),
+            )
+            .catch(() => {})
+        }
+        vi.advanceTimersToNextTimer()
+        expect(h.calls.reduce((n, c) => n + c.packed.requests.length, 0)).toBe(requests.length)
+        for (const call of h.calls) {
+          const repeats = call.keys.some((k, i) => call.keys.indexOf(k) !== i)
+          // The lone script takes no mark (its one entry's count must read 1).
+          expect(call.packed.keysDiffer).toBe(!call.lone && !repeats)
+          const packed = Buffer.alloc(call.packed.bytes)
+          call.packed.writeTo(packed, 0)
+          const count = packed.readInt16LE(0)
+          expect(count < 0).toBe(call.packed.keysDiffer)
+          expect(Math.abs(count)).toBe(call.packed.requests[0]!.entries.length)
+        }
+      }),
+    )
+  })
+
   it('fails every request of batches that miss the deadline with one timer, oldest first', async () => {
     const h = harness()
     const a = h.queue.enqueue('c', '', entry('a'))

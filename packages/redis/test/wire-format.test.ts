@@ -1,9 +1,14 @@
 import fc from 'fast-check'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { exactRate, type AlgorithmName, type ConsumeEntry } from '@floodgate/core/algorithms'
+import {
+  exactRate,
+  type AlgorithmName,
+  type AlgorithmResult,
+  type ConsumeEntry,
+} from '@floodgate/core/algorithms'
 import { testRule } from '@floodgate/core/testing'
-import { decideScript } from '../src/scripts/decide-script.js'
+import { decideScript, packResultLua } from '../src/scripts/decide-script.js'
 import {
   ARGV,
   ENTRY_BYTES,
@@ -17,16 +22,20 @@ import {
   RESULT_BYTES,
   RESULT_FIELDS,
   RESULT_FORMAT,
+  ReplyReader,
+  SHORT_RESULT_FORMAT,
   WIRE_MODES,
   decodeBatch,
   encodeBatch,
   encodeReply,
+  isShortResult,
   repeatsRequest,
   replyValues,
   requestBytes,
-  resultsFrom,
+  type WireEntry,
   type WireRequest,
 } from '../src/wire-format.js'
+import { MAX_TTL_MS } from '../src/key-ttl.js'
 import { REDIS_URL, redisAvailable } from './helpers/redis.js'
 
 const available = await redisAvailable()
@@ -41,6 +50,75 @@ const ALGORITHMS: AlgorithmName[] = [
   'token-bucket',
 ]
 const indexOf = (name: string): number => ALGORITHMS.indexOf(name as AlgorithmName) + 1
+
+/** An entry whose rule's burst is `burst` (all the reply's reader takes from an entry). */
+const entryOf = (burst: number): WireEntry => ({
+  rule: testRule('token-bucket', burst, 1000),
+  key: 'k',
+  cost: 1,
+  maxWaitMs: 0,
+  shadow: false,
+})
+
+/** A result's fields as the bytes of their doubles: compared so, -0 is not 0. */
+const bitsOf = (r: AlgorithmResult): string[] =>
+  [r.allowed ? 1 : 0, r.waitMs, r.limit, r.remaining, r.resetMs, r.retryAfterMs].map((x) =>
+    Buffer.from(new Float64Array([x]).buffer).toString('hex'),
+  )
+
+/** What a reply of full results reads back as (the reply's only shape before the short one). */
+const fullResult = ([
+  allowed,
+  waitMs,
+  limit,
+  remaining,
+  resetMs,
+  retryAfterMs,
+]: readonly number[]): AlgorithmResult => ({
+  allowed: allowed === 1,
+  waitMs: waitMs!,
+  limit: limit!,
+  remaining: remaining!,
+  resetMs: resetMs!,
+  retryAfterMs: retryAfterMs!,
+})
+
+/** Any double a result may carry, -0 and the infinities included. */
+const anyDouble = fc.double({ noNaN: true })
+
+/**
+ * A result and its entry's burst: any numbers, or the common answer the script packs short
+ * (admitted, no wait, limit the burst), or one that misses it by one field (a -0 wait, a limit
+ * other than the burst, a -0 or infinite remaining…).
+ */
+const arbResult: fc.Arbitrary<{ fields: number[]; burst: number }> = fc.oneof(
+  fc.record({
+    fields: fc.tuple(fc.constantFrom(0, 1), anyDouble, anyDouble, anyDouble, anyDouble, anyDouble),
+    burst: fc.integer({ min: 1, max: 1e9 }),
+  }),
+  fc
+    .record({
+      burst: fc.oneof(fc.integer({ min: 1, max: 1e9 }), fc.constantFrom(1, 2 ** 53, 1e300)),
+      remaining: fc.oneof(
+        fc.nat(),
+        anyDouble.filter((x) => x >= 0),
+        fc.constantFrom(0, -0),
+      ),
+      resetMs: anyDouble,
+      miss: fc.constantFrom('none', 'none', 'none', 'wait', 'retry', 'limit', 'zeroLimit', 'inf'),
+    })
+    .map(({ burst, remaining, resetMs, miss }) => ({
+      burst,
+      fields: [
+        1,
+        miss === 'wait' ? -0 : 0,
+        miss === 'limit' ? burst + 1 : miss === 'zeroLimit' ? 0 : burst,
+        miss === 'inf' ? Infinity : remaining,
+        resetMs,
+        miss === 'retry' ? -0 : 0,
+      ],
+    })),
+)
 
 const arbEntry = fc
   .record({
@@ -243,50 +321,58 @@ describe('the packed wire format', () => {
     expect(WIRE_MODES.length - 1 + REPEAT_STEP * MAX_REPEATS).toBeLessThanOrEqual(255)
   })
 
-  it('reads every result of a reply back exactly, from any request of the batch (property)', () => {
-    const field = fc.double({ noNaN: true })
-    const result = fc.tuple(fc.constantFrom(0, 1), field, field, field, field, field)
+  it('reads every result back exactly, full or short, request by request, as the full reply reads (property)', () => {
     fc.assert(
-      fc.property(fc.array(result, { minLength: 1, maxLength: 20 }), fc.nat(), (results, at) => {
-        const reply = encodeReply(results)
-        const from = at % results.length
-        const n = results.length - from
-        const decoded = resultsFrom(replyValues(reply, results.length), from, n)
-        expect(decoded).toEqual(
-          results.slice(from).map(([allowed, waitMs, limit, remaining, resetMs, retryAfterMs]) => ({
-            allowed: allowed === 1,
-            waitMs,
-            limit,
-            remaining,
-            resetMs,
-            retryAfterMs,
-          })),
-        )
-      }),
+      fc.property(
+        fc.array(arbResult, { minLength: 1, maxLength: 40 }),
+        fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 40, maxLength: 40 }),
+        (results, sizes) => {
+          const fields = results.map((r) => r.fields)
+          const bursts = results.map((r) => r.burst)
+          const entries = bursts.map(entryOf)
+          const reply = encodeReply(fields, bursts)
+          const full = encodeReply(fields)
+          expect(reply.length).toBeLessThanOrEqual(full.length)
+          // Read request by request (random sizes), as a batch's reply is read.
+          const read = (bytes: Buffer): AlgorithmResult[] => {
+            const reader = new ReplyReader(replyValues(bytes, results.length))
+            const out: AlgorithmResult[] = []
+            for (let at = 0, i = 0; at < entries.length; at += sizes[i++]!) {
+              out.push(...reader.next(entries.slice(at, at + sizes[i]!)))
+            }
+            return out
+          }
+          const want = fields.map(fullResult).map(bitsOf)
+          expect(read(full).map(bitsOf)).toEqual(want)
+          expect(read(reply).map(bitsOf)).toEqual(want)
+        },
+      ),
+      { numRuns: 300 },
     )
   })
 
   it('reads replies at any byte offset, one after another of any size, each exactly (property)', () => {
     // The reply arrives as a slice of the socket's read buffer (any alignment), and is read
     // through one scratch array that the next reply reuses, larger or smaller.
-    const field = fc.double({ noNaN: true })
-    const result = fc.tuple(fc.constantFrom(0, 1), field, field, field, field, field)
     const reply = fc.record({
-      results: fc.array(result, { minLength: 1, maxLength: 40, size: 'max' }),
+      results: fc.array(arbResult, { minLength: 1, maxLength: 40, size: 'max' }),
       offset: fc.nat({ max: 15 }),
     })
     fc.assert(
       fc.property(fc.array(reply, { minLength: 1, maxLength: 6 }), (replies) => {
         for (const { results, offset } of replies) {
-          const bytes = encodeReply(results)
+          const bytes = encodeReply(
+            results.map((r) => r.fields),
+            results.map((r) => r.burst),
+          )
           const host = Buffer.alloc(offset + bytes.length + 3, 0xff)
           bytes.copy(host, offset)
-          const values = replyValues(host.subarray(offset, offset + bytes.length), results.length)
-          results.forEach(([allowed, waitMs, limit, remaining, resetMs, retryAfterMs], i) => {
-            expect(resultsFrom(values, i, 1)).toEqual([
-              { allowed: allowed === 1, waitMs, limit, remaining, resetMs, retryAfterMs },
-            ])
-          })
+          const reader = new ReplyReader(
+            replyValues(host.subarray(offset, offset + bytes.length), results.length),
+          )
+          for (const { fields, burst } of results) {
+            expect(reader.next([entryOf(burst)]).map(bitsOf)).toEqual([bitsOf(fullResult(fields))])
+          }
         }
       }),
     )
@@ -294,20 +380,34 @@ describe('the packed wire format', () => {
 
   it('gives no results for a reply of another shape or length, so the limiter fails open', () => {
     const ok = encodeReply([[1, 0, 10, 9, 100, 0]])
-    const wrong: unknown[] = [
-      ok.subarray(0, RESULT_BYTES - 1),
-      Buffer.concat([ok, Buffer.alloc(1)]),
-      [1, 0, 10, 9, 100, 0],
-      ok.toString('latin1'),
-      1,
-      null,
-      undefined,
-      {},
+    const short = encodeReply([[1, 0, 10, 9, 100, 0]], [10])
+    expect(short.length).toBe(16)
+    const wrong: [unknown, number][] = [
+      [ok.subarray(0, RESULT_BYTES - 1), 1],
+      [Buffer.concat([ok, Buffer.alloc(1)]), 1],
+      [[1, 0, 10, 9, 100, 0], 1],
+      [ok.toString('latin1'), 1],
+      [1, 1],
+      [null, 1],
+      [undefined, 1],
+      [{}, 1],
+      // Results of both forms, but not as many as asked for, or bytes left over.
+      [short, 2],
+      [Buffer.concat([short, short]), 1],
+      [Buffer.concat([short, ok]), 1],
+      [Buffer.concat([ok, short.subarray(0, 8)]), 2],
+      // A short result's first double followed by less than its second.
+      [short.subarray(0, 8), 1],
+      // 48 bytes that start with a short result: one result and 32 bytes too many.
+      [Buffer.concat([short, Buffer.alloc(32)]), 1],
     ]
-    for (const reply of wrong) expect(resultsFrom(replyValues(reply, 1), 0, 1)).toEqual([])
+    for (const [reply, total] of wrong) {
+      const entries = Array.from({ length: total }, () => entryOf(10))
+      expect(new ReplyReader(replyValues(reply, total)).next(entries)).toEqual([])
+    }
     fc.assert(
       fc.property(fc.anything(), (reply) => {
-        expect(resultsFrom(replyValues(reply, 1), 0, 1)).toEqual([])
+        expect(new ReplyReader(replyValues(reply, 1)).next([entryOf(10)])).toEqual([])
       }),
     )
   })
@@ -315,6 +415,7 @@ describe('the packed wire format', () => {
   it('the decide script packs its results with the format defined here', () => {
     expect(RESULT_FORMAT).toBe(`<${'d'.repeat(RESULT_FIELDS)}`)
     expect(decideScript()).toContain(`struct.pack('${RESULT_FORMAT}', out[1]`)
+    expect(decideScript()).toContain(`struct.pack('${SHORT_RESULT_FORMAT}', -out[4], out[5])`)
   })
 
   it('names a truncated batch', () => {
@@ -359,13 +460,59 @@ return out`
           // %.17g: the argument carries the double exactly.
           const args = r.map((x) => (Object.is(x, -0) ? '-0' : x.toPrecision(17)))
           const reply = await redis.callBuffer('EVAL', pack, 0, ...args)
-          const [allowed, waitMs, limit, remaining, resetMs, retryAfterMs] = r
-          expect(resultsFrom(replyValues(reply, 1), 0, 1)).toEqual([
-            { allowed: allowed === 1, waitMs, limit, remaining, resetMs, retryAfterMs },
+          expect(new ReplyReader(replyValues(reply, 1)).next([entryOf(1)]).map(bitsOf)).toEqual([
+            bitsOf(fullResult(r)),
           ])
         },
       ),
       { numRuns: 50 },
+    )
+  })
+
+  it("packs a result short exactly when Node's model says so, and it reads back as the full result (property)", async () => {
+    // The Lua every script packs an answer with, on the locals o1..o6 and the entry's burst.
+    const lua = `local HUGE, MAX_TTL = math.huge, ${MAX_TTL_MS}
+local o1, o2, o3, o4, o5, o6, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+return ${packResultLua('o', 'burst')}`
+    // The same numbers, in full, through the format every reply had before the short one (a
+    // non-finite duration or count capped as the script caps it).
+    const cap = (x: number): number => (Number.isFinite(x) ? x : MAX_TTL_MS)
+    const lua17g = (x: number): string =>
+      Object.is(x, -0) ? '-0' : Number.isFinite(x) ? x.toPrecision(17) : x > 0 ? 'inf' : '-inf'
+    await fc.assert(
+      fc.asyncProperty(arbResult, async ({ fields, burst }) => {
+        const reply = (await redis.callBuffer(
+          'EVAL',
+          lua,
+          0,
+          ...[...fields, burst].map(lua17g),
+        )) as Buffer
+        const [allowed, waitMs, limit, remaining, resetMs, retryAfterMs] = fields as [
+          number,
+          number,
+          number,
+          number,
+          number,
+          number,
+        ]
+        const capped = [
+          allowed,
+          cap(waitMs),
+          limit,
+          cap(remaining),
+          cap(resetMs),
+          cap(retryAfterMs),
+        ]
+        // Short exactly when Node's model of the test says so (on the numbers as computed),
+        // byte for byte its encoding; else in full, capped.
+        const short = isShortResult(fields, burst)
+        expect(reply).toEqual(short ? encodeReply([fields], [burst]) : encodeReply([capped]))
+        expect(reply.length).toBe(short ? 16 : RESULT_BYTES)
+        expect(new ReplyReader(replyValues(reply, 1)).next([entryOf(burst)]).map(bitsOf)).toEqual([
+          bitsOf(fullResult(capped)),
+        ])
+      }),
+      { numRuns: 200 },
     )
   })
 

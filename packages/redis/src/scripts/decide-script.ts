@@ -20,6 +20,7 @@ import {
   REQUEST_HEADER_FORMAT,
   REPEAT_STEP,
   RESULT_FORMAT,
+  SHORT_RESULT_FORMAT,
   WIRE_MODES,
 } from '../wire-format.js'
 
@@ -246,40 +247,58 @@ const queueFullFlag = `local full = max_wait < 0
   if full then max_wait = -max_wait end`
 
 /**
- * Lua that takes the next key, advancing the key index `k`: `key`, and its slot `f`, where it
- * first appears in KEYS (got and PX are kept there).
+ * Lua that takes the next key, advancing the key index `k`: its slot `f`, where it first
+ * appears in KEYS (got and PX are kept there), and with `named` the key itself, `key`. When
+ * Node said the call's keys all differ (its first request's entry count negated, see
+ * `encodeRequests`) a key's slot is its place, and the table of first places (`first`, a
+ * string-keyed table grown key by key: 0.6-1.2k Redis instructions a decision) is neither made
+ * nor read.
  */
-const keySlot = `k = k + 1
-  local key = KEYS[k]
-  local f = first[key]
-  if not f then
-    f = k
-    first[key] = k
+const keySlotOf = (named: boolean): string => `k = k + 1${
+  named
+    ? `
+  local key = KEYS[k]`
+    : ''
+}
+  local f = k
+  if first then
+    ${named ? '' : 'local key = KEYS[k]\n    '}f = first[key]
+    if not f then
+      f = k
+      first[key] = k
+    end
   end`
+
+/** {@link keySlotOf} without the key: the paths that keep no table by key. */
+const keySlot = keySlotOf(false)
 
 /**
  * Lua that takes an entry already unpacked into locals (`ai`, its numbers): its algorithm
- * `alg`, its `key` and the key's slot `f`, advancing the key index `k`. A negative `max_wait`
- * says the client's queue is full (`queueFull`): `full` is set and `max_wait` made positive.
+ * `alg`, its key's slot `f` (and with `named` the key, `key`; see {@link keySlotOf}),
+ * advancing the key index `k`. A negative `max_wait` says the client's queue is full
+ * (`queueFull`): `full` is set and `max_wait` made positive.
  */
-const takeEntry = `
+const takeEntryOf = (named: boolean): string => `
   local alg = ALG[ai]
   if not alg then return redis.error_reply('floodgate: unknown algorithm ' .. ai) end
-  ${keySlot}
+  ${keySlotOf(named)}
   ${queueFullFlag}`
 
+/** {@link takeEntryOf} without the key. */
+const takeEntry = takeEntryOf(false)
+
 /**
- * Lua that reads the next packed entry at `pos` into locals (`alg`, its numbers, `key`, its
- * slot `f`; see {@link takeEntry}), advancing `pos`; the shadow flag goes to the local named
- * `shadow`. The locals and the unpack format come from the wire format's one list of entry
- * fields.
+ * Lua that reads the next packed entry at `pos` into locals (`alg`, its numbers, its key's
+ * slot `f`, and with `named` its `key`; see {@link takeEntryOf}), advancing `pos`; the shadow
+ * flag goes to the local named `shadow`. The locals and the unpack format come from the wire
+ * format's one list of entry fields.
  */
-const readEntry = (shadow: string): string => {
+const readEntry = (shadow: string, named = false): string => {
   const locals = entryLocals(shadow)
   return `
   local ${locals}
   ${locals}, pos = struct.unpack('${ENTRY_FORMAT}', blob, pos)
-  ${takeEntry}`
+  ${takeEntryOf(named)}`
 }
 
 /**
@@ -450,26 +469,36 @@ for f = 1, nk do
 end`
 
 /**
- * Lua that packs the result table `o` as one entry's result. A duration or count that is not
- * finite is MAX_TTL: a state of extreme numbers (a count near 1e308 in someone else's bytes)
- * overflows the arithmetic to Infinity or NaN, which core refuses as an answer, so the client
- * would pass unjudged on every request; capped, it is refused instead. (`x - x == 0` holds for
- * finite numbers only.)
+ * Lua that packs the result table `o` as one entry's result, for an entry whose packed burst
+ * is the Lua `burst`. A duration or count that is not finite is MAX_TTL: a state of extreme
+ * numbers (a count near 1e308 in someone else's bytes) overflows the arithmetic to Infinity or
+ * NaN, which core refuses as an answer, so the client would pass unjudged on every request;
+ * capped, it is refused instead. (`x - x == 0` holds for finite numbers only.)
+ *
+ * The common answer, an admission with no wait whose limit is the entry's burst, is packed
+ * short (see `SHORT_RESULT_FORMAT` in wire-format.ts): the negated remaining, then resetMs.
+ * Each double packed costs about 450 Redis instructions. The test picks exactly the answers
+ * the short form carries bit for bit: `1 / x == HUGE` holds for +0 only (not -0), `1 / x > 0`
+ * for +0 up to a finite x (its negation then has the sign bit set), and a limit above 0 equal
+ * to the burst has the burst's bits.
  */
-const packResult = (o: Answer): string => {
+const packResult = (o: Answer, burst: string): string => {
   const finite = (i: number): string => {
     const x = field(o, i)
     return `(${x} - ${x} == 0 and ${x}) or MAX_TTL`
   }
   const sum = [2, 4, 5, 6].map((i) => field(o, i)).join(' + ')
   const plain = [1, 2, 3, 4, 5, 6].map((i) => field(o, i)).join(', ')
-  // The common case, all finite, tested at once: a sum of finite numbers times 0 is 0 unless it
-  // overflows (then each is tested), of an infinity or NaN never.
-  return `((${sum}) * 0 == 0 and struct.pack('${RESULT_FORMAT}', ${plain})) or struct.pack('${RESULT_FORMAT}', ${field(o, 1)}, ${finite(2)}, ${field(o, 3)}, ${finite(4)}, ${finite(5)}, ${finite(6)})`
+  const [o1, o2, o3, o4, o5, o6] = [1, 2, 3, 4, 5, 6].map((i) => field(o, i))
+  // The short form's test; then the common full case, all finite, tested at once: a sum of
+  // finite numbers times 0 is 0 unless it overflows (then each is tested), of an infinity or NaN
+  // never.
+  const short = `${o1} == 1 and ${o3} == ${burst} and ${o3} > 0 and 1 / ${o2} == HUGE and 1 / ${o6} == HUGE and 1 / ${o4} > 0 and ${o5} - ${o5} == 0`
+  return `(${short} and struct.pack('${SHORT_RESULT_FORMAT}', -${o4}, ${o5})) or ((${sum}) * 0 == 0 and struct.pack('${RESULT_FORMAT}', ${plain})) or struct.pack('${RESULT_FORMAT}', ${o1}, ${finite(2)}, ${o3}, ${finite(4)}, ${finite(5)}, ${finite(6)})`
 }
 
-/** Lua that packs `out` as one entry's result (see {@link packResult}). */
-const packOut = packResult('out')
+/** Lua that packs `out` as one entry's result (see {@link packResult}), its burst `burst`. */
+const packOut = packResult('out', 'burst')
 
 /**
  * Lua that answers a one-entry request with `packed` (the Lua of its packed result): the
@@ -545,7 +574,9 @@ else
   end
 end
 local PX = {}
-local first = {}${
+-- Each key's first place in KEYS, made by the first request unless Node said the keys all
+-- differ (see keySlotOf).
+local first${
   runs
     ? `
 -- The writes a request of several entries made, to be undone if it is refused, and the last
@@ -578,6 +609,12 @@ while pos <= nblob or reps > 0 do
     else
       n, m, pos = struct.unpack('${REQUEST_HEADER_FORMAT}', blob, pos)
     end
+    if n < 0 then
+      -- Negated on the first request: the call's keys all differ (see keySlotOf).
+      n = -n
+    elseif k == 0 then
+      first = {}
+    end
     if m >= ${REPEAT_STEP} then
       -- The mode byte also counts the requests after this one that repeat it.
       reps = floor(m / ${REPEAT_STEP})
@@ -598,7 +635,7 @@ while pos <= nblob or reps > 0 do
     ${queueFullFlag}
     ${cachedRaw}
     ${inlineConsume(fast, batchWrites('f'), TTL_CACHE)}
-    ${replyOne(packResult({ locals: 'o' }))}
+    ${replyOne(packResult({ locals: 'o' }, 'burst'))}
   else`
       : ''
   }${
@@ -650,7 +687,7 @@ while pos <= nblob or reps > 0 do
     local E = {}
     local first_of = {}
     for i = 1, n do
-      ${readEntry('shadow')}
+      ${readEntry('shadow', true)}
       local e = {
         alg = alg, limit = limit, window_ms = window_ms, burst = burst, cost = cost,
         max_wait = max_wait, shadow = shadow == 1, key = key, f = f, out = { 0, 0, 0, 0, 0, 0 },
@@ -706,7 +743,7 @@ while pos <= nblob or reps > 0 do
       local o = e.out
       r = r + 1
       if r == 1 then R = {} end
-      R[r] = ${packResult('o')}
+      R[r] = ${packResult('o', 'e.burst')}
     end
   end${fast ? '\n  end' : ''}
 end
@@ -934,10 +971,12 @@ function severalInline(runs: readonly InlineConsume[]): string {
     -- A key named twice in the request: its entries' dry runs and commits differ (the table
     -- path's job).
     local distinct = true
-    for a = k + 2, k + n do
-      local ka = KEYS[a]
-      for b = k + 1, a - 1 do
-        if KEYS[b] == ka then distinct = false end
+    if first then
+      for a = k + 2, k + n do
+        local ka = KEYS[a]
+        for b = k + 1, a - 1 do
+          if KEYS[b] == ka then distinct = false end
+        end
       end
     end
     if distinct then
@@ -961,7 +1000,7 @@ function severalInline(runs: readonly InlineConsume[]): string {
         if o1 == 0 and shadow ~= 1 then ok = false end
         r = r + 1
         if r == 1 then R = {} end
-        R[r] = ${packResult({ locals: 'o' })}
+        R[r] = ${packResult({ locals: 'o' }, 'burst')}
       end
       if not (ok and done) then
         for v = w, 3, -3 do
@@ -991,7 +1030,7 @@ local key = KEYS[1]
 ${queueFullFlag}
 ${getRaw('key')}
 ${inlineConsume(inlineRun(algorithm, size), directWrites('key'), false)}
-return ${packResult({ locals: 'o' })}
+return ${packResult({ locals: 'o' }, 'burst')}
 `
 }
 
@@ -1017,4 +1056,17 @@ export function loneScript(algorithm: AlgorithmName): string {
 /** The algorithms of a script in the order of their indexes (the packed entries' uint8). */
 export function scriptAlgorithms(algorithms: readonly AlgorithmName[]): AlgorithmName[] {
   return [...new Set(algorithms)].sort()
+}
+
+/**
+ * The Lua expression that packs one entry's result held in the locals `<prefix>1`…`<prefix>6`
+ * for an entry of burst `burst` (a Lua expression), as every script packs it: for tests of
+ * the reply's format.
+ *
+ * @param prefix - The answer's locals' prefix.
+ * @param burst - The Lua of the entry's packed burst.
+ * @returns The Lua expression.
+ */
+export function packResultLua(prefix: string, burst: string): string {
+  return packResult({ locals: prefix }, burst)
 }
