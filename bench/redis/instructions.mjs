@@ -212,7 +212,8 @@ const batchArgs = argvOf(batch)
 const BATCH_SIZES = [1, 4, 16, 64]
 // A request's mode byte (its third) is its mode plus 8 times the requests after it that repeat
 // it, which are not packed (see packages/redis/src/wire-format.ts): the captured batch of 16 is
-// one packed request that 15 repeat. `firstRequest` is that one alone.
+// one packed request that 15 repeat. `firstRequest` is that one alone. Its entry count is
+// negated: RedisStore marks a call whose keys all differ, as the bench's keys do.
 const REQUEST_BYTES = 3 + 1 + 8 * 8
 const REPEAT_STEP = 8
 const MAX_REPEATS = 31
