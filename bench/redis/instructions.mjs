@@ -26,7 +26,9 @@
 // only the scripts whose name matches), BENCH_BATCH_ALGORITHM (token-bucket: the algorithm of the
 // rule the batches are captured with), BENCH_LUA (files of Lua, comma-separated: each weighed as
 // RedisStore's batch script on the captured batch of 16 and on the batch that all differ, for
-// trying a variant of the script).
+// trying a variant of the script), BENCH_LUA_UNMARKED (the same, given the batches unmarked:
+// every request's entry count positive, as a script from before the keys' mark reads them; for
+// weighing an older build's generated script beside the current one in one process).
 import { Buffer } from 'node:buffer'
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
@@ -244,6 +246,19 @@ const distinctBatchOf = (size) => [
   ),
 ]
 
+// A call's ARGV with its packed batch unmarked: each request's entry count made positive (see
+// `encodeRequests`), as scripts from before the mark read it.
+const unmarked = (args) => {
+  const blob = Buffer.from(args.at(-1))
+  for (let pos = 0; pos < blob.length;) {
+    const n = Math.abs(blob.readInt16LE(pos))
+    blob.writeInt16LE(n, pos)
+    // Repeated requests are not packed: the next packed request follows this one's entries.
+    pos += 3 + n * (1 + 8 * 8)
+  }
+  return [...args.slice(0, -1), blob]
+}
+
 let contenderIndex = 0
 // `keys` keys per call, `perDecision` of them per decision (a request of that many rules).
 const script = (name, lua, args = [], keys = 1, perDecision = 1) => {
@@ -298,17 +313,28 @@ return { totalHits, timeToExpire }`,
   ),
   script(`RedisStore's script, a batch of ${BATCH} requests`, batch.lua, batchArgs, BATCH),
   // Script variants under trial (BENCH_LUA: files of Lua, comma-separated), given the captured
-  // batch of 16 and the batch whose requests all differ.
-  ...(process.env.BENCH_LUA ?? '')
-    .split(',')
-    .filter(Boolean)
-    .flatMap((file) => {
-      const lua = readFileSync(file, 'utf8')
-      return [
-        script(`${file}, a batch of ${BATCH} requests`, lua, batchArgs, BATCH),
-        script(`${file}, a batch of ${BATCH} that all differ`, lua, distinctBatchOf(BATCH), BATCH),
-      ]
-    }),
+  // batch of 16 and the batch whose requests all differ; BENCH_LUA_UNMARKED's given them unmarked.
+  ...[
+    ['BENCH_LUA', (args) => args],
+    ['BENCH_LUA_UNMARKED', unmarked],
+  ].flatMap(([env, as]) =>
+    (process.env[env] ?? '')
+      .split(',')
+      .filter(Boolean)
+      .flatMap((file) => {
+        const lua = readFileSync(file, 'utf8')
+        const tag = env === 'BENCH_LUA' ? '' : ' (unmarked)'
+        return [
+          script(`${file}, a batch of ${BATCH} requests${tag}`, lua, as(batchArgs), BATCH),
+          script(
+            `${file}, a batch of ${BATCH} that all differ${tag}`,
+            lua,
+            as(distinctBatchOf(BATCH)),
+            BATCH,
+          ),
+        ]
+      }),
+  ),
   ...BATCH_SIZES.map((size) =>
     script(
       `the general script, a batch of ${size} one-rule requests`,
