@@ -1,6 +1,7 @@
 import type { Clock } from './clock.js'
 import { keyFromParts, partFromKey, type ClientKey } from './keys/build-key.js'
 import { invalidAnswer, validResults } from './limiter-decide.js'
+import { chargeOf } from './limiter-entry.js'
 import {
   MAX_LIMIT_VARIANTS,
   readRecorded,
@@ -340,7 +341,9 @@ export async function penalize(
   units: unknown,
   options?: ClientRuleOptions,
 ): Promise<void> {
-  const cost = checkUnits('penalty', units)
+  // Bounded as a request's cost is: a debt of 1e308 units would have the client's next request
+  // wait Infinity ms, an answer no store may give, and it would pass unjudged.
+  const cost = chargeOf(1, checkUnits('penalty', units))
   const targets = targetsOf(ctx, 'penalty', key, options)
   const cannot = targets.filter((t) => !t.rt.compiled.algorithm.charge)
   if (cannot.length > 0) {

@@ -35,6 +35,27 @@ export function isCost(v: unknown): v is number {
   return typeof v === 'number' && v >= 0 && v <= Number.MAX_VALUE
 }
 
+/**
+ * The most units one entry is charged: 2^53, above every capacity a rule can have (limits and
+ * bursts are safe integers). A dearer request, such as a route cost computed from what the
+ * client sent, is refused whatever its size; unbounded, `rule.cost × route cost` could overflow
+ * to Infinity, or a finite 1e308 units at 5 a minute would wait Infinity ms, an answer no store
+ * may give, and either way the request would pass unjudged (fail-open).
+ */
+export const MAX_CHARGE: number = 2 ** 53
+
+/**
+ * The units one entry is charged for a request of `units` on a rule costing `ruleCost` each.
+ *
+ * @param ruleCost - the rule's own cost (a positive safe number)
+ * @param units - the route's or caller's cost, already checked with {@link isCost}
+ * @returns their product, at most {@link MAX_CHARGE}
+ */
+export function chargeOf(ruleCost: number, units: number): number {
+  const charge = ruleCost * units
+  return charge < MAX_CHARGE ? charge : MAX_CHARGE
+}
+
 /** An entry whose limit a limit function is still choosing. */
 export interface PendingPick {
   readonly index: number
@@ -69,7 +90,7 @@ export function fillEntries<Req>(
     }
     const rule = rt.compiled.rule
     const maxWaitMs = queueWaitMs(rule)
-    const cost = rule.cost * routeCost
+    const cost = chargeOf(rule.cost, routeCost)
     const e = entries[n]
     if (reuse && e) {
       e.rule = chosen

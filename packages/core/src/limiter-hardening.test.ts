@@ -71,15 +71,17 @@ describe('cost at the core boundary', () => {
     )
   })
 
-  it('a cost that overflows once multiplied by the rule cost fails open too', () => {
+  it('a cost that overflows once multiplied by the rule cost is refused: it is past every capacity', () => {
+    const log = logger()
     const limiter = createLimiter({
       rules: [{ id: 'r', limit: 10, window: '1m', cost: 10 }],
       clock: () => 1_000,
-      logger: logger(),
+      logger: log,
     })
-    expect(sync(limiter.check(facts({ cost: Number.MAX_VALUE })))).toMatchObject({
-      failedOpen: true,
-    })
+    const d = sync(limiter.check(facts({ cost: Number.MAX_VALUE })))
+    expect(d).toMatchObject({ allowed: false, failedOpen: false, status: 429 })
+    expectSaneHeaders(d)
+    expect(log.warn).not.toHaveBeenCalled()
   })
 })
 

@@ -9,7 +9,7 @@ import { DeadlineWatchdog } from './limiter-deadline.js'
 import { accessOptions, ruleDenied, type AccessOptions } from './limiter-access-options.js'
 import { ALLOW_LISTED, NO_RULES } from './limiter-decide.js'
 import { allowListedByAny, deniedByRules } from './limiter-rule-lists.js'
-import { fillEntries, isCost, type Entry, type PendingPick } from './limiter-entry.js'
+import { chargeOf, fillEntries, isCost, type Entry, type PendingPick } from './limiter-entry.js'
 import { queueWaitMs } from './limiter-queue-wait.js'
 import { FailOpenLog, keyBuilderReporter } from './limiter-fail-open-log.js'
 import { Holdings } from './limiter-holdings.js'
@@ -359,12 +359,13 @@ class LimiterEngine<Req> implements Limiter<Req> {
           }),
         ),
       )
-        .then(() => this.consumeEntries(own, facts, false))
+        .then(() => this.roundTrip.decideEntries(own, false, facts))
         .catch((err: unknown) =>
           this.roundTrip.failOpen(err, own, facts, 'FG_WRN_CHECK_FAILED_OPEN'),
         )
     }
-    return this.consumeEntries(entries, facts, reuse)
+    // Every entry's cost is a `chargeOf`: finite, at least 0, and bounded.
+    return this.roundTrip.decideEntries(entries, reuse, facts)
   }
 
   /**
@@ -386,33 +387,10 @@ class LimiterEngine<Req> implements Limiter<Req> {
     const e = this.lone
     e.rule = compiled
     e.key = key
-    e.cost = rule.cost * routeCost
+    e.cost = chargeOf(rule.cost, routeCost)
     e.shadow = rule.shadow
     e.rt = rt
-    const entries = this.loneEntries
-    if (!isCost(e.cost)) {
-      return this.roundTrip.failOpen(undefined, entries, facts, 'FG_WRN_COST_INVALID', {
-        cost: e.cost,
-      })
-    }
-    return this.roundTrip.decideLone(entries, facts)
-  }
-
-  /** Ask the store about entries whose limits are chosen, and decide. */
-  private consumeEntries(
-    entries: Entry[],
-    facts: RequestFacts<Req>,
-    reuse: boolean,
-  ): Decision | Promise<Decision> {
-    const n = entries.length
-    for (let i = 0; i < n; i++) {
-      const cost = entries[i]!.cost
-      if (!isCost(cost)) {
-        return this.roundTrip.failOpen(undefined, entries, facts, 'FG_WRN_COST_INVALID', { cost })
-      }
-    }
-
-    return this.roundTrip.decideEntries(entries, reuse, facts)
+    return this.roundTrip.decideLone(this.loneEntries, facts)
   }
 
   // ---- observers ----------------------------------------------------------------------
@@ -453,7 +431,7 @@ class LimiterEngine<Req> implements Limiter<Req> {
     const entry: Entry = {
       rule: eventStateOf(rt, key),
       key: stored,
-      cost: rule.cost * units,
+      cost: chargeOf(rule.cost, units),
       maxWaitMs: queueWaitMs(rule),
       shadow: rule.shadow,
       rt,
