@@ -138,7 +138,10 @@ const target: fc.Arbitrary<string> = fc.oneof(
     weight: 6,
     arbitrary: fc
       .constantFrom('/login', '/users/me', '/files/a.txt', '/x', '/drop/x', '/')
-      .chain(spellingOf),
+      .chain(spellingOf)
+      // Fastify answers an absolute-form target with a fragment 400 before any hook runs (as it
+      // does a bad escape): nothing to compare, and the others' counters would move alone.
+      .filter((t) => !(t.includes('://') && t.includes('#'))),
   },
   {
     weight: 1,
@@ -154,6 +157,37 @@ const target: fc.Arbitrary<string> = fc.oneof(
       '/%2e%2e/login',
       '/login%2F',
       '/login%00',
+    ),
+  },
+  {
+    // Spellings the frameworks read each their own way: `*` (OPTIONS *), a fragment, raw latin1 bytes on the wire,
+    // a decomposed (NFD) letter, backslashes, encoded slashes in lower case, dot segments
+    // spelled out, absolute form with an odd scheme or authority, and a path of a lone slash run.
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      '*',
+      '/login#x',
+      '/users/me#/login',
+      '/users/caf\u00e9',
+      '/users/cafe%CC%81',
+      '/users/caf%C3%A9',
+      '\\login',
+      '/files\\a.txt',
+      '/files%5Ca.txt',
+      '/files%2fa.txt',
+      '/x/..%2Flogin',
+      '/x/%2E%2E/login',
+      '/users/%2E',
+      '/users/..',
+      '//login',
+      '///',
+      'HTTPS://X/login',
+      'http://u@x/users/me',
+      'ftp://x/login',
+      'http:/login',
+      '/login?',
+      '/users/me;',
+      '/users/ME',
     ),
   },
 )

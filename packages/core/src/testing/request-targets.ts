@@ -72,12 +72,19 @@ const basePath = fc.constantFrom(
   ['POST', '/users/caf%C3%A9'] as const,
   ['GET', '/admin/stats'] as const,
   ['GET', '/nowhere'] as const,
+  // Raw bytes a client should have encoded (`é` goes as its two UTF-8 bytes), a decomposed
+  // `é` (NFD), and backslashes, which no framework reads as a slash.
+  ['POST', '/users/caf\u00e9'] as const,
+  ['POST', '/users/cafe%CC%81'] as const,
+  ['GET', '/users\\me'] as const,
+  ['GET', '/admin\\stats'] as const,
 )
 
 /**
  * Random spellings of a path: printable characters other than `/ ? # %` percent-encoded in either hex case, other
- * encodings in either case, absolute-form, a trailing slash, repeated slashes, dot segments,
- * upper-case letters, query strings, and `;` parameters.
+ * encodings in either case, absolute-form (with user info, an IPv6 authority), a trailing slash,
+ * repeated slashes, dot segments, upper-case letters, query strings, fragments, and `;`
+ * parameters.
  */
 export function spellingOf(path: string): fc.Arbitrary<string> {
   const chars: fc.Arbitrary<string>[] = []
@@ -99,16 +106,38 @@ export function spellingOf(path: string): fc.Arbitrary<string> {
     .record({
       chars: fc.tuple(...chars),
       // `;` in the authority: Fastify drops the origin before it looks for a `;` delimiter.
-      origin: fc.constantFrom('', '', 'http://x', 'HTTP://example.com:8080', 'http://x;a=1'),
-      shape: fc.constantFrom('', '', 'trailing', 'double', 'dot'),
-      // `;…` is a query string to Fastify with `useSemicolonDelimiter`, part of the path elsewhere.
-      query: fc.constantFrom('', '', '?a=1', '?', '?p=/login%2F..', ';a=1', ';a=1?b=2'),
+      origin: fc.constantFrom(
+        '',
+        '',
+        'http://x',
+        'HTTP://example.com:8080',
+        'http://x;a=1',
+        'HTTPS://u:p@X',
+        'http://[::1]:80',
+      ),
+      shape: fc.constantFrom('', '', 'trailing', 'double', 'dot', 'dots', 'slash-dot'),
+      // `;…` is a query string to Fastify with `useSemicolonDelimiter`, part of the path
+      // elsewhere; a fragment is no part of a request target, but the parser lets it through.
+      query: fc.constantFrom(
+        '',
+        '',
+        '?a=1',
+        '?',
+        '?p=/login%2F..',
+        ';a=1',
+        ';a=1?b=2',
+        '#x',
+        '#/admin/stats',
+        '?a#b',
+      ),
     })
     .map(({ chars: cs, origin, shape, query }) => {
       let p = cs.join('')
       if (shape === 'trailing') p += '/'
       else if (shape === 'double') p = '/' + p
       else if (shape === 'dot') p = '/.' + p
+      else if (shape === 'dots') p = '/x/..' + p
+      else if (shape === 'slash-dot') p = p.replace(/\/(?=[^/]*$)/, '/./')
       return origin + p + query
     })
 }
