@@ -3,6 +3,7 @@ import { partFn, type KeyBuilderFailed, type KeyBuilders, type PartFn } from '..
 import { ipKey } from '../keys/ip-key.js'
 import { checkObject, optionError, refusedOption } from '../options/checks.js'
 import type { RequestFacts } from '../request-facts.js'
+import { HEADER_VALUE_EXPECTED, isCarriedHeaderValue } from '../rules/header-value.js'
 import type { KeyPart } from '../rules/rule.js'
 
 /**
@@ -166,6 +167,11 @@ export class CompiledAccessList {
         }
         if (!Array.isArray(values) || !values.every((v) => typeof v === 'string' && v !== '')) {
           throw optionError(where, 'an array of non-empty strings', values)
+        }
+        if (part.startsWith('header:')) {
+          // An entry no request's header can equal would never name the client it was put there for.
+          const i = values.findIndex((v: string) => !isCarriedHeaderValue(v))
+          if (i !== -1) throw optionError(`${where}[${i}]`, HEADER_VALUE_EXPECTED, values[i])
         }
       }
     }

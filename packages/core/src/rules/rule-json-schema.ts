@@ -2,6 +2,7 @@ import { RULE_ALGORITHM_NAMES } from './algorithm-catalog.js'
 import { EA, MAX_ADAPTIVE_LIMIT } from './schema-adaptive.js'
 import { E, ID, MAX_BAN_AFTER, MAX_DURATION_MS, MAX_TIERS, RULE_ID } from './schema-fields.js'
 import { MAX_LIST_ENTRIES } from '../lists/access-list.js'
+import { HEADER_VALUE_PATTERN } from './header-value.js'
 import { DENY_STATUSES, LIST_E } from './schema-lists.js'
 
 /** A JSON value, as a JSON Schema document is made of. */
@@ -47,7 +48,9 @@ const match: JsonSchema = {
         headers: {
           type: 'object',
           description: E.headers,
-          additionalProperties: { anyOf: [{ type: 'string' }, { const: true }] },
+          additionalProperties: {
+            anyOf: [{ type: 'string', pattern: HEADER_VALUE_PATTERN }, { const: true }],
+          },
         },
         hosts: oneOrMore({ type: 'string' }, E.hosts),
       },

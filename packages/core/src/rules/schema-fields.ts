@@ -1,5 +1,6 @@
 import { durationMs } from '../duration.js'
 import { RULE_ALGORITHM_NAMES } from './algorithm-catalog.js'
+import { HEADER_VALUE_EXPECTED, isCarriedHeaderValue } from './header-value.js'
 import { checkPathPattern } from './path-pattern.js'
 import type { CountMode, KeyPart, OverLimit, RuleBan, RuleMatch } from './rule.js'
 import { BAD, type Bad, type Checker } from './schema-issues.js'
@@ -190,6 +191,9 @@ export const match: Field<RuleMatch | false> = (value, c) => {
         c.expected(E.headerValue, v, ['headers', name])
       } else if (!HEADER_NAME.test(name)) {
         c.expected("a header name (letters, digits and !#$%&'*+.^_`|~-)", name, ['headers', name])
+      } else if (v !== true && !isCarriedHeaderValue(v)) {
+        // A condition no request can meet would turn the rule off without a word.
+        c.expected(HEADER_VALUE_EXPECTED, v, ['headers', name])
       } else if (once.first(name.toLowerCase(), name)) headers[name.toLowerCase()] = v
     }
   }

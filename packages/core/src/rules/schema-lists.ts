@@ -1,5 +1,6 @@
 import { MAX_LIST_ENTRIES, readRange } from '../lists/access-list.js'
 import type { KeyPart, RuleAccessList, RuleDenyList } from './rule.js'
+import { HEADER_VALUE_EXPECTED, isCarriedHeaderValue } from './header-value.js'
 import { keyPart } from './schema-fields.js'
 import { BAD, type Bad, type Checker } from './schema-issues.js'
 import { checkFields, isObject, oneOf, type Field } from './schema-object.js'
@@ -30,7 +31,8 @@ const ips: Field<readonly string[]> = (value, c) => {
   return c.count === before ? Object.freeze([...(value as string[])]) : BAD
 }
 
-const values = (value: unknown, c: Checker): readonly string[] | Bad => {
+/** The values listed for one key part; a header part's must be values a request can carry. */
+const values = (value: unknown, c: Checker, header: boolean): readonly string[] | Bad => {
   if (!Array.isArray(value) || value.length > MAX_LIST_ENTRIES) {
     return c.expected(LIST_E.values, value)
   }
@@ -38,6 +40,9 @@ const values = (value: unknown, c: Checker): readonly string[] | Bad => {
   value.forEach((v: unknown, i) => {
     if (typeof v !== 'string' || v === '' || v.length > 1024) {
       c.expected('a non-empty string of at most 1024 characters', v, [i])
+    } else if (header && !isCarriedHeaderValue(v)) {
+      // An entry no request's header can equal would never name the client it was put there for.
+      c.expected(HEADER_VALUE_EXPECTED, v, [i])
     }
   })
   return c.count === before ? Object.freeze([...(value as string[])]) : BAD
@@ -53,7 +58,7 @@ const keys: Field<Readonly<Record<string, readonly string[]>>> = (value, c) => {
     const part: KeyPart | undefined =
       name === 'ip' ? undefined : keyPart(name, c.at(name), [], LIST_E.listKeyPart)
     if (name === 'ip') c.expected(LIST_E.listKeyPart, name, [name])
-    const listed = values(value[name], c.at(name))
+    const listed = values(value[name], c.at(name), part?.startsWith('header:') === true)
     if (part !== undefined && once.first(part, name) && listed !== BAD) out[part] = listed
   }
   return c.count === before ? Object.freeze(out) : BAD
