@@ -104,14 +104,44 @@ function headerValue(headers: HeaderBag, name: string): string | readonly string
   return typeof v === 'string' || Array.isArray(v) ? v : undefined
 }
 
+/**
+ * Whether a header's value is `want`, or holds it among its comma-separated values. Node joins
+ * a repeated header into one string (`X-Plan: free` twice is `free, free`), which RFC 9110
+ * §5.3 makes the same field as one line of the values with commas: compared whole only, a
+ * condition would step aside for a client that repeats the header.
+ */
+function headerHas(got: string | readonly string[], want: string): boolean {
+  if (typeof got === 'string') return got === want || (got.includes(',') && listHas(got, want))
+  for (const v of got) if (v === want || (v.includes(',') && listHas(v, want))) return true
+  return false
+}
+
+// One of the comma-separated values, without the spaces and tabs around it (RFC 9110's OWS),
+// is `want`. A scan, not a regular expression: a value of many blanks cannot make it slow.
+function listHas(value: string, want: string): boolean {
+  let start = 0
+  while (start <= value.length) {
+    let end = value.indexOf(',', start)
+    if (end === -1) end = value.length
+    let a = start
+    let b = end
+    while (a < b && isBlank(value.charCodeAt(a))) a++
+    while (b > a && isBlank(value.charCodeAt(b - 1))) b--
+    if (b - a === want.length && value.startsWith(want, a)) return true
+    start = end + 1
+  }
+  return false
+}
+
+const isBlank = (c: number): boolean => c === 32 || c === 9
+
 function conditionsHold(c: Conditions, facts: MatchFacts): boolean {
   const names = c.headerNames
   for (let i = 0; i < names.length; i++) {
     const got = headerValue(facts.headers, names[i]!)
     if (got === undefined) return false
     const want = c.headerValues[i]!
-    if (want !== true && (typeof got === 'string' ? got !== want : !got.includes(want)))
-      return false
+    if (want !== true && !headerHas(got, want)) return false
   }
   if (c.exactHosts || c.hostSuffixes.length > 0) {
     let host = facts.host
