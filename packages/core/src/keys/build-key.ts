@@ -249,7 +249,33 @@ export type ClientKey = string | number | Readonly<Record<string, string | numbe
  */
 export function partFromKey(given: ClientKey, part: KeyPart): string | undefined {
   if (typeof given !== 'object') return undefined
-  return givenText(Object.hasOwn(given, part) ? given[part] : undefined)
+  const raw = givenRaw(given, part)
+  return raw === SPELLED_TWICE ? undefined : givenText(raw)
+}
+
+/** What {@link givenRaw} answers for a part given twice, in two spellings, with two values. */
+const SPELLED_TWICE = Symbol('spelled twice')
+
+/**
+ * The value given for one part. Header names are case-insensitive and a rule may write
+ * `header:X-Api-Key` (kept as `header:x-api-key`): a header part is read under any case of its
+ * name, or `{ 'header:X-Api-Key': 'k1', ip }` would name the client's IP fallback instead of
+ * the client. Two spellings giving two values name no one.
+ */
+function givenRaw(
+  given: Readonly<Record<string, string | number | undefined>>,
+  part: KeyPart,
+): string | number | undefined | typeof SPELLED_TWICE {
+  let raw = Object.hasOwn(given, part) ? given[part] : undefined
+  if (!part.startsWith('header:')) return raw
+  for (const name of Object.keys(given)) {
+    // ASCII only: lower-cased, the Kelvin sign would pass for a `k`.
+    if (name === part || name.toLowerCase() !== part || !/^[!-~]+$/.test(name)) continue
+    const v = given[name]
+    if (raw === undefined) raw = v
+    else if (v !== undefined && givenText(v) !== givenText(raw)) return SPELLED_TWICE
+  }
+  return raw
 }
 
 /** A part's value given by hand, read as a request's would be (`NaN` is no value). */
@@ -276,7 +302,8 @@ export function keyFromParts(rule: Rule, given: ClientKey, ipv6Subnet: number): 
     values.push(rule.key[0] === 'ip' ? ipKey(String(given), ipv6Subnet) : givenText(given))
   } else {
     for (const part of rule.key) {
-      const raw = Object.hasOwn(given, part) ? given[part] : undefined
+      const raw = givenRaw(given, part)
+      if (raw === SPELLED_TWICE) return undefined
       values.push(
         part === 'ip'
           ? ipKey(raw === undefined ? undefined : String(raw), ipv6Subnet)
