@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { parseHostReport, REPORT_LIMITS } from './fleet-report-body.js'
+import { parseHostReport, REPORT_LIMITS, type ReportError } from './fleet-report-body.js'
 
 const good = {
   host: 'web-1:4242',
@@ -130,8 +130,8 @@ describe('parseHostReport', () => {
 
 describe('parseHostReport: identities listed twice (property)', () => {
   // Model: a report is refused exactly when a rule id repeats in `rules` or a client repeats
-  // in one rule's `top`, and the error names the first repeat in document order (rules are
-  // read one by one, each with its top, before the ids are compared).
+  // in one rule's `top`, and the error names every repeat, in document order (rules are read
+  // one by one, each with its top, before the ids are compared).
   const id = fc.constantFrom('a', 'b', 'c')
   const client = fc.constantFrom('sha256:aa', 'sha256:bb', 'k', 'K')
   const rule = fc.record({
@@ -139,33 +139,115 @@ describe('parseHostReport: identities listed twice (property)', () => {
     top: fc.array(fc.record({ client, count: fc.nat({ max: 9 }) }), { maxLength: 5 }),
   })
 
-  function firstRepeat(rules: { id: string; top: { client: string }[] }[]): RegExp | undefined {
+  function repeats(rules: { id: string; top: { client: string }[] }[]): string[] {
+    const found: string[] = []
     for (const [i, r] of rules.entries()) {
       const seen = new Set<string>()
       for (const [j, t] of r.top.entries()) {
-        if (seen.has(t.client)) {
-          return new RegExp(`^rules\\[${i}\\]\\.top\\[${j}\\]\\.client: duplicate client`)
-        }
+        if (seen.has(t.client))
+          found.push(`rules[${i}].top[${j}].client: duplicate client ${JSON.stringify(t.client)}`)
         seen.add(t.client)
       }
     }
     const ids = new Set<string>()
     for (const [i, r] of rules.entries()) {
-      if (ids.has(r.id)) return new RegExp(`^rules\\[${i}\\]\\.id: duplicate rule`)
+      if (ids.has(r.id)) found.push(`rules[${i}].id: duplicate rule ${JSON.stringify(r.id)}`)
       ids.add(r.id)
     }
-    return undefined
+    return found
   }
 
-  it('refuses a repeated rule or client naming where, and accepts every report without one', () => {
+  it('refuses a repeated rule or client naming each, and accepts every report without one', () => {
     fc.assert(
       fc.property(fc.array(rule, { maxLength: 4 }), (rules) => {
-        const expected = firstRepeat(rules)
-        const got = refused({ ...good, rules })
-        if (expected === undefined) expect(got).toBe('accepted')
-        else expect(got).toMatch(expected)
+        const expected = repeats(rules)
+        let got: readonly string[] = []
+        try {
+          parseHostReport({ ...good, rules })
+        } catch (err) {
+          got = (err as ReportError).issues
+        }
+        expect(got).toEqual(expected)
       }),
       { numRuns: 500 },
     )
+  })
+})
+
+describe('parseHostReport: every field at fault (property)', () => {
+  // Model: a report built from independent faults, in any of its fields; the refusal names
+  // each one (and only those). It used to name the first field checked, so a report with a
+  // bad host and a bad count said nothing of the count.
+  type Fault = 'extra' | 'host' | 'interval' | 'rule not object' | 'count' | 'client' | 'top'
+  const faults: readonly Fault[] = [
+    'extra',
+    'host',
+    'interval',
+    'rule not object',
+    'count',
+    'client',
+    'top',
+  ]
+
+  it('names each fault of a report, and nothing else', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.constantFrom(...faults), { minLength: 1, maxLength: faults.length }),
+        (chosen) => {
+          const has = (f: Fault) => chosen.includes(f)
+          const body: Record<string, unknown> = {
+            host: has('host') ? '-bad' : 'web-1',
+            intervalMs: has('interval') ? 0 : 10_000,
+            rules: [
+              has('rule not object') ? 5 : { id: 'ok' },
+              {
+                id: 'b',
+                counts: { allowed: has('count') ? -1 : 1 },
+                top: has('top') ? 'many' : [{ client: has('client') ? '' : 'k', count: 1 }],
+              },
+            ],
+          }
+          if (has('extra')) body.extra = 1
+          const expected: Record<Fault, RegExp> = {
+            extra: /^report: unknown field "extra"/,
+            host: /^host: expected letters/,
+            interval: /^intervalMs: /,
+            'rule not object': /^rules\[0\]: expected an object/,
+            count: /^rules\[1\]\.counts\.allowed: /,
+            client: /^rules\[1\]\.top\[0\]\.client: /,
+            top: /^rules\[1\]\.top: /,
+          }
+          const wanted = chosen.filter((f) => !(f === 'client' && has('top')))
+          let issues: readonly string[] = []
+          try {
+            parseHostReport(body)
+          } catch (err) {
+            issues = (err as ReportError).issues
+          }
+          expect(issues).toHaveLength(wanted.length)
+          for (const f of wanted)
+            expect(
+              issues.some((i) => expected[f].test(i)),
+              f,
+            ).toBe(true)
+        },
+      ),
+      { numRuns: 300 },
+    )
+  })
+
+  it('lists at most 50 problems however many the body has', () => {
+    const body = {
+      ...good,
+      ...Object.fromEntries(Array.from({ length: 80 }, (_, i) => [`x${i}`, i])),
+    }
+    let issues: readonly string[] = []
+    try {
+      parseHostReport(body)
+    } catch (err) {
+      issues = (err as ReportError).issues
+    }
+    expect(issues).toHaveLength(51)
+    expect(issues[50]).toBe('(30 more problems not listed)')
   })
 })

@@ -67,70 +67,113 @@ const show = (value: unknown): string => {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text
 }
 
-/** Thrown with the first problem found; the route turns it into a 400. */
-export class ReportError extends Error {}
+/** Most problems one refusal lists: a hostile body could otherwise have one per key. */
+const MAX_ISSUES = 50
 
-function unknownKeys(where: string, value: Record<string, unknown>, known: readonly string[]) {
-  const extra = Object.keys(value).filter((k) => !known.includes(k))
-  if (extra.length > 0) {
-    throw new ReportError(
-      `${where}: unknown field ${show(extra[0])} (expected ${known.join(', ')})`,
-    )
+/** Thrown with every problem found (up to 50); the route turns it into a 400 naming each. */
+export class ReportError extends Error {
+  /** Each problem as `path: message`, in the order of the body. */
+  readonly issues: readonly string[]
+
+  /** @param issues - the problems, at least one */
+  constructor(issues: readonly string[]) {
+    const shown =
+      issues.length > MAX_ISSUES
+        ? [
+            ...issues.slice(0, MAX_ISSUES),
+            `(${issues.length - MAX_ISSUES} more problems not listed)`,
+          ]
+        : issues
+    super(shown.join('; '))
+    this.name = 'ReportError'
+    this.issues = shown
   }
 }
 
-function count(where: string, value: unknown): number {
+// Each check below records what is wrong and goes on, so one refusal names every field at
+// fault rather than the first one checked; a host (or whoever wrote the report) fixes them all
+// at once.
+
+function unknownKeys(
+  issues: string[],
+  where: string,
+  value: Record<string, unknown>,
+  known: readonly string[],
+): void {
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key))
+      issues.push(`${where}: unknown field ${show(key)} (expected ${known.join(', ')})`)
+  }
+}
+
+function count(issues: string[], where: string, value: unknown): number {
   if (
     typeof value !== 'number' ||
     !Number.isInteger(value) ||
     value < 0 ||
     value > REPORT_LIMITS.count
   ) {
-    throw new ReportError(
+    issues.push(
       `${where}: expected an integer from 0 to ${REPORT_LIMITS.count}, got ${show(value)}`,
     )
+    return 0
   }
   return value
 }
 
-function text(where: string, value: unknown, max: number): string {
+function text(issues: string[], where: string, value: unknown, max: number): string | undefined {
   if (typeof value !== 'string' || value.length === 0 || value.length > max) {
-    throw new ReportError(`${where}: expected a string of 1-${max} characters, got ${show(value)}`)
+    issues.push(`${where}: expected a string of 1-${max} characters, got ${show(value)}`)
+    return undefined
   }
   if (CONTROL.test(value)) {
-    throw new ReportError(`${where}: control characters or unpaired surrogates are not allowed`)
+    issues.push(`${where}: control characters or unpaired surrogates are not allowed`)
+    return undefined
   }
   return value
 }
 
-function ruleReport(where: string, value: unknown): RuleReport {
-  if (!isObject(value)) throw new ReportError(`${where}: expected an object, got ${show(value)}`)
-  unknownKeys(where, value, ['id', 'counts', 'top'])
-  const id = text(`${where}.id`, value.id, REPORT_LIMITS.ruleIdLength)
+function ruleReport(issues: string[], where: string, value: unknown): RuleReport | undefined {
+  if (!isObject(value)) {
+    issues.push(`${where}: expected an object, got ${show(value)}`)
+    return undefined
+  }
+  unknownKeys(issues, where, value, ['id', 'counts', 'top'])
+  const id = text(issues, `${where}.id`, value.id, REPORT_LIMITS.ruleIdLength)
   const raw = value.counts ?? {}
-  if (!isObject(raw)) throw new ReportError(`${where}.counts: expected an object, got ${show(raw)}`)
-  unknownKeys(`${where}.counts`, raw, REPORT_COUNTS)
   const counts = {} as ReportCounts
-  for (const name of REPORT_COUNTS) counts[name] = count(`${where}.counts.${name}`, raw[name] ?? 0)
+  if (!isObject(raw)) issues.push(`${where}.counts: expected an object, got ${show(raw)}`)
+  else unknownKeys(issues, `${where}.counts`, raw, REPORT_COUNTS)
+  for (const name of REPORT_COUNTS) {
+    const given = isObject(raw) ? raw[name] : undefined
+    counts[name] = count(issues, `${where}.counts.${name}`, given ?? 0)
+  }
   const rawTop = value.top ?? []
   if (!Array.isArray(rawTop) || rawTop.length > REPORT_LIMITS.top) {
-    throw new ReportError(
+    issues.push(
       `${where}.top: expected an array of at most ${REPORT_LIMITS.top} clients, got ${Array.isArray(rawTop) ? `${rawTop.length} entries` : show(rawTop)}`,
     )
+    return id === undefined ? undefined : { id, counts, top: [] }
   }
   // A client listed twice would count twice in the fleet's top clients, as a rule named
   // twice would in its totals (refused below): a host never sends either.
   const clients = new Set<string>()
-  const top = rawTop.map((entry: unknown, i) => {
+  const top: { client: string; count: number }[] = []
+  rawTop.forEach((entry: unknown, i) => {
     const at = `${where}.top[${i}]`
-    if (!isObject(entry)) throw new ReportError(`${at}: expected an object, got ${show(entry)}`)
-    unknownKeys(at, entry, ['client', 'count'])
-    const client = text(`${at}.client`, entry.client, REPORT_LIMITS.clientLength)
-    if (clients.has(client)) throw new ReportError(`${at}.client: duplicate client ${show(client)}`)
-    clients.add(client)
-    return { client, count: count(`${at}.count`, entry.count) }
+    if (!isObject(entry)) {
+      issues.push(`${at}: expected an object, got ${show(entry)}`)
+      return
+    }
+    unknownKeys(issues, at, entry, ['client', 'count'])
+    const client = text(issues, `${at}.client`, entry.client, REPORT_LIMITS.clientLength)
+    if (client !== undefined && clients.has(client))
+      issues.push(`${at}.client: duplicate client ${show(client)}`)
+    if (client !== undefined) clients.add(client)
+    const n = count(issues, `${at}.count`, entry.count)
+    if (client !== undefined) top.push({ client, count: n })
   })
-  return { id, counts, top }
+  return id === undefined ? undefined : { id, counts, top }
 }
 
 /**
@@ -138,15 +181,16 @@ function ruleReport(where: string, value: unknown): RuleReport {
  *
  * @param body - the parsed JSON
  * @returns the report
- * @throws ReportError naming the first field that is wrong
+ * @throws ReportError naming every field that is wrong
  */
 export function parseHostReport(body: unknown): HostReport {
   if (!isObject(body))
-    throw new ReportError(`expected a JSON object { host, intervalMs, rules }, got ${show(body)}`)
-  unknownKeys('report', body, ['host', 'intervalMs', 'rules'])
-  const host = text('host', body.host, REPORT_LIMITS.hostLength)
-  if (!HOST.test(host)) {
-    throw new ReportError(
+    throw new ReportError([`expected a JSON object { host, intervalMs, rules }, got ${show(body)}`])
+  const issues: string[] = []
+  unknownKeys(issues, 'report', body, ['host', 'intervalMs', 'rules'])
+  const host = text(issues, 'host', body.host, REPORT_LIMITS.hostLength)
+  if (host !== undefined && !HOST.test(host)) {
+    issues.push(
       `host: expected letters, digits, '.', '_', ':', '@' or '-', starting with a letter or digit, got ${show(host)}`,
     )
   }
@@ -157,20 +201,28 @@ export function parseHostReport(body: unknown): HostReport {
     intervalMs < 1 ||
     intervalMs > REPORT_LIMITS.intervalMs
   ) {
-    throw new ReportError(
+    issues.push(
       `intervalMs: expected an integer from 1 to ${REPORT_LIMITS.intervalMs}, got ${show(intervalMs)}`,
     )
   }
+  const rules: RuleReport[] = []
   if (!Array.isArray(body.rules) || body.rules.length > REPORT_LIMITS.rules) {
-    throw new ReportError(
+    issues.push(
       `rules: expected an array of at most ${REPORT_LIMITS.rules} rules, got ${Array.isArray(body.rules) ? `${body.rules.length} entries` : show(body.rules)}`,
     )
+  } else {
+    const ids = new Set<string>()
+    const repeats: string[] = []
+    body.rules.forEach((r: unknown, i) => {
+      const rule = ruleReport(issues, `rules[${i}]`, r)
+      if (rule === undefined) return
+      if (ids.has(rule.id)) repeats.push(`rules[${i}].id: duplicate rule ${show(rule.id)}`)
+      ids.add(rule.id)
+      rules.push(rule)
+    })
+    // Each rule is read whole (its top included) before the ids are compared.
+    issues.push(...repeats)
   }
-  const rules = body.rules.map((r: unknown, i) => ruleReport(`rules[${i}]`, r))
-  const ids = new Set<string>()
-  for (const [i, r] of rules.entries()) {
-    if (ids.has(r.id)) throw new ReportError(`rules[${i}].id: duplicate rule ${show(r.id)}`)
-    ids.add(r.id)
-  }
-  return { host, intervalMs, rules }
+  if (issues.length > 0) throw new ReportError(issues)
+  return { host: host!, intervalMs: intervalMs as number, rules }
 }

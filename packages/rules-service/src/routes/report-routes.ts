@@ -48,7 +48,8 @@ export function reportRoutes(app: FastifyInstance, options: ReportRoutesOptions)
     try {
       report = parseHostReport(request.body)
     } catch (err) {
-      if (err instanceof ReportError) throw new ProblemError('bad-request', err.message)
+      if (err instanceof ReportError)
+        throw new ProblemError('bad-request', err.message, { errors: err.issues })
       throw err
     }
     const version = await repository.version(service)

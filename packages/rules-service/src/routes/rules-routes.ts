@@ -25,6 +25,13 @@ interface RuleParams extends ServiceParams {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value)
 
+/** A value as an error names it: its JSON, cut short. */
+const showValue = (value: unknown): string => {
+  if (value === undefined) return 'nothing'
+  const text = JSON.stringify(value)
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text
+}
+
 /** Register the `/v1` API. */
 export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): void {
   const { repository, tokens, validate, requireReadToken } = options
@@ -35,22 +42,27 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
 
   // --- body checks ----------------------------------------------------------------------------
 
-  /** Validate one rule on its own first, so the error names its fields, not its position. */
+  /**
+   * Validate one rule on its own first, so the errors name its fields, not its position. Every
+   * problem is named in one answer, the id differing from the URL's included: a client fixing
+   * one field at a time would otherwise need a round trip per field.
+   */
   const checkRule = (body: unknown, id?: string): RuleBody => {
-    if (!isObject(body))
-      throw new ProblemError('bad-request', 'expected a JSON object (one rule) as the body')
-    const rule = id !== undefined && body.id === undefined ? { ...body, id } : body
-    const issues = validate([rule])
-    if (issues.length > 0)
-      throw new ProblemError('invalid-rules', issues.join('; '), { errors: [...issues] })
-    if (typeof rule.id !== 'string')
-      throw new ProblemError('invalid-rules', 'rules[0].id: expected a string', {
-        errors: ['rules[0].id: expected a string'],
-      })
-    if (id !== undefined && rule.id !== id) {
-      const issue = `rules[0].id: the body's id ${JSON.stringify(rule.id)} differs from the URL's ${JSON.stringify(id)}; ids cannot be changed (delete and create instead)`
-      throw new ProblemError('invalid-rules', issue, { errors: [issue] })
+    if (!isObject(body)) {
+      const issue = `body: expected a JSON object (one rule), got ${showValue(body)}`
+      throw new ProblemError('bad-request', issue, { errors: [issue] })
     }
+    const rule = id !== undefined && body.id === undefined ? { ...body, id } : body
+    const issues = [...validate([rule])]
+    const idNamed = issues.some((i) => i.startsWith('rules[0].id'))
+    if (typeof rule.id !== 'string' && !idNamed) issues.unshift('rules[0].id: expected a string')
+    if (id !== undefined && typeof rule.id === 'string' && rule.id !== id) {
+      issues.unshift(
+        `rules[0].id: the body's id ${JSON.stringify(rule.id)} differs from the URL's ${JSON.stringify(id)}; ids cannot be changed (delete and create instead)`,
+      )
+    }
+    if (issues.length > 0)
+      throw new ProblemError('invalid-rules', issues.join('; '), { errors: issues })
     return rule as RuleBody
   }
 
@@ -161,49 +173,57 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
     const service = serviceParam(request.params)
     const principal = writer(request, reply, service)
     const body = request.body
-    if (!isObject(body) || !Array.isArray(body.rules)) {
-      throw new ProblemError('bad-request', 'expected a JSON object { "rules": [ … ] } as the body')
+    if (!isObject(body)) {
+      const issue = `body: expected a JSON object { "rules": [ … ] }, got ${showValue(body)}`
+      throw new ProblemError('bad-request', issue, { errors: [issue] })
     }
+    // Every problem of the body in one answer: the envelope's fields, then each rule's.
+    const envelope: string[] = []
     const extra = Object.keys(body).filter(
       (k) => k !== 'rules' && k !== 'service' && k !== 'revision' && k !== 'version',
     )
     if (extra.length > 0)
-      throw new ProblemError(
-        'bad-request',
+      envelope.push(
         `unknown field(s) ${extra.map((k) => JSON.stringify(k)).join(', ')}; expected { "rules": [ … ] }`,
       )
+    if (!Array.isArray(body.rules))
+      envelope.push(`rules: expected an array of rule objects, got ${showValue(body.rules)}`)
     if (body.service !== undefined && body.service !== service) {
-      throw new ProblemError(
-        'bad-request',
-        `the body is for service ${JSON.stringify(body.service)}, the URL for ${JSON.stringify(service)}`,
+      envelope.push(
+        `service: the body is for service ${JSON.stringify(body.service)}, the URL for ${JSON.stringify(service)}`,
       )
     }
     // A set read with GET carries its version: sending it back makes the write conditional,
     // like If-Match, which wins when both are present, `If-Match: *` (any version) included.
     if (body.version !== undefined && typeof body.version !== 'string') {
-      throw new ProblemError(
-        'bad-request',
-        `version: expected a string, got ${JSON.stringify(body.version)}`,
-      )
+      envelope.push(`version: expected a string, got ${JSON.stringify(body.version)}`)
     }
     const header = request.headers['if-match']
     // A revision alone cannot condition a write: it starts over when the data is lost, so it
     // could match another set. Refused rather than ignored, which would write unconditionally.
     if (header === undefined && body.version === undefined && body.revision !== undefined) {
-      throw new ProblemError(
-        'bad-request',
+      envelope.push(
         'revision: a revision alone cannot make a write conditional (revisions start over when the data is lost); send the set as read, with its "version", or an If-Match header with its ETag — or leave both out to write unconditionally',
+      )
+    }
+    // Core's schema names each element that is not a rule object by its index.
+    const ruleIssues = Array.isArray(body.rules) ? validate(body.rules as unknown[]) : []
+    if (envelope.length > 0 || ruleIssues.length > 0) {
+      const issues = [...envelope, ...ruleIssues]
+      throw new ProblemError(
+        envelope.length > 0 ? 'bad-request' : 'invalid-rules',
+        issues.join('; '),
+        {
+          errors: issues,
+        },
       )
     }
     const fromHeaders = conditionsOf(request)
     const conditions: WriteConditions =
       header !== undefined || body.version === undefined
         ? fromHeaders
-        : { ...fromHeaders, ifMatch: [`"${body.version}"`] }
+        : { ...fromHeaders, ifMatch: [`"${body.version as string}"`] }
     const rules = body.rules as unknown[]
-    const issues = rules.every(isObject) ? validate(rules) : ['rules: expected an array of objects']
-    if (issues.length > 0)
-      throw new ProblemError('invalid-rules', issues.join('; '), { errors: [...issues] })
     const change = await repository.replaceAll(
       service,
       rules as RuleBody[],
@@ -265,8 +285,10 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
   app.patch<{ Params: RuleParams }>('/v1/services/:service/rules/:id', async (request, reply) => {
     const service = serviceParam(request.params)
     const principal = writer(request, reply, service)
-    if (!isObject(request.body))
-      throw new ProblemError('bad-request', 'expected a JSON merge patch (an object) as the body')
+    if (!isObject(request.body)) {
+      const issue = `body: expected a JSON merge patch (an object), got ${showValue(request.body)}`
+      throw new ProblemError('bad-request', issue, { errors: [issue] })
+    }
     let patched: RuleBody | undefined
     const change = await repository.patch(
       service,
@@ -309,6 +331,8 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
       const service = serviceParam(request.params)
       reader(request, reply, service)
       const q = request.query
+      // Every parameter at fault is named in one answer.
+      const issues: string[] = []
       const int = (name: string, max: number): number | undefined => {
         const raw = q[name]
         if (raw === undefined) return undefined
@@ -316,22 +340,23 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
         // or a page size spelled some other way would be taken as a number nobody wrote.
         const n = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN
         if (!Number.isInteger(n) || n < 1 || n > max) {
-          throw new ProblemError(
-            'bad-request',
-            `${name}: expected an integer from 1 to ${max}, got ${JSON.stringify(raw)}`,
-          )
+          issues.push(`${name}: expected an integer from 1 to ${max}, got ${JSON.stringify(raw)}`)
+          return undefined
         }
         return n
       }
       const unknown = Object.keys(q).filter((k) => !['limit', 'before', 'rule'].includes(k))
       if (unknown.length > 0)
-        throw new ProblemError(
-          'bad-request',
+        issues.push(
           `unknown query parameter(s): ${unknown.join(', ')} (expected limit, before, rule)`,
         )
+      const limit = int('limit', 500)
+      const before = int('before', Number.MAX_SAFE_INTEGER)
+      if (issues.length > 0)
+        throw new ProblemError('bad-request', issues.join('; '), { errors: issues })
       const entries = await repository.audit(service, {
-        ...(q.limit !== undefined ? { limit: int('limit', 500) } : {}),
-        ...(q.before !== undefined ? { before: int('before', Number.MAX_SAFE_INTEGER) } : {}),
+        ...(limit !== undefined ? { limit } : {}),
+        ...(before !== undefined ? { before } : {}),
         ...(q.rule !== undefined ? { ruleId: q.rule } : {}),
       })
       return { service, entries }
