@@ -13,7 +13,7 @@ import {
   type ProblemBody,
 } from './problem.js'
 import { RouteMethods } from './route-methods.js'
-import { isDatabaseOutage } from './db/db-unavailable.js'
+import { CommitOutcomeUnknown, isDatabaseOutage } from './db/db-unavailable.js'
 
 const CONTENT_TYPE = `${PROBLEM_MEDIA_TYPE}; charset=utf-8`
 
@@ -64,6 +64,14 @@ export function toProblem(err: unknown): { status: number; body: ProblemBody } {
   }
   if (e.statusCode !== undefined && e.statusCode >= 400 && e.statusCode < 500) {
     return answer(problemForStatus(e.statusCode, message))
+  }
+  if (err instanceof CommitOutcomeUnknown) {
+    return answer(
+      problemBody(
+        'unavailable',
+        'the database connection was lost while the write was being committed, and the database could not be asked whether it was stored: read the set before writing again',
+      ),
+    )
   }
   // The driver's message stays in the log: it can name hosts, users and addresses.
   if (isDatabaseOutage(err)) {

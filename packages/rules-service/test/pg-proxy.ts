@@ -11,8 +11,22 @@ export interface PgProxy {
   cut(): Promise<void>
   /** Listen again on the same port. */
   restore(): Promise<void>
+  /**
+   * Drop the connection that next sends `COMMIT`: `before` it reaches the server (the
+   * transaction is rolled back), or `after` the server has answered it (the transaction is
+   * committed, but the client never hears so), or `after, then down`: that, and the proxy
+   * stops listening as {@link PgProxy.cut} does. One-shot (undefined disarms it); other
+   * connections are untouched.
+   */
+  cutAtNextCommit(when: CommitCut | undefined): void
   close(): Promise<void>
 }
+
+/** Where {@link PgProxy.cutAtNextCommit} cuts. */
+export type CommitCut = 'before' | 'after' | 'after, then down'
+
+// The simple-query message node-postgres sends for `client.query('COMMIT')`.
+const COMMIT = Buffer.from('COMMIT\0')
 
 /**
  * @param databaseUrl - the real server's URL
@@ -28,13 +42,34 @@ export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
   }
   let server: Server | undefined
   let port = 0
+  let commitCut: CommitCut | undefined
   const listen = async (): Promise<void> => {
     const s = createServer((client) => {
       const upstream = connect(Number(target.port || 5432), target.hostname)
       track(client)
       track(upstream)
-      client.pipe(upstream)
-      upstream.pipe(client)
+      let committing = false
+      let down = false
+      const drop = (): void => {
+        client.destroy()
+        upstream.destroy()
+      }
+      client.on('data', (chunk: Buffer) => {
+        if (commitCut !== undefined && chunk.includes(COMMIT)) {
+          const when = commitCut
+          commitCut = undefined
+          if (when === 'before') return drop()
+          committing = true
+          if (when === 'after, then down') down = true
+        }
+        upstream.write(chunk)
+      })
+      // The server's answer to the COMMIT is never passed on: it committed, the client is cut.
+      upstream.on('data', (chunk: Buffer) => {
+        if (!committing) return client.write(chunk)
+        drop()
+        if (down) void stop()
+      })
       client.on('close', () => upstream.destroy())
       upstream.on('close', () => client.destroy())
     })
@@ -52,5 +87,11 @@ export async function startPgProxy(databaseUrl: string): Promise<PgProxy> {
   const url = new URL(databaseUrl)
   url.hostname = '127.0.0.1'
   url.port = String(port)
-  return { url: url.toString(), cut: stop, restore: listen, close: stop }
+  return {
+    url: url.toString(),
+    cut: stop,
+    restore: listen,
+    cutAtNextCommit: (when) => (commitCut = when),
+    close: stop,
+  }
 }

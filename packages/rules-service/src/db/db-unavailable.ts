@@ -58,3 +58,18 @@ export function isDatabaseOutage(err: unknown): boolean {
   }
   return walk(err)
 }
+
+/**
+ * The connection was lost at COMMIT and the server could not be asked whether the transaction
+ * committed: the write may or may not be stored. An outage (503), whose answer says so.
+ */
+export class CommitOutcomeUnknown extends Error {
+  /** An outage code, so every check that tells outages from faults takes it as one. */
+  readonly code = 'ECONNRESET'
+
+  /** @param cause - why the server could not be asked, when it could not */
+  constructor(cause: unknown) {
+    super('the connection was lost at COMMIT; whether the write was stored is unknown', { cause })
+    this.name = 'CommitOutcomeUnknown'
+  }
+}

@@ -1,5 +1,6 @@
 import pg from 'pg'
 import { checkSchemaName, type Db, type DbSession } from './db.js'
+import { CommitOutcomeUnknown, isDatabaseOutage } from './db-unavailable.js'
 
 /** Options of {@link openPgDb}. */
 export interface PgDbOptions {
@@ -81,10 +82,25 @@ export async function openPgDb(options: PgDbOptions): Promise<Db> {
         lost = err
       }
       client.on('error', onError)
+      let xid: string | undefined
       try {
         await client.query('BEGIN')
+        // The transaction's id, to ask another connection whether it committed if this one is
+        // lost at COMMIT (see below).
+        const [row] = (await client.query<{ xid: string }>('SELECT txid_current()::text AS xid'))
+          .rows
+        xid = row?.xid
         const value = await fn(session(client))
-        await client.query('COMMIT')
+        try {
+          await client.query('COMMIT')
+        } catch (err) {
+          // A connection lost at COMMIT leaves the outcome open: the server may have committed
+          // and the answer been lost on the way. Answering "nothing stored" then would show the
+          // client a refused write that every later read holds, so ask the server instead.
+          if (xid === undefined || (lost === undefined && !isDatabaseOutage(err))) throw err
+          if ((await commitOutcome(pool, xid, timeoutMs)) === 'committed') return value
+          throw err
+        }
         return value
       } catch (err) {
         if (lost === undefined) await client.query('ROLLBACK').catch(() => {})
@@ -95,6 +111,42 @@ export async function openPgDb(options: PgDbOptions): Promise<Db> {
       }
     },
     close: () => pool.end(),
+  }
+}
+
+/**
+ * Whether the transaction `xid` committed, asked on another connection once the one that sent
+ * its COMMIT was lost. A transaction still running (the server has not yet seen its client go)
+ * is asked about again until `timeoutMs` has passed.
+ *
+ * @param pool - the pool, for a fresh connection
+ * @param xid - the transaction's id (`txid_current()`)
+ * @param timeoutMs - how long to keep asking
+ * @returns 'committed' or 'aborted'; throws {@link CommitOutcomeUnknown} when the server cannot
+ * say (unreachable, or the transaction still running at the deadline)
+ */
+async function commitOutcome(
+  pool: pg.Pool,
+  xid: string,
+  timeoutMs: number,
+): Promise<'committed' | 'aborted'> {
+  const deadline = Date.now() + timeoutMs
+  for (let wait = 10; ; wait = Math.min(wait * 2, 250)) {
+    let status: string | null | undefined
+    try {
+      const { rows } = await pool.query<{ status: string | null }>(
+        'SELECT txid_status($1::bigint) AS status',
+        [xid],
+      )
+      status = rows[0]?.status
+    } catch (err) {
+      throw new CommitOutcomeUnknown(err)
+    }
+    if (status === 'committed' || status === 'aborted') return status
+    // 'in progress' (or null: too old to know, which cannot happen this soon).
+    if (status !== 'in progress' || Date.now() + wait > deadline)
+      throw new CommitOutcomeUnknown(undefined)
+    await new Promise((resolve) => setTimeout(resolve, wait))
   }
 }
 
