@@ -333,8 +333,13 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       const discard = async (r: Response): Promise<void> => {
         if (r.body) await untilAborted(r.body.cancel(), signal)
       }
-      let res = await untilAborted(sendReport(headers, signal), signal)
-      res ??= await untilAborted(follow(headers, signal, discard), signal)
+      const reported = await untilAborted(sendReport(headers, signal), signal)
+      // The report counts as received only once its answer proves to be the service's (a 304,
+      // or a valid set): a 200 from a proxy's error page never reached the service, and
+      // forgetting its counts would lose them for good, where sending them again at worst
+      // counts them twice.
+      const receipt = reported?.acknowledged
+      const res = reported?.res ?? (await untilAborted(follow(headers, signal, discard), signal))
       if (res.status === 304) {
         await discard(res)
         // Not modified from nothing: a cache or proxy answering for a copy this run never had.
@@ -344,6 +349,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
             'HTTP 304 Not Modified to a poll without If-None-Match (no copy to keep)',
           )
         }
+        receipt?.()
         if (current()) succeeded()
         return
       }
@@ -371,6 +377,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       const newEtag = res.headers.get('etag') ?? undefined
       // A server without ETags sends the same body every time: nothing to apply.
       if (body === lastBody) {
+        receipt?.()
         etag = newEtag
         succeeded()
         return
@@ -384,6 +391,7 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       const duplicate = duplicateKeyIssue(body)
       if (duplicate !== undefined) throw sourceError(`body ${duplicate}`)
       const doc = parseRulesDocument(data)
+      receipt?.()
       onRules(doc.rules, doc.revision ?? newEtag)
       // Remembered only once the body proved good, so a bad one is fetched (and refused) again.
       etag = newEtag
@@ -439,10 +447,14 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
   }
 
   /**
-   * POST the report as the poll. Returns the answer to use as the poll's, or undefined when
-   * the service refused the report itself (then the caller polls plainly).
+   * POST the report as the poll. Returns the answer to use as the poll's, with what marks the
+   * report received (for the caller to call once the answer proves good), or undefined when the
+   * service refused the report itself (then the caller polls plainly).
    */
-  async function sendReport(headers: Headers, signal: AbortSignal): Promise<Response | undefined> {
+  async function sendReport(
+    headers: Headers,
+    signal: AbortSignal,
+  ): Promise<{ res: Response; acknowledged?: () => void } | undefined> {
     const pending = reporter?.next()
     if (pending === undefined || reportTarget === undefined) return undefined
     const reportHeaders = new Headers(headers)
@@ -456,14 +468,13 @@ export function httpRules(url: string | URL, options: HttpRulesOptions = {}): Ht
       redirect: 'manual',
     })
     if (res.ok || res.status === 304) {
-      pending.acknowledged()
       reportRefused = undefined
-      return res
+      return { res, acknowledged: () => pending.acknowledged() }
     }
     // Auth failures, a busy service (429) and outages are the poll's too: let them count as
     // the poll's failure (and its Retry-After be heard) rather than poll again at once.
     if (res.status === 401 || res.status === 403 || res.status === 429 || res.status >= 500) {
-      return res
+      return { res }
     }
     const detail = await readProblemDetail(res)
     const why = `HTTP ${res.status}${detail ? `: ${detail}` : ''}`
