@@ -158,13 +158,29 @@ export function openApiDocument(): Json {
         },
         put: {
           summary: 'Create a service (admin token)',
-          parameters: [serviceParam],
+          parameters: [
+            serviceParam,
+            {
+              name: 'If-Match',
+              in: 'header',
+              schema: { type: 'string' },
+              description: '`*` or an ETag: 412 unless the service exists (in that state)',
+            },
+            {
+              name: 'If-None-Match',
+              in: 'header',
+              schema: { type: 'string' },
+              description:
+                '`*`: 412 when the service exists, so only one caller creates it. Ignored when If-Match is given',
+            },
+          ],
           responses: {
             '200': json(ref('ServiceCreated'), 'It existed already'),
             '201': json(ref('ServiceCreated'), 'Created with an empty set'),
             '400': common['400'],
             '401': common['401'],
             '403': common['403'],
+            '412': problem('If-Match or If-None-Match did not hold; nothing was created'),
           },
         },
       },

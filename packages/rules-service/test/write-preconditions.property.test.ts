@@ -169,4 +169,66 @@ describe.skipIf(!hasPostgres)('write preconditions over HTTP and PostgreSQL', ()
       { numRuns: 15 },
     )
   })
+
+  // Creating a service is a write too. It used to ignore both headers: `If-Match` on a
+  // service that did not exist created it, `If-None-Match: *` on one that did answered 200.
+  it('property: creating a service proceeds exactly when its preconditions hold; a refused one creates nothing', async () => {
+    const tags: Tag[] = [
+      'absent',
+      '*',
+      'current',
+      'weak current',
+      'stale',
+      'garbage',
+      'current, stale',
+    ]
+    await fc.assert(
+      fc.asyncProperty(
+        fc.boolean(),
+        fc.constantFrom(...tags),
+        fc.constantFrom(...tags),
+        async (present, ifMatch, ifNoneMatch) => {
+          const service = `svc-${round++}`
+          const url = `/v1/services/${service}`
+          if (present) expect((await send('PUT', url)).status).toBe(201)
+          const before = await send('GET', url)
+          // A service that does not exist has no version: any tag sent names another state.
+          const current = present ? before.etag! : '"0-00000000000000000000000000000001"'
+          const res = await send('PUT', url, undefined, {
+            'if-match': header(ifMatch, current),
+            'if-none-match': header(ifNoneMatch, current),
+          })
+          const what = `service ${present ? 'present' : 'absent'}, If-Match ${ifMatch}, If-None-Match ${ifNoneMatch}`
+          // Without the service, If-Match fails whatever it names; If-None-Match holds.
+          const refused = present ? fails(ifMatch, ifNoneMatch, true) : ifMatch !== 'absent'
+          const after = await send('GET', url)
+          if (refused) {
+            expect(res.status, `${what}: ${JSON.stringify(res.body)}`).toBe(412)
+            expect(after.status, what).toBe(present ? 200 : 404)
+          } else {
+            expect(res.status, `${what}: ${JSON.stringify(res.body)}`).toBe(present ? 200 : 201)
+            expect(after.status, what).toBe(200)
+          }
+          if (present) expect(after.etag, what).toBe(before.etag)
+        },
+      ),
+      { numRuns: 100 },
+    )
+  })
+
+  it('property: of writers racing to create one service with If-None-Match: *, exactly one wins', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: 8 }), async (writers) => {
+        const url = `/v1/services/svc-${round++}`
+        const results = await Promise.all(
+          Array.from({ length: writers }, () =>
+            send('PUT', url, undefined, { 'if-none-match': '*' }),
+          ),
+        )
+        const statuses = results.map((r) => r.status).sort()
+        expect(statuses).toEqual([201, ...Array.from({ length: writers - 1 }, () => 412)])
+      }),
+      { numRuns: 15 },
+    )
+  })
 })

@@ -1,7 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { canRead, type Principal, type TokenRegistry } from '../auth.js'
 import { accessChecks } from './access.js'
-import { etagOf, noneMatchHits, writeConditions, type WriteConditions } from '../etag.js'
+import {
+  etagOf,
+  noneMatchHits,
+  preconditionFailure,
+  writeConditions,
+  type WriteConditions,
+} from '../etag.js'
 import { ProblemError } from '../problem.js'
 import { SERVICE_NAME } from '../service-name.js'
 import { unknownService } from '../unknown-service.js'
@@ -141,7 +147,33 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
         `service names are 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit; got ${JSON.stringify(request.params.service)}`,
       )
     }
+    // Its preconditions hold as on any write (RFC 9110 §13.1): `If-Match` asks for a service
+    // that exists (in that state), `If-None-Match: *` for one that does not yet, so a script
+    // that may only create, or only confirm, never does the other.
+    const conditions = conditionsOf(request)
+    const conditional = conditions.ifMatch !== undefined || conditions.ifNoneMatch !== undefined
+    const before = conditional ? await repository.version(request.params.service) : undefined
+    const refuse = (why: string, version: string | undefined): ProblemError =>
+      new ProblemError(
+        'precondition-failed',
+        `service ${JSON.stringify(request.params.service)}: ${why}; nothing was written${version === undefined ? ' (it does not exist)' : ` (it is at ${etagOf(version)})`}`,
+        version === undefined ? {} : { version },
+      )
+    if (conditional) {
+      const failure =
+        before === undefined
+          ? conditions.ifMatch !== undefined
+            ? 'If-Match asks for a service that exists'
+            : undefined
+          : preconditionFailure(conditions, before, true)
+      if (failure !== undefined) throw refuse(failure, before)
+    }
     const created = await repository.ensureService(request.params.service)
+    // Created by someone else between the check and the insert: `If-None-Match: *` fails.
+    if (!created && before === undefined && conditions.ifNoneMatch === '*') {
+      const now = await repository.version(request.params.service)
+      throw refuse('If-None-Match: * asks for a service that does not exist yet', now)
+    }
     const set = await repository.ruleset(request.params.service)
     return sendWithEtag(reply, set.version, created ? 201 : 200).send({
       service: set.service,
