@@ -5,7 +5,17 @@ import { isDatabaseOutage } from './db-unavailable.js'
 // An outage is told by a code wherever the driver puts it: on the error, on its cause, or on one
 // of an AggregateError's errors; anything else (a missing table, a constraint, a bug) is not one.
 const OUTAGE_CODES = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN']
-const OUTAGE_SQLSTATES = ['57014', '57P01', '57P03', '55P03', '40001', '40P01', '08006', '53300']
+const OUTAGE_SQLSTATES = [
+  '57014',
+  '57P01',
+  '57P03',
+  '55P03',
+  '40001',
+  '40P01',
+  '08006',
+  '53300',
+  '25006',
+]
 const OTHER_CODES = ['42P01', '23505', '22P05', '42703', 'ERR_INVALID_ARG_TYPE', 'ENOENT']
 const DRIVER_MESSAGES = [
   'Connection terminated unexpectedly',

@@ -19,8 +19,9 @@ const NETWORK_CODES = new Set([
 
 // SQLSTATEs: 57014 statement timeout (a lock wait included), 57P01-57P03 shutting down or
 // starting, 55P03 lock not available, 40001/40P01 serialization failure or deadlock (a retry
-// succeeds), 53xxx out of connections, memory or disk.
-const SQLSTATES = new Set(['57014', '57P01', '57P02', '57P03', '55P03', '40001', '40P01'])
+// succeeds), 25006 a write to a server taking no writes (a standby, or a primary switched to
+// read-only: a failover in progress), 53xxx out of connections, memory or disk.
+const SQLSTATES = new Set(['57014', '57P01', '57P02', '57P03', '55P03', '40001', '40P01', '25006'])
 const SQLSTATE_CLASSES = new Set(['08', '53'])
 
 // What node-postgres throws without a code when the connection fails or a query gets no answer.
