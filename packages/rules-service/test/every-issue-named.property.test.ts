@@ -187,7 +187,12 @@ describe.skipIf(!hasPostgres)('every part at fault is named in one 400', () => {
     await call('PUT', `/v1/services/${SERVICE}`)
     await fc.assert(
       fc.asyncProperty(
-        fc.record({ badLimit: fc.boolean(), badBefore: fc.boolean(), unknown: fc.boolean() }),
+        fc.record({
+          badLimit: fc.boolean(),
+          badBefore: fc.boolean(),
+          unknown: fc.boolean(),
+          emptyRule: fc.boolean(),
+        }),
         async (f) => {
           const query = new URLSearchParams()
           const patterns: RegExp[] = []
@@ -202,6 +207,10 @@ describe.skipIf(!hasPostgres)('every part at fault is named in one 400', () => {
           if (f.unknown) {
             query.set('page', '2')
             patterns.push(/^unknown query parameter\(s\): page/)
+          }
+          if (f.emptyRule) {
+            query.set('rule', '')
+            patterns.push(/^rule: expected a rule id/)
           }
           fc.pre(patterns.length > 0)
           const res = await call('GET', `/v1/services/${SERVICE}/audit?${query.toString()}`)

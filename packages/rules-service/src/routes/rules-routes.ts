@@ -384,6 +384,9 @@ export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): 
         )
       const limit = int('limit', 500)
       const before = int('before', Number.MAX_SAFE_INTEGER)
+      // No rule has an empty id: `?rule=` is a filter gone wrong (an unset variable), and
+      // answering it with an empty trail would read as "nobody changed this rule".
+      if (q.rule === '') issues.push('rule: expected a rule id, got ""')
       if (issues.length > 0)
         throw new ProblemError('bad-request', issues.join('; '), { errors: issues })
       const entries = await repository.audit(service, {
