@@ -57,7 +57,16 @@ function transientAt(err: unknown, depth: number): boolean {
  * @returns true when a retry may succeed
  */
 export function isTransientNetworkError(err: unknown): boolean {
-  if (transientAt(err, 0)) return true
-  // No cause to read: only the bare network-failure messages of undici and the browsers.
-  return err instanceof TypeError && err.cause === undefined && CAUSELESS_MESSAGES.has(err.message)
+  // A fetch may throw anything: a revoked Proxy, an object whose `code` or `cause` getter
+  // throws. Such a value cannot be read, so it is not transient, and reading it must not
+  // replace it with an error of its own: the caller rethrows the value the fetch threw.
+  try {
+    if (transientAt(err, 0)) return true
+    // No cause to read: only the bare network-failure messages of undici and the browsers.
+    return (
+      err instanceof TypeError && err.cause === undefined && CAUSELESS_MESSAGES.has(err.message)
+    )
+  } catch {
+    return false
+  }
 }

@@ -46,7 +46,13 @@ function combineSignals(
 }
 
 function isAbortError(error: unknown): boolean {
-  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')
+  // A value that cannot be read (a revoked Proxy, a throwing `name` getter) is no abort, and
+  // the caller rethrows it as the fetch threw it.
+  try {
+    return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')
+  } catch {
+    return false
+  }
 }
 
 /** Waits, and rejects as soon as the signal aborts even if an injected sleep ignores it. */
@@ -67,6 +73,29 @@ function waitFor(ms: number, sleep: Sleep, signal: AbortSignal | undefined): Pro
       },
     )
   })
+}
+
+/**
+ * Whether a fetch's answer can be read as a response: a status and headers. Not `instanceof
+ * Response`, since undici's own fetch (the npm package) answers with its own Response class.
+ */
+function isResponse(value: unknown): value is Response {
+  if (typeof value !== 'object' || value === null) return false
+  const { status, headers } = value as { status?: unknown; headers?: { get?: unknown } }
+  return (
+    Number.isInteger(status) &&
+    typeof headers === 'object' &&
+    headers !== null &&
+    typeof headers.get === 'function'
+  )
+}
+
+/** What a fetch answered instead of a response, for the error (never its contents). */
+function describeAnswer(value: unknown): string {
+  if (value === null || value === undefined) return String(value)
+  if (Array.isArray(value)) return 'an array'
+  if (typeof value === 'object') return 'an object without a status and headers'
+  return `a ${typeof value}`
 }
 
 async function discardBody(response: Response): Promise<void> {
@@ -102,6 +131,12 @@ async function sendAttempt(
   } catch (error) {
     if (signal?.aborted) throw signal.reason
     throw error
+  }
+  if (!isResponse(response)) {
+    // A wrapper that forgot to return, a test double that answers a plain object: without a
+    // status the answer cannot be read as an acceptance or a refusal, and is not a network
+    // failure either, so it is not sent again; it fails now, saying what came back.
+    throw new TypeError(`fetch resolved to ${describeAnswer(response)}, expected a Response`)
   }
   if (throttle !== undefined && !THROTTLED_STATUSES.has(response.status)) throttle.accepted()
   if (signal?.aborted) {
