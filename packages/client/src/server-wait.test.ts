@@ -238,3 +238,44 @@ describe('serverWaitMs', () => {
     expect(serverWaitMs(new Headers(), NOW)).toBeUndefined()
   })
 })
+
+describe('a quota reset sent as a Unix time', () => {
+  // The drafts say delay seconds; servers used to X-RateLimit-Reset send the moment instead.
+  // Read as a delay, 1700000000 is 54 years: the client gave up at once with the refusal.
+  const spellings = (reset: string): Headers[] => [
+    new Headers({ ratelimit: `"default";r=0;t=${reset}` }),
+    new Headers({ ratelimit: `limit=100, remaining=0, reset=${reset}` }),
+    new Headers({ 'ratelimit-remaining': '0', 'ratelimit-reset': reset }),
+  ]
+
+  it('is the time until then, in each of the three spellings', () => {
+    const at = String(NOW / 1000 + 30)
+    for (const headers of spellings(at)) expect(serverWaitMs(headers, NOW)).toBe(30_000)
+    expect(parseRateLimit(`"default";r=0;t=${at}`, NOW)).toBe(30_000)
+    // 1700000000 is November 2023: past, so no wait beyond the backoff.
+    for (const headers of spellings('1700000000')) expect(serverWaitMs(headers, NOW)).toBe(0)
+  })
+
+  it('is a time from 1,000,000,000 on, and a delay below (property)', () => {
+    // Model: a reset r asks for r seconds when r < 1e9, else for the time from now until the
+    // Unix time r (0 once past), whichever of the three headers carries it.
+    const model = (r: number, now: number): number =>
+      r < 1e9 ? r * 1000 : Math.max(0, r * 1000 - now)
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.integer({ min: 0, max: 999_999_999 }),
+          fc.integer({ min: 999_999_990, max: 1_000_000_010 }),
+          fc.integer({ min: 1_000_000_000, max: 7_258_118_400 }),
+        ),
+        fc.integer({ min: Date.UTC(2001, 0, 1), max: Date.UTC(2199, 11, 31) }),
+        (reset, now) => {
+          for (const headers of spellings(String(reset))) {
+            expect(serverWaitMs(headers, now)).toBe(model(reset, now))
+          }
+        },
+      ),
+      { numRuns: 2000 },
+    )
+  })
+})

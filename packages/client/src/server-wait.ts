@@ -166,9 +166,23 @@ function readPairs(parts: readonly string[]): Map<string, string> {
   return pairs
 }
 
-function seconds(text: string | undefined): number | undefined {
+/**
+ * The smallest reset that is read as a Unix time, in seconds: 31.7 years as a delay, which no
+ * quota window has, and 2001-09-09 as a Unix time, before any server sending one ran.
+ */
+const UNIX_TIME_RESET_S = 1_000_000_000
+
+/**
+ * A quota reset (`t`, `reset`, `RateLimit-Reset`) in ms from now. The drafts say delay seconds,
+ * but servers following the older `X-RateLimit-Reset` habit send the Unix time of the reset
+ * (`1700000000`): read as a delay that is 54 years, and the client would give up at once
+ * (the ask past any budget) where the server said "come back at 12:00:30". A reset of at least
+ * {@link UNIX_TIME_RESET_S} is that time, measured against `nowMs` (0 once it is past).
+ */
+function resetMs(text: string | undefined, nowMs: number): number | undefined {
   if (text === undefined || !DELTA_SECONDS.test(text)) return undefined
-  return Number(text) * 1000
+  const s = Number(text)
+  return s >= UNIX_TIME_RESET_S ? Math.max(0, s * 1000 - nowMs) : s * 1000
 }
 
 // A remaining count: an integer (a negative one, from a server in debt, is none left).
@@ -192,7 +206,11 @@ function members(value: string | null): string[] {
  * separated by commas) and the older draft-07 dictionary form `limit=100, remaining=0,
  * reset=17`.
  *
+ * A reset of 1,000,000,000 seconds or more is read as the Unix time of the reset, not as a
+ * delay: servers that send `t=1700000000` mean a moment, not 54 years.
+ *
  * @param value - the header value, or null when absent
+ * @param nowMs - the current time, to turn a reset sent as a Unix time into a delay
  * @returns the delay in milliseconds, or undefined when no policy is exhausted
  * @example
  * ```ts
@@ -200,20 +218,23 @@ function members(value: string | null): string[] {
  * parseRateLimit('"per-user";r=5;t=17') // undefined: quota left
  * ```
  */
-export function parseRateLimit(value: string | null): number | undefined {
+export function parseRateLimit(
+  value: string | null,
+  nowMs: number = Date.now(),
+): number | undefined {
   if (value === null) return undefined
   const members = splitMembers(value, ',')
   let wait: number | undefined
   // The draft-07 dictionary (`remaining=0, reset=17`) has no `;` parameters.
   const dictionary = readPairs(members)
   if (dictionary.has('remaining') && !value.includes(';')) {
-    if (noneLeft(dictionary.get('remaining'))) wait = seconds(dictionary.get('reset'))
+    if (noneLeft(dictionary.get('remaining'))) wait = resetMs(dictionary.get('reset'), nowMs)
     return wait
   }
   for (const member of members) {
     const params = readPairs(splitMembers(member, ';').slice(1))
     if (!noneLeft(params.get('r'))) continue
-    const t = seconds(params.get('t'))
+    const t = resetMs(params.get('t'), nowMs)
     if (t !== undefined && (wait === undefined || t > wait)) wait = t
   }
   return wait
@@ -222,7 +243,8 @@ export function parseRateLimit(value: string | null): number | undefined {
 /**
  * How long the server asked the client to wait before trying again: the longest of
  * `Retry-After`, the `RateLimit` header (when a policy has no quota left) and the draft-06
- * pair `RateLimit-Remaining: 0` + `RateLimit-Reset`. Unreadable values ask for nothing; a
+ * pair `RateLimit-Remaining: 0` + `RateLimit-Reset`. A reset of 1,000,000,000 seconds or more
+ * is the Unix time of the reset (measured against `nowMs`). Unreadable values ask for nothing; a
  * header sent more than once (its values joined by commas) asks for its longest value.
  *
  * @param headers - the response headers
@@ -232,12 +254,12 @@ export function parseRateLimit(value: string | null): number | undefined {
 export function serverWaitMs(headers: HeaderReader, nowMs: number): number | undefined {
   const asks = [
     parseRetryAfter(headers.get('retry-after'), nowMs),
-    parseRateLimit(headers.get('ratelimit')),
+    parseRateLimit(headers.get('ratelimit'), nowMs),
   ]
   // Sent more than once, the pair arrives joined by commas: any count of none left, and the
   // longest reset, is the ask.
   if (members(headers.get('ratelimit-remaining')).some(noneLeft)) {
-    asks.push(...members(headers.get('ratelimit-reset')).map(seconds))
+    asks.push(...members(headers.get('ratelimit-reset')).map((reset) => resetMs(reset, nowMs)))
   }
   let wait: number | undefined
   for (const ask of asks) if (ask !== undefined && (wait === undefined || ask > wait)) wait = ask

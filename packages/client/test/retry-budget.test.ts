@@ -43,3 +43,29 @@ describe('the time budget (maxTotalMs)', () => {
     )
   })
 })
+
+describe('a quota reset sent as a Unix time', () => {
+  it('waits until then and retries, instead of giving up as if asked to wait 54 years', async () => {
+    const now = Date.UTC(2026, 10, 28, 12, 0, 0)
+    const reset = String(now / 1000 + 30)
+    const answers = [
+      new Response(null, {
+        status: 429,
+        headers: { 'ratelimit-remaining': '0', 'ratelimit-reset': reset },
+      }),
+      new Response('ok'),
+    ]
+    let sent = 0
+    const waits: number[] = []
+    const res = await withRetry(() => Promise.resolve(answers[sent++]!), {
+      clock: () => now,
+      random: () => 0,
+      sleep: (ms) => {
+        waits.push(ms)
+        return Promise.resolve()
+      },
+    })('http://127.0.0.1:1/a')
+    // Before: 429 after one call, the ask (1,795,867,230 s) being past the 60 s budget.
+    expect({ status: res.status, sent, waits }).toEqual({ status: 200, sent: 2, waits: [30_000] })
+  })
+})
