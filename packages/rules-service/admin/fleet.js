@@ -64,6 +64,40 @@ function element(tag, { text, className, attrs } = {}) {
   return el
 }
 
+// Characters that show nothing or move the text around them: controls (C0 and C1, which a
+// report may carry), format characters (bidi overrides, embeddings, isolates and marks,
+// zero-width spaces and joiners, the BOM) and the line and paragraph separators. In a rule id
+// or a client key from a host they would let one key look like another ('\u202e' + 'ecila'
+// shows as 'alice'), so each is shown as a visible U+XXXX mark instead.
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u
+
+/**
+ * An element showing an identifier a host reported (rule id, client key) so that two different
+ * ones never look the same: its hidden characters (see HIDDEN) as marked `U+XXXX` code points.
+ */
+export function identifier(tag, text, className) {
+  const el = element(tag, { className })
+  let plain = ''
+  for (const ch of text) {
+    if (!HIDDEN.test(ch)) {
+      plain += ch
+      continue
+    }
+    if (plain) el.append(plain)
+    plain = ''
+    const code = `U+${ch.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}`
+    el.append(
+      element('span', {
+        text: code,
+        className: 'hidden-char',
+        attrs: { title: `invisible character ${code}` },
+      }),
+    )
+  }
+  if (plain) el.append(plain)
+  return el
+}
+
 const number = (n) => n.toLocaleString('en-US', { maximumFractionDigits: 2 })
 const sum = (values) => values.reduce((a, b) => a + b, 0)
 
@@ -131,7 +165,7 @@ function clientTable(rule, caption, countLabel) {
   const body = element('tbody')
   for (const { client, count } of rule.top) {
     const row = element('tr')
-    row.append(element('td', { text: client, className: 'mono' }))
+    row.append(identifier('td', client, 'mono'))
     row.append(element('td', { text: number(count), className: 'num' }))
     body.append(row)
   }
@@ -235,7 +269,7 @@ function totalsText(view, rule) {
 function ruleCard(view, rule) {
   const card = element('article', { className: 'fleet-rule', attrs: { 'data-rule': rule.id } })
   const title = element('h3')
-  title.append(element('span', { text: rule.id, className: 'mono' }))
+  title.append(identifier('span', rule.id, 'mono'))
   if (rule.shadow) title.append(element('span', { text: 'shadow', className: 'badge shadow' }))
   if (rule.shadow === null)
     title.append(element('span', { text: 'not in the rules', className: 'badge' }))
