@@ -162,14 +162,17 @@ export function openTelemetryMetrics(
   const observe: BatchObservableCallback = (result) => {
     const snapshot = limiter.counters()
     for (const outcome of REQUEST_OUTCOMES) {
-      result.observe(decisions, countOf(snapshot.total, outcome), { outcome })
+      const n = countOf(snapshot.total, outcome)
+      if (n !== undefined) result.observe(decisions, n, { outcome })
     }
     for (const reason of UNCOUNTED_REASONS) {
-      result.observe(uncounted, uncountedOf(snapshot.total, reason), { reason })
+      const n = uncountedOf(snapshot.total, reason)
+      if (n !== undefined) result.observe(uncounted, n, { reason })
     }
     for (const [rule, counts] of countsByLabel(snapshot, labels)) {
       for (const outcome of RULE_OUTCOMES) {
-        result.observe(ruleDecisions, countOf(counts, outcome), { rule, outcome })
+        const n = countOf(counts, outcome)
+        if (n !== undefined) result.observe(ruleDecisions, n, { rule, outcome })
       }
     }
     for (const [rule, n] of inFlightByLabel(snapshot, labels)) {

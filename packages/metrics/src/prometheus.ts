@@ -133,7 +133,10 @@ export function prometheusMetrics(
     collect() {
       const total = limiter.counters().total
       this.reset()
-      for (const outcome of REQUEST_OUTCOMES) this.inc({ outcome }, countOf(total, outcome))
+      for (const outcome of REQUEST_OUTCOMES) {
+        const n = countOf(total, outcome)
+        if (n !== undefined) this.inc({ outcome }, n)
+      }
     },
   })
   new Counter({
@@ -144,7 +147,10 @@ export function prometheusMetrics(
     collect() {
       const total = limiter.counters().total
       this.reset()
-      for (const reason of UNCOUNTED_REASONS) this.inc({ reason }, uncountedOf(total, reason))
+      for (const reason of UNCOUNTED_REASONS) {
+        const n = uncountedOf(total, reason)
+        if (n !== undefined) this.inc({ reason }, n)
+      }
     },
   })
   new Counter({
@@ -156,7 +162,10 @@ export function prometheusMetrics(
       const byLabel = countsByLabel(limiter.counters(), labels)
       this.reset()
       for (const [rule, counts] of byLabel) {
-        for (const outcome of RULE_OUTCOMES) this.inc({ rule, outcome }, countOf(counts, outcome))
+        for (const outcome of RULE_OUTCOMES) {
+          const n = countOf(counts, outcome)
+          if (n !== undefined) this.inc({ rule, outcome }, n)
+        }
       }
     },
   })

@@ -43,9 +43,22 @@ const REASON_FIELD: Record<UncountedReasonLabel, keyof DecisionCounts> = {
   unmatched: 'unmatched',
 }
 
-/** The requests decided without counting for one reason, in the limiter's total counts. */
-export function uncountedOf(total: Readonly<DecisionCounts>, reason: UncountedReasonLabel): number {
-  return total[REASON_FIELD[reason]]
+/**
+ * A count read from the source as a counter's value; undefined when it is not one (NaN,
+ * negative or infinite), so it is left out. A source other than a limiter of ours may send
+ * anything, and prom-client throws on a negative or infinite increment: thrown in a collect,
+ * it fails the registry's whole scrape, the application's own metrics with it.
+ */
+export function countValue(n: number): number | undefined {
+  return Number.isFinite(n) && n >= 0 ? n : undefined
+}
+
+/** The requests decided without counting for one reason; undefined when not a count. */
+export function uncountedOf(
+  total: Readonly<DecisionCounts>,
+  reason: UncountedReasonLabel,
+): number | undefined {
+  return countValue(total[REASON_FIELD[reason]])
 }
 
 /** The `rule` label of the rules past `maxRules`, counted together. */
@@ -63,9 +76,17 @@ const FIELD: Record<RuleOutcomeLabel, keyof DecisionCounts> = {
   failed_open: 'failedOpen',
 }
 
-/** The count of one outcome in a rule's (or the total) counts. */
-export function countOf(counts: Readonly<DecisionCounts>, outcome: RuleOutcomeLabel): number {
-  return counts[FIELD[outcome]]
+/** The count of one outcome in a rule's (or the total) counts; undefined when not a count. */
+export function countOf(
+  counts: Readonly<DecisionCounts>,
+  outcome: RuleOutcomeLabel,
+): number | undefined {
+  return countValue(counts[FIELD[outcome]])
+}
+
+/** Two counts added; NaN (left out) when either is not a count, never a sum hiding one. */
+function addCounts(a: number, b: number): number {
+  return countValue(a) === undefined || countValue(b) === undefined ? NaN : a + b
 }
 
 /**
@@ -110,21 +131,25 @@ export function countsByLabel(
       continue
     }
     // Every field, so a count core adds later is summed too, not left at its first rule's value.
-    for (const field of Object.keys(c) as (keyof DecisionCounts)[]) into[field] += c[field]
+    for (const field of Object.keys(c) as (keyof DecisionCounts)[]) {
+      into[field] = addCounts(into[field], c[field])
+    }
   }
   return out
 }
 
-/** In-flight requests per label (rules past the cap add up). */
+/** In-flight requests per label (rules past the cap add up); a label with a bad count is left out. */
 export function inFlightByLabel(
   snapshot: CountersSnapshot,
   labels: RuleLabels,
 ): Map<string, number> {
-  const out = new Map<string, number>()
+  const sums = new Map<string, number>()
   for (const [id, n] of snapshot.inFlight) {
     const label = labels.of(id)
-    out.set(label, (out.get(label) ?? 0) + n)
+    sums.set(label, addCounts(sums.get(label) ?? 0, n))
   }
+  const out = new Map<string, number>()
+  for (const [label, n] of sums) if (countValue(n) !== undefined) out.set(label, n)
   return out
 }
 
@@ -158,8 +183,13 @@ export function adaptiveByLabel(
     const state = limiter.adaptive(rule.id)
     const label = labels.of(rule.id)
     if (state === undefined || labels.capped(rule.id) || out.has(label)) continue
+    // A limit or latency that is not a number of its kind is left out, like a bad count.
+    if (countValue(state.limit) === undefined) continue
     const ms = state.percentileMs
-    out.set(label, { limit: state.limit, latencySeconds: ms === undefined ? undefined : ms / 1000 })
+    out.set(label, {
+      limit: state.limit,
+      latencySeconds: ms === undefined ? undefined : durationSeconds(ms),
+    })
   }
   return out
 }
