@@ -217,6 +217,49 @@ describe.skipIf(!hasChromium)('admin page with hostile text, in chromium', () =>
     expect(drawn).toEqual(samples.map(shown))
   })
 
+  it('shows a report at every bound (256 rules, 20 clients each, longest ids) in full, within the page width', async () => {
+    // One host's report at the bounds the service accepts, on a service whose body limit
+    // lets it in (hosts trim theirs to 60 000 bytes by default; several hosts add up).
+    const big = await startRulesService({
+      port: 0,
+      bodyLimit: 4_000_000,
+      services: ['shop'],
+      tokens: [{ name: 'ops', role: 'admin', token: TOKENS.admin }],
+    })
+    try {
+      const res = await fetch(`${big.url}/v1/services/shop/report`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({
+          host: 'web-1',
+          intervalMs: 10_000,
+          rules: Array.from({ length: 256 }, (_, i) => ({
+            id: `${i}-${'r'.repeat(196)}`.slice(0, 200),
+            counts: { allowed: 5, rejected: 20 },
+            top: Array.from({ length: 20 }, (_, j) => ({
+              client: `${i}-${j}-${'k'.repeat(256)}`.slice(0, 256),
+              count: 20 - j,
+            })),
+          })),
+        }),
+      })
+      expect(res.status).toBe(200)
+      await page.goto(`${big.url}/admin/#service=shop`)
+      await poll(() => page.locator('.fleet-rule').count()).toBe(256)
+      await poll(() => page.locator('.fleet-rule canvas').count()).toBeGreaterThanOrEqual(256)
+      expect(await page.locator('.fleet-top tbody tr').count()).toBe(256 * 20)
+      // Long ids and keys wrap: nothing widens the page past its viewport.
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(
+        1200,
+      )
+      expect(pageErrors).toEqual([])
+    } finally {
+      // Leave the page first: its next poll of a stopped service would log an error.
+      await page.goto('about:blank')
+      await big.stop()
+    }
+  })
+
   it('shows the empty states of a service with no rules and no reports', async () => {
     await page.goto(`${service.url}/admin/#service=empty`)
     await poll(() => page.isVisible('#rules-empty')).toBe(true)
