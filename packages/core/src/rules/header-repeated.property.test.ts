@@ -1,9 +1,8 @@
-import { createServer, type IncomingHttpHeaders } from 'node:http'
-import { connect } from 'node:net'
+import type { IncomingHttpHeaders } from 'node:http'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLimiter } from '../limiter.js'
-import { listenOnLoopback, type LoopbackServer } from '../testing/loopback.js'
+import { headerProbe, type HeaderProbe } from './header-probe.test-util.js'
 import { RuleMatcher } from './rule-matcher.js'
 import { compileRules } from './compile-rules.js'
 import { parseRules } from './schema.js'
@@ -29,32 +28,19 @@ const lines = fc.array(line, { minLength: 1, maxLength: 4 })
 const want = fc.constantFrom('free', 'pro', 'fr,ee', 'free, pro')
 
 describe('a header condition and a repeated header', () => {
-  let server: LoopbackServer | undefined
-  let seen: IncomingHttpHeaders | undefined
+  let probe: HeaderProbe | undefined
   beforeAll(async () => {
-    server = await listenOnLoopback(
-      createServer((req, res) => {
-        seen = req.headers
-        res.end()
-      }),
-    )
+    probe = await headerProbe()
   })
   afterAll(async () => {
-    await server?.close()
+    await probe?.close()
   })
 
   /** The headers Node hands over for these `X-Plan` lines, sent byte for byte. */
-  function send(values: readonly string[]): Promise<IncomingHttpHeaders> {
-    seen = undefined
-    return new Promise((resolve, reject) => {
-      const socket = connect(server!.port, '127.0.0.1', () => {
-        const head = values.map((v) => `X-Plan: ${v}\r\n`).join('')
-        socket.write(`GET / HTTP/1.1\r\nHost: x\r\n${head}Connection: close\r\n\r\n`)
-      })
-      socket.on('error', reject)
-      socket.on('data', () => {})
-      socket.on('close', () => (seen ? resolve(seen) : reject(new Error('no request'))))
-    })
+  async function send(values: readonly string[]): Promise<IncomingHttpHeaders> {
+    const headers = await probe!.send(values.map((v) => `X-Plan: ${v}\r\n`).join(''))
+    if (headers === undefined) throw new Error('no request')
+    return headers
   }
 
   it('holds for any of the values, as Node hands them over (model: the pieces of every line)', async () => {

@@ -1,9 +1,8 @@
-import { createServer, type IncomingHttpHeaders } from 'node:http'
-import { connect } from 'node:net'
+import type { IncomingHttpHeaders } from 'node:http'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLimiter } from '../limiter.js'
-import { listenOnLoopback, type LoopbackServer } from '../testing/loopback.js'
+import { headerProbe, type HeaderProbe } from './header-probe.test-util.js'
 import { HEADER_VALUE_PATTERN } from './header-value.js'
 import { parseRules } from './schema.js'
 
@@ -123,37 +122,17 @@ describe('a header value a rule compares with is one a request can carry', () =>
 })
 
 describe('the model against a real server', () => {
-  let server: LoopbackServer | undefined
-  let seen: IncomingHttpHeaders | undefined
+  let probe: HeaderProbe | undefined
   beforeAll(async () => {
-    server = await listenOnLoopback(
-      createServer((req, res) => {
-        seen = req.headers
-        res.end()
-      }),
-    )
+    probe = await headerProbe()
   })
   afterAll(async () => {
-    await server?.close()
+    await probe?.close()
   })
 
   /** Send `X-Plan: <v>` byte for byte (latin1); the headers Node handed over, or undefined on a 400. */
-  function send(v: string): Promise<IncomingHttpHeaders | undefined> {
-    seen = undefined
-    return new Promise((resolve) => {
-      const socket = connect(server!.port, '127.0.0.1', () => {
-        socket.write(
-          `GET / HTTP/1.1\r\nHost: x\r\nX-Plan: ${v}\r\nConnection: close\r\n\r\n`,
-          'latin1',
-        )
-      })
-      let data = ''
-      socket.setEncoding('latin1')
-      socket.on('data', (c: string) => (data += c))
-      socket.on('error', () => {})
-      socket.on('close', () => resolve(data.startsWith('HTTP/1.1 200') ? seen : undefined))
-    })
-  }
+  const send = (v: string): Promise<IncomingHttpHeaders | undefined> =>
+    probe!.send(`X-Plan: ${v}\r\n`)
 
   it('a value the model accepts arrives as written and meets the rule; one it refuses never arrives as written', async () => {
     // CR and LF would end the header line, and a character above U+00FF has no latin1 byte:
