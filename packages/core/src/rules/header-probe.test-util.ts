@@ -1,6 +1,6 @@
+import { once } from 'node:events'
 import { createServer, type IncomingHttpHeaders } from 'node:http'
-import { connect } from 'node:net'
-import { listenOnLoopback } from '../testing/loopback.js'
+import { connect, type AddressInfo } from 'node:net'
 
 /** A loopback server that tells which headers Node hands over for a request's header lines. */
 export interface HeaderProbe {
@@ -16,17 +16,19 @@ export interface HeaderProbe {
 /** Start a {@link HeaderProbe} on a free loopback port. */
 export async function headerProbe(): Promise<HeaderProbe> {
   let seen: IncomingHttpHeaders | undefined
-  const server = await listenOnLoopback(
-    createServer((req, res) => {
-      seen = req.headers
-      res.end()
-    }),
-  )
+  // Not testing/loopback.ts: core's layers keep testing/ to itself, and this file is no test.
+  const server = createServer((req, res) => {
+    seen = req.headers
+    res.end()
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
   return {
     send: (lines) => {
       seen = undefined
       return new Promise((resolve) => {
-        const socket = connect(server.port, '127.0.0.1', () => {
+        const socket = connect(port, '127.0.0.1', () => {
           socket.write(`GET / HTTP/1.1\r\nHost: x\r\n${lines}Connection: close\r\n\r\n`, 'latin1')
         })
         let data = ''
@@ -36,6 +38,10 @@ export async function headerProbe(): Promise<HeaderProbe> {
         socket.on('close', () => resolve(data.startsWith('HTTP/1.1 200') ? seen : undefined))
       })
     },
-    close: () => server.close(),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
   }
 }
