@@ -1,6 +1,7 @@
 // The body a host sends with its poll (`POST /v1/services/:service/report`). Everything in it
 // ends up in the service's memory, so every size is bounded here, where the request enters,
 // and anything else is refused with a message naming the field.
+import { showValue } from './show-value.js'
 
 /** The decision counts a host reports per rule: its counters since its previous report. */
 export const REPORT_COUNTS = [
@@ -62,11 +63,6 @@ const CONTROL = /[\u0000-\u001f\u007f]|\p{Cs}/u
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value)
 
-const show = (value: unknown): string => {
-  const text = JSON.stringify(value) ?? String(value)
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text
-}
-
 /** Most problems one refusal lists: a hostile body could otherwise have one per key. */
 const MAX_ISSUES = 50
 
@@ -102,7 +98,7 @@ function unknownKeys(
 ): void {
   for (const key of Object.keys(value)) {
     if (!known.includes(key))
-      issues.push(`${where}: unknown field ${show(key)} (expected ${known.join(', ')})`)
+      issues.push(`${where}: unknown field ${showValue(key)} (expected ${known.join(', ')})`)
   }
 }
 
@@ -114,7 +110,7 @@ function count(issues: string[], where: string, value: unknown): number {
     value > REPORT_LIMITS.count
   ) {
     issues.push(
-      `${where}: expected an integer from 0 to ${REPORT_LIMITS.count}, got ${show(value)}`,
+      `${where}: expected an integer from 0 to ${REPORT_LIMITS.count}, got ${showValue(value)}`,
     )
     return 0
   }
@@ -123,7 +119,7 @@ function count(issues: string[], where: string, value: unknown): number {
 
 function text(issues: string[], where: string, value: unknown, max: number): string | undefined {
   if (typeof value !== 'string' || value.length === 0 || value.length > max) {
-    issues.push(`${where}: expected a string of 1-${max} characters, got ${show(value)}`)
+    issues.push(`${where}: expected a string of 1-${max} characters, got ${showValue(value)}`)
     return undefined
   }
   if (CONTROL.test(value)) {
@@ -135,14 +131,14 @@ function text(issues: string[], where: string, value: unknown, max: number): str
 
 function ruleReport(issues: string[], where: string, value: unknown): RuleReport | undefined {
   if (!isObject(value)) {
-    issues.push(`${where}: expected an object, got ${show(value)}`)
+    issues.push(`${where}: expected an object, got ${showValue(value)}`)
     return undefined
   }
   unknownKeys(issues, where, value, ['id', 'counts', 'top'])
   const id = text(issues, `${where}.id`, value.id, REPORT_LIMITS.ruleIdLength)
   const raw = value.counts ?? {}
   const counts = {} as ReportCounts
-  if (!isObject(raw)) issues.push(`${where}.counts: expected an object, got ${show(raw)}`)
+  if (!isObject(raw)) issues.push(`${where}.counts: expected an object, got ${showValue(raw)}`)
   else unknownKeys(issues, `${where}.counts`, raw, REPORT_COUNTS)
   for (const name of REPORT_COUNTS) {
     const given = isObject(raw) ? raw[name] : undefined
@@ -151,7 +147,7 @@ function ruleReport(issues: string[], where: string, value: unknown): RuleReport
   const rawTop = value.top ?? []
   if (!Array.isArray(rawTop) || rawTop.length > REPORT_LIMITS.top) {
     issues.push(
-      `${where}.top: expected an array of at most ${REPORT_LIMITS.top} clients, got ${Array.isArray(rawTop) ? `${rawTop.length} entries` : show(rawTop)}`,
+      `${where}.top: expected an array of at most ${REPORT_LIMITS.top} clients, got ${Array.isArray(rawTop) ? `${rawTop.length} entries` : showValue(rawTop)}`,
     )
     return id === undefined ? undefined : { id, counts, top: [] }
   }
@@ -162,13 +158,13 @@ function ruleReport(issues: string[], where: string, value: unknown): RuleReport
   rawTop.forEach((entry: unknown, i) => {
     const at = `${where}.top[${i}]`
     if (!isObject(entry)) {
-      issues.push(`${at}: expected an object, got ${show(entry)}`)
+      issues.push(`${at}: expected an object, got ${showValue(entry)}`)
       return
     }
     unknownKeys(issues, at, entry, ['client', 'count'])
     const client = text(issues, `${at}.client`, entry.client, REPORT_LIMITS.clientLength)
     if (client !== undefined && clients.has(client))
-      issues.push(`${at}.client: duplicate client ${show(client)}`)
+      issues.push(`${at}.client: duplicate client ${showValue(client)}`)
     if (client !== undefined) clients.add(client)
     const n = count(issues, `${at}.count`, entry.count)
     if (client !== undefined) top.push({ client, count: n })
@@ -185,13 +181,15 @@ function ruleReport(issues: string[], where: string, value: unknown): RuleReport
  */
 export function parseHostReport(body: unknown): HostReport {
   if (!isObject(body))
-    throw new ReportError([`expected a JSON object { host, intervalMs, rules }, got ${show(body)}`])
+    throw new ReportError([
+      `expected a JSON object { host, intervalMs, rules }, got ${showValue(body)}`,
+    ])
   const issues: string[] = []
   unknownKeys(issues, 'report', body, ['host', 'intervalMs', 'rules'])
   const host = text(issues, 'host', body.host, REPORT_LIMITS.hostLength)
   if (host !== undefined && !HOST.test(host)) {
     issues.push(
-      `host: expected letters, digits, '.', '_', ':', '@' or '-', starting with a letter or digit, got ${show(host)}`,
+      `host: expected letters, digits, '.', '_', ':', '@' or '-', starting with a letter or digit, got ${showValue(host)}`,
     )
   }
   const intervalMs = body.intervalMs
@@ -202,13 +200,13 @@ export function parseHostReport(body: unknown): HostReport {
     intervalMs > REPORT_LIMITS.intervalMs
   ) {
     issues.push(
-      `intervalMs: expected an integer from 1 to ${REPORT_LIMITS.intervalMs}, got ${show(intervalMs)}`,
+      `intervalMs: expected an integer from 1 to ${REPORT_LIMITS.intervalMs}, got ${showValue(intervalMs)}`,
     )
   }
   const rules: RuleReport[] = []
   if (!Array.isArray(body.rules) || body.rules.length > REPORT_LIMITS.rules) {
     issues.push(
-      `rules: expected an array of at most ${REPORT_LIMITS.rules} rules, got ${Array.isArray(body.rules) ? `${body.rules.length} entries` : show(body.rules)}`,
+      `rules: expected an array of at most ${REPORT_LIMITS.rules} rules, got ${Array.isArray(body.rules) ? `${body.rules.length} entries` : showValue(body.rules)}`,
     )
   } else {
     const ids = new Set<string>()
@@ -216,7 +214,7 @@ export function parseHostReport(body: unknown): HostReport {
     body.rules.forEach((r: unknown, i) => {
       const rule = ruleReport(issues, `rules[${i}]`, r)
       if (rule === undefined) return
-      if (ids.has(rule.id)) repeats.push(`rules[${i}].id: duplicate rule ${show(rule.id)}`)
+      if (ids.has(rule.id)) repeats.push(`rules[${i}].id: duplicate rule ${showValue(rule.id)}`)
       ids.add(rule.id)
       rules.push(rule)
     })

@@ -9,6 +9,7 @@ import {
   type WriteConditions,
 } from '../etag.js'
 import { ProblemError } from '../problem.js'
+import { showValue } from '../show-value.js'
 import { SERVICE_NAME } from '../service-name.js'
 import { unknownService } from '../unknown-service.js'
 import type { Change, RuleBody, RulesRepository, RulesValidator } from '../rules-repository.js'
@@ -30,13 +31,6 @@ interface RuleParams extends ServiceParams {
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value)
-
-/** A value as an error names it: its JSON, cut short. */
-const showValue = (value: unknown): string => {
-  if (value === undefined) return 'nothing'
-  const text = JSON.stringify(value)
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text
-}
 
 /** Register the `/v1` API. */
 export function rulesRoutes(app: FastifyInstance, options: RulesRoutesOptions): void {
